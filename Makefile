@@ -1,0 +1,39 @@
+# oncegate: `make run` starts the whole stack and follows its logs; `make test` runs every test.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+.PHONY: help run up down status test bench build lint fuzz deps
+
+help: ## list the targets
+	@grep -E '^[a-z/]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+run: ## install what is missing, start the stack, follow the logs (Ctrl-C stops it)
+	@./scripts/stack.sh run
+
+up: ## start the stack in the background (only what is not running)
+	@./scripts/stack.sh up
+
+down: ## stop the stack
+	@./scripts/stack.sh down
+
+status: ## show which components run
+	@./scripts/stack.sh status
+
+test: ## every test: unit, integration against real Redis/PostgreSQL/Temporal, short fuzzing
+	@./scripts/test.sh
+
+bench: ## benchmarks (fingerprint, stores)
+	go test -run='^$$' -bench=. -benchmem ./fingerprint/ ./idemstore/...
+
+build: ## build the binaries into ./bin
+	go build -o bin/ ./cmd/...
+
+deps: ## install redis-server, postgresql and the Temporal CLI when missing
+	@./scripts/deps.sh
+
+bin/temporal:
+	@./scripts/deps.sh
+
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	go vet ./...

@@ -1,0 +1,184 @@
+// Package idemstore holds the decidable state machine of one operation: the
+// domain types, the sentinel errors and the Store interface that every backend
+// (Redis fast path, PostgreSQL truth, and the combined degrading store)
+// implements with the same semantics.
+//
+// The states follow the design: an operation that was never claimed has no
+// record; a claim moves it to IN_FLIGHT (started, outcome unknown); it ends in
+// DONE (with the result) or FAILED (with the reason). NEEDS_REVIEW is the
+// "plus one" state of the truth store: the outcome could not be determined
+// automatically and a person decides. Terminal states always carry what a
+// retry must be told, so a retry is answered with the first result instead of
+// "duplicate request".
+package idemstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// State is the state of one operation.
+type State string
+
+const (
+	// StateInFlight means the operation was claimed and its outcome is not known yet.
+	StateInFlight State = "IN_FLIGHT"
+	// StateDone means the operation executed and Record.Result holds its result.
+	StateDone State = "DONE"
+	// StateFailed means the operation definitely did not execute downstream; Record.Reason says why.
+	StateFailed State = "FAILED"
+	// StateNeedsReview means the outcome cannot be determined automatically and
+	// an operator must resolve it. Only the PostgreSQL truth holds this state;
+	// the Redis fast path keeps such an operation IN_FLIGHT.
+	StateNeedsReview State = "NEEDS_REVIEW"
+)
+
+// Terminal reports whether s is DONE or FAILED.
+func (s State) Terminal() bool { return s == StateDone || s == StateFailed }
+
+// Outcome is what an Acquire decided.
+type Outcome string
+
+const (
+	// OutcomeAcquired means this caller claimed the operation and must start it.
+	OutcomeAcquired Outcome = "ACQUIRED"
+	// OutcomeInFlight means another owner holds the claim; Decision.Owner names it.
+	OutcomeInFlight Outcome = "IN_FLIGHT"
+	// OutcomeDone means the operation already finished; Decision.Record holds the first result.
+	OutcomeDone Outcome = "DONE"
+	// OutcomeFailed means the operation already failed definitely; Decision.Record holds the reason.
+	OutcomeFailed Outcome = "FAILED"
+	// OutcomeParamMismatch means the key was claimed with another param_hash: a security event.
+	OutcomeParamMismatch Outcome = "PARAM_MISMATCH"
+)
+
+var (
+	// ErrNotFound is returned by Get when no record exists for the key.
+	ErrNotFound = errors.New("idemstore: record not found")
+	// ErrNotOwner is returned by Finalize and Takeover when the key is held by
+	// another owner (or is gone): the caller must not overwrite anything.
+	ErrNotOwner = errors.New("idemstore: not the owner")
+	// ErrAlreadyTerminal is returned by Finalize when the record is already
+	// DONE or FAILED with another outcome; truth is never overwritten.
+	ErrAlreadyTerminal = errors.New("idemstore: record already terminal")
+	// ErrUnavailable wraps every failure to reach a backend (connection
+	// refused, timeout). Callers may degrade or answer temporarily_unavailable.
+	ErrUnavailable = errors.New("idemstore: backend unavailable")
+	// ErrFastPathNotOwner is returned by the combined store's Finalize when
+	// the truth (PostgreSQL) accepted the outcome but the Redis fast path is
+	// held by another owner. The truth stands; the newer owner refills Redis.
+	// Callers that only need the truth written may treat it as success.
+	ErrFastPathNotOwner = errors.New("idemstore: truth finalized, fast path held by another owner")
+)
+
+// Claim asks to move the operation Key from "never consumed" to IN_FLIGHT.
+type Claim struct {
+	// Key is the operation id: the fingerprint's nonce.
+	Key string
+	// ParamHash is the fingerprint's param_hash; a claim with another hash is PARAM_MISMATCH.
+	ParamHash string
+	// Owner identifies this execution attempt (gateway instance + request).
+	Owner string
+	// Subject is the authenticated subject the fingerprint was issued to.
+	Subject string
+	// Scope is the action, such as payments.transfer.
+	Scope string
+	// InFlightTTL bounds how long an IN_FLIGHT claim lives in Redis.
+	InFlightTTL time.Duration
+	// TerminalTTL is how long the terminal result is replayed.
+	TerminalTTL time.Duration
+	// FingerprintExp is the fingerprint's exp; the truth record is never reaped before it.
+	FingerprintExp time.Time
+}
+
+// Decision is the answer of Acquire.
+type Decision struct {
+	// Outcome is what happened.
+	Outcome Outcome
+	// Owner is the current owner for OutcomeInFlight (and this caller's for OutcomeAcquired).
+	Owner string
+	// ClaimedAt is when the current claim was taken, when known.
+	ClaimedAt time.Time
+	// Record is the stored record for OutcomeDone and OutcomeFailed (and, where
+	// the backend knows it, for OutcomeInFlight).
+	Record Record
+	// TruthFound reports whether the PostgreSQL truth held a record for the
+	// key when the decision was taken (Record then comes from it). The
+	// PostgreSQL store sets it on every decision; the Redis store never does.
+	// With the combined store, OutcomeInFlight and TruthFound false means the
+	// claim exists only on the fast path: no workflow has claimed the truth
+	// yet (an orphan once the claim is older than the grace period and
+	// Temporal has no workflow of that ID).
+	TruthFound bool
+}
+
+// Finalization moves an IN_FLIGHT (or NEEDS_REVIEW) operation to DONE or FAILED.
+type Finalization struct {
+	// Key is the operation id.
+	Key string
+	// Owner must equal the record's owner, or ErrNotOwner is returned.
+	Owner string
+	// State is StateDone or StateFailed.
+	State State
+	// Result is the downstream's result (DONE).
+	Result json.RawMessage
+	// ResultRef is the business reference extracted from Result (DONE).
+	ResultRef string
+	// Reason says why the operation failed (FAILED).
+	Reason string
+	// ResolvedBy names the operator when a person decided the outcome.
+	ResolvedBy string
+	// ResolutionNote is the operator's note.
+	ResolutionNote string
+	// TerminalTTL is how long the result is replayed from the fast path.
+	TerminalTTL time.Duration
+}
+
+// Record is what a backend knows about one operation.
+type Record struct {
+	// Key is the operation id (the nonce).
+	Key string `json:"operation_id"`
+	// Subject is who the operation belongs to.
+	Subject string `json:"subject,omitempty"`
+	// Scope is the action.
+	Scope string `json:"scope,omitempty"`
+	// ParamHash binds the canonical params.
+	ParamHash string `json:"param_hash,omitempty"`
+	// State is the current state.
+	State State `json:"state"`
+	// Owner is the current claim's owner.
+	Owner string `json:"owner,omitempty"`
+	// Result is the downstream result when DONE.
+	Result json.RawMessage `json:"result,omitempty"`
+	// ResultRef is the business reference when DONE.
+	ResultRef string `json:"result_ref,omitempty"`
+	// Reason explains FAILED or NEEDS_REVIEW.
+	Reason string `json:"reason,omitempty"`
+	// ResolvedBy names the operator who resolved a NEEDS_REVIEW operation.
+	ResolvedBy string `json:"resolved_by,omitempty"`
+	// ResolutionNote is the operator's note.
+	ResolutionNote string `json:"resolution_note,omitempty"`
+	// CreatedAt is when the record was created (zero when unknown, as in Redis).
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	// UpdatedAt is when the record last changed (for terminal records: when it completed).
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	// ClaimedAt is when the current owner took the claim (zero when unknown).
+	ClaimedAt time.Time `json:"claimed_at,omitzero"`
+	// FingerprintExp is the exp of the fingerprint that created the record
+	// (zero when unknown); the truth record is never reaped before it.
+	FingerprintExp time.Time `json:"fingerprint_exp,omitzero"`
+}
+
+// Store is the state machine every backend implements with the same semantics.
+type Store interface {
+	// Acquire claims c.Key atomically, or reports who holds it or how it ended.
+	Acquire(ctx context.Context, c Claim) (Decision, error)
+	// Finalize records the terminal outcome, owner-checked.
+	Finalize(ctx context.Context, f Finalization) error
+	// Get reads the record of key, or ErrNotFound.
+	Get(ctx context.Context, key string) (Record, error)
+	// Takeover moves an IN_FLIGHT claim from one owner to another, or ErrNotOwner.
+	Takeover(ctx context.Context, key, fromOwner, toOwner string, ttl time.Duration) error
+}

@@ -1,0 +1,111 @@
+// Package catalog loads the action catalog (YAML): for each action the bound
+// and free params, the three TTLs and the downstream it calls. Loading
+// validates every action and refuses TTLs that would open a hole in the
+// idempotency guarantee.
+package catalog
+
+import "time"
+
+// FieldType is the type of a bound param.
+type FieldType string
+
+const (
+	// TypeString is a JSON string (NFC-normalized before hashing).
+	TypeString FieldType = "string"
+	// TypeDecimal is an exact decimal given as a JSON number or a string.
+	TypeDecimal FieldType = "decimal"
+	// TypeInteger is an exact integer given as a JSON number or a string.
+	TypeInteger FieldType = "integer"
+	// TypeBoolean is a JSON boolean.
+	TypeBoolean FieldType = "boolean"
+)
+
+// Field declares one bound param.
+type Field struct {
+	// Type is the field's type.
+	Type FieldType `yaml:"type" json:"type"`
+	// Required refuses params that lack the field (or carry null).
+	Required bool `yaml:"required" json:"required"`
+	// Normalize lists normalizers applied in order: trim, upper, lower.
+	Normalize []string `yaml:"normalize" json:"normalize,omitempty"`
+	// Description is shown in tool schemas.
+	Description string `yaml:"description" json:"description,omitempty"`
+}
+
+// FreeField declares a param passed to the downstream but not bound.
+type FreeField struct {
+	// Type is the JSON type expected (string by default).
+	Type FieldType `yaml:"type" json:"type"`
+	// Description is shown in tool schemas.
+	Description string `yaml:"description" json:"description,omitempty"`
+}
+
+// Downstream describes the API an action calls.
+type Downstream struct {
+	// Execute is the URL the workflow POSTs the params to.
+	Execute string `yaml:"execute" json:"execute"`
+	// HonorsIdempotencyKey says whether the downstream deduplicates by the
+	// Idempotency-Key header. When false it is called exactly once and
+	// reconciled through Status after an unknown answer.
+	HonorsIdempotencyKey bool `yaml:"honors_idempotency_key" json:"honors_idempotency_key"`
+	// Status is an optional URL answering GET ?client_reference=<operation_id>
+	// with 200 and the transfer, or 404 when none exists.
+	Status string `yaml:"status" json:"status,omitempty"`
+	// Quote is an optional URL the preview POSTs the bound params to; its
+	// answer's expires_at caps the fingerprint's exp.
+	Quote string `yaml:"quote" json:"quote,omitempty"`
+	// Timeout bounds one call.
+	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+	// Attempts is the maximum number of calls (1 for a downstream that ignores the key).
+	Attempts int `yaml:"attempts" json:"attempts"`
+	// Backoff is the initial retry interval; it doubles up to BackoffMax.
+	Backoff time.Duration `yaml:"backoff" json:"backoff"`
+	// BackoffMax caps one retry interval.
+	BackoffMax time.Duration `yaml:"backoff_max" json:"backoff_max"`
+	// ResultRef is the top-level field of the downstream's JSON answer that
+	// holds the business reference, such as "id".
+	ResultRef string `yaml:"result_ref" json:"result_ref"`
+	// ReconcileDelay is how long to wait before asking Status after an unknown answer.
+	ReconcileDelay time.Duration `yaml:"reconcile_delay" json:"reconcile_delay"`
+	// ReconcileAttempts bounds the status queries before NEEDS_REVIEW.
+	ReconcileAttempts int `yaml:"reconcile_attempts" json:"reconcile_attempts"`
+}
+
+// Action is one scope of the catalog.
+type Action struct {
+	// Scope is the action's name, such as payments.transfer.
+	Scope string `yaml:"-" json:"scope"`
+	// Description tells a model what the action does.
+	Description string `yaml:"description" json:"description"`
+	// Bind lists the fields that enter the fingerprint's param_hash.
+	Bind map[string]Field `yaml:"bind" json:"bind"`
+	// Free lists fields passed to the downstream but not bound.
+	Free map[string]FreeField `yaml:"free" json:"free"`
+	// FingerprintTTL is how long a preview's fingerprint may be consumed.
+	FingerprintTTL time.Duration `yaml:"fingerprint_ttl" json:"fingerprint_ttl"`
+	// InFlightTTL is how long an IN_FLIGHT claim lives in Redis.
+	InFlightTTL time.Duration `yaml:"in_flight_ttl" json:"in_flight_ttl"`
+	// TerminalTTL is how long a terminal result is replayed.
+	TerminalTTL time.Duration `yaml:"terminal_ttl" json:"terminal_ttl"`
+	// DuplicateIntentWindow is how far back the amnesia guard looks (default 24h).
+	DuplicateIntentWindow time.Duration `yaml:"duplicate_intent_window" json:"duplicate_intent_window"`
+	// SummaryField names the bound field shown in summaries (such as amount).
+	SummaryField string `yaml:"summary_field" json:"summary_field,omitempty"`
+	// Downstream is the API the action calls.
+	Downstream Downstream `yaml:"downstream" json:"downstream"`
+}
+
+// Catalog is the loaded, validated set of actions.
+type Catalog struct {
+	// Actions maps a scope to its action.
+	Actions map[string]*Action
+	// GatewayWait is the gateway's own wait for an outcome at confirm; it is
+	// part of every action's worst case.
+	GatewayWait time.Duration
+}
+
+// Lookup returns the action of scope, or false.
+func (c *Catalog) Lookup(scope string) (*Action, bool) {
+	a, ok := c.Actions[scope]
+	return a, ok
+}

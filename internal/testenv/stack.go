@@ -1,0 +1,220 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var builtBinaries struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Binaries builds the project's binaries once per test process and returns
+// the folder holding them (gateway, worker, downstream, oncegate-ops).
+func Binaries(t testing.TB) string {
+	t.Helper()
+	builtBinaries.once.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			builtBinaries.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "oncegate-bin-")
+		if err != nil {
+			builtBinaries.err = err
+			return
+		}
+		registerShared(func() { _ = os.RemoveAll(dir) })
+		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/gateway", "./cmd/worker", "./cmd/downstream", "./cmd/oncegate-ops")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			builtBinaries.err = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		builtBinaries.dir = dir
+	})
+	if builtBinaries.err != nil {
+		t.Fatal(builtBinaries.err)
+	}
+	return builtBinaries.dir
+}
+
+// Stack is the whole oncegate stack started for one test: private Redis,
+// fresh databases in the shared PostgreSQL, the shared Temporal dev server
+// with a task queue of its own, and the downstream simulator, worker and
+// gateway binaries.
+type Stack struct {
+	// GatewayURL is the gateway's base URL.
+	GatewayURL string
+	// DownstreamURL is the simulator's base URL.
+	DownstreamURL string
+	// DatabaseURL is the gateway's truth database.
+	DatabaseURL string
+	// SimulatorDatabaseURL is the simulator's database.
+	SimulatorDatabaseURL string
+	// Redis is the private Redis server.
+	Redis *Redis
+	// Temporal is the shared dev server.
+	Temporal *Temporal
+	// TaskQueue is this stack's own task queue.
+	TaskQueue string
+	// Keys is the ONCEGATE_FINGERPRINT_KEYS value.
+	Keys string
+	// Gateway, Worker and Downstream are the running binaries.
+	Gateway, Worker, Downstream *Process
+	// Env is the environment every binary got.
+	Env []string
+	root string
+	dir  string
+}
+
+// StackOptions tunes StartStack.
+type StackOptions struct {
+	// ExtraGatewayEnv is appended to the gateway's environment (KEY=value).
+	ExtraGatewayEnv []string
+}
+
+// StartStack starts a complete stack for t and stops it at the end.
+func StartStack(t testing.TB, opts StackOptions) *Stack {
+	t.Helper()
+	bin := Binaries(t)
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := SharedTemporal(t)
+	pg := SharedPostgres(t)
+	ctx := context.Background()
+	dbURL, err := pg.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simURL, err := pg.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	queue := make([]byte, 6)
+	_, _ = rand.Read(queue)
+	s := &Stack{
+		GatewayURL:           fmt.Sprintf("http://127.0.0.1:%d", MustFreePort(t)),
+		DownstreamURL:        fmt.Sprintf("http://127.0.0.1:%d", MustFreePort(t)),
+		DatabaseURL:          dbURL,
+		SimulatorDatabaseURL: simURL,
+		Redis:                StartRedis(t),
+		Temporal:             tp,
+		TaskQueue:            "oncegate-test-" + hex.EncodeToString(queue),
+		Keys:                 "test:" + base64.StdEncoding.EncodeToString(secret),
+		root:                 root,
+		dir:                  t.TempDir(),
+	}
+	s.Env = []string{
+		"GATEWAY_URL=" + s.GatewayURL,
+		"DOWNSTREAM_URL=" + s.DownstreamURL,
+		"DATABASE_URL=" + s.DatabaseURL,
+		"SIMULATOR_DATABASE_URL=" + s.SimulatorDatabaseURL,
+		"REDIS_URL=" + s.Redis.URL,
+		"TEMPORAL_ADDRESS=" + tp.Address,
+		"TEMPORAL_NAMESPACE=" + tp.Namespace,
+		"ONCEGATE_TASK_QUEUE=" + s.TaskQueue,
+		"ONCEGATE_FINGERPRINT_KEYS=" + s.Keys,
+		"ONCEGATE_CATALOG=" + filepath.Join(root, "deployments", "catalog.dev.yaml"),
+		"ONCEGATE_TOKENS=" + filepath.Join(root, "deployments", "tokens.dev.yaml"),
+	}
+	start := func(name string, extra []string) *Process {
+		p, err := StartProcess(name, filepath.Join(s.dir, name+".log"), []string{filepath.Join(bin, name)}, append(append([]string{}, s.Env...), extra...), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			p.Stop()
+			if t.Failed() {
+				t.Logf("--- %s log (tail) ---\n%s", name, p.Log())
+			}
+		})
+		return p
+	}
+	s.Downstream = start("downstream", nil)
+	s.WaitHealthy(t, s.DownstreamURL+"/healthz", s.Downstream)
+	s.Worker = start("worker", nil)
+	s.Gateway = start("gateway", opts.ExtraGatewayEnv)
+	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
+	return s
+}
+
+// WaitHealthy waits until url answers 200, failing t with the process log otherwise.
+func (s *Stack) WaitHealthy(t testing.TB, url string, p *Process) {
+	t.Helper()
+	err := WaitFor(context.Background(), 30*time.Second, func(ctx context.Context) error {
+		if !p.Running() {
+			return fmt.Errorf("%s exited", p.Name)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %d", url, resp.StatusCode)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s not healthy: %v\n%s", p.Name, err, p.Log())
+	}
+}
+
+// RestartWorker kills the worker with SIGKILL and starts a new one.
+func (s *Stack) RestartWorker(t testing.TB) {
+	t.Helper()
+	s.Worker.Kill()
+	if err := s.Worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// RestartGateway kills the gateway with SIGKILL and starts a new one.
+func (s *Stack) RestartGateway(t testing.TB) {
+	t.Helper()
+	s.Gateway.Kill()
+	if err := s.Gateway.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
+}
+
+// OpsCLI runs the ops CLI against this stack's gateway and returns its output.
+func (s *Stack) OpsCLI(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(Binaries(t), "oncegate-ops"), args...)
+	cmd.Env = append(os.Environ(), "GATEWAY_URL="+s.GatewayURL, "TEMPORAL_ADDRESS="+s.Temporal.Address)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// TemporalCLI runs the Temporal CLI against this stack's server.
+func (s *Stack) TemporalCLI(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	cli, err := TemporalCLI()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(cli, append(args, "--address", s.Temporal.Address, "--namespace", s.Temporal.Namespace)...)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}

@@ -1,0 +1,141 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// Temporal is a Temporal dev server (the official CLI's start-dev) on free ports.
+type Temporal struct {
+	// Address is the frontend's host:port.
+	Address string
+	// UIURL is the Web UI's URL.
+	UIURL string
+	// Namespace is the namespace the tests use.
+	Namespace string
+	dir       string
+	proc      *Process
+}
+
+var sharedTemporal struct {
+	once sync.Once
+	tp   *Temporal
+	err  error
+}
+
+// SharedTemporal returns the package's shared dev server, starting it on first use.
+func SharedTemporal(t testing.TB) *Temporal {
+	t.Helper()
+	sharedTemporal.once.Do(func() {
+		sharedTemporal.tp, sharedTemporal.err = NewTemporal()
+		if sharedTemporal.err == nil {
+			registerShared(sharedTemporal.tp.Stop)
+		}
+	})
+	if sharedTemporal.err != nil {
+		t.Fatal(sharedTemporal.err)
+	}
+	return sharedTemporal.tp
+}
+
+// TemporalCLI returns the path of the Temporal CLI built into ./bin by `make`.
+func TemporalCLI() (string, error) {
+	if p := os.Getenv("ONCEGATE_TEMPORAL_CLI"); p != "" {
+		return p, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(root, "bin", "temporal")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("testenv: %s missing: run `make bin/temporal` (or `make test`, which builds it)", p)
+	}
+	return p, nil
+}
+
+// NewTemporal starts a dev server with an in-memory store and the search
+// attributes of oncegate registered.
+func NewTemporal() (*Temporal, error) {
+	cli, err := TemporalCLI()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "oncegate-temporal-")
+	if err != nil {
+		return nil, err
+	}
+	ports := make([]int, 4)
+	for i := range ports {
+		if ports[i], err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	proc, err := StartProcess("temporal", filepath.Join(dir, "temporal.log"), []string{
+		cli, "server", "start-dev", "--ip", "127.0.0.1",
+		"--port", itoa(ports[0]), "--ui-port", itoa(ports[1]), "--http-port", itoa(ports[2]), "--metrics-port", itoa(ports[3]),
+		"--db-filename", filepath.Join(dir, "temporal.db"),
+		"--search-attribute", "IdemState=Keyword", "--search-attribute", "IdemScope=Keyword", "--search-attribute", "IdemSubject=Keyword",
+		"--log-level", "warn",
+	}, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	tp := &Temporal{Address: addr, UIURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1]), Namespace: "default", dir: dir, proc: proc}
+	if err := tp.waitReady(); err != nil {
+		tp.Stop()
+		return nil, err
+	}
+	return tp, nil
+}
+
+func (tp *Temporal) waitReady() error {
+	return WaitFor(context.Background(), 90*time.Second, func(ctx context.Context) error {
+		if !tp.proc.Running() {
+			return fmt.Errorf("temporal exited:\n%s", tp.proc.Log())
+		}
+		c, err := client.Dial(client.Options{HostPort: tp.Address, Namespace: tp.Namespace, Logger: quietLogger{}})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
+		if err != nil {
+			return err
+		}
+		// The search attributes must be visible before workflows use them.
+		resp, err := c.OperatorService().ListSearchAttributes(ctx, listSearchAttributesRequest(tp.Namespace))
+		if err != nil {
+			return err
+		}
+		if _, ok := resp.GetCustomAttributes()["IdemState"]; !ok {
+			return fmt.Errorf("search attribute IdemState not registered yet")
+		}
+		return nil
+	})
+}
+
+// Client dials the server; the client is closed at the end of the test.
+func (tp *Temporal) Client(t testing.TB) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: tp.Address, Namespace: tp.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Stop stops the server and removes its files.
+func (tp *Temporal) Stop() {
+	tp.proc.Stop()
+	_ = os.RemoveAll(tp.dir)
+}

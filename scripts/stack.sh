@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# The one-command dev stack: `stack.sh up` starts what is not running (so it
+# is idempotent and brings back a killed component), `stack.sh down` stops all,
+# `stack.sh run` starts it in the foreground and stops it on Ctrl-C,
+# `stack.sh status` shows what runs.
+#
+# State lives in .run/: stack.env, <name>.pid, <name>.log, the data of
+# PostgreSQL, Redis and Temporal, and the fingerprint keys (made once).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+RUN=$ROOT/.run
+mkdir -p "$RUN"
+
+COMPONENTS=(postgres redis temporal downstream worker gateway)
+
+# ---------- configuration (every port can be moved with the variable of the same name)
+GATEWAY_URL=${GATEWAY_URL:-http://127.0.0.1:8080}
+DOWNSTREAM_URL=${DOWNSTREAM_URL:-http://127.0.0.1:8090}
+TEMPORAL_ADDRESS=${TEMPORAL_ADDRESS:-127.0.0.1:7233}
+TEMPORAL_UI_URL=${TEMPORAL_UI_URL:-http://127.0.0.1:8233}
+TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
+PGPORT=${PGPORT:-55432}
+DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT}/oncegate?sslmode=disable}
+SIMULATOR_DATABASE_URL=${SIMULATOR_DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT}/oncegate_sim?sslmode=disable}
+REDIS_URL=${REDIS_URL:-redis://127.0.0.1:56379/0}
+
+port_of() { # url or host:port -> port
+  local s=${1#*://}; s=${s%%/*}; s=${s##*@}; echo "${s##*:}"
+}
+PGPORT=$(port_of "$DATABASE_URL")
+REDIS_PORT=$(port_of "$REDIS_URL")
+TEMPORAL_PORT=$(port_of "$TEMPORAL_ADDRESS")
+TEMPORAL_UI_PORT=$(port_of "$TEMPORAL_UI_URL")
+
+if [ ! -s "$RUN/fingerprint.keys" ]; then
+  umask 077
+  echo "dev-$(date +%Y%m%d):$(head -c 32 /dev/urandom | base64 -w0)" >"$RUN/fingerprint.keys"
+  umask 022
+fi
+ONCEGATE_FINGERPRINT_KEYS=${ONCEGATE_FINGERPRINT_KEYS:-$(cat "$RUN/fingerprint.keys")}
+
+write_env() {
+  cat >"$RUN/stack.env" <<EOF
+GATEWAY_URL=$GATEWAY_URL
+DOWNSTREAM_URL=$DOWNSTREAM_URL
+TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS
+TEMPORAL_UI_URL=$TEMPORAL_UI_URL
+TEMPORAL_NAMESPACE=$TEMPORAL_NAMESPACE
+DATABASE_URL=$DATABASE_URL
+SIMULATOR_DATABASE_URL=$SIMULATOR_DATABASE_URL
+REDIS_URL=$REDIS_URL
+ONCEGATE_FINGERPRINT_KEYS=$ONCEGATE_FINGERPRINT_KEYS
+ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
+ONCEGATE_TOKENS=$ROOT/deployments/tokens.dev.yaml
+EOF
+}
+
+# ---------- process helpers
+alive() { # name -> 0 when its pid file names a live process
+  local f=$RUN/$1.pid
+  [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+}
+
+wait_tcp() { # port seconds name
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "stack: $3 did not open port $1 in $2s; see $RUN/$3.log" >&2
+  tail -n 20 "$RUN/$3.log" >&2 || true
+  return 1
+}
+
+wait_http() { # url seconds name
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "stack: $3 did not answer $1 in $2s; see $RUN/$3.log" >&2
+  tail -n 20 "$RUN/$3.log" >&2 || true
+  return 1
+}
+
+spawn() { # name cmd... : start detached, pid into .run/name.pid
+  local name=$1; shift
+  setsid "$@" >>"$RUN/$name.log" 2>&1 < /dev/null &
+  echo $! >"$RUN/$name.pid"
+}
+
+pg_bin() { dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)"; }
+
+# PostgreSQL refuses to run as root, and the postgres user may not be able to
+# traverse the checkout's parent folders: then the data lives in a folder of
+# its own under /var/tmp and .run/postgres links to it.
+pg_data_dir() {
+  local dir=$RUN/postgres
+  if [ "$(id -u)" -eq 0 ] && [ ! -e "$dir" ]; then
+    if ! runuser -u postgres -- test -x "$RUN" 2>/dev/null; then
+      local ext
+      ext=/var/tmp/oncegate-$(echo -n "$ROOT" | sha256sum | cut -c1-12)/postgres
+      mkdir -p "$ext"
+      ln -s "$ext" "$dir"
+    fi
+  fi
+  mkdir -p "$dir/"
+  echo "$dir"
+}
+
+as_pg() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+start_postgres() {
+  local dir data bin
+  dir=$(cd "$(pg_data_dir)" && pwd -P)
+  data=$dir/data
+  bin=$(pg_bin)
+  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
+  if [ ! -s "$data/PG_VERSION" ]; then
+    as_pg "$bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >>"$RUN/postgres.log" 2>&1
+  fi
+  rm -f "$data/postmaster.pid"
+  if [ "$(id -u)" -eq 0 ]; then
+    spawn postgres runuser -u postgres -- "$bin/postgres" -D "$data" -p "$PGPORT" \
+      -c listen_addresses=127.0.0.1 -c unix_socket_directories="$dir"
+  else
+    spawn postgres "$bin/postgres" -D "$data" -p "$PGPORT" -c listen_addresses=127.0.0.1 -c unix_socket_directories="$dir"
+  fi
+  wait_tcp "$PGPORT" 60 postgres
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [ -s "$data/postmaster.pid" ] && break
+    sleep 0.1
+  done
+  # The postmaster itself, not runuser, is what the pid file names.
+  head -n 1 "$data/postmaster.pid" >"$RUN/postgres.pid"
+  for db in oncegate oncegate_sim; do
+    for ((i = 0; i < 50; i++)); do
+      if out=$(as_pg "$bin/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='$db'" 2>&1); then
+        [ "$out" = 1 ] || as_pg "$bin/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres "$db"
+        break
+      fi
+      sleep 0.2
+    done
+  done
+}
+
+start_redis() {
+  mkdir -p "$RUN/redis"
+  spawn redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$RUN/redis" \
+    --appendonly yes --save "" --daemonize no --protected-mode no
+  wait_tcp "$REDIS_PORT" 30 redis
+}
+
+start_temporal() {
+  spawn temporal "$ROOT/bin/temporal" server start-dev --ip 127.0.0.1 \
+    --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
+    --namespace "$TEMPORAL_NAMESPACE" \
+    --db-filename "$RUN/temporal.db" \
+    --search-attribute IdemState=Keyword --search-attribute IdemScope=Keyword --search-attribute IdemSubject=Keyword \
+    --log-level warn
+  wait_tcp "$TEMPORAL_PORT" 90 temporal
+  wait_http "$TEMPORAL_UI_URL" 60 temporal
+}
+
+start_binary() { # name
+  set -a
+  # shellcheck disable=SC1091
+  . "$RUN/stack.env"
+  set +a
+  spawn "$1" "$ROOT/bin/$1"
+}
+
+start_downstream() { start_binary downstream; wait_http "$DOWNSTREAM_URL/healthz" 30 downstream; }
+start_worker() {
+  start_binary worker
+  sleep 1
+  alive worker || { echo "stack: worker exited; see $RUN/worker.log" >&2; tail -n 20 "$RUN/worker.log" >&2; return 1; }
+}
+start_gateway() { start_binary gateway; wait_http "$GATEWAY_URL/healthz" 30 gateway; }
+
+build() {
+  ./scripts/deps.sh
+  go build -o bin/ ./cmd/gateway ./cmd/worker ./cmd/downstream ./cmd/oncegate-ops
+}
+
+up() {
+  build
+  write_env
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    if alive "$c"; then
+      echo "stack: $c already running (pid $(cat "$RUN/$c.pid"))"
+    else
+      echo "stack: starting $c"
+      "start_$c"
+    fi
+  done
+  cat <<EOF
+
+oncegate is up.
+  gateway       $GATEWAY_URL
+  downstream    $DOWNSTREAM_URL
+  Temporal UI   $TEMPORAL_UI_URL
+  environment   $RUN/stack.env   logs: $RUN/<name>.log
+EOF
+}
+
+stop_one() { # name
+  local f=$RUN/$1.pid pid i
+  [ -s "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    echo "stack: stopped $1"
+  fi
+  rm -f "$f"
+}
+
+down() {
+  local i
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    stop_one "${COMPONENTS[$i]}"
+  done
+}
+
+status() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    if alive "$c"; then echo "$c: running (pid $(cat "$RUN/$c.pid"))"; else echo "$c: stopped"; fi
+  done
+}
+
+run() {
+  up
+  trap 'echo; down; exit 0' INT TERM
+  echo "Following the logs; Ctrl-C stops the stack."
+  tail -n 0 -F "$RUN"/{gateway,worker,downstream,temporal}.log &
+  wait
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  run) run ;;
+  status) status ;;
+  *) echo "usage: $0 up|down|run|status" >&2; exit 2 ;;
+esac

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Every test: unit, integration against real Redis, PostgreSQL and a Temporal
+# dev server that the tests start themselves on free ports, then short fuzz runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/deps.sh
+echo "== go vet"
+go vet ./...
+echo "== go test"
+go test -count=1 -timeout 45m ./...
+echo "== fuzz (short runs)"
+for target in FuzzCanonicalize FuzzParseFingerprint; do
+  go test -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-10s}" ./fingerprint/
+done

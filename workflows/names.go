@@ -1,0 +1,99 @@
+// Package workflows holds the one Temporal workflow every operation runs as:
+// its ID is the operation_id (the fingerprint's nonce), so Temporal itself
+// refuses a second execution of the same operation.
+package workflows
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
+)
+
+const (
+	// TaskQueue is the default task queue of the worker and the gateway.
+	TaskQueue = "oncegate"
+	// OperationWorkflowName is the registered name of the operation workflow.
+	OperationWorkflowName = "Operation"
+	// SignalResolve is the signal an operator sends to resolve NEEDS_REVIEW.
+	SignalResolve = "resolve"
+	// QueryState is the query that answers the workflow's current state.
+	QueryState = "state"
+)
+
+// Search attribute names (Keyword), registered by the dev stack at start.
+const (
+	// SearchAttrState holds IN_FLIGHT, DONE, FAILED or NEEDS_REVIEW.
+	SearchAttrState = "IdemState"
+	// SearchAttrScope holds the action.
+	SearchAttrScope = "IdemScope"
+	// SearchAttrSubject holds the subject.
+	SearchAttrSubject = "IdemSubject"
+)
+
+// OperationInput is the workflow's input: everything it needs, copied from
+// the catalog at start, so a later catalog change cannot alter a running
+// operation or the replay of its history.
+type OperationInput struct {
+	// OperationID is the nonce; also the workflow ID, Idempotency-Key and client_reference.
+	OperationID string `json:"operation_id"`
+	// Subject is who the operation belongs to.
+	Subject string `json:"subject"`
+	// Scope is the action.
+	Scope string `json:"scope"`
+	// ParamHash binds the canonical params.
+	ParamHash string `json:"param_hash"`
+	// Owner is the gateway claim's owner in Redis, for the owner-checked finalize.
+	Owner string `json:"owner"`
+	// Params is the JSON body sent downstream: normalized bound params plus free params.
+	Params json.RawMessage `json:"params"`
+	// FingerprintExp is the fingerprint's expiry.
+	FingerprintExp time.Time `json:"fingerprint_exp"`
+	// InFlightTTL is the action's in_flight_ttl.
+	InFlightTTL time.Duration `json:"in_flight_ttl"`
+	// TerminalTTL is the action's terminal_ttl.
+	TerminalTTL time.Duration `json:"terminal_ttl"`
+	// Downstream is the action's downstream description.
+	Downstream catalog.Downstream `json:"downstream"`
+	// Summary is a short human text (action and amount) for the Web UI.
+	Summary string `json:"summary"`
+}
+
+// OperationResult is the workflow's result: the terminal outcome.
+type OperationResult struct {
+	// State is DONE or FAILED.
+	State idemstore.State `json:"state"`
+	// Result is the downstream's result (DONE).
+	Result json.RawMessage `json:"result,omitempty"`
+	// ResultRef is the business reference (DONE).
+	ResultRef string `json:"result_ref,omitempty"`
+	// Reason says why it failed (FAILED).
+	Reason string `json:"reason,omitempty"`
+	// ResolvedBy names the operator when a person decided.
+	ResolvedBy string `json:"resolved_by,omitempty"`
+}
+
+// Resolution is the payload of the resolve signal.
+type Resolution struct {
+	// Outcome is "completed" or "failed".
+	Outcome string `json:"outcome"`
+	// Result is the operator's result for a completed outcome.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Reason is the operator's reason for a failed outcome.
+	Reason string `json:"reason,omitempty"`
+	// Operator is who resolved it.
+	Operator string `json:"operator"`
+	// Note is the operator's free note.
+	Note string `json:"note,omitempty"`
+}
+
+// StateView is the answer of the state query.
+type StateView struct {
+	// State is the current state.
+	State idemstore.State `json:"state"`
+	// Reason explains NEEDS_REVIEW or FAILED.
+	Reason string `json:"reason,omitempty"`
+	// ResultRef is set once DONE.
+	ResultRef string `json:"result_ref,omitempty"`
+}
