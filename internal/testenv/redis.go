@@ -84,4 +84,3 @@ func (r *Redis) Restart() error {
 
 // Running reports whether the server process is alive.
 func (r *Redis) Running() bool { return r.proc.Running() }
-

@@ -76,7 +76,7 @@ type Stack struct {
 	// Gateway, Worker and Downstream are the running binaries.
 	Gateway, Worker, Downstream *Process
 	// Env is the environment every binary got.
-	Env []string
+	Env  []string
 	root string
 	dir  string
 }
