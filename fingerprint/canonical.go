@@ -1,0 +1,406 @@
+package fingerprint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/cockroachdb/apd/v3"
+	"golang.org/x/text/unicode/norm"
+)
+
+// Limits on the JSON accepted by CanonicalJSON, Canonicalize and
+// ValidateParams. Input beyond any of them is refused with ErrInvalidParams.
+const (
+	// MaxParamsBytes is the largest accepted JSON input, in bytes.
+	MaxParamsBytes = 64 << 10
+	// MaxDepth is the deepest accepted nesting of objects and arrays (the
+	// top-level object or array is depth 1).
+	MaxDepth = 32
+	// MaxMembers is the largest accepted total of object members and array
+	// elements, counted over the whole document.
+	MaxMembers = 1024
+	// MaxNumberDigits is the longest accepted number in its canonical plain
+	// form (digits, sign and point), so that 1e999999 cannot blow up.
+	MaxNumberDigits = 128
+)
+
+// maxExponent bounds a number's written exponent before apd sees it.
+const maxExponent = 10000
+
+// CanonicalJSON canonicalizes any JSON value with the rules of CONTRACT §3:
+// members whose value is null are dropped (recursively; null array elements
+// stay), object keys are sorted by UTF-16 code units, strings (keys
+// included) are NFC-normalized and minimally escaped as RFC 8785 does, and
+// numbers are exact decimals written plainly: no exponent, no trailing zeros,
+// no point for integers, -0 as 0. Input that is not valid JSON, is not valid
+// UTF-8, has duplicate keys (also after NFC), or exceeds MaxParamsBytes,
+// MaxDepth, MaxMembers or MaxNumberDigits is refused with an error wrapping
+// ErrInvalidParams.
+func CanonicalJSON(raw []byte) ([]byte, error) {
+	v, err := parseJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	return appendCanonical(make([]byte, 0, len(raw)), v, nil)
+}
+
+// parser decodes JSON into map[string]any, []any, string, json.Number, bool
+// and nil with a streaming json.Decoder, enforcing the limits and refusing
+// duplicate keys. Object keys are NFC-normalized while parsing.
+type parser struct {
+	dec     *json.Decoder
+	members int
+	path    []string
+}
+
+// parseJSON parses one JSON value and refuses anything after it.
+func parseJSON(raw []byte) (any, error) {
+	if len(raw) > MaxParamsBytes {
+		return nil, FieldProblem{Problem: fmt.Sprintf("JSON is %d bytes, more than the limit of %d", len(raw), MaxParamsBytes)}
+	}
+	if !utf8.Valid(raw) {
+		return nil, FieldProblem{Problem: "JSON is not valid UTF-8"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	p := &parser{dec: dec}
+	v, err := p.value(1)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, FieldProblem{Problem: "invalid JSON: data after the top-level value"}
+	}
+	return v, nil
+}
+
+// fail returns a FieldProblem located at the parser's current path.
+func (p *parser) fail(format string, args ...any) error {
+	return FieldProblem{Field: joinPath(p.path), Problem: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) syntax(err error) error {
+	if errors.Is(err, io.EOF) {
+		return p.fail("invalid JSON: unexpected end of input")
+	}
+	return p.fail("invalid JSON: %v", err)
+}
+
+func (p *parser) value(depth int) (any, error) {
+	tok, err := p.dec.Token()
+	if err != nil {
+		return nil, p.syntax(err)
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if depth > MaxDepth {
+			return nil, p.fail("nested deeper than %d levels", MaxDepth)
+		}
+		switch t {
+		case '{':
+			return p.object(depth)
+		case '[':
+			return p.array(depth)
+		}
+		return nil, p.fail("invalid JSON: unexpected %q", rune(t))
+	case string, json.Number, bool, nil:
+		return t, nil
+	}
+	return nil, p.fail("invalid JSON: unexpected token %v", tok)
+}
+
+func (p *parser) count() error {
+	p.members++
+	if p.members > MaxMembers {
+		return p.fail("more than %d members in total", MaxMembers)
+	}
+	return nil
+}
+
+func (p *parser) object(depth int) (any, error) {
+	obj := make(map[string]any)
+	for p.dec.More() {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return nil, p.syntax(err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, p.fail("invalid JSON: object key is not a string")
+		}
+		key = norm.NFC.String(key)
+		p.path = append(p.path, key)
+		if _, dup := obj[key]; dup {
+			return nil, p.fail("duplicate key")
+		}
+		if err := p.count(); err != nil {
+			return nil, err
+		}
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		p.path = p.path[:len(p.path)-1]
+		obj[key] = v
+	}
+	if _, err := p.dec.Token(); err != nil {
+		return nil, p.syntax(err)
+	}
+	return obj, nil
+}
+
+func (p *parser) array(depth int) (any, error) {
+	arr := make([]any, 0)
+	for p.dec.More() {
+		p.path = append(p.path, "["+strconv.Itoa(len(arr))+"]")
+		if err := p.count(); err != nil {
+			return nil, err
+		}
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		p.path = p.path[:len(p.path)-1]
+		arr = append(arr, v)
+	}
+	if _, err := p.dec.Token(); err != nil {
+		return nil, p.syntax(err)
+	}
+	return arr, nil
+}
+
+// joinPath renders a path such as a.b[2].c.
+func joinPath(path []string) string {
+	var b []byte
+	for i, s := range path {
+		if i > 0 && (s == "" || s[0] != '[') {
+			b = append(b, '.')
+		}
+		b = append(b, s...)
+	}
+	return string(b)
+}
+
+// appendCanonical appends the canonical form of v (a value produced by the
+// parser or by Canonicalize) to dst. path locates errors.
+func appendCanonical(dst []byte, v any, path []string) ([]byte, error) {
+	switch t := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		return strconv.AppendBool(dst, t), nil
+	case string:
+		return appendString(dst, norm.NFC.String(t)), nil
+	case json.Number:
+		n, err := canonicalNumber(string(t))
+		if err != nil {
+			return nil, FieldProblem{Field: joinPath(path), Problem: err.Error()}
+		}
+		return append(dst, n...), nil
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k, e := range t {
+			if e != nil {
+				keys = append(keys, k)
+			}
+		}
+		slices.SortFunc(keys, compareUTF16)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, k)
+			dst = append(dst, ':')
+			var err error
+			if dst, err = appendCanonical(dst, t[k], append(path, k)); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range t {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendCanonical(dst, e, append(path, "["+strconv.Itoa(i)+"]")); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	}
+	return nil, FieldProblem{Field: joinPath(path), Problem: fmt.Sprintf("unsupported value of type %T", v)}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string escaped as RFC 8785 (and
+// ECMAScript's JSON.stringify) does: only '"', '\\' and control characters
+// are escaped, the usual ones as \b \f \n \r \t, the others as \u00xx with
+// lowercase hex; everything else, "/" and non-ASCII included, is literal.
+// s must be valid UTF-8.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"':
+			dst = append(dst, '\\', '"')
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// compareUTF16 orders strings by their UTF-16 code units, as RFC 8785
+// requires for object keys. It differs from byte (code point) order only
+// when a supplementary character (a surrogate pair in UTF-16) meets a
+// character in U+E000..U+FFFF.
+func compareUTF16(a, b string) int {
+	for a != "" && b != "" {
+		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf {
+			if a[0] != b[0] {
+				return int(a[0]) - int(b[0])
+			}
+			a, b = a[1:], b[1:]
+			continue
+		}
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			ha, la := utf16Units(ra)
+			hb, lb := utf16Units(rb)
+			if ha != hb {
+				return int(ha) - int(hb)
+			}
+			return int(la) - int(lb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) - len(b)
+}
+
+// utf16Units returns r's first and (for a supplementary character) second
+// UTF-16 code unit.
+func utf16Units(r rune) (uint16, uint16) {
+	if r < 0x10000 {
+		return uint16(r), 0
+	}
+	r -= 0x10000
+	return uint16(0xD800 + r>>10), uint16(0xDC00 + r&0x3FF)
+}
+
+// isJSONNumber reports whether s follows the JSON number grammar and its
+// exponent, if any, is within maxExponent.
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		start := i
+		exp := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			if exp <= maxExponent {
+				exp = exp*10 + int(s[i]-'0')
+			}
+			i++
+		}
+		if i == start || exp > maxExponent {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// parseDecimal parses a JSON number (or a string holding one) exactly and
+// removes its trailing zeros.
+func parseDecimal(s string) (*apd.Decimal, error) {
+	if !isJSONNumber(s) {
+		return nil, fmt.Errorf("%q is not a JSON number (or its exponent exceeds %d)", s, maxExponent)
+	}
+	var d apd.Decimal
+	if _, _, err := d.SetString(s); err != nil {
+		return nil, fmt.Errorf("%q is not an exact decimal: %w", s, err)
+	}
+	if d.Form != apd.Finite {
+		return nil, fmt.Errorf("%q is not a finite number", s)
+	}
+	d.Reduce(&d)
+	if d.IsZero() {
+		d.SetInt64(0)
+	}
+	digits := d.NumDigits()
+	var plain int64
+	if d.Exponent >= 0 {
+		plain = digits + int64(d.Exponent)
+	} else {
+		plain = max(digits, int64(-d.Exponent)+1) + 1
+	}
+	if plain > MaxNumberDigits {
+		return nil, fmt.Errorf("%q has more than %d digits in plain form", s, MaxNumberDigits)
+	}
+	return &d, nil
+}
+
+// canonicalNumber returns the canonical plain text of the JSON number s:
+// exact, no exponent, no trailing zeros, no point for integers, -0 as 0.
+func canonicalNumber(s string) (string, error) {
+	d, err := parseDecimal(s)
+	if err != nil {
+		return "", err
+	}
+	return d.Text('f'), nil
+}

@@ -1,0 +1,93 @@
+package fingerprint
+
+import (
+	"testing"
+)
+
+func FuzzCanonicalize(f *testing.F) {
+	for _, seed := range []string{
+		`{"amount":"12.50","currency":" usd ","payee_id":"p-1","memo":"asap"}`,
+		`{"amount":1e0,"currency":"USD","payee_id":"p-1"}`,
+		`{"a":null,"b":{"c":[1,null,{"d":null}]},"e":-0.0}`,
+		"{\"\U0001F600\":1,\"\uFB01\":2,\"e\u0301\":\"\u00e9\"}",
+		`"\u0000\b\f\n\r\t\"\\\/"`,
+		`[1.000,10e-1,"1.00",true,false,null]`,
+		`{"a":1,"a":2}`,
+		`123456789012345678901234567890.000000000000001`,
+		`1e999`,
+		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	spec := transferAction().Bind
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := CanonicalJSON(raw)
+		if err == nil {
+			again, err := CanonicalJSON(c)
+			if err != nil {
+				t.Fatalf("canonical %q of %q is refused: %v", c, raw, err)
+			}
+			if string(again) != string(c) {
+				t.Fatalf("canonical of canonical differs: %q then %q", c, again)
+			}
+		}
+		bound, _, err := Canonicalize(raw, spec)
+		if err == nil {
+			again, err := CanonicalJSON(bound)
+			if err != nil || string(again) != string(bound) {
+				t.Fatalf("bound canonical %q is not a fixed point: %q, %v", bound, again, err)
+			}
+			rebound, _, err := Canonicalize(bound, spec)
+			if err != nil || string(rebound) != string(bound) {
+				t.Fatalf("Canonicalize of %q gives %q, %v", bound, rebound, err)
+			}
+		}
+		_ = ValidateParams(raw, transferAction())
+	})
+}
+
+func FuzzParseFingerprint(f *testing.F) {
+	k, err := NewKeyring(Key{ID: "k1", Secret: secretA}, Key{ID: "k0", Secret: secretB})
+	if err != nil {
+		f.Fatal(err)
+	}
+	old, err := NewKeyring(Key{ID: "k0", Secret: secretB})
+	if err != nil {
+		f.Fatal(err)
+	}
+	p := testPayload()
+	for _, fp := range []string{
+		mustSignF(f, k, p),
+		mustSignF(f, old, p),
+		mustSignF(f, k, Payload{Nonce: testNonce, Exp: 1, Subject: "a\"\\\n\x01é", Scope: "s", ParamHash: testHash, RecentOperation: testNonce}),
+		forge(`{"n":"`+testNonce+`","exp":1,"u":"a","s":"s","p":"`+testHash+`","k":"k1","x":1}`, secretA),
+		"", ".", "a.b", "eyJ9.eyJ9",
+	} {
+		f.Add(fp)
+	}
+	f.Fuzz(func(t *testing.T, fp string) {
+		p, err := k.Parse(fp)
+		if err != nil {
+			return
+		}
+		signer := k
+		if p.KeyID == "k0" {
+			signer = old
+		}
+		again, err := signer.Sign(p)
+		if err != nil {
+			t.Fatalf("accepted payload %+v does not re-sign: %v", p, err)
+		}
+		if again != fp {
+			t.Fatalf("accepted %q re-signs to %q", fp, again)
+		}
+	})
+}
+
+func mustSignF(f *testing.F, k *Keyring, p Payload) string {
+	fp, err := k.Sign(p)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return fp
+}
