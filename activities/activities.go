@@ -1,0 +1,445 @@
+// Package activities holds the side effects of the operation workflow as
+// methods on Activities: claiming the PostgreSQL truth, calling the
+// downstream, reconciling an unknown answer, marking an operation for review
+// and recording its terminal outcome. Only these activities call the
+// downstream, always with the operation_id as Idempotency-Key and as
+// client_reference.
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/workflows"
+)
+
+// Error types of the activities' application errors (the same strings the
+// workflow tells apart; defined in package workflows, which cannot import
+// this one).
+const (
+	// ErrTypeBusinessRefusal is a definite 4xx refusal: nothing was executed.
+	ErrTypeBusinessRefusal = workflows.ErrTypeBusinessRefusal
+	// ErrTypeNotSent means the request could not be built: nothing was sent.
+	ErrTypeNotSent = workflows.ErrTypeNotSent
+	// ErrTypeDownstreamUnavailable is a 5xx, 408, 429 or transport error: outcome unknown, retryable.
+	ErrTypeDownstreamUnavailable = workflows.ErrTypeDownstreamUnavailable
+	// ErrTypeNoStatusEndpoint means the action cannot be reconciled.
+	ErrTypeNoStatusEndpoint = workflows.ErrTypeNoStatusEndpoint
+	// ErrTypeParamMismatch means the truth holds the key with another param_hash.
+	ErrTypeParamMismatch = workflows.ErrTypeParamMismatch
+	// ErrTypeAlreadyTerminal means the truth already holds another terminal outcome.
+	ErrTypeAlreadyTerminal = workflows.ErrTypeAlreadyTerminal
+	// ErrTypeNotOwner means the truth record belongs to another owner.
+	ErrTypeNotOwner = workflows.ErrTypeNotOwner
+)
+
+// HeaderIdempotencyKey is the header carrying the operation_id downstream.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// maxBody bounds how much of a downstream answer is read.
+const maxBody = 1 << 20
+
+// heartbeatEvery is how often an activity heartbeats while it waits on the downstream.
+const heartbeatEvery = 5 * time.Second
+
+// TruthStore is what the activities need of the PostgreSQL truth.
+type TruthStore interface {
+	// Acquire inserts the record IN_FLIGHT, or reads back the existing one.
+	Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error)
+	// MarkNeedsReview moves the record to NEEDS_REVIEW with reason.
+	MarkNeedsReview(ctx context.Context, key, reason string) error
+}
+
+// Finalizer records a terminal outcome: PostgreSQL first, then the Redis
+// fast path, owner-checked (the combined store).
+type Finalizer interface {
+	// Finalize records f, or returns idemstore.ErrFastPathNotOwner when only
+	// the fast path refused because a newer owner holds it.
+	Finalize(ctx context.Context, f idemstore.Finalization) error
+}
+
+// Activities holds the dependencies of the workflow's activities. The worker
+// registers it as a struct; each method is an activity named after it.
+type Activities struct {
+	// Truth is the PostgreSQL truth store.
+	Truth TruthStore
+	// Store finalizes into the truth and the fast path.
+	Store Finalizer
+	// HTTP calls the downstream; nil means http.DefaultClient.
+	HTTP *http.Client
+	// Logger logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// ClaimTruth inserts the operation's truth record IN_FLIGHT, or reads back
+// the existing one: a terminal record is returned as is (the workflow then
+// answers it without executing); NEEDS_REVIEW is returned with its reason.
+// A record with another param_hash is a non-retryable ErrTypeParamMismatch.
+func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput) (workflows.ClaimResult, error) {
+	d, err := a.Truth.Acquire(ctx, idemstore.Claim{
+		Key:            in.OperationID,
+		ParamHash:      in.ParamHash,
+		Owner:          in.Owner,
+		Subject:        in.Subject,
+		Scope:          in.Scope,
+		InFlightTTL:    in.InFlightTTL,
+		TerminalTTL:    in.TerminalTTL,
+		FingerprintExp: in.FingerprintExp,
+	})
+	if err != nil {
+		return workflows.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
+	}
+	rec := d.Record
+	owner := rec.Owner
+	if owner == "" {
+		owner = d.Owner
+	}
+	switch d.Outcome {
+	case idemstore.OutcomeAcquired, idemstore.OutcomeInFlight:
+		if owner != "" && owner != in.Owner {
+			a.logger().Warn("truth record held by another gateway claim; the workflow finalizes it as that owner",
+				"operation_id", in.OperationID, "owner", in.Owner, "truth_owner", owner)
+		}
+		if rec.State == idemstore.StateNeedsReview {
+			return workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: rec.Reason, Owner: owner}, nil
+		}
+		return workflows.ClaimResult{State: idemstore.StateInFlight, Owner: owner}, nil
+	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
+		state := idemstore.StateDone
+		if d.Outcome == idemstore.OutcomeFailed {
+			state = idemstore.StateFailed
+		}
+		return workflows.ClaimResult{
+			State:      state,
+			Result:     rec.Result,
+			ResultRef:  rec.ResultRef,
+			Reason:     rec.Reason,
+			ResolvedBy: rec.ResolvedBy,
+		}, nil
+	case idemstore.OutcomeParamMismatch:
+		a.logger().Error("truth holds the operation with another param_hash", "operation_id", in.OperationID)
+		return workflows.ClaimResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("claim truth %s: param_hash mismatch", in.OperationID), ErrTypeParamMismatch, nil)
+	default:
+		return workflows.ClaimResult{}, fmt.Errorf("claim truth %s: unexpected outcome %q", in.OperationID, d.Outcome)
+	}
+}
+
+// Execute POSTs the params, plus client_reference = operation_id, to the
+// downstream's execute endpoint with the header Idempotency-Key:
+// operation_id, the same on every attempt. A 2xx answer is the result; a
+// 4xx (other than 408, 429 and an "in use" 409) is a non-retryable
+// ErrTypeBusinessRefusal whose details are a workflows.BusinessRefusal; a
+// 5xx, 408, 429 or transport error is a retryable ErrTypeDownstreamUnavailable.
+func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (workflows.ExecuteResult, error) {
+	body, err := withClientReference(in.Params, in.OperationID)
+	if err != nil {
+		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeNotSent, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.Downstream.Execute, bytes.NewReader(body))
+	if err != nil {
+		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeNotSent, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set(HeaderIdempotencyKey, in.OperationID)
+
+	attempt := int32(1)
+	if activity.IsActivity(ctx) {
+		attempt = activity.GetInfo(ctx).Attempt
+	}
+	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt)
+	status, respBody, err := a.do(ctx, req)
+	if err != nil {
+		log.Warn("execute: no answer from the downstream", "error", err)
+		return workflows.ExecuteResult{}, temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeDownstreamUnavailable, err)
+	}
+	switch {
+	case status >= 200 && status < 300:
+		result := asJSON(respBody)
+		log.Info("execute: done", "status", status)
+		return workflows.ExecuteResult{
+			StatusCode: status,
+			Result:     result,
+			ResultRef:  workflows.ExtractResultRef(result, in.Downstream.ResultRef),
+		}, nil
+	case status >= 400 && status < 500 && !retryable4xx(status, respBody):
+		refusal := refusalOf(status, respBody)
+		log.Info("execute: refused by the downstream", "status", status, "code", refusal.Code)
+		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("execute %s: downstream refused with HTTP %d: %s", in.OperationID, status, refusal.Reason()),
+			ErrTypeBusinessRefusal, nil, refusal)
+	default:
+		log.Warn("execute: downstream unavailable", "status", status)
+		return workflows.ExecuteResult{}, temporal.NewApplicationError(
+			fmt.Sprintf("execute %s: downstream answered HTTP %d", in.OperationID, status), ErrTypeDownstreamUnavailable)
+	}
+}
+
+// Reconcile asks the status endpoint GET <status>?client_reference=<id>: 200
+// is Found with the downstream's record, 404 is not Found (nothing was
+// executed). Anything else is a retryable ErrTypeDownstreamUnavailable; an
+// action without a status endpoint is a non-retryable ErrTypeNoStatusEndpoint.
+func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput) (workflows.ReconcileResult, error) {
+	if in.Downstream.Status == "" {
+		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("reconcile %s: no status endpoint", in.OperationID), ErrTypeNoStatusEndpoint, nil)
+	}
+	u, err := url.Parse(in.Downstream.Status)
+	if err != nil {
+		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeNoStatusEndpoint, err)
+	}
+	q := u.Query()
+	q.Set("client_reference", in.OperationID)
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeNoStatusEndpoint, err)
+	}
+	req.Header.Set("Accept", "application/json")
+
+	log := a.logger().With("operation_id", in.OperationID)
+	status, respBody, err := a.do(ctx, req)
+	if err != nil {
+		log.Warn("reconcile: no answer from the status endpoint", "error", err)
+		return workflows.ReconcileResult{}, temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeDownstreamUnavailable, err)
+	}
+	switch status {
+	case http.StatusOK:
+		result := asJSON(respBody)
+		log.Info("reconcile: found")
+		return workflows.ReconcileResult{
+			Found:     true,
+			Result:    result,
+			ResultRef: workflows.ExtractResultRef(result, in.Downstream.ResultRef),
+		}, nil
+	case http.StatusNotFound:
+		log.Info("reconcile: not found")
+		return workflows.ReconcileResult{Found: false}, nil
+	default:
+		log.Warn("reconcile: status endpoint unavailable", "status", status)
+		return workflows.ReconcileResult{}, temporal.NewApplicationError(
+			fmt.Sprintf("reconcile %s: status endpoint answered HTTP %d", in.OperationID, status), ErrTypeDownstreamUnavailable)
+	}
+}
+
+// MarkNeedsReview moves the truth record to NEEDS_REVIEW. A record already
+// terminal is a non-retryable ErrTypeAlreadyTerminal.
+func (a *Activities) MarkNeedsReview(ctx context.Context, in workflows.MarkNeedsReviewInput) error {
+	err := a.Truth.MarkNeedsReview(ctx, in.OperationID, in.Reason)
+	switch {
+	case err == nil:
+		a.logger().Warn("operation needs manual review", "operation_id", in.OperationID, "reason", in.Reason)
+		return nil
+	case errors.Is(err, idemstore.ErrAlreadyTerminal):
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("mark needs review %s: %v", in.OperationID, err), ErrTypeAlreadyTerminal, err)
+	default:
+		return fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
+	}
+}
+
+// Finalize records the terminal outcome in PostgreSQL, then in Redis,
+// owner-checked, as in.Owner (or as in.TruthOwner when set: the truth record
+// belongs to another gateway claim, and Redis then refuses). idemstore.ErrFastPathNotOwner (the truth was written, only
+// the fast path is held by a newer owner, who refills it) is logged and is
+// not an error. Another terminal outcome already in the truth is a
+// non-retryable ErrTypeAlreadyTerminal; another owner of the truth record a
+// non-retryable ErrTypeNotOwner.
+func (a *Activities) Finalize(ctx context.Context, in workflows.FinalizeInput) error {
+	owner := in.Owner
+	if in.TruthOwner != "" {
+		owner = in.TruthOwner
+	}
+	err := a.Store.Finalize(ctx, idemstore.Finalization{
+		Key:            in.OperationID,
+		Owner:          owner,
+		State:          in.State,
+		Result:         in.Result,
+		ResultRef:      in.ResultRef,
+		Reason:         in.Reason,
+		ResolvedBy:     in.ResolvedBy,
+		ResolutionNote: in.ResolutionNote,
+		TerminalTTL:    in.TerminalTTL,
+	})
+	log := a.logger().With("operation_id", in.OperationID, "state", in.State)
+	switch {
+	case err == nil:
+		log.Info("finalized")
+		return nil
+	case errors.Is(err, idemstore.ErrFastPathNotOwner):
+		log.Info("finalized the truth; the fast path is held by a newer owner", "error", err)
+		return nil
+	case errors.Is(err, idemstore.ErrAlreadyTerminal):
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("finalize %s: %v", in.OperationID, err), ErrTypeAlreadyTerminal, err)
+	case errors.Is(err, idemstore.ErrNotOwner):
+		log.Error("truth record held by another owner", "owner", owner, "error", err)
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("finalize %s: %v", in.OperationID, err), ErrTypeNotOwner, err)
+	default:
+		return fmt.Errorf("finalize %s: %w", in.OperationID, err)
+	}
+}
+
+// do sends req, heartbeating while it waits, and reads the answer.
+func (a *Activities) do(ctx context.Context, req *http.Request) (int, []byte, error) {
+	stop := heartbeat(ctx)
+	defer stop()
+	client := a.HTTP
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return 0, nil, fmt.Errorf("read answer: %w", err)
+	}
+	return resp.StatusCode, body, nil
+}
+
+// logger returns the configured logger or the default one.
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
+}
+
+// heartbeat records a heartbeat now and every heartbeatEvery until stop is
+// called; outside an activity it does nothing.
+func heartbeat(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	activity.RecordHeartbeat(ctx)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// withClientReference returns params (a JSON object, or empty) with
+// client_reference set to id.
+func withClientReference(params json.RawMessage, id string) ([]byte, error) {
+	obj := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(params)) > 0 && !bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
+		if err := json.Unmarshal(params, &obj); err != nil {
+			return nil, fmt.Errorf("params are not a JSON object: %w", err)
+		}
+	}
+	ref, err := json.Marshal(id)
+	if err != nil {
+		return nil, err
+	}
+	obj["client_reference"] = ref
+	return json.Marshal(obj)
+}
+
+// asJSON returns body when it is JSON, else body as a JSON string (an empty
+// body is nil).
+func asJSON(body []byte) json.RawMessage {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if json.Valid(body) {
+		return json.RawMessage(bytes.TrimSpace(body))
+	}
+	s, _ := json.Marshal(string(body))
+	return s
+}
+
+// errorBody is the usual shape of a downstream's error answer: "error" is a
+// code string ({"error":"insufficient_funds","message":"..."}) or an object
+// ({"error":{"code":"...","message":"..."}}, as Stripe answers).
+type errorBody struct {
+	Error   json.RawMessage `json:"error"`
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+}
+
+// refusalOf reads the downstream's error code and message from a 4xx answer.
+func refusalOf(status int, body []byte) workflows.BusinessRefusal {
+	r := workflows.BusinessRefusal{StatusCode: status}
+	var eb errorBody
+	if err := json.Unmarshal(body, &eb); err != nil {
+		return r
+	}
+	r.Code, r.Message = eb.Code, eb.Message
+	var code string
+	if err := json.Unmarshal(eb.Error, &code); err == nil {
+		if code != "" {
+			r.Code = code
+		}
+		return r
+	}
+	var nested struct {
+		Code    string `json:"code"`
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(eb.Error, &nested); err == nil {
+		switch {
+		case nested.Code != "":
+			r.Code = nested.Code
+		case nested.Type != "" && r.Code == "":
+			r.Code = nested.Type
+		}
+		if nested.Message != "" {
+			r.Message = nested.Message
+		}
+	}
+	return r
+}
+
+// retryable4xx reports the 4xx answers that say "not now" rather than "no":
+// 408 Request Timeout, 429 Too Many Requests, and a 409 telling that a
+// request with the same Idempotency-Key is still being processed (Stripe's
+// idempotency_key_in_use): refusing on it would report FAILED for an
+// operation that may be executing.
+func retryable4xx(status int, body []byte) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return true
+	case http.StatusConflict:
+		switch refusalOf(status, body).Code {
+		case "idempotency_key_in_use", "request_in_progress", "in_progress", "concurrent_request":
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,457 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/oncegate/oncegate/activities"
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/workflows"
+)
+
+const opID = "0123456789abcdef0123456789abcdef"
+
+// downstream is an httptest server answering with the queued responses, in
+// order, and recording every request.
+type downstream struct {
+	mu        sync.Mutex
+	answers   []answer
+	requests  []*http.Request
+	bodies    []map[string]any
+	serverURL string
+}
+
+type answer struct {
+	status int
+	body   string
+}
+
+func newDownstream(t *testing.T, answers ...answer) *downstream {
+	t.Helper()
+	d := &downstream{answers: answers}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(body, &m)
+		d.requests = append(d.requests, r)
+		d.bodies = append(d.bodies, m)
+		a := answer{status: http.StatusInternalServerError, body: `{"error":"no answer queued"}`}
+		if len(d.answers) > 0 {
+			a, d.answers = d.answers[0], d.answers[1:]
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(a.status)
+		_, _ = io.WriteString(w, a.body)
+	}))
+	t.Cleanup(srv.Close)
+	d.serverURL = srv.URL
+	return d
+}
+
+func input(d *downstream) workflows.OperationInput {
+	return workflows.OperationInput{
+		OperationID: opID,
+		Subject:     "alice",
+		Scope:       "payments.legacy_transfer",
+		ParamHash:   "ph",
+		Owner:       "gw-1/req-1",
+		Params:      json.RawMessage(`{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"rent"}`),
+		TerminalTTL: time.Hour,
+		Downstream: catalog.Downstream{
+			Execute:   d.serverURL + "/legacy/transfers",
+			Status:    d.serverURL + "/legacy/transfers",
+			Timeout:   5 * time.Second,
+			Attempts:  1,
+			ResultRef: "id",
+		},
+	}
+}
+
+func newActivityEnv(acts *activities.Activities) *testsuite.TestActivityEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+	return env
+}
+
+// appError returns the application error in err.
+func appError(t *testing.T, err error) *temporal.ApplicationError {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	return appErr
+}
+
+func TestExecute(t *testing.T) {
+	t.Run("same key and client_reference on every attempt", func(t *testing.T) {
+		d := newDownstream(t,
+			answer{http.StatusServiceUnavailable, `{"error":"unavailable"}`},
+			answer{http.StatusCreated, `{"id":"tr_1","amount":"12.5"}`},
+		)
+		acts := &activities.Activities{HTTP: &http.Client{}}
+		env := newActivityEnv(acts)
+		in := input(d)
+
+		_, err := env.ExecuteActivity(acts.Execute, in)
+		appErr := appError(t, err)
+		assert.False(t, appErr.NonRetryable(), "a 503 leaves the outcome unknown: retryable")
+		assert.Equal(t, activities.ErrTypeDownstreamUnavailable, appErr.Type())
+
+		val, err := env.ExecuteActivity(acts.Execute, in)
+		require.NoError(t, err)
+		var res workflows.ExecuteResult
+		require.NoError(t, val.Get(&res))
+		assert.Equal(t, http.StatusCreated, res.StatusCode)
+		assert.Equal(t, "tr_1", res.ResultRef)
+		assert.JSONEq(t, `{"id":"tr_1","amount":"12.5"}`, string(res.Result))
+
+		require.Len(t, d.requests, 2)
+		for i, r := range d.requests {
+			assert.Equal(t, http.MethodPost, r.Method)
+			assert.Equal(t, "/legacy/transfers", r.URL.Path)
+			assert.Equal(t, opID, r.Header.Get("Idempotency-Key"), "attempt %d", i+1)
+			assert.Equal(t, "application/json", r.Header.Get("Content-Type"))
+			assert.Equal(t, opID, d.bodies[i]["client_reference"], "attempt %d", i+1)
+			assert.Equal(t, 12.5, d.bodies[i]["amount"])
+			assert.Equal(t, "rent", d.bodies[i]["memo"])
+		}
+	})
+
+	refusals := []struct {
+		name   string
+		status int
+		body   string
+		code   string
+	}{
+		{"422 insufficient_funds", http.StatusUnprocessableEntity, `{"error":"insufficient_funds","message":"balance too low"}`, "insufficient_funds"},
+		{"400 nested error object", http.StatusBadRequest, `{"error":{"code":"invalid_payee","message":"no such payee"}}`, "invalid_payee"},
+		{"409 business conflict", http.StatusConflict, `{"error":"payee_blocked"}`, "payee_blocked"},
+		{"403 no body", http.StatusForbidden, ``, ""},
+	}
+	for _, tt := range refusals {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDownstream(t, answer{tt.status, tt.body})
+			acts := &activities.Activities{}
+			env := newActivityEnv(acts)
+
+			_, err := env.ExecuteActivity(acts.Execute, input(d))
+
+			appErr := appError(t, err)
+			assert.True(t, appErr.NonRetryable())
+			assert.Equal(t, activities.ErrTypeBusinessRefusal, appErr.Type())
+			var refusal workflows.BusinessRefusal
+			require.NoError(t, appErr.Details(&refusal))
+			assert.Equal(t, tt.status, refusal.StatusCode)
+			assert.Equal(t, tt.code, refusal.Code)
+			assert.NotEmpty(t, refusal.Reason())
+		})
+	}
+
+	retryables := []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"503", http.StatusServiceUnavailable, `{"error":"unavailable"}`},
+		{"500 not JSON", http.StatusInternalServerError, `oops`},
+		{"429", http.StatusTooManyRequests, `{"error":"rate_limited"}`},
+		{"409 key in use", http.StatusConflict, `{"error":{"code":"idempotency_key_in_use"}}`},
+	}
+	for _, tt := range retryables {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDownstream(t, answer{tt.status, tt.body})
+			acts := &activities.Activities{}
+			env := newActivityEnv(acts)
+
+			_, err := env.ExecuteActivity(acts.Execute, input(d))
+
+			appErr := appError(t, err)
+			assert.False(t, appErr.NonRetryable())
+			assert.Equal(t, activities.ErrTypeDownstreamUnavailable, appErr.Type())
+		})
+	}
+
+	t.Run("timeout is retryable", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		t.Cleanup(srv.Close)
+		t.Cleanup(func() { close(release) })
+		acts := &activities.Activities{HTTP: &http.Client{Timeout: 50 * time.Millisecond}}
+		env := newActivityEnv(acts)
+		in := input(&downstream{serverURL: srv.URL})
+
+		_, err := env.ExecuteActivity(acts.Execute, in)
+
+		appErr := appError(t, err)
+		assert.False(t, appErr.NonRetryable())
+	})
+
+	t.Run("params not an object are not sent", func(t *testing.T) {
+		d := newDownstream(t)
+		acts := &activities.Activities{}
+		env := newActivityEnv(acts)
+		in := input(d)
+		in.Params = json.RawMessage(`[1,2]`)
+
+		_, err := env.ExecuteActivity(acts.Execute, in)
+
+		appErr := appError(t, err)
+		assert.True(t, appErr.NonRetryable())
+		assert.Equal(t, activities.ErrTypeNotSent, appErr.Type())
+		assert.Empty(t, d.requests)
+	})
+}
+
+func TestReconcile(t *testing.T) {
+	t.Run("200 found", func(t *testing.T) {
+		d := newDownstream(t, answer{http.StatusOK, `{"id":42,"client_reference":"` + opID + `"}`})
+		acts := &activities.Activities{}
+		env := newActivityEnv(acts)
+
+		val, err := env.ExecuteActivity(acts.Reconcile, input(d))
+
+		require.NoError(t, err)
+		var res workflows.ReconcileResult
+		require.NoError(t, val.Get(&res))
+		assert.True(t, res.Found)
+		assert.Equal(t, "42", res.ResultRef)
+		require.Len(t, d.requests, 1)
+		assert.Equal(t, http.MethodGet, d.requests[0].Method)
+		assert.Equal(t, "/legacy/transfers", d.requests[0].URL.Path)
+		assert.Equal(t, opID, d.requests[0].URL.Query().Get("client_reference"))
+	})
+	t.Run("404 not found", func(t *testing.T) {
+		d := newDownstream(t, answer{http.StatusNotFound, `{"error":"not_found"}`})
+		acts := &activities.Activities{}
+		env := newActivityEnv(acts)
+
+		val, err := env.ExecuteActivity(acts.Reconcile, input(d))
+
+		require.NoError(t, err)
+		var res workflows.ReconcileResult
+		require.NoError(t, val.Get(&res))
+		assert.False(t, res.Found)
+	})
+	t.Run("503 retryable", func(t *testing.T) {
+		d := newDownstream(t, answer{http.StatusServiceUnavailable, `{"error":"status_unavailable"}`})
+		acts := &activities.Activities{}
+		env := newActivityEnv(acts)
+
+		_, err := env.ExecuteActivity(acts.Reconcile, input(d))
+
+		appErr := appError(t, err)
+		assert.False(t, appErr.NonRetryable())
+		assert.Equal(t, activities.ErrTypeDownstreamUnavailable, appErr.Type())
+	})
+	t.Run("no status endpoint", func(t *testing.T) {
+		d := newDownstream(t)
+		acts := &activities.Activities{}
+		env := newActivityEnv(acts)
+		in := input(d)
+		in.Downstream.Status = ""
+
+		_, err := env.ExecuteActivity(acts.Reconcile, in)
+
+		appErr := appError(t, err)
+		assert.True(t, appErr.NonRetryable())
+		assert.Equal(t, activities.ErrTypeNoStatusEndpoint, appErr.Type())
+	})
+}
+
+// fakeStore is an in-memory TruthStore and Finalizer.
+type fakeStore struct {
+	decision    idemstore.Decision
+	acquireErr  error
+	claims      []idemstore.Claim
+	reviewed    map[string]string
+	reviewErr   error
+	finalized   []idemstore.Finalization
+	finalizeErr error
+}
+
+func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Decision, error) {
+	f.claims = append(f.claims, c)
+	return f.decision, f.acquireErr
+}
+
+func (f *fakeStore) MarkNeedsReview(_ context.Context, key, reason string) error {
+	if f.reviewed == nil {
+		f.reviewed = map[string]string{}
+	}
+	f.reviewed[key] = reason
+	return f.reviewErr
+}
+
+func (f *fakeStore) Finalize(_ context.Context, fin idemstore.Finalization) error {
+	f.finalized = append(f.finalized, fin)
+	return f.finalizeErr
+}
+
+func TestClaimTruth(t *testing.T) {
+	tests := []struct {
+		name      string
+		decision  idemstore.Decision
+		err       error
+		want      workflows.ClaimResult
+		wantType  string
+		retryable bool
+	}{
+		{"acquired", idemstore.Decision{Outcome: idemstore.OutcomeAcquired}, nil, workflows.ClaimResult{State: idemstore.StateInFlight}, "", false},
+		{"in flight", idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: idemstore.StateInFlight}}, nil,
+			workflows.ClaimResult{State: idemstore.StateInFlight}, "", false},
+		{"needs review", idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: idemstore.StateNeedsReview, Reason: "status down"}}, nil,
+			workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: "status down"}, "", false},
+		{"done", idemstore.Decision{Outcome: idemstore.OutcomeDone, Record: idemstore.Record{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}}, nil,
+			workflows.ClaimResult{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}, "", false},
+		{"failed", idemstore.Decision{Outcome: idemstore.OutcomeFailed, Record: idemstore.Record{State: idemstore.StateFailed, Reason: "insufficient_funds"}}, nil,
+			workflows.ClaimResult{State: idemstore.StateFailed, Reason: "insufficient_funds"}, "", false},
+		{"param mismatch", idemstore.Decision{Outcome: idemstore.OutcomeParamMismatch}, nil, workflows.ClaimResult{}, activities.ErrTypeParamMismatch, false},
+		{"unavailable", idemstore.Decision{}, fmt.Errorf("acquire: %w", idemstore.ErrUnavailable), workflows.ClaimResult{}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{decision: tt.decision, acquireErr: tt.err}
+			acts := &activities.Activities{Truth: store, Store: store}
+			env := newActivityEnv(acts)
+			in := input(&downstream{})
+
+			val, err := env.ExecuteActivity(acts.ClaimTruth, in)
+
+			require.Len(t, store.claims, 1)
+			assert.Equal(t, idemstore.Claim{Key: opID, ParamHash: "ph", Owner: "gw-1/req-1", Subject: "alice",
+				Scope: "payments.legacy_transfer", TerminalTTL: time.Hour}, store.claims[0])
+			switch {
+			case tt.wantType != "":
+				appErr := appError(t, err)
+				assert.Equal(t, tt.wantType, appErr.Type())
+				assert.True(t, appErr.NonRetryable())
+			case tt.retryable:
+				require.Error(t, err)
+				var appErr *temporal.ApplicationError
+				if errors.As(err, &appErr) {
+					assert.False(t, appErr.NonRetryable())
+				}
+			default:
+				require.NoError(t, err)
+				var got workflows.ClaimResult
+				require.NoError(t, val.Get(&got))
+				assert.Equal(t, tt.want.State, got.State)
+				assert.Equal(t, tt.want.Reason, got.Reason)
+				assert.Equal(t, tt.want.ResultRef, got.ResultRef)
+				if tt.want.Result != nil {
+					assert.JSONEq(t, string(tt.want.Result), string(got.Result))
+				}
+			}
+		})
+	}
+}
+
+func TestFinalize(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		wantType string
+		wantErr  bool
+	}{
+		{"ok", nil, "", false},
+		{"fast path not owner is not an error", fmt.Errorf("finalize: %w", idemstore.ErrFastPathNotOwner), "", false},
+		{"already terminal", idemstore.ErrAlreadyTerminal, activities.ErrTypeAlreadyTerminal, true},
+		{"not owner", idemstore.ErrNotOwner, activities.ErrTypeNotOwner, true},
+		{"unavailable is retried", idemstore.ErrUnavailable, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakeStore{finalizeErr: tt.err}
+			acts := &activities.Activities{Truth: store, Store: store}
+			env := newActivityEnv(acts)
+			in := workflows.FinalizeInput{OperationID: opID, Owner: "gw-1/req-1", State: idemstore.StateDone,
+				Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x", ResolvedBy: "ops", ResolutionNote: "n", TerminalTTL: time.Hour}
+
+			_, err := env.ExecuteActivity(acts.Finalize, in)
+
+			require.Len(t, store.finalized, 1)
+			f := store.finalized[0]
+			assert.Equal(t, opID, f.Key)
+			assert.Equal(t, "gw-1/req-1", f.Owner)
+			assert.Equal(t, idemstore.StateDone, f.State)
+			assert.Equal(t, "x", f.ResultRef)
+			assert.Equal(t, "ops", f.ResolvedBy)
+			assert.Equal(t, "n", f.ResolutionNote)
+			assert.Equal(t, time.Hour, f.TerminalTTL)
+			if !tt.wantErr {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			if tt.wantType != "" {
+				appErr := appError(t, err)
+				assert.Equal(t, tt.wantType, appErr.Type())
+				assert.True(t, appErr.NonRetryable())
+			}
+		})
+	}
+}
+
+func TestMarkNeedsReview(t *testing.T) {
+	store := &fakeStore{}
+	acts := &activities.Activities{Truth: store, Store: store}
+	env := newActivityEnv(acts)
+
+	_, err := env.ExecuteActivity(acts.MarkNeedsReview, workflows.MarkNeedsReviewInput{OperationID: opID, Reason: "status down"})
+
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{opID: "status down"}, store.reviewed)
+
+	store.reviewErr = idemstore.ErrAlreadyTerminal
+	_, err = env.ExecuteActivity(acts.MarkNeedsReview, workflows.MarkNeedsReviewInput{OperationID: opID, Reason: "again"})
+	assert.Equal(t, activities.ErrTypeAlreadyTerminal, appError(t, err).Type())
+}
+
+func TestClaimTruthReportsAnotherOwner(t *testing.T) {
+	store := &fakeStore{decision: idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Owner: "gw-2/req-9",
+		Record: idemstore.Record{State: idemstore.StateInFlight, Owner: "gw-2/req-9"}}}
+	acts := &activities.Activities{Truth: store, Store: store}
+	env := newActivityEnv(acts)
+
+	val, err := env.ExecuteActivity(acts.ClaimTruth, input(&downstream{}))
+
+	require.NoError(t, err)
+	var got workflows.ClaimResult
+	require.NoError(t, val.Get(&got))
+	assert.Equal(t, idemstore.StateInFlight, got.State)
+	assert.Equal(t, "gw-2/req-9", got.Owner)
+}
+
+func TestFinalizeAsTruthOwner(t *testing.T) {
+	store := &fakeStore{finalizeErr: idemstore.ErrFastPathNotOwner}
+	acts := &activities.Activities{Truth: store, Store: store}
+	env := newActivityEnv(acts)
+
+	_, err := env.ExecuteActivity(acts.Finalize, workflows.FinalizeInput{OperationID: opID, Owner: "gw-1/req-1",
+		TruthOwner: "gw-2/req-9", State: idemstore.StateFailed, Reason: "insufficient_funds"})
+
+	require.NoError(t, err)
+	require.Len(t, store.finalized, 1)
+	assert.Equal(t, "gw-2/req-9", store.finalized[0].Owner)
+}

@@ -1,0 +1,25 @@
+// Command oncegate-ops is the operator's CLI for the gateway's ops API: list
+// operations by state, show one, and resolve one that awaits manual review
+// (which signals its waiting workflow).
+//
+//	oncegate-ops list --state needs_manual_review
+//	oncegate-ops show <operation_id>
+//	oncegate-ops resolve <operation_id> --outcome completed --result '{"id":"lt_1"}' --note "seen in the ledger"
+//
+// It reads GATEWAY_URL (default http://127.0.0.1:8080) and ONCEGATE_OPS_TOKEN
+// (default dev-ops).
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

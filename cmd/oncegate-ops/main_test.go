@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recorded is one request the fake gateway received.
+type recorded struct {
+	method, path, query, auth, contentType string
+	body                                   []byte
+}
+
+// gateway starts a fake ops API answering status and body, and returns the
+// environment pointing at it and the requests it received.
+func gateway(t *testing.T, status int, body string) (func(string) string, *[]recorded) {
+	t.Helper()
+	reqs := &[]recorded{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		*reqs = append(*reqs, recorded{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), b})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	env := map[string]string{"GATEWAY_URL": srv.URL, "ONCEGATE_OPS_TOKEN": "tok-ops"}
+	return func(k string) string { return env[k] }, reqs
+}
+
+// runCLI runs the CLI and returns its exit status, stdout and stderr.
+func runCLI(getenv func(string) string, args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, getenv, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestList(t *testing.T) {
+	getenv, reqs := gateway(t, http.StatusOK, `{"operations":[
+		{"operation_id":"op1","state":"NEEDS_REVIEW","scope":"payments.legacy_transfer","subject":"alice","updated_at":"2026-01-02T03:04:05Z","reason":"status endpoint down"}]}`)
+
+	code, out, errOut := runCLI(getenv, "list", "--state", "needs_manual_review")
+
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, *reqs, 1)
+	r := (*reqs)[0]
+	assert.Equal(t, http.MethodGet, r.method)
+	assert.Equal(t, "/v1/ops/operations", r.path)
+	assert.Equal(t, "state=needs_manual_review", r.query)
+	assert.Equal(t, "Bearer tok-ops", r.auth)
+	assert.Contains(t, out, "OPERATION_ID")
+	assert.Contains(t, out, "op1")
+	assert.Contains(t, out, "NEEDS_REVIEW")
+	assert.Contains(t, out, "payments.legacy_transfer")
+	assert.Contains(t, out, "alice")
+	assert.Contains(t, out, "2026-01-02T03:04:05Z")
+	assert.Contains(t, out, "status endpoint down")
+}
+
+func TestListBareArrayWithoutState(t *testing.T) {
+	getenv, reqs := gateway(t, http.StatusOK, `[{"operation_id":"op2","state":"IN_FLIGHT"}]`)
+
+	code, out, _ := runCLI(getenv, "list")
+
+	require.Equal(t, 0, code)
+	assert.Empty(t, (*reqs)[0].query)
+	assert.Contains(t, out, "op2")
+}
+
+func TestShow(t *testing.T) {
+	getenv, reqs := gateway(t, http.StatusOK, `{"operation_id":"op1","state":"DONE"}`)
+
+	code, out, _ := runCLI(getenv, "show", "op1")
+
+	require.Equal(t, 0, code)
+	assert.Equal(t, "/v1/ops/operations/op1", (*reqs)[0].path)
+	assert.Equal(t, "Bearer tok-ops", (*reqs)[0].auth)
+	assert.JSONEq(t, `{"operation_id":"op1","state":"DONE"}`, out)
+}
+
+func TestResolve(t *testing.T) {
+	getenv, reqs := gateway(t, http.StatusOK, `{"status":"resolved"}`)
+
+	code, out, errOut := runCLI(getenv, "resolve", "op1", "--outcome", "completed", "--result", `{"id":"lt_1"}`, "--note", "seen in the ledger")
+
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, *reqs, 1)
+	r := (*reqs)[0]
+	assert.Equal(t, http.MethodPost, r.method)
+	assert.Equal(t, "/v1/ops/operations/op1/resolve", r.path)
+	assert.Equal(t, "Bearer tok-ops", r.auth)
+	assert.Equal(t, "application/json", r.contentType)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(r.body, &body))
+	assert.Equal(t, map[string]any{"outcome": "completed", "result": map[string]any{"id": "lt_1"}, "note": "seen in the ledger"}, body)
+	assert.Contains(t, out, "resolved")
+}
+
+func TestResolveFailedFlagsFirst(t *testing.T) {
+	getenv, reqs := gateway(t, http.StatusOK, `{}`)
+
+	code, _, errOut := runCLI(getenv, "resolve", "--outcome", "failed", "--reason", "never sent", "--note", "bank says no", "op9")
+
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "/v1/ops/operations/op9/resolve", (*reqs)[0].path)
+	assert.JSONEq(t, `{"outcome":"failed","reason":"never sent","note":"bank says no"}`, string((*reqs)[0].body))
+}
+
+func TestServerRefusalExitsOne(t *testing.T) {
+	getenv, _ := gateway(t, http.StatusConflict, `{"status":"not_awaiting_review","message":"operation op1 is DONE"}`)
+
+	code, out, errOut := runCLI(getenv, "resolve", "op1", "--outcome", "failed", "--reason", "x", "--note", "y")
+
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "HTTP 409")
+	assert.Contains(t, errOut, "operation op1 is DONE")
+}
+
+func TestUsageErrorsSendNothing(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"no command", nil},
+		{"unknown command", []string{"frobnicate"}},
+		{"show without id", []string{"show"}},
+		{"resolve bad outcome", []string{"resolve", "op1", "--outcome", "maybe", "--note", "n"}},
+		{"resolve without note", []string{"resolve", "op1", "--outcome", "completed"}},
+		{"resolve failed without reason", []string{"resolve", "op1", "--outcome", "failed", "--note", "n"}},
+		{"resolve bad result", []string{"resolve", "op1", "--outcome", "completed", "--result", "{", "--note", "n"}},
+		{"unknown flag", []string{"list", "--bogus"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			getenv, reqs := gateway(t, http.StatusOK, `{}`)
+
+			code, _, errOut := runCLI(getenv, tt.args...)
+
+			assert.Equal(t, 2, code)
+			assert.Contains(t, errOut, "usage")
+			assert.Empty(t, *reqs)
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	assert.Equal(t, "dev-ops", envOr(func(string) string { return "" }, "ONCEGATE_OPS_TOKEN", "dev-ops"))
+}

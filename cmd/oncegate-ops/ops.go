@@ -1,0 +1,327 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// usage is printed on a usage error.
+const usage = `usage: oncegate-ops <command> [flags]
+
+commands:
+  list [--state needs_manual_review|in_flight|completed|failed]
+  show <operation_id>
+  resolve <operation_id> --outcome completed|failed [--result JSON] [--reason TEXT] --note TEXT
+
+environment:
+  GATEWAY_URL          the gateway (default http://127.0.0.1:8080)
+  ONCEGATE_OPS_TOKEN   the operator's bearer token (default dev-ops)
+`
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// errUsage marks a command line the CLI cannot run.
+var errUsage = errors.New("usage")
+
+// cli runs one command against the gateway's ops API.
+type cli struct {
+	base   string
+	token  string
+	http   *http.Client
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// run executes args (without the program name) and returns the exit status.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	c := &cli{
+		base:   strings.TrimRight(envOr(getenv, "GATEWAY_URL", "http://127.0.0.1:8080"), "/"),
+		token:  envOr(getenv, "ONCEGATE_OPS_TOKEN", "dev-ops"),
+		http:   &http.Client{Timeout: 30 * time.Second},
+		stdout: stdout,
+		stderr: stderr,
+	}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "list":
+		err = c.list(ctx, args[1:])
+	case "show":
+		err = c.show(ctx, args[1:])
+	case "resolve":
+		err = c.resolve(ctx, args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+	}
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(stderr, "oncegate-ops: %v\n\n%s", err, usage)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "oncegate-ops: %v\n", err)
+		return exitError
+	}
+}
+
+// operation is one row of the list answer (the truth record's fields).
+type operation struct {
+	OperationID string `json:"operation_id"`
+	State       string `json:"state"`
+	Scope       string `json:"scope"`
+	Subject     string `json:"subject"`
+	UpdatedAt   string `json:"updated_at"`
+	Reason      string `json:"reason"`
+}
+
+// list prints the operations in a state as a table.
+func (c *cli) list(ctx context.Context, args []string) error {
+	fs := newFlagSet("list", c.stderr)
+	state := fs.String("state", "", "only operations in this state: needs_manual_review, in_flight, completed, failed")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("%w: list takes no arguments, got %q", errUsage, pos)
+	}
+	path := "/v1/ops/operations"
+	if *state != "" {
+		path += "?state=" + url.QueryEscape(*state)
+	}
+	body, err := c.do(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	ops, err := decodeList(body)
+	if err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OPERATION_ID\tSTATE\tSCOPE\tSUBJECT\tUPDATED_AT\tREASON")
+	for _, o := range ops {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.OperationID, o.State, o.Scope, o.Subject, o.UpdatedAt, oneLine(o.Reason))
+	}
+	return tw.Flush()
+}
+
+// show prints one operation as JSON.
+func (c *cli) show(ctx context.Context, args []string) error {
+	fs := newFlagSet("show", c.stderr)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: show takes one operation_id", errUsage)
+	}
+	body, err := c.do(ctx, http.MethodGet, "/v1/ops/operations/"+url.PathEscape(pos[0]), nil)
+	if err != nil {
+		return err
+	}
+	return c.printJSON(body)
+}
+
+// resolveRequest is the body of POST /v1/ops/operations/{id}/resolve.
+type resolveRequest struct {
+	Outcome string          `json:"outcome"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+	Note    string          `json:"note"`
+}
+
+// resolve sends an operator's decision for an operation awaiting review.
+func (c *cli) resolve(ctx context.Context, args []string) error {
+	fs := newFlagSet("resolve", c.stderr)
+	outcome := fs.String("outcome", "", "completed or failed (required)")
+	result := fs.String("result", "", "the operation's result as JSON (completed)")
+	reason := fs.String("reason", "", "why it failed (required when failed)")
+	note := fs.String("note", "", "what you checked and why you decided so (required)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: resolve takes one operation_id", errUsage)
+	}
+	req := resolveRequest{Outcome: *outcome, Reason: *reason, Note: *note}
+	switch *outcome {
+	case "completed":
+	case "failed":
+		if *reason == "" {
+			return fmt.Errorf("%w: --reason is required with --outcome failed", errUsage)
+		}
+	default:
+		return fmt.Errorf("%w: --outcome must be completed or failed", errUsage)
+	}
+	if *note == "" {
+		return fmt.Errorf("%w: --note is required", errUsage)
+	}
+	if *result != "" {
+		if !json.Valid([]byte(*result)) {
+			return fmt.Errorf("%w: --result is not valid JSON", errUsage)
+		}
+		req.Result = json.RawMessage(*result)
+	}
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", pos[0], err)
+	}
+	body, err := c.do(ctx, http.MethodPost, "/v1/ops/operations/"+url.PathEscape(pos[0])+"/resolve", payload)
+	if err != nil {
+		return err
+	}
+	return c.printJSON(body)
+}
+
+// do sends one authenticated request and returns the body of a 2xx answer,
+// or an error carrying the server's message.
+func (c *cli) do(ctx context.Context, method, path string, payload []byte) ([]byte, error) {
+	var reqBody io.Reader
+	if payload != nil {
+		reqBody = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, reqBody)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, serverMessage(body))
+	}
+	return body, nil
+}
+
+// printJSON writes body indented.
+func (c *cli) printJSON(body []byte) error {
+	var out bytes.Buffer
+	if err := json.Indent(&out, body, "", "  "); err != nil {
+		_, err = c.stdout.Write(body)
+		return err
+	}
+	out.WriteByte('\n')
+	_, err := out.WriteTo(c.stdout)
+	return err
+}
+
+// decodeList accepts a JSON array of operations or an object holding one
+// under "operations" or "items".
+func decodeList(body []byte) ([]operation, error) {
+	var ops []operation
+	if err := json.Unmarshal(body, &ops); err == nil {
+		return ops, nil
+	}
+	var wrapped struct {
+		Operations []operation `json:"operations"`
+		Items      []operation `json:"items"`
+	}
+	if err := json.Unmarshal(body, &wrapped); err != nil {
+		return nil, fmt.Errorf("decode answer: %w", err)
+	}
+	if wrapped.Operations != nil {
+		return wrapped.Operations, nil
+	}
+	return wrapped.Items, nil
+}
+
+// serverMessage picks the most telling text of an error answer.
+func serverMessage(body []byte) string {
+	var m struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+		Meaning string `json:"meaning"`
+		Error   any    `json:"error"`
+	}
+	if err := json.Unmarshal(body, &m); err == nil {
+		var parts []string
+		if m.Status != "" {
+			parts = append(parts, m.Status)
+		}
+		switch {
+		case m.Message != "":
+			parts = append(parts, m.Message)
+		case m.Meaning != "":
+			parts = append(parts, m.Meaning)
+		case m.Error != nil:
+			parts = append(parts, fmt.Sprint(m.Error))
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, ": ")
+		}
+	}
+	if s := strings.TrimSpace(string(body)); s != "" {
+		return s
+	}
+	return "(empty answer)"
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses flags placed before, between or after the positional
+// arguments (flag stops at the first one) and returns the positionals.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// envOr returns the variable's value, or def when it is unset or empty.
+func envOr(getenv func(string) string, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// oneLine folds a multi-line text into one table cell.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,39 @@
+package simulator
+
+import (
+	"net/http"
+	"time"
+)
+
+// Quote is the JSON of POST /v1/quotes: the fee of a transfer and how long
+// the quote holds.
+type Quote struct {
+	// QuoteID is "q_" and random hex; quotes are not stored.
+	QuoteID string `json:"quote_id"`
+	// Amount is the exact decimal amount, reduced ("12.5").
+	Amount string `json:"amount"`
+	// Currency is the currency as given.
+	Currency string `json:"currency"`
+	// Fee is 1% of the amount rounded half up to two decimals, at least "0.25".
+	Fee string `json:"fee"`
+	// ExpiresAt is RFC 3339 in UTC, the quote TTL after now.
+	ExpiresAt string `json:"expires_at"`
+}
+
+func (s *Server) handleQuote(w http.ResponseWriter, r *http.Request) {
+	p, err := readTransfer(r, false)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
+		return
+	}
+	if _, ok := s.beforeRequest(w, r); !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, Quote{
+		QuoteID:   newID("q_"),
+		Amount:    p.amount,
+		Currency:  p.currency,
+		Fee:       p.fee,
+		ExpiresAt: s.now().Add(s.quoteTTL).UTC().Format(time.RFC3339),
+	})
+}

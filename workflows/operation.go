@@ -1,0 +1,430 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
+)
+
+// Typed search attribute keys (Keyword). The gateway starts every workflow
+// with them (StartWorkflowOptions.TypedSearchAttributes =
+// StartSearchAttributes(in)); the workflow upserts IdemState at every
+// transition.
+var (
+	// StateKey is the IdemState search attribute.
+	StateKey = temporal.NewSearchAttributeKeyKeyword(SearchAttrState)
+	// ScopeKey is the IdemScope search attribute.
+	ScopeKey = temporal.NewSearchAttributeKeyKeyword(SearchAttrScope)
+	// SubjectKey is the IdemSubject search attribute.
+	SubjectKey = temporal.NewSearchAttributeKeyKeyword(SearchAttrSubject)
+)
+
+// Outcomes of the resolve signal.
+const (
+	// OutcomeCompleted resolves NEEDS_REVIEW to DONE.
+	OutcomeCompleted = "completed"
+	// OutcomeFailed resolves NEEDS_REVIEW to FAILED.
+	OutcomeFailed = "failed"
+)
+
+// Defaults applied when the catalog leaves a downstream setting at zero.
+const (
+	defaultTimeout           = 30 * time.Second
+	defaultBackoff           = time.Second
+	defaultReconcileAttempts = 3
+	truthTimeout             = 30 * time.Second
+)
+
+// StartSearchAttributes returns the search attributes a workflow of in is
+// started with: IdemState=IN_FLIGHT, IdemScope and IdemSubject.
+func StartSearchAttributes(in OperationInput) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		StateKey.ValueSet(string(idemstore.StateInFlight)),
+		ScopeKey.ValueSet(in.Scope),
+		SubjectKey.ValueSet(in.Subject),
+	)
+}
+
+// Operation runs one operation exactly once: it claims the PostgreSQL truth,
+// calls the downstream (with the operation_id as Idempotency-Key and
+// client_reference on every attempt), reconciles an unknown answer through
+// the status endpoint, waits for an operator when the outcome cannot be
+// determined, and records the terminal outcome. Its workflow ID is the
+// operation_id, so Temporal runs at most one of it.
+func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error) {
+	ds := in.Downstream
+	// The truth (PostgreSQL) must be written: retried until it answers.
+	truthCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: truthTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			NonRetryableErrorTypes: []string{ErrTypeParamMismatch, ErrTypeAlreadyTerminal, ErrTypeNotOwner},
+		},
+	})
+	// A downstream that honours Idempotency-Key may be retried as the catalog
+	// says; one that ignores it is sent exactly once (MaximumAttempts 1): a
+	// second send could execute the transfer twice.
+	executeAttempts := int32(1)
+	if ds.HonorsIdempotencyKey {
+		executeAttempts = int32(max(ds.Attempts, 1))
+	}
+	executeCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: durationOr(ds.Timeout, defaultTimeout),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        durationOr(ds.Backoff, defaultBackoff),
+			BackoffCoefficient:     2,
+			MaximumInterval:        maxInterval(ds),
+			MaximumAttempts:        executeAttempts,
+			NonRetryableErrorTypes: []string{ErrTypeBusinessRefusal, ErrTypeNotSent},
+		},
+	})
+	// Reconciliation only reads, so it may be retried, but boundedly: then a
+	// person decides.
+	reconcileAttempts := ds.ReconcileAttempts
+	if reconcileAttempts <= 0 {
+		reconcileAttempts = defaultReconcileAttempts
+	}
+	reconcileCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: durationOr(ds.Timeout, defaultTimeout),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        durationOr(ds.Backoff, defaultBackoff),
+			BackoffCoefficient:     2,
+			MaximumInterval:        maxInterval(ds),
+			MaximumAttempts:        int32(reconcileAttempts),
+			NonRetryableErrorTypes: []string{ErrTypeNoStatusEndpoint},
+		},
+	})
+
+	logger := workflow.GetLogger(ctx)
+	view := StateView{State: idemstore.StateInFlight}
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (StateView, error) {
+		return view, nil
+	}); err != nil {
+		return OperationResult{}, fmt.Errorf("register query %s: %w", QueryState, err)
+	}
+	if err := upsertStart(ctx, in); err != nil {
+		return OperationResult{}, err
+	}
+	setDetails(ctx, in, view)
+
+	var claim ClaimResult
+	if err := workflow.ExecuteActivity(truthCtx, ActivityClaimTruth, in).Get(ctx, &claim); err != nil {
+		return OperationResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
+	}
+	if claim.State.Terminal() {
+		// Already decided: answer the first outcome, never execute again.
+		logger.Info("Operation already terminal in the truth", "State", claim.State)
+		out := claimOutcome(claim)
+		if err := transition(ctx, in, &view, out.State, out.Reason, out.ResultRef); err != nil {
+			return OperationResult{}, err
+		}
+		return out, nil
+	}
+
+	var (
+		out          OperationResult
+		reviewReason string
+		marked       bool
+	)
+	if claim.State == idemstore.StateNeedsReview {
+		reviewReason, marked = claim.Reason, true
+	} else {
+		v, err := execute(ctx, executeCtx, reconcileCtx, in)
+		if err != nil {
+			return OperationResult{}, err
+		}
+		out, reviewReason = v.result, v.unknown
+	}
+
+	var note string
+	if out.State == "" {
+		// The outcome cannot be determined automatically: a person decides.
+		if !marked {
+			err := workflow.ExecuteActivity(truthCtx, ActivityMarkNeedsReview, MarkNeedsReviewInput{
+				OperationID: in.OperationID,
+				Reason:      reviewReason,
+			}).Get(ctx, nil)
+			if isErrType(err, ErrTypeAlreadyTerminal) {
+				return readTerminal(ctx, truthCtx, in, &view)
+			}
+			if err != nil {
+				return OperationResult{}, fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
+			}
+		}
+		logger.Warn("Operation needs manual review", "Reason", reviewReason)
+		if err := transition(ctx, in, &view, idemstore.StateNeedsReview, reviewReason, ""); err != nil {
+			return OperationResult{}, err
+		}
+		var err error
+		out, note, err = waitForResolution(ctx, ds.ResultRef)
+		if err != nil {
+			return OperationResult{}, err
+		}
+	}
+
+	err := workflow.ExecuteActivity(truthCtx, ActivityFinalize, FinalizeInput{
+		OperationID:    in.OperationID,
+		Owner:          in.Owner,
+		TruthOwner:     truthOwner(claim, in),
+		State:          out.State,
+		Result:         out.Result,
+		ResultRef:      out.ResultRef,
+		Reason:         out.Reason,
+		ResolvedBy:     out.ResolvedBy,
+		ResolutionNote: note,
+		TerminalTTL:    in.TerminalTTL,
+	}).Get(ctx, nil)
+	if isErrType(err, ErrTypeAlreadyTerminal) {
+		// Truth is never overwritten: answer what it holds.
+		logger.Warn("Truth already terminal with another outcome", "Wanted", out.State)
+		return readTerminal(ctx, truthCtx, in, &view)
+	}
+	if err != nil {
+		return OperationResult{}, fmt.Errorf("finalize %s: %w", in.OperationID, err)
+	}
+	if err := transition(ctx, in, &view, out.State, out.Reason, out.ResultRef); err != nil {
+		return OperationResult{}, err
+	}
+	return out, nil
+}
+
+// verdict is what executing (and reconciling) decided: a terminal result, or
+// unknown with the reason a person must look at it.
+type verdict struct {
+	result  OperationResult
+	unknown string
+}
+
+// execute sends the operation downstream and, after an unknown answer,
+// reconciles it.
+func execute(ctx, executeCtx, reconcileCtx workflow.Context, in OperationInput) (verdict, error) {
+	logger := workflow.GetLogger(ctx)
+	var res ExecuteResult
+	err := workflow.ExecuteActivity(executeCtx, ActivityExecute, in).Get(ctx, &res)
+	if err == nil {
+		return verdict{result: OperationResult{State: idemstore.StateDone, Result: res.Result, ResultRef: res.ResultRef}}, nil
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		switch appErr.Type() {
+		case ErrTypeBusinessRefusal:
+			var refusal BusinessRefusal
+			if appErr.HasDetails() {
+				if derr := appErr.Details(&refusal); derr != nil {
+					logger.Warn("Undecodable refusal details", "Error", derr)
+				}
+			}
+			if refusal.Code == "" && refusal.Message == "" && refusal.StatusCode == 0 {
+				refusal.Message = appErr.Message()
+			}
+			return verdict{result: OperationResult{State: idemstore.StateFailed, Reason: refusal.Reason()}}, nil
+		case ErrTypeNotSent:
+			return verdict{result: OperationResult{State: idemstore.StateFailed, Reason: "not sent: " + appErr.Message()}}, nil
+		}
+	}
+	if temporal.IsCanceledError(err) {
+		return verdict{}, fmt.Errorf("execute %s: %w", in.OperationID, err)
+	}
+	// Timeout, 5xx, transport error or a lost worker: the downstream may or
+	// may not have executed it. Never re-send blindly: ask.
+	logger.Warn("Execute outcome unknown, reconciling", "Error", err)
+	return reconcile(ctx, reconcileCtx, in, "outcome unknown after execute: "+causeOf(err))
+}
+
+// reconcile asks the status endpoint, after the settle delay, whether the
+// downstream executed the operation.
+func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string) (verdict, error) {
+	if in.Downstream.Status == "" {
+		return verdict{unknown: why + "; the downstream has no status endpoint"}, nil
+	}
+	if d := in.Downstream.ReconcileDelay; d > 0 {
+		if err := workflow.Sleep(ctx, d); err != nil {
+			return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)
+		}
+	}
+	var rec ReconcileResult
+	if err := workflow.ExecuteActivity(reconcileCtx, ActivityReconcile, in).Get(ctx, &rec); err != nil {
+		if temporal.IsCanceledError(err) {
+			return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)
+		}
+		return verdict{unknown: why + "; the status endpoint gave no answer: " + causeOf(err)}, nil
+	}
+	if rec.Found {
+		return verdict{result: OperationResult{State: idemstore.StateDone, Result: rec.Result, ResultRef: rec.ResultRef}}, nil
+	}
+	return verdict{result: OperationResult{State: idemstore.StateFailed, Reason: ReasonNotExecuted}}, nil
+}
+
+// waitForResolution blocks until a well-formed resolve signal arrives and
+// returns its outcome and note. Malformed signals are logged and ignored.
+func waitForResolution(ctx workflow.Context, resultRefField string) (OperationResult, string, error) {
+	logger := workflow.GetLogger(ctx)
+	ch := workflow.GetSignalChannel(ctx, SignalResolve)
+	for {
+		var (
+			r        Resolution
+			canceled bool
+		)
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &r) })
+		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { canceled = true })
+		sel.Select(ctx)
+		if canceled {
+			return OperationResult{}, "", fmt.Errorf("wait for %s: %w", SignalResolve, ctx.Err())
+		}
+		out, err := resolutionOutcome(r, resultRefField)
+		if err != nil {
+			logger.Warn("Ignoring malformed resolve signal", "Error", err, "Outcome", r.Outcome, "Operator", r.Operator)
+			continue
+		}
+		logger.Info("Operation resolved by an operator", "Outcome", r.Outcome, "Operator", r.Operator)
+		return out, r.Note, nil
+	}
+}
+
+// resolutionOutcome turns an operator's resolution into the terminal result,
+// or says why it is malformed.
+func resolutionOutcome(r Resolution, resultRefField string) (OperationResult, error) {
+	switch r.Outcome {
+	case OutcomeCompleted:
+		if len(r.Result) > 0 && !json.Valid(r.Result) {
+			return OperationResult{}, errors.New("result is not valid JSON")
+		}
+		return OperationResult{
+			State:      idemstore.StateDone,
+			Result:     r.Result,
+			ResultRef:  ExtractResultRef(r.Result, resultRefField),
+			ResolvedBy: r.Operator,
+		}, nil
+	case OutcomeFailed:
+		reason := r.Reason
+		if reason == "" {
+			reason = "failed: resolved by an operator"
+		}
+		return OperationResult{State: idemstore.StateFailed, Reason: reason, ResolvedBy: r.Operator}, nil
+	default:
+		return OperationResult{}, fmt.Errorf("outcome %q is neither %q nor %q", r.Outcome, OutcomeCompleted, OutcomeFailed)
+	}
+}
+
+// readTerminal answers the outcome the truth already holds.
+func readTerminal(ctx, truthCtx workflow.Context, in OperationInput, view *StateView) (OperationResult, error) {
+	var claim ClaimResult
+	if err := workflow.ExecuteActivity(truthCtx, ActivityClaimTruth, in).Get(ctx, &claim); err != nil {
+		return OperationResult{}, fmt.Errorf("read truth %s: %w", in.OperationID, err)
+	}
+	if !claim.State.Terminal() {
+		return OperationResult{}, fmt.Errorf("read truth %s: state %s is not terminal", in.OperationID, claim.State)
+	}
+	out := claimOutcome(claim)
+	if err := transition(ctx, in, view, out.State, out.Reason, out.ResultRef); err != nil {
+		return OperationResult{}, err
+	}
+	return out, nil
+}
+
+// truthOwner is the truth record's owner when it differs from the gateway's.
+func truthOwner(c ClaimResult, in OperationInput) string {
+	if c.Owner == "" || c.Owner == in.Owner {
+		return ""
+	}
+	return c.Owner
+}
+
+// claimOutcome is the terminal result held by the truth.
+func claimOutcome(c ClaimResult) OperationResult {
+	return OperationResult{State: c.State, Result: c.Result, ResultRef: c.ResultRef, Reason: c.Reason, ResolvedBy: c.ResolvedBy}
+}
+
+// upsertStart sets the search attributes the starter did not (or set
+// otherwise), so that every operation is findable by state, scope and subject.
+func upsertStart(ctx workflow.Context, in OperationInput) error {
+	current := workflow.GetTypedSearchAttributes(ctx)
+	var updates []temporal.SearchAttributeUpdate
+	for _, kv := range []struct {
+		key  temporal.SearchAttributeKeyKeyword
+		want string
+	}{
+		{StateKey, string(idemstore.StateInFlight)},
+		{ScopeKey, in.Scope},
+		{SubjectKey, in.Subject},
+	} {
+		if got, ok := current.GetKeyword(kv.key); !ok || got != kv.want {
+			updates = append(updates, kv.key.ValueSet(kv.want))
+		}
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
+		return fmt.Errorf("upsert search attributes %s: %w", in.OperationID, err)
+	}
+	return nil
+}
+
+// transition records a new state: the query view, IdemState and the UI details.
+func transition(ctx workflow.Context, in OperationInput, view *StateView, state idemstore.State, reason, resultRef string) error {
+	*view = StateView{State: state, Reason: reason, ResultRef: resultRef}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, StateKey.ValueSet(string(state))); err != nil {
+		return fmt.Errorf("upsert %s %s: %w", SearchAttrState, in.OperationID, err)
+	}
+	setDetails(ctx, in, *view)
+	return nil
+}
+
+// setDetails shows the summary and the current state in the Web UI.
+func setDetails(ctx workflow.Context, in OperationInput, view StateView) {
+	summary := in.Summary
+	if summary == "" {
+		summary = in.Scope
+	}
+	details := fmt.Sprintf("**%s** — %s", summary, view.State)
+	if view.ResultRef != "" {
+		details += " (" + view.ResultRef + ")"
+	}
+	if view.Reason != "" {
+		details += "\n\n" + view.Reason
+	}
+	workflow.SetCurrentDetails(ctx, details)
+}
+
+// isErrType reports whether err carries an application error of type t.
+func isErrType(err error, t string) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == t
+}
+
+// causeOf describes an activity failure by its cause (the application error
+// or the timeout), without the activity error's bookkeeping.
+func causeOf(err error) string {
+	var actErr *temporal.ActivityError
+	if errors.As(err, &actErr) {
+		if cause := errors.Unwrap(actErr); cause != nil {
+			return cause.Error()
+		}
+	}
+	return err.Error()
+}
+
+// durationOr returns d, or def when d is not positive.
+func durationOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// maxInterval caps the retry interval at the catalog's backoff_max, or at
+// 100 times the initial interval (Temporal's own default) when unset.
+func maxInterval(ds catalog.Downstream) time.Duration {
+	return durationOr(ds.BackoffMax, 100*durationOr(ds.Backoff, defaultBackoff))
+}

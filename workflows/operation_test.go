@@ -1,0 +1,406 @@
+package workflows_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/oncegate/oncegate/activities"
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/workflows"
+)
+
+// a is the typed nil the mocks name activities by.
+var a *activities.Activities
+
+// input returns an operation of payments.transfer (honours=true) or
+// payments.legacy_transfer (honours=false).
+func input(honours bool) workflows.OperationInput {
+	ds := catalog.Downstream{
+		Execute:              "http://downstream/v1/transfers",
+		HonorsIdempotencyKey: true,
+		Timeout:              5 * time.Second,
+		Attempts:             4,
+		Backoff:              time.Second,
+		BackoffMax:           10 * time.Second,
+		ResultRef:            "id",
+	}
+	scope := "payments.transfer"
+	if !honours {
+		scope = "payments.legacy_transfer"
+		ds.Execute = "http://downstream/legacy/transfers"
+		ds.HonorsIdempotencyKey = false
+		ds.Status = "http://downstream/legacy/transfers"
+		ds.Attempts = 1
+		ds.ReconcileDelay = 30 * time.Second
+		ds.ReconcileAttempts = 3
+	}
+	params := json.RawMessage(`{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"rent"}`)
+	return workflows.OperationInput{
+		OperationID: "0123456789abcdef0123456789abcdef",
+		Subject:     "alice",
+		Scope:       scope,
+		ParamHash:   "ph",
+		Owner:       "gw-1/req-1",
+		Params:      params,
+		InFlightTTL: 10 * time.Minute,
+		TerminalTTL: 24 * time.Hour,
+		Downstream:  ds,
+		Summary:     workflows.Summary(scope, params, "amount"),
+	}
+}
+
+// newEnv returns a test environment with the workflow and the activities
+// registered, and a pointer to the IdemState values upserted so far.
+func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.Operation, workflow.RegisterOptions{Name: workflows.OperationWorkflowName})
+	env.RegisterActivity(&activities.Activities{})
+	states := &[]string{}
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		if v, ok := sa.GetKeyword(workflows.StateKey); ok {
+			*states = append(*states, v)
+		}
+	}).Return(nil)
+	return env, states
+}
+
+// finalized matches a FinalizeInput of the given state.
+func finalized(state idemstore.State, check func(workflows.FinalizeInput) bool) any {
+	return mock.MatchedBy(func(f workflows.FinalizeInput) bool {
+		return f.State == state && f.OperationID == input(true).OperationID && f.Owner == "gw-1/req-1" && check(f)
+	})
+}
+
+// result reads the completed workflow's result.
+func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.OperationResult {
+	t.Helper()
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var out workflows.OperationResult
+	require.NoError(t, env.GetWorkflowResult(&out))
+	return out
+}
+
+func TestOperation_HonouringHappyPath(t *testing.T) {
+	env, states := newEnv(t)
+	transfer := json.RawMessage(`{"id":"tr_1","amount":"12.5"}`)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil).Once()
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+		return string(f.Result) == string(transfer) && f.ResultRef == "tr_1" && f.TerminalTTL == 24*time.Hour
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, input(true))
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, "tr_1", out.ResultRef)
+	assert.JSONEq(t, string(transfer), string(out.Result))
+	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
+	env.AssertExpectations(t)
+}
+
+func TestOperation_HonouringRetriesThenSucceeds(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{},
+		temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable)).Times(2)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 200, Result: json.RawMessage(`{"id":"tr_2"}`), ResultRef: "tr_2"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, input(true))
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, "tr_2", out.ResultRef)
+	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 3)
+}
+
+func TestOperation_TruthAlreadyTerminal(t *testing.T) {
+	env, states := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{
+		State: idemstore.StateDone, Result: json.RawMessage(`{"id":"tr_0"}`), ResultRef: "tr_0",
+	}, nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, input(true))
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, "tr_0", out.ResultRef)
+	env.AssertActivityNotCalled(t, workflows.ActivityExecute, mock.Anything, mock.Anything)
+	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
+	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
+}
+
+func TestOperation_BusinessRefusal(t *testing.T) {
+	for _, honours := range []bool{true, false} {
+		t.Run(input(honours).Scope, func(t *testing.T) {
+			env, states := newEnv(t)
+			env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+			env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{},
+				temporal.NewNonRetryableApplicationError("refused", workflows.ErrTypeBusinessRefusal, nil,
+					workflows.BusinessRefusal{StatusCode: 422, Code: "insufficient_funds", Message: "balance too low"}))
+			env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+				return f.Reason == "insufficient_funds"
+			})).Return(nil).Once()
+
+			env.ExecuteWorkflow(workflows.Operation, input(honours))
+
+			out := result(t, env)
+			assert.Equal(t, idemstore.StateFailed, out.State)
+			assert.Equal(t, "insufficient_funds", out.Reason)
+			env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
+			env.AssertActivityNotCalled(t, workflows.ActivityReconcile, mock.Anything, mock.Anything)
+			assert.Equal(t, []string{"IN_FLIGHT", "FAILED"}, *states)
+			env.AssertExpectations(t)
+		})
+	}
+}
+
+// startToCloseTimeout is what the workflow sees when the worker running
+// Execute was lost (or the downstream hung) past the activity's timeout.
+func startToCloseTimeout() error {
+	return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+}
+
+func TestOperation_NonHonouringTimeoutReconcileFound(t *testing.T) {
+	env, states := newEnv(t)
+	start := env.Now()
+	var reconciledAt time.Time
+	transfer := json.RawMessage(`{"id":"lt_9","client_reference":"0123456789abcdef0123456789abcdef"}`)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Run(func(mock.Arguments) { reconciledAt = env.Now() }).
+		Return(workflows.ReconcileResult{Found: true, Result: transfer, ResultRef: "lt_9"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+		return f.ResultRef == "lt_9"
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, input(false))
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, "lt_9", out.ResultRef)
+	assert.JSONEq(t, string(transfer), string(out.Result))
+	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
+	assert.GreaterOrEqual(t, reconciledAt.Sub(start), 30*time.Second, "reconciles only after the settle delay")
+	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
+	env.AssertExpectations(t)
+}
+
+func TestOperation_NonHonouring5xxReconcileNotFound(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{},
+		temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: false}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+		return f.Reason == workflows.ReasonNotExecuted
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, input(false))
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateFailed, out.State)
+	assert.Contains(t, out.Reason, "not executed")
+	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
+	env.AssertExpectations(t)
+}
+
+func TestOperation_StatusDownNeedsReviewThenResolved(t *testing.T) {
+	env, states := newEnv(t)
+	operatorResult := json.RawMessage(`{"id":"lt_42","note":"seen in the bank statement"}`)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{},
+		temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(in workflows.MarkNeedsReviewInput) bool {
+		return in.OperationID == input(false).OperationID && in.Reason != ""
+	})).Return(nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+		return f.ResolvedBy == "ops" && f.ResolutionNote == "checked with the bank" && f.ResultRef == "lt_42"
+	})).Return(nil).Once()
+
+	var waiting workflows.StateView
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(workflows.QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&waiting))
+		// A malformed signal is ignored; the workflow keeps waiting.
+		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{Outcome: "maybe", Operator: "ops"})
+	}, time.Hour)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{
+			Outcome: workflows.OutcomeCompleted, Result: operatorResult, Operator: "ops", Note: "checked with the bank",
+		})
+	}, 2*time.Hour)
+
+	env.ExecuteWorkflow(workflows.Operation, input(false))
+
+	assert.Equal(t, idemstore.StateNeedsReview, waiting.State)
+	assert.NotEmpty(t, waiting.Reason)
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, "ops", out.ResolvedBy)
+	assert.Equal(t, "lt_42", out.ResultRef)
+	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
+	env.AssertActivityNumberOfCalls(t, workflows.ActivityReconcile, 3)
+	assert.Equal(t, []string{"IN_FLIGHT", "NEEDS_REVIEW", "DONE"}, *states)
+	env.AssertExpectations(t)
+}
+
+func TestOperation_HonouringExhaustedWithoutStatusNeedsReview(t *testing.T) {
+	env, states := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{},
+		temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.Anything).Return(nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+		return f.Reason == "bank confirmed it never arrived" && f.ResolvedBy == "ops"
+	})).Return(nil).Once()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{
+			Outcome: workflows.OutcomeFailed, Reason: "bank confirmed it never arrived", Operator: "ops",
+		})
+	}, time.Hour)
+
+	env.ExecuteWorkflow(workflows.Operation, input(true))
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateFailed, out.State)
+	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 4)
+	env.AssertActivityNotCalled(t, workflows.ActivityReconcile, mock.Anything, mock.Anything)
+	assert.Equal(t, []string{"IN_FLIGHT", "NEEDS_REVIEW", "FAILED"}, *states)
+	env.AssertExpectations(t)
+}
+
+func TestOperation_AlreadyNeedsReviewWaitsForSignal(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: "status endpoint down"}, nil)
+	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil).Once()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{Outcome: workflows.OutcomeFailed, Reason: "never sent", Operator: "ops"})
+	}, time.Minute)
+
+	env.ExecuteWorkflow(workflows.Operation, input(false))
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateFailed, out.State)
+	env.AssertActivityNotCalled(t, workflows.ActivityExecute, mock.Anything, mock.Anything)
+	env.AssertActivityNotCalled(t, workflows.ActivityMarkNeedsReview, mock.Anything, mock.Anything)
+}
+
+func TestOperation_FinalizeFindsAnotherOutcome(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil).Once()
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 200, Result: json.RawMessage(`{"id":"tr_1"}`), ResultRef: "tr_1"}, nil)
+	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(
+		temporal.NewNonRetryableApplicationError("already terminal", workflows.ErrTypeAlreadyTerminal, nil))
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateFailed, Reason: "resolved by ops"}, nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, input(true))
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateFailed, out.State)
+	assert.Equal(t, "resolved by ops", out.Reason)
+}
+
+func TestOperation_FinalizesTruthAsItsOwner(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight, Owner: "gw-2/req-9"}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 200}, nil)
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+		return f.TruthOwner == "gw-2/req-9"
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, input(true))
+
+	assert.Equal(t, idemstore.StateDone, result(t, env).State)
+	env.AssertExpectations(t)
+}
+
+func TestOperation_QueryInFlight(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: false}, nil)
+	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil)
+	var during workflows.StateView
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(workflows.QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&during))
+	}, 10*time.Second) // inside the 30s settle delay
+
+	env.ExecuteWorkflow(workflows.Operation, input(false))
+
+	assert.Equal(t, idemstore.StateInFlight, during.State)
+	v, err := env.QueryWorkflow(workflows.QueryState)
+	require.NoError(t, err)
+	var end workflows.StateView
+	require.NoError(t, v.Get(&end))
+	assert.Equal(t, idemstore.StateFailed, end.State)
+}
+
+func TestOperation_StartedWithSearchAttributesUpsertsOnlyTransitions(t *testing.T) {
+	env, states := newEnv(t)
+	in := input(true)
+	env.SetStartWorkflowOptions(startOptions(in))
+	require.NoError(t, env.SetTypedSearchAttributesOnStart(workflows.StartSearchAttributes(in)))
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 200}, nil)
+	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil)
+
+	env.ExecuteWorkflow(workflows.Operation, in)
+
+	assert.Equal(t, idemstore.StateDone, result(t, env).State)
+	assert.Equal(t, []string{"DONE"}, *states)
+}
+
+func TestSummary(t *testing.T) {
+	tests := []struct {
+		name, params, field, want string
+	}{
+		{"number", `{"amount":12.5,"currency":"USD","payee_id":"p-1"}`, "amount", "payments.transfer 12.5 USD to p-1"},
+		{"string amount", `{"amount":"12.50","currency":"usd","payee_id":"p-1","memo":"x"}`, "amount", "payments.transfer 12.50 usd to p-1"},
+		{"no field", `{"amount":1}`, "", "payments.transfer"},
+		{"not an object", `[1]`, "amount", "payments.transfer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, workflows.Summary("payments.transfer", json.RawMessage(tt.params), tt.field))
+		})
+	}
+}
+
+func TestExtractResultRef(t *testing.T) {
+	assert.Equal(t, "tr_1", workflows.ExtractResultRef(json.RawMessage(`{"id":"tr_1"}`), "id"))
+	assert.Equal(t, "12345678901234567890", workflows.ExtractResultRef(json.RawMessage(`{"id":12345678901234567890}`), "id"))
+	assert.Empty(t, workflows.ExtractResultRef(json.RawMessage(`{"id":{"x":1}}`), "id"))
+	assert.Empty(t, workflows.ExtractResultRef(json.RawMessage(`"x"`), "id"))
+	assert.Empty(t, workflows.ExtractResultRef(nil, "id"))
+}
+
+// startOptions are the options the gateway starts a workflow with.
+func startOptions(in workflows.OperationInput) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                    in.OperationID,
+		TaskQueue:             workflows.TaskQueue,
+		TypedSearchAttributes: workflows.StartSearchAttributes(in),
+		StaticSummary:         in.Summary,
+	}
+}
