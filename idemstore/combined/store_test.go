@@ -1,0 +1,353 @@
+package combined_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/idemstore/combined"
+	"github.com/oncegate/oncegate/idemstore/pgstore"
+	"github.com/oncegate/oncegate/idemstore/redisstore"
+	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// testBundle is one combined store on its own Redis server and database.
+type testBundle struct {
+	store *combined.Store
+	redis *testenv.Redis
+	rdb   *redis.Client
+	reg   *prometheus.Registry
+}
+
+func setup(t *testing.T, opts combined.Options) *testBundle {
+	t.Helper()
+	srv := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+	t.Cleanup(func() { _ = rdb.Close() })
+	truth, err := pgstore.Open(context.Background(), testenv.NewDatabase(t))
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	opts.Registerer = reg
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := combined.New(redisstore.New(rdb), truth, opts)
+	t.Cleanup(s.Close)
+	return &testBundle{store: s, redis: srv, rdb: rdb, reg: reg}
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	var once sync.Once
+	var bundle *testBundle
+	storetest.Exercise(t, func(*testing.T) idemstore.Store {
+		// A generous budget: the suite's 200 concurrent acquires must not
+		// degrade the store on a loaded test machine.
+		once.Do(func() { bundle = setup(t, combined.Options{RedisBudget: 5 * time.Second}) })
+		return bundle.store
+	})
+}
+
+func TestStoreDegraded(t *testing.T) {
+	t.Parallel()
+	var once sync.Once
+	var bundle *testBundle
+	storetest.Exercise(t, func(*testing.T) idemstore.Store {
+		once.Do(func() {
+			bundle = setup(t, combined.Options{ProbeInterval: time.Hour})
+			bundle.redis.Stop()
+		})
+		return bundle.store
+	})
+}
+
+func TestCombined(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("FlushAllAfterDoneReplaysFromTruth", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		c := storetest.NewClaim(t, "owner-a")
+		d, err := b.store.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
+		assert.False(t, d.TruthFound)
+		// The workflow claims the truth, then finalizes.
+		_, err = b.store.Truth().Acquire(ctx, c)
+		require.NoError(t, err)
+		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")))
+
+		require.NoError(t, b.rdb.FlushAll(ctx).Err())
+
+		retry := c
+		retry.Owner = "owner-b"
+		d, err = b.store.Acquire(ctx, retry)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
+		assert.Equal(t, "tr_123", d.Record.ResultRef)
+		assert.True(t, d.TruthFound)
+
+		h, err := b.rdb.HGetAll(ctx, redisstore.Key(c.Key)).Result()
+		require.NoError(t, err)
+		assert.Equal(t, "DONE", h["state"], "Redis refilled")
+		assert.Equal(t, "owner-a", h["owner"])
+		rec, err := b.store.Fast().Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, "tr_123", rec.ResultRef)
+		ttl, err := b.rdb.TTL(ctx, redisstore.Key(c.Key)).Result()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, time.Duration(0))
+
+		// A swapped param_hash after the flush is still a mismatch.
+		swapped := c
+		swapped.ParamHash = "00" + c.ParamHash[2:]
+		require.NoError(t, b.rdb.FlushAll(ctx).Err())
+		d, err = b.store.Acquire(ctx, swapped)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeParamMismatch, d.Outcome)
+		d, err = b.store.Acquire(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
+	})
+
+	t.Run("RedisDownDegradesAndRecovers", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{ProbeInterval: 100 * time.Millisecond})
+		degraded := b.reg
+		b.redis.Stop()
+
+		c := storetest.NewClaim(t, "owner-a")
+		d, err := b.store.Acquire(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
+		assert.True(t, d.TruthFound, "claimed on the truth")
+		assert.True(t, b.store.Degraded())
+		assert.Equal(t, 1.0, gauge(t, degraded, "oncegate_idemstore_degraded"))
+
+		dup := c
+		dup.Owner = "owner-b"
+		d, err = b.store.Acquire(ctx, dup)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeInFlight, d.Outcome)
+		assert.Equal(t, "owner-a", d.Owner)
+
+		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")))
+		rec, err := b.store.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.StateDone, rec.State)
+		for range 3 {
+			d, err = b.store.Acquire(ctx, dup)
+			require.NoError(t, err)
+			assert.Equal(t, idemstore.OutcomeDone, d.Outcome, "duplicates are still DONE")
+			assert.Equal(t, "tr_123", d.Record.ResultRef)
+		}
+		assert.GreaterOrEqual(t, counter(t, b.reg, "oncegate_idemstore_fallbacks_total"), 5.0)
+
+		require.NoError(t, b.redis.Restart())
+		require.NoError(t, testenv.WaitFor(ctx, 5*time.Second, func(context.Context) error {
+			if b.store.Degraded() {
+				return assert.AnError
+			}
+			return nil
+		}))
+		assert.Equal(t, 0.0, gauge(t, degraded, "oncegate_idemstore_degraded"))
+
+		// The fast path is used again: a new claim lands in Redis, and the
+		// operation finished while degraded is refilled from the truth.
+		c2 := storetest.NewClaim(t, "owner-c")
+		d, err = b.store.Acquire(ctx, c2)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
+		assert.False(t, d.TruthFound)
+		n, err := b.rdb.Exists(ctx, redisstore.Key(c2.Key)).Result()
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, n, "the key appears in Redis")
+
+		d, err = b.store.Acquire(ctx, dup)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
+		state, err := b.rdb.HGet(ctx, redisstore.Key(c.Key), "state").Result()
+		require.NoError(t, err)
+		assert.Equal(t, "DONE", state)
+	})
+
+	t.Run("BothDownIsUnavailableAndConsumesNothing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{ProbeInterval: time.Hour})
+		b.redis.Stop()
+		b.store.Truth().Close()
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.store.Acquire(ctx, c)
+		require.ErrorIs(t, err, idemstore.ErrUnavailable)
+		_, err = b.store.Get(ctx, c.Key)
+		require.ErrorIs(t, err, idemstore.ErrUnavailable)
+		require.Error(t, b.store.Ready(ctx))
+	})
+
+	t.Run("TruthDownReleasesRedisClaim", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		b.store.Truth().Close()
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.store.Acquire(ctx, c)
+		require.ErrorIs(t, err, idemstore.ErrUnavailable)
+		n, err := b.rdb.Exists(ctx, redisstore.Key(c.Key)).Result()
+		require.NoError(t, err)
+		assert.EqualValues(t, 0, n, "nothing consumed")
+		assert.False(t, b.store.Degraded())
+	})
+
+	t.Run("ExpiredRedisKeyWhileTruthInFlight", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.store.Acquire(ctx, c)
+		require.NoError(t, err)
+		_, err = b.store.Truth().Acquire(ctx, c) // the workflow claimed the truth
+		require.NoError(t, err)
+		require.NoError(t, b.rdb.Del(ctx, redisstore.Key(c.Key)).Err()) // the in-flight TTL ran out
+
+		retry := c
+		retry.Owner = "owner-b"
+		d, err := b.store.Acquire(ctx, retry)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeAcquired, d.Outcome, "the caller attaches to the running workflow")
+		assert.True(t, d.TruthFound)
+		assert.Equal(t, idemstore.StateInFlight, d.Record.State)
+		assert.Equal(t, "owner-a", d.Record.Owner)
+
+		// The workflow finalizes as owner-a: the truth stands, Redis is held by owner-b.
+		err = b.store.Finalize(ctx, storetest.Done(c, "owner-a"))
+		require.ErrorIs(t, err, idemstore.ErrFastPathNotOwner)
+		require.NotErrorIs(t, err, idemstore.ErrNotOwner)
+		// The gateway refills Redis as the owner it attached with.
+		require.NoError(t, b.store.FinalizeFast(ctx, storetest.Done(c, "owner-b")))
+		d, err = b.store.Acquire(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
+	})
+
+	t.Run("NeedsReviewIsVisible", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.store.Acquire(ctx, c)
+		require.NoError(t, err)
+		_, err = b.store.Truth().Acquire(ctx, c)
+		require.NoError(t, err)
+		require.NoError(t, b.store.MarkNeedsReview(ctx, c.Key, "status unknown"))
+
+		d, err := b.store.Acquire(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeInFlight, d.Outcome)
+		assert.True(t, d.TruthFound)
+		assert.Equal(t, idemstore.StateNeedsReview, d.Record.State)
+
+		rec, err := b.store.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.StateNeedsReview, rec.State)
+		list, err := b.store.List(ctx, idemstore.StateNeedsReview, 10)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+	})
+
+	t.Run("OrphanClaimOnlyInRedis", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.store.Fast().Acquire(ctx, c) // the gateway died before starting the workflow
+		require.NoError(t, err)
+
+		retry := c
+		retry.Owner = "owner-b"
+		d, err := b.store.Acquire(ctx, retry)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeInFlight, d.Outcome)
+		assert.False(t, d.TruthFound)
+		assert.Equal(t, "owner-a", d.Owner)
+		assert.WithinDuration(t, time.Now(), d.ClaimedAt, 10*time.Second)
+
+		// The gateway takes the orphan over and starts it.
+		require.NoError(t, b.store.Takeover(ctx, c.Key, "owner-a", "owner-b", time.Minute))
+		d, err = b.store.Acquire(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, "owner-b", d.Owner)
+	})
+
+	t.Run("TakeoverOnTruth", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.store.Acquire(ctx, c)
+		require.NoError(t, err)
+		_, err = b.store.Truth().Acquire(ctx, c)
+		require.NoError(t, err)
+
+		require.NoError(t, b.store.Takeover(ctx, c.Key, "owner-a", "owner-b", time.Minute))
+		rec, err := b.store.Truth().Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, "owner-b", rec.Owner)
+		fast, err := b.store.Fast().Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, "owner-b", fast.Owner)
+		require.ErrorIs(t, b.store.Takeover(ctx, c.Key, "owner-a", "owner-c", time.Minute), idemstore.ErrNotOwner)
+	})
+
+	t.Run("GetPrefersTruth", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.store.Acquire(ctx, c)
+		require.NoError(t, err)
+		rec, err := b.store.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.StateInFlight, rec.State, "from Redis before the truth claim")
+		assert.True(t, rec.CreatedAt.IsZero())
+
+		_, err = b.store.Truth().Acquire(ctx, c)
+		require.NoError(t, err)
+		rec, err = b.store.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.False(t, rec.CreatedAt.IsZero(), "from the truth")
+	})
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return metricValue(t, reg, name)
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return metricValue(t, reg, name)
+}
+
+func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		m := f.GetMetric()[0]
+		if m.GetGauge() != nil {
+			return m.GetGauge().GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
+}

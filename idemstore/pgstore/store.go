@@ -1,0 +1,348 @@
+// Package pgstore is the truth of idemstore: the PostgreSQL table
+// write_record with a unique idem_key (the fingerprint's nonce). Claims are
+// INSERT ... ON CONFLICT DO NOTHING; a collision is never an error: the
+// existing row is read back and answered. Only this store holds
+// NEEDS_REVIEW.
+//
+// PostgreSQL has no TTLs: an IN_FLIGHT claim lives until it is finalized,
+// taken over or marked for review, and terminal records are deleted by Reap.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncegate/oncegate/idemstore"
+)
+
+// Store is the PostgreSQL backend of idemstore.Store.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ idemstore.Store = (*Store)(nil)
+
+// Open connects to databaseURL, applies the migrations and returns the store.
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("open truth database: %w", err)
+	}
+	s := New(pool)
+	if err := s.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open truth database: %w", err)
+	}
+	return s, nil
+}
+
+// New returns a store on pool; call Migrate before the first use of a new database.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Pool returns the connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool. It is safe to call more than once.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that PostgreSQL answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping truth database: %w", interpretError(err))
+	}
+	return nil
+}
+
+// recordColumns are the columns scanRecord reads, in order.
+const recordColumns = `idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
+	resolved_by, resolution_note, fingerprint_exp, claimed_at, created_at, updated_at`
+
+// scanRecord reads one row of recordColumns.
+func scanRecord(row pgx.Row) (idemstore.Record, error) {
+	var rec idemstore.Record
+	var result []byte
+	err := row.Scan(&rec.Key, &rec.Subject, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
+		&rec.ResultRef, &rec.Reason, &rec.ResolvedBy, &rec.ResolutionNote, &rec.FingerprintExp,
+		&rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt)
+	if err != nil {
+		return idemstore.Record{}, err
+	}
+	if len(result) > 0 {
+		rec.Result = result
+	}
+	return rec, nil
+}
+
+// micros converts a TTL to the microseconds PostgreSQL multiplies with
+// interval '1 microsecond'; nil (keep the stored value / SQL NULL) when d <= 0.
+func micros(d time.Duration) any {
+	if d <= 0 {
+		return nil
+	}
+	return d.Microseconds()
+}
+
+// timeOrNil is t, or nil (SQL NULL) when t is zero.
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// jsonOrNil is the JSON text of b, or nil (SQL NULL) when b is empty.
+func jsonOrNil(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// Acquire claims c.Key by insert; on a unique collision the existing row is
+// read back and decided: another param_hash is PARAM_MISMATCH, DONE/FAILED
+// replay that record, IN_FLIGHT and NEEDS_REVIEW are OutcomeInFlight with
+// the owner and the record (so the caller sees NEEDS_REVIEW). TruthFound is
+// always true on success. c.InFlightTTL is not used: PostgreSQL claims do
+// not expire.
+func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error) {
+	// A row that collides can be reaped before it is read back; the insert
+	// is then tried again (once is enough in practice; three is generous).
+	for range 3 {
+		rec, err := scanRecord(s.pool.QueryRow(ctx, `
+			INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, fingerprint_exp, terminal_ttl)
+			VALUES ($1, $2, $3, $4, 'IN_FLIGHT', $5, coalesce($6, now()), coalesce($7::bigint * interval '1 microsecond', interval '0'))
+			ON CONFLICT (idem_key) DO NOTHING
+			RETURNING `+recordColumns,
+			c.Key, c.Subject, c.Scope, c.ParamHash, c.Owner, timeOrNil(c.FingerprintExp), micros(c.TerminalTTL)))
+		if err == nil {
+			return idemstore.Decision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt,
+				Record: rec, TruthFound: true}, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return idemstore.Decision{}, fmt.Errorf("acquire %s: %w", c.Key, interpretError(err))
+		}
+		rec, err = s.get(ctx, c.Key)
+		if errors.Is(err, idemstore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return idemstore.Decision{}, fmt.Errorf("acquire %s: %w", c.Key, err)
+		}
+		return decideExisting(c, rec), nil
+	}
+	return idemstore.Decision{}, fmt.Errorf("acquire %s: record vanished between insert and read-back", c.Key)
+}
+
+// decideExisting answers a claim that collided with the existing record rec.
+func decideExisting(c idemstore.Claim, rec idemstore.Record) idemstore.Decision {
+	switch {
+	case rec.ParamHash != c.ParamHash:
+		return idemstore.Decision{Outcome: idemstore.OutcomeParamMismatch, TruthFound: true}
+	case rec.State.Terminal():
+		return idemstore.Decision{Outcome: idemstore.Outcome(rec.State), Record: rec, TruthFound: true}
+	default: // IN_FLIGHT or NEEDS_REVIEW
+		return idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt,
+			Record: rec, TruthFound: true}
+	}
+}
+
+// Finalize moves an IN_FLIGHT or NEEDS_REVIEW record held by f.Owner to
+// f.State. When nothing was updated the record is read back: missing or held
+// by another owner is ErrNotOwner; already terminal with the same state is
+// success (an activity retry; the first result stands); terminal with
+// another state is ErrAlreadyTerminal. f.TerminalTTL, when positive,
+// replaces the claim's terminal TTL.
+func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
+	if !f.State.Terminal() {
+		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.Key, f.State)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE write_record SET
+			state = $3, result = $4::jsonb, result_ref = $5, reason = $6, resolved_by = $7, resolution_note = $8,
+			terminal_ttl = coalesce($9::bigint * interval '1 microsecond', terminal_ttl),
+			reap_after = greatest(now() + coalesce($9::bigint * interval '1 microsecond', terminal_ttl), fingerprint_exp),
+			completed_at = now(), updated_at = now()
+		WHERE idem_key = $1 AND owner = $2 AND state IN ('IN_FLIGHT', 'NEEDS_REVIEW')`,
+		f.Key, f.Owner, string(f.State), jsonOrNil(f.Result), f.ResultRef, f.Reason, f.ResolvedBy, f.ResolutionNote,
+		micros(f.TerminalTTL))
+	if err != nil {
+		return fmt.Errorf("finalize %s: %w", f.Key, interpretError(err))
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	rec, err := s.get(ctx, f.Key)
+	switch {
+	case errors.Is(err, idemstore.ErrNotFound):
+		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrNotOwner)
+	case err != nil:
+		return fmt.Errorf("finalize %s: %w", f.Key, err)
+	case rec.Owner != f.Owner:
+		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrNotOwner)
+	case rec.State == f.State:
+		return nil
+	case rec.State.Terminal():
+		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrAlreadyTerminal)
+	default: // changed under us between the update and the read-back
+		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrNotOwner)
+	}
+}
+
+// FinalizeClaim is Finalize for a claim the truth has never seen: the claim
+// lives only on the fast path (claim, read from Redis, held by f.Owner). When
+// no record exists it inserts the record directly in its terminal state;
+// otherwise it is Finalize. The combined store uses it; in production the
+// workflow claims the truth before anything is finalized.
+func (s *Store) FinalizeClaim(ctx context.Context, claim idemstore.Record, f idemstore.Finalization) error {
+	if !f.State.Terminal() {
+		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.Key, f.State)
+	}
+	if claim.Key != f.Key || claim.Owner != f.Owner {
+		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrNotOwner)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
+			resolved_by, resolution_note, fingerprint_exp, terminal_ttl, reap_after, claimed_at, completed_at)
+		SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, e.exp, t.ttl, greatest(now() + t.ttl, e.exp),
+			coalesce($14, now()), now()
+		FROM (SELECT coalesce($12::timestamptz, now()) AS exp) e,
+			(SELECT coalesce($13::bigint * interval '1 microsecond', interval '0') AS ttl) t
+		ON CONFLICT (idem_key) DO NOTHING`,
+		f.Key, claim.Subject, claim.Scope, claim.ParamHash, string(f.State), f.Owner, jsonOrNil(f.Result), f.ResultRef,
+		f.Reason, f.ResolvedBy, f.ResolutionNote, timeOrNil(claim.FingerprintExp), micros(f.TerminalTTL),
+		timeOrNil(claim.ClaimedAt))
+	if err != nil {
+		return fmt.Errorf("finalize %s: %w", f.Key, interpretError(err))
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return s.Finalize(ctx, f)
+}
+
+// Takeover moves the IN_FLIGHT record of key from fromOwner to toOwner;
+// ErrNotOwner when it is missing, not IN_FLIGHT, or held by another owner.
+// ttl is not used: PostgreSQL claims do not expire.
+func (s *Store) Takeover(ctx context.Context, key, fromOwner, toOwner string, ttl time.Duration) error {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE write_record SET owner = $3, claimed_at = now(), updated_at = now()
+		WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, key, fromOwner, toOwner)
+	if err != nil {
+		return fmt.Errorf("takeover %s: %w", key, interpretError(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("takeover %s: %w", key, idemstore.ErrNotOwner)
+	}
+	return nil
+}
+
+// MarkNeedsReview moves an IN_FLIGHT record to NEEDS_REVIEW with reason.
+// Marking a record that is already NEEDS_REVIEW succeeds (an activity retry);
+// a terminal record is ErrAlreadyTerminal, a missing one ErrNotFound.
+func (s *Store) MarkNeedsReview(ctx context.Context, key, reason string) error {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE write_record SET state = 'NEEDS_REVIEW', reason = $2, updated_at = now()
+		WHERE idem_key = $1 AND state = 'IN_FLIGHT'`, key, reason)
+	if err != nil {
+		return fmt.Errorf("mark needs review %s: %w", key, interpretError(err))
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	rec, err := s.get(ctx, key)
+	switch {
+	case err != nil:
+		return fmt.Errorf("mark needs review %s: %w", key, err)
+	case rec.State == idemstore.StateNeedsReview:
+		return nil
+	case rec.State.Terminal():
+		return fmt.Errorf("mark needs review %s: %w", key, idemstore.ErrAlreadyTerminal)
+	default:
+		return fmt.Errorf("mark needs review %s: state changed concurrently to %s", key, rec.State)
+	}
+}
+
+// Get reads the record of key; ErrNotFound when there is none.
+func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
+	rec, err := s.get(ctx, key)
+	if err != nil {
+		return idemstore.Record{}, fmt.Errorf("get %s: %w", key, err)
+	}
+	return rec, nil
+}
+
+// get is Get without the wrapping, for read-backs inside other operations.
+func (s *Store) get(ctx context.Context, key string) (idemstore.Record, error) {
+	rec, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM write_record WHERE idem_key = $1`, key))
+	if err != nil {
+		return idemstore.Record{}, interpretError(err)
+	}
+	return rec, nil
+}
+
+// DefaultListLimit is the number of records List returns when limit <= 0.
+const DefaultListLimit = 100
+
+// List returns up to limit records in state (every state when empty), newest first.
+func (s *Store) List(ctx context.Context, state idemstore.State, limit int) ([]idemstore.Record, error) {
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM write_record
+		WHERE ($1 = '' OR state = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, string(state), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", state, interpretError(err))
+	}
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (idemstore.Record, error) { return scanRecord(row) })
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", state, interpretError(err))
+	}
+	return recs, nil
+}
+
+// FindRecent returns the most recent record of subject, scope and paramHash
+// created at or after since that is IN_FLIGHT, DONE or NEEDS_REVIEW (the
+// amnesia guard: the same intent recently done or still running); FAILED
+// records are ignored since nothing happened. ErrNotFound when none. It only
+// reads.
+func (s *Store) FindRecent(ctx context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error) {
+	rec, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM write_record
+		WHERE subject = $1 AND scope = $2 AND param_hash = $3 AND created_at >= $4
+			AND state IN ('IN_FLIGHT', 'DONE', 'NEEDS_REVIEW')
+		ORDER BY created_at DESC, id DESC LIMIT 1`, subject, scope, paramHash, since))
+	if err != nil {
+		return idemstore.Record{}, fmt.Errorf("find recent %s %s: %w", subject, scope, interpretError(err))
+	}
+	return rec, nil
+}
+
+// Reap deletes the terminal records whose reap_after is at or before now and
+// returns how many it deleted.
+//
+// Why this is safe: reap_after = greatest(completed_at + terminal_ttl,
+// fingerprint_exp). A fingerprint can never be consumed for the first time at
+// or after its exp (the gateway refuses it as fingerprint_expired before
+// touching the store), so once exp has passed no confirm can claim the key
+// again and start the operation anew; and once terminal_ttl has passed too,
+// no replay of the outcome is owed any more (CONTRACT §3: replayed until
+// terminal_ttl). Both together mean the row can no longer change any answer
+// except "unknown operation" for a status query past its retention.
+// (Counting terminal_ttl from completed_at rather than created_at only keeps
+// rows longer.)
+//
+// IN_FLIGHT and NEEDS_REVIEW records are never reaped, whatever their age:
+// their outcome is not known, and deleting them would let the key be claimed
+// and executed again, or lose what an operator must decide.
+func (s *Store) Reap(ctx context.Context, now time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM write_record
+		WHERE state IN ('DONE', 'FAILED') AND reap_after IS NOT NULL AND reap_after <= $1`, now)
+	if err != nil {
+		return 0, fmt.Errorf("reap: %w", interpretError(err))
+	}
+	return tag.RowsAffected(), nil
+}

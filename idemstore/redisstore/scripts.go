@@ -1,0 +1,142 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// acquireScript is the article's acquire script: one atomic read-decide-write
+// on the operation's hash, extended only to also record subject, scope,
+// claimed_at and exp at claim time and to answer IN_FLIGHT with claimed_at.
+// The TTL is in milliseconds (PEXPIRE) so that a time.Duration round-trips.
+//
+// KEYS[1] = idem:{<nonce>}
+// ARGV[1] = param_hash
+// ARGV[2] = owner (this execution attempt's unique id)
+// ARGV[3] = in-flight TTL, milliseconds
+// ARGV[4] = subject
+// ARGV[5] = scope
+// ARGV[6] = claimed_at, unix milliseconds (passed in: scripts stay deterministic)
+// ARGV[7] = the fingerprint's exp, unix seconds
+//
+// Reply: {'ACQUIRED', ""} | {'PARAM_MISMATCH', ""} | {'DONE'|'FAILED', result}
+// | {'IN_FLIGHT', owner, claimed_at}.
+var acquireScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'state')
+
+-- first consumption: claim it, IN_FLIGHT
+if st == false then
+  redis.call('HSET', KEYS[1],
+             'state', 'IN_FLIGHT',
+             'param_hash', ARGV[1],
+             'owner', ARGV[2],
+             'subject', ARGV[4],
+             'scope', ARGV[5],
+             'claimed_at', ARGV[6],
+             'exp', ARGV[7])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {'ACQUIRED', ''}
+end
+
+-- the params were swapped: refuse, this is a security event
+if redis.call('HGET', KEYS[1], 'param_hash') ~= ARGV[1] then
+  return {'PARAM_MISMATCH', ''}
+end
+
+-- terminal: replay the first result
+if st == 'DONE' or st == 'FAILED' then
+  return {st, redis.call('HGET', KEYS[1], 'result')}
+end
+
+-- in flight: the caller waits and polls, it does not resend
+return {'IN_FLIGHT', redis.call('HGET', KEYS[1], 'owner'), redis.call('HGET', KEYS[1], 'claimed_at')}
+`)
+
+// finalizeScript is the article's finalize script: owner-checked, so that an
+// old execution whose claim expired and was taken by another owner cannot
+// overwrite the newer one. Extended so that a terminal record is never
+// overwritten: the same outcome again is an idempotent 'OK' (an activity
+// retry), another outcome is 'ALREADY_TERMINAL'.
+//
+// KEYS[1] = idem:{<nonce>}
+// ARGV[1] = owner
+// ARGV[2] = DONE | FAILED
+// ARGV[3] = result blob (JSON: result, result_ref, reason, resolved_by, ...)
+// ARGV[4] = terminal TTL, milliseconds
+//
+// Reply: 'OK' | 'NOT_OWNER' | 'ALREADY_TERMINAL'.
+var finalizeScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+  return 'NOT_OWNER'   -- expired and claimed by another owner: never overwrite
+end
+local st = redis.call('HGET', KEYS[1], 'state')
+if st == 'DONE' or st == 'FAILED' then
+  if st == ARGV[2] then
+    return 'OK'
+  end
+  return 'ALREADY_TERMINAL'
+end
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'result', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 'OK'
+`)
+
+// takeoverScript moves an IN_FLIGHT claim from one owner to another.
+//
+// KEYS[1] = idem:{<nonce>}
+// ARGV[1] = from owner
+// ARGV[2] = to owner
+// ARGV[3] = claimed_at, unix milliseconds
+// ARGV[4] = in-flight TTL, milliseconds
+//
+// Reply: 'OK' | 'NOT_OWNER'.
+var takeoverScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'state') ~= 'IN_FLIGHT' or redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+  return 'NOT_OWNER'
+end
+redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'claimed_at', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 'OK'
+`)
+
+// releaseScript deletes an IN_FLIGHT claim held by owner, so that a claim
+// taken when nothing could be started leaves nothing consumed.
+//
+// KEYS[1] = idem:{<nonce>}
+// ARGV[1] = owner
+//
+// Reply: 'OK' | 'NOT_OWNER'.
+var releaseScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'state') ~= 'IN_FLIGHT' or redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+  return 'NOT_OWNER'
+end
+redis.call('DEL', KEYS[1])
+return 'OK'
+`)
+
+// refillScript replaces the hash unconditionally with a terminal record that
+// the truth answered (after a FLUSHALL or a failover lost it).
+//
+// KEYS[1] = idem:{<nonce>}
+// ARGV[1] = state (DONE | FAILED)
+// ARGV[2] = param_hash
+// ARGV[3] = owner
+// ARGV[4] = subject
+// ARGV[5] = scope
+// ARGV[6] = claimed_at, unix milliseconds or empty
+// ARGV[7] = exp, unix seconds or empty
+// ARGV[8] = result blob
+// ARGV[9] = TTL, milliseconds
+//
+// Reply: 'OK'.
+var refillScript = redis.NewScript(`
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1],
+           'state', ARGV[1],
+           'param_hash', ARGV[2],
+           'owner', ARGV[3],
+           'subject', ARGV[4],
+           'scope', ARGV[5],
+           'claimed_at', ARGV[6],
+           'exp', ARGV[7],
+           'result', ARGV[8])
+redis.call('PEXPIRE', KEYS[1], ARGV[9])
+return 'OK'
+`)

@@ -1,0 +1,287 @@
+// Package redisstore is the fast path of idemstore: the article's acquire and
+// finalize Lua scripts on one Redis hash per operation, key idem:{<nonce>}.
+// The hash tag keeps every key of one operation in one cluster slot.
+//
+// Redis is not the truth (it loses data on failover or FLUSHALL); the
+// combined store checks the PostgreSQL truth behind it.
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/oncegate/oncegate/idemstore"
+)
+
+// Store is the Redis backend of idemstore.Store.
+type Store struct {
+	rdb redis.UniversalClient
+}
+
+var _ idemstore.Store = (*Store)(nil)
+
+// New returns a store on rdb. The caller owns rdb and closes it.
+func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
+
+// Key returns the Redis key of operation nonce: idem:{<nonce>}.
+func Key(nonce string) string { return "idem:{" + nonce + "}" }
+
+// Client returns the Redis client the store uses.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// resultBlob is what the hash's result field holds: everything a replay of a
+// terminal record must be told.
+type resultBlob struct {
+	Result         json.RawMessage `json:"result,omitempty"`
+	ResultRef      string          `json:"result_ref,omitempty"`
+	Reason         string          `json:"reason,omitempty"`
+	ResolvedBy     string          `json:"resolved_by,omitempty"`
+	ResolutionNote string          `json:"resolution_note,omitempty"`
+	CompletedAt    int64           `json:"completed_at,omitempty"` // unix milliseconds
+}
+
+// Acquire runs the acquire script for c.
+func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error) {
+	if c.InFlightTTL <= 0 {
+		return idemstore.Decision{}, fmt.Errorf("acquire %s: in-flight TTL must be positive, got %s", c.Key, c.InFlightTTL)
+	}
+	now := time.Now()
+	var exp int64
+	if !c.FingerprintExp.IsZero() {
+		exp = c.FingerprintExp.Unix()
+	}
+	reply, err := acquireScript.Run(ctx, s.rdb, []string{Key(c.Key)},
+		c.ParamHash, c.Owner, c.InFlightTTL.Milliseconds(), c.Subject, c.Scope, now.UnixMilli(), exp,
+	).Slice()
+	if err != nil {
+		return idemstore.Decision{}, fmt.Errorf("acquire %s: %w", c.Key, interpretError(err))
+	}
+	d, err := decodeAcquire(c, now, reply)
+	if err != nil {
+		return idemstore.Decision{}, fmt.Errorf("acquire %s: %w", c.Key, err)
+	}
+	return d, nil
+}
+
+// decodeAcquire turns the acquire script's reply into a Decision.
+func decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.Decision, error) {
+	str := func(i int) string {
+		if i < len(reply) {
+			if s, ok := reply[i].(string); ok {
+				return s
+			}
+		}
+		return ""
+	}
+	if len(reply) < 1 {
+		return idemstore.Decision{}, fmt.Errorf("unexpected acquire reply %v", reply)
+	}
+	switch outcome := idemstore.Outcome(str(0)); outcome {
+	case idemstore.OutcomeAcquired:
+		claimedAt := time.UnixMilli(now.UnixMilli())
+		return idemstore.Decision{Outcome: outcome, Owner: c.Owner, ClaimedAt: claimedAt, Record: idemstore.Record{
+			Key: c.Key, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash,
+			State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: claimedAt, FingerprintExp: c.FingerprintExp,
+		}}, nil
+	case idemstore.OutcomeParamMismatch:
+		return idemstore.Decision{Outcome: outcome}, nil
+	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
+		rec := idemstore.Record{Key: c.Key, ParamHash: c.ParamHash, State: idemstore.State(outcome)}
+		if err := decodeResult(str(1), &rec); err != nil {
+			return idemstore.Decision{}, err
+		}
+		return idemstore.Decision{Outcome: outcome, Record: rec}, nil
+	case idemstore.OutcomeInFlight:
+		claimedAt := parseMillis(str(2))
+		return idemstore.Decision{Outcome: outcome, Owner: str(1), ClaimedAt: claimedAt, Record: idemstore.Record{
+			Key: c.Key, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: str(1), ClaimedAt: claimedAt,
+		}}, nil
+	default:
+		return idemstore.Decision{}, fmt.Errorf("unexpected acquire reply %v", reply)
+	}
+}
+
+// Finalize runs the owner-checked finalize script.
+func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
+	if !f.State.Terminal() {
+		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.Key, f.State)
+	}
+	if f.TerminalTTL <= 0 {
+		return fmt.Errorf("finalize %s: terminal TTL must be positive, got %s", f.Key, f.TerminalTTL)
+	}
+	blob, err := encodeResult(idemstore.Record{
+		Result: f.Result, ResultRef: f.ResultRef, Reason: f.Reason,
+		ResolvedBy: f.ResolvedBy, ResolutionNote: f.ResolutionNote, UpdatedAt: time.Now(),
+	})
+	if err != nil {
+		return fmt.Errorf("finalize %s: %w", f.Key, err)
+	}
+	reply, err := finalizeScript.Run(ctx, s.rdb, []string{Key(f.Key)},
+		f.Owner, string(f.State), blob, f.TerminalTTL.Milliseconds()).Text()
+	if err != nil {
+		return fmt.Errorf("finalize %s: %w", f.Key, interpretError(err))
+	}
+	if err := decodeStatus(reply); err != nil {
+		return fmt.Errorf("finalize %s: %w", f.Key, err)
+	}
+	return nil
+}
+
+// Takeover moves the IN_FLIGHT claim of key from fromOwner to toOwner and
+// gives it a fresh in-flight TTL; ErrNotOwner when the key is missing, not
+// IN_FLIGHT, or held by another owner.
+func (s *Store) Takeover(ctx context.Context, key, fromOwner, toOwner string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return fmt.Errorf("takeover %s: TTL must be positive, got %s", key, ttl)
+	}
+	reply, err := takeoverScript.Run(ctx, s.rdb, []string{Key(key)},
+		fromOwner, toOwner, time.Now().UnixMilli(), ttl.Milliseconds()).Text()
+	if err != nil {
+		return fmt.Errorf("takeover %s: %w", key, interpretError(err))
+	}
+	if err := decodeStatus(reply); err != nil {
+		return fmt.Errorf("takeover %s: %w", key, err)
+	}
+	return nil
+}
+
+// Release deletes the IN_FLIGHT claim of key when owner holds it, so that a
+// claim that could not be acted on leaves nothing consumed; ErrNotOwner
+// otherwise.
+func (s *Store) Release(ctx context.Context, key, owner string) error {
+	reply, err := releaseScript.Run(ctx, s.rdb, []string{Key(key)}, owner).Text()
+	if err != nil {
+		return fmt.Errorf("release %s: %w", key, interpretError(err))
+	}
+	if err := decodeStatus(reply); err != nil {
+		return fmt.Errorf("release %s: %w", key, err)
+	}
+	return nil
+}
+
+// Refill unconditionally writes the terminal record rec with ttl, replacing
+// whatever the key holds. It is used when the truth answered a terminal
+// record that Redis had lost (FLUSHALL, failover).
+func (s *Store) Refill(ctx context.Context, rec idemstore.Record, ttl time.Duration) error {
+	if !rec.State.Terminal() {
+		return fmt.Errorf("refill %s: state %q is not DONE or FAILED", rec.Key, rec.State)
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("refill %s: TTL must be positive, got %s", rec.Key, ttl)
+	}
+	blob, err := encodeResult(rec)
+	if err != nil {
+		return fmt.Errorf("refill %s: %w", rec.Key, err)
+	}
+	var claimedAt, exp string
+	if !rec.ClaimedAt.IsZero() {
+		claimedAt = strconv.FormatInt(rec.ClaimedAt.UnixMilli(), 10)
+	}
+	if !rec.FingerprintExp.IsZero() {
+		exp = strconv.FormatInt(rec.FingerprintExp.Unix(), 10)
+	}
+	err = refillScript.Run(ctx, s.rdb, []string{Key(rec.Key)},
+		string(rec.State), rec.ParamHash, rec.Owner, rec.Subject, rec.Scope, claimedAt, exp, blob, ttl.Milliseconds()).Err()
+	if err != nil {
+		return fmt.Errorf("refill %s: %w", rec.Key, interpretError(err))
+	}
+	return nil
+}
+
+// Get reads the hash of key; ErrNotFound when it does not exist.
+func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
+	h, err := s.rdb.HGetAll(ctx, Key(key)).Result()
+	if err != nil {
+		return idemstore.Record{}, fmt.Errorf("get %s: %w", key, interpretError(err))
+	}
+	if len(h) == 0 {
+		return idemstore.Record{}, fmt.Errorf("get %s: %w", key, idemstore.ErrNotFound)
+	}
+	rec := idemstore.Record{
+		Key: key, Subject: h["subject"], Scope: h["scope"], ParamHash: h["param_hash"],
+		State: idemstore.State(h["state"]), Owner: h["owner"], ClaimedAt: parseMillis(h["claimed_at"]),
+	}
+	if exp, err := strconv.ParseInt(h["exp"], 10, 64); err == nil && exp > 0 {
+		rec.FingerprintExp = time.Unix(exp, 0)
+	}
+	if rec.State.Terminal() {
+		if err := decodeResult(h["result"], &rec); err != nil {
+			return idemstore.Record{}, fmt.Errorf("get %s: %w", key, err)
+		}
+	}
+	return rec, nil
+}
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ping redis: %w", interpretError(err))
+	}
+	return nil
+}
+
+// decodeStatus turns a status reply of the finalize, takeover and release
+// scripts into an error.
+func decodeStatus(reply string) error {
+	switch reply {
+	case "OK":
+		return nil
+	case "NOT_OWNER":
+		return idemstore.ErrNotOwner
+	case "ALREADY_TERMINAL":
+		return idemstore.ErrAlreadyTerminal
+	default:
+		return fmt.Errorf("unexpected script reply %q", reply)
+	}
+}
+
+// encodeResult builds the result blob of a terminal record.
+func encodeResult(rec idemstore.Record) (string, error) {
+	b := resultBlob{
+		Result: rec.Result, ResultRef: rec.ResultRef, Reason: rec.Reason,
+		ResolvedBy: rec.ResolvedBy, ResolutionNote: rec.ResolutionNote,
+	}
+	if len(b.Result) > 0 && !json.Valid(b.Result) {
+		return "", errors.New("result is not valid JSON")
+	}
+	if !rec.UpdatedAt.IsZero() {
+		b.CompletedAt = rec.UpdatedAt.UnixMilli()
+	}
+	out, err := json.Marshal(b)
+	if err != nil {
+		return "", fmt.Errorf("encode result: %w", err)
+	}
+	return string(out), nil
+}
+
+// decodeResult fills rec from a result blob.
+func decodeResult(s string, rec *idemstore.Record) error {
+	if s == "" {
+		return nil
+	}
+	var b resultBlob
+	if err := json.Unmarshal([]byte(s), &b); err != nil {
+		return fmt.Errorf("decode result: %w", err)
+	}
+	rec.Result, rec.ResultRef, rec.Reason = b.Result, b.ResultRef, b.Reason
+	rec.ResolvedBy, rec.ResolutionNote = b.ResolvedBy, b.ResolutionNote
+	if b.CompletedAt > 0 {
+		rec.UpdatedAt = time.UnixMilli(b.CompletedAt)
+	}
+	return nil
+}
+
+// parseMillis parses unix milliseconds; zero time when empty or invalid.
+func parseMillis(s string) time.Time {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

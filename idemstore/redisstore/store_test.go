@@ -1,0 +1,188 @@
+package redisstore_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/idemstore/redisstore"
+	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// newClient starts one Redis server for the whole test and returns a client.
+func newClient(t *testing.T) (*testenv.Redis, *redis.Client) {
+	t.Helper()
+	srv := testenv.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return srv, rdb
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	_, rdb := newClient(t)
+	// Every subtest uses fresh random keys, so one server serves them all.
+	storetest.Exercise(t, func(t *testing.T) idemstore.Store { return redisstore.New(rdb) })
+}
+
+func TestRedisSpecifics(t *testing.T) {
+	t.Parallel()
+	_, rdb := newClient(t)
+	ctx := context.Background()
+
+	t.Run("KeyHasHashTag", func(t *testing.T) {
+		t.Parallel()
+		s := redisstore.New(rdb)
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+
+		assert.Equal(t, "idem:{"+c.Key+"}", redisstore.Key(c.Key))
+		n, err := rdb.Exists(ctx, "idem:{"+c.Key+"}").Result()
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, n)
+
+		h, err := rdb.HGetAll(ctx, redisstore.Key(c.Key)).Result()
+		require.NoError(t, err)
+		assert.Equal(t, "IN_FLIGHT", h["state"])
+		assert.Equal(t, c.ParamHash, h["param_hash"])
+		assert.Equal(t, "owner-a", h["owner"])
+		assert.Equal(t, "alice", h["subject"])
+		assert.Equal(t, "payments.transfer", h["scope"])
+		assert.NotEmpty(t, h["claimed_at"])
+		assert.Equal(t, c.FingerprintExp.Unix(), mustInt(t, h["exp"]))
+	})
+
+	t.Run("InFlightTTL", func(t *testing.T) {
+		t.Parallel()
+		s := redisstore.New(rdb)
+		c := storetest.NewClaim(t, "owner-a")
+		c.InFlightTTL = time.Second
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+
+		ttl, err := rdb.PTTL(ctx, redisstore.Key(c.Key)).Result()
+		require.NoError(t, err)
+		assert.Greater(t, ttl, time.Duration(0))
+		assert.LessOrEqual(t, ttl, time.Second)
+		secs, err := rdb.TTL(ctx, redisstore.Key(c.Key)).Result()
+		require.NoError(t, err)
+		assert.Equal(t, time.Second, secs)
+
+		// Expiry itself is Redis's job; check it happens without a long sleep.
+		require.NoError(t, testenv.WaitFor(ctx, 3*time.Second, func(ctx context.Context) error {
+			_, err := s.Get(ctx, c.Key)
+			if err == nil {
+				return assert.AnError
+			}
+			return nil
+		}))
+		_, err = s.Get(ctx, c.Key)
+		require.ErrorIs(t, err, idemstore.ErrNotFound)
+		d, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
+	})
+
+	t.Run("TerminalTTL", func(t *testing.T) {
+		t.Parallel()
+		s := redisstore.New(rdb)
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		f := storetest.Done(c, "owner-a")
+		f.TerminalTTL = 48 * time.Hour
+		require.NoError(t, s.Finalize(ctx, f))
+		ttl, err := rdb.TTL(ctx, redisstore.Key(c.Key)).Result()
+		require.NoError(t, err)
+		assert.InDelta(t, (48 * time.Hour).Seconds(), ttl.Seconds(), 5)
+	})
+
+	t.Run("TakeoverRefreshesTTL", func(t *testing.T) {
+		t.Parallel()
+		s := redisstore.New(rdb)
+		c := storetest.NewClaim(t, "owner-a")
+		c.InFlightTTL = time.Second
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.NoError(t, s.Takeover(ctx, c.Key, "owner-a", "owner-b", time.Hour))
+		ttl, err := rdb.TTL(ctx, redisstore.Key(c.Key)).Result()
+		require.NoError(t, err)
+		assert.InDelta(t, time.Hour.Seconds(), ttl.Seconds(), 5)
+	})
+
+	t.Run("Refill", func(t *testing.T) {
+		t.Parallel()
+		s := redisstore.New(rdb)
+		c := storetest.NewClaim(t, "owner-a")
+		rec := idemstore.Record{
+			Key: c.Key, ParamHash: c.ParamHash, State: idemstore.StateDone, Owner: "owner-a",
+			Subject: "alice", Scope: "payments.transfer", Result: []byte(`{"id":"tr_9"}`), ResultRef: "tr_9",
+			FingerprintExp: c.FingerprintExp,
+		}
+		require.NoError(t, s.Refill(ctx, rec, time.Hour))
+		d, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
+		assert.Equal(t, "tr_9", d.Record.ResultRef)
+		assert.JSONEq(t, `{"id":"tr_9"}`, string(d.Record.Result))
+		got, err := s.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, c.FingerprintExp, got.FingerprintExp)
+		assert.Equal(t, "alice", got.Subject)
+	})
+
+	t.Run("Release", func(t *testing.T) {
+		t.Parallel()
+		s := redisstore.New(rdb)
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.ErrorIs(t, s.Release(ctx, c.Key, "owner-b"), idemstore.ErrNotOwner)
+		require.NoError(t, s.Release(ctx, c.Key, "owner-a"))
+		_, err = s.Get(ctx, c.Key)
+		require.ErrorIs(t, err, idemstore.ErrNotFound)
+	})
+
+	t.Run("InvalidTTL", func(t *testing.T) {
+		t.Parallel()
+		s := redisstore.New(rdb)
+		c := storetest.NewClaim(t, "owner-a")
+		c.InFlightTTL = 0
+		_, err := s.Acquire(ctx, c)
+		require.Error(t, err)
+	})
+}
+
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	srv, rdb := newClient(t)
+	s := redisstore.New(rdb)
+	ctx := context.Background()
+	srv.Stop()
+
+	_, err := s.Acquire(ctx, storetest.NewClaim(t, "owner-a"))
+	require.ErrorIs(t, err, idemstore.ErrUnavailable)
+	_, err = s.Get(ctx, "k")
+	require.ErrorIs(t, err, idemstore.ErrUnavailable)
+
+	require.NoError(t, rdb.Close())
+	_, err = s.Get(ctx, "k")
+	require.ErrorIs(t, err, idemstore.ErrUnavailable, "a closed client")
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err)
+	return n
+}
