@@ -1,0 +1,380 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/workflows"
+)
+
+// startTimeout bounds the store and Temporal calls that must finish even
+// when the agent hangs up (starting the workflow, refilling the fast path).
+const startTimeout = 10 * time.Second
+
+// Search attribute keys set at start.
+var (
+	saState   = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrState)
+	saScope   = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrScope)
+	saSubject = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSubject)
+)
+
+// confirmRequest is the body of POST /v1/actions/{scope}/confirm.
+type confirmRequest struct {
+	// Fingerprint is the preview's fingerprint, copied verbatim.
+	Fingerprint string `json:"fingerprint"`
+	// Params are all params, bound and free.
+	Params json.RawMessage `json:"params"`
+	// AcknowledgeRepeatOf acknowledges the amnesia guard's recent operation.
+	AcknowledgeRepeatOf string `json:"acknowledge_repeat_of,omitempty"`
+}
+
+// handleConfirm serves POST /v1/actions/:scope/confirm.
+func (s *Server) handleConfirm(c echo.Context) error {
+	action, r, ok := s.lookupAction(c)
+	if !ok {
+		return s.render(c, r)
+	}
+	var req confirmRequest
+	if r, ok := decodeBody(c, &req); !ok {
+		r.scope = action.Scope
+		return s.render(c, r)
+	}
+	r = s.confirm(c.Request().Context(), identityOf(c), action, req, traceIDOf(c))
+	r.scope = action.Scope
+	return s.render(c, r)
+}
+
+// confirmCall is one confirm in progress.
+type confirmCall struct {
+	id      auth.Identity
+	action  *catalog.Action
+	payload fingerprint.Payload
+	bound   boundParams
+	owner   string
+	traceID string
+}
+
+// confirm is the confirm path of ARCHITECTURE.md: verify, amnesia guard,
+// expiry, acquire, then start / attach / replay.
+func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.Action, req confirmRequest, traceID string) reply {
+	bp, r, ok := bindParams(action, req.Params)
+	if !ok {
+		return r
+	}
+	now := s.now()
+	p, err := s.keys.Verify(req.Fingerprint, fingerprint.Expectation{
+		Subject: id.Subject, Scope: action.Scope, ParamHash: bp.paramHash, Now: now, AllowExpired: true,
+	})
+	switch {
+	case errors.Is(err, fingerprint.ErrInvalid):
+		s.securityEvent(ctx, EventInvalidFingerprint, id, action.Scope, "", traceID, err.Error())
+		return newReply(StatusFingerprintInvalid)
+	case errors.Is(err, fingerprint.ErrSubjectMismatch):
+		s.securityEvent(ctx, EventSubjectMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued to "+p.Subject)
+		return newReply(StatusSubjectMismatch)
+	case errors.Is(err, fingerprint.ErrScopeMismatch):
+		r := newReply(StatusScopeMismatch)
+		r.opID = p.Nonce
+		return r
+	case errors.Is(err, fingerprint.ErrParamMismatch):
+		s.securityEvent(ctx, EventParamMismatch, id, action.Scope, p.Nonce, traceID, "bound params differ from the fingerprint's")
+		r := newReply(StatusParamMismatch)
+		r.opID = p.Nonce
+		return r
+	case err != nil:
+		r := newReply(StatusInternalError)
+		r.err = fmt.Errorf("verify fingerprint: %w", err)
+		return r
+	}
+	call := confirmCall{
+		id: id, action: action, payload: p, bound: bp, traceID: traceID,
+		owner: s.instance + ":" + randomHex(8),
+	}
+	if p.RecentOperation != "" && req.AcknowledgeRepeatOf != p.RecentOperation {
+		return s.repeatUnacknowledged(ctx, call)
+	}
+	if now.Unix() >= p.Exp {
+		return s.confirmExpired(ctx, call)
+	}
+	d, err := s.store.Acquire(ctx, idemstore.Claim{
+		Key: p.Nonce, ParamHash: bp.paramHash, Owner: call.owner, Subject: id.Subject, Scope: action.Scope,
+		InFlightTTL: action.InFlightTTL, TerminalTTL: action.TerminalTTL, FingerprintExp: p.ExpiresAt(),
+	})
+	if err != nil {
+		return s.storeErrorReply(action.Scope, "", fmt.Errorf("confirm %s: %w", p.Nonce, err))
+	}
+	switch d.Outcome {
+	case idemstore.OutcomeAcquired:
+		// The truth may already hold the operation under another owner (the
+		// fast path lost the key while its workflow runs): attach to it.
+		earlier := d.TruthFound && d.Record.Owner != "" && d.Record.Owner != call.owner
+		if earlier && d.Record.State == idemstore.StateNeedsReview {
+			return opReply(StatusNeedsManualReview, p.Nonce)
+		}
+		return s.startAndAwait(ctx, call, earlier)
+	case idemstore.OutcomeInFlight:
+		return s.confirmInFlight(ctx, call, d)
+	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
+		rec := d.Record
+		if rec.State == "" {
+			rec.State = idemstore.State(d.Outcome)
+		}
+		rec.Key = p.Nonce
+		return terminalReply(rec, true)
+	case idemstore.OutcomeParamMismatch:
+		s.securityEvent(ctx, EventStoreParamMismatch, id, action.Scope, p.Nonce, traceID, "the store holds this operation with another param_hash")
+		r := newReply(StatusParamMismatch)
+		r.opID = p.Nonce
+		return r
+	}
+	r = newReply(StatusInternalError)
+	r.opID = p.Nonce
+	r.err = fmt.Errorf("confirm %s: unknown outcome %q", p.Nonce, d.Outcome)
+	return r
+}
+
+// repeatUnacknowledged answers a fingerprint of the amnesia guard confirmed
+// without acknowledge_repeat_of.
+func (s *Server) repeatUnacknowledged(ctx context.Context, call confirmCall) reply {
+	recentID := call.payload.RecentOperation
+	recent := map[string]any{"operation_id": recentID}
+	r := newReply(StatusRepeatUnacknowledged)
+	if rec, err := s.store.Get(ctx, recentID); err == nil && rec.Subject == call.id.Subject {
+		recent = recentOperation(rec)
+		r.data.State = agentState(rec.State)
+		r.data.ResultRef = rec.ResultRef
+	}
+	r = r.with("recent_operation", recent)
+	r.opID = call.payload.Nonce
+	r.data.RecentOperationID = recentID
+	return r
+}
+
+// confirmExpired answers a fingerprint past exp: a replay when it was
+// consumed, else fingerprint_expired.
+func (s *Server) confirmExpired(ctx context.Context, call confirmCall) reply {
+	rec, err := s.store.Get(ctx, call.payload.Nonce)
+	switch {
+	case errors.Is(err, idemstore.ErrNotFound):
+		r := newReply(StatusFingerprintExpired)
+		r.data.ExpiresAt = call.payload.ExpiresAt().Format(time.RFC3339)
+		return r
+	case err != nil:
+		return s.storeErrorReply(call.action.Scope, "", fmt.Errorf("confirm expired %s: %w", call.payload.Nonce, err))
+	}
+	rec.Key = call.payload.Nonce
+	switch rec.State {
+	case idemstore.StateDone, idemstore.StateFailed:
+		return terminalReply(rec, true)
+	case idemstore.StateNeedsReview:
+		return opReply(StatusNeedsManualReview, rec.Key)
+	}
+	run := s.temporal.GetWorkflow(ctx, call.payload.Nonce, "")
+	return s.await(ctx, call, run, rec.Owner, true)
+}
+
+// confirmInFlight answers a claim held by another owner: review, orphan
+// takeover, or a short wait on the existing workflow.
+func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemstore.Decision) reply {
+	nonce := call.payload.Nonce
+	if d.Record.State == idemstore.StateNeedsReview {
+		return opReply(StatusNeedsManualReview, nonce)
+	}
+	if !d.TruthFound && !d.ClaimedAt.IsZero() && s.now().Sub(d.ClaimedAt) >= s.cfg.ClaimGrace {
+		_, err := s.temporal.DescribeWorkflowExecution(ctx, nonce, "")
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			err := s.store.Takeover(ctx, nonce, d.Owner, call.owner, call.action.InFlightTTL)
+			switch {
+			case err == nil:
+				s.log.WarnContext(ctx, "took over orphaned claim", "operation_id", nonce, "from", d.Owner,
+					"to", call.owner, "claimed_at", d.ClaimedAt, "trace_id", call.traceID)
+				return s.startAndAwait(ctx, call, false)
+			case !errors.Is(err, idemstore.ErrNotOwner):
+				return s.storeErrorReply(call.action.Scope, nonce, fmt.Errorf("takeover %s: %w", nonce, err))
+			}
+			// Someone else took it over first: wait on theirs.
+		} else if err != nil {
+			s.log.WarnContext(ctx, "describe workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
+		}
+	}
+	run := s.temporal.GetWorkflow(ctx, nonce, "")
+	return s.await(ctx, call, run, d.Owner, true)
+}
+
+// startAndAwait starts the operation's workflow (or attaches to an existing
+// one of the same ID) and waits a short budget for its outcome. earlier
+// marks an operation that an earlier call already started, so that its
+// outcome is answered as a replay.
+func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bool) reply {
+	nonce := call.payload.Nonce
+	params, err := call.bound.downstreamParams()
+	if err != nil {
+		r := newReply(StatusInternalError)
+		r.opID, r.err = nonce, err
+		return r
+	}
+	summary := workflows.Summary(call.action.Scope, params, call.action.SummaryField)
+	in := workflows.OperationInput{
+		OperationID: nonce, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
+		Owner: call.owner, Params: params, FingerprintExp: call.payload.ExpiresAt(),
+		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
+		Downstream: call.action.Downstream, Summary: summary,
+	}
+	opts := client.StartWorkflowOptions{
+		ID:                       nonce,
+		TaskQueue:                s.cfg.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			saState.ValueSet(string(idemstore.StateInFlight)),
+			saScope.ValueSet(call.action.Scope),
+			saSubject.ValueSet(call.id.Subject),
+		),
+		StaticSummary: summary,
+		Memo:          map[string]any{"trace_id": call.traceID},
+	}
+	// The start must not be abandoned when the agent hangs up.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	run, err := s.temporal.ExecuteWorkflow(sctx, opts, workflows.OperationWorkflowName, in)
+	attached := false
+	if err != nil {
+		var already *serviceerror.WorkflowExecutionAlreadyStarted
+		if !errors.As(err, &already) {
+			// The claim stays IN_FLIGHT under this owner with no workflow: a
+			// retry waits, and after the grace period takes it over.
+			s.log.ErrorContext(ctx, "start workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
+			r := newReply(StatusTemporarilyUnavailable)
+			r.opID = nonce
+			r.data.Detail = "the workflow engine could not be reached"
+			return r
+		}
+		attached = true
+		run = s.temporal.GetWorkflow(ctx, nonce, "")
+	}
+	s.log.InfoContext(ctx, "operation started", "operation_id", nonce, "scope", call.action.Scope,
+		"subject", call.id.Subject, "attached", attached, "trace_id", call.traceID)
+	return s.await(ctx, call, run, call.owner, attached || earlier)
+}
+
+// await waits up to ConfirmWait for the workflow's result. On a result it
+// refills the fast path with owner's claim; otherwise the store decides
+// between needs_manual_review, a terminal answer and in_progress. replay
+// marks an outcome that an earlier call started.
+func (s *Server) await(ctx context.Context, call confirmCall, run client.WorkflowRun, owner string, replay bool) reply {
+	nonce := call.payload.Nonce
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.ConfirmWait)
+	defer cancel()
+	var res workflows.OperationResult
+	err := run.Get(wctx, &res)
+	if err == nil && res.State.Terminal() {
+		rec := idemstore.Record{Key: nonce, State: res.State, Result: res.Result, ResultRef: res.ResultRef,
+			Reason: res.Reason, ResolvedBy: res.ResolvedBy}
+		s.refill(ctx, call, rec, owner)
+		return terminalReply(rec, replay)
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		level := slog.LevelWarn
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			level = slog.LevelInfo // the holder has not started it yet
+		}
+		s.log.Log(ctx, level, "wait for workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
+	}
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer rcancel()
+	rec, gerr := s.store.Get(rctx, nonce)
+	if gerr == nil {
+		rec.Key = nonce
+		switch rec.State {
+		case idemstore.StateNeedsReview:
+			return opReply(StatusNeedsManualReview, nonce)
+		case idemstore.StateDone, idemstore.StateFailed:
+			return terminalReply(rec, replay)
+		}
+	}
+	return opReply(StatusInProgress, nonce)
+}
+
+// refill writes the terminal outcome to the fast path under owner's claim;
+// NOT_OWNER (a newer owner) and an already terminal record are fine.
+func (s *Server) refill(ctx context.Context, call confirmCall, rec idemstore.Record, owner string) {
+	if owner == "" {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	err := s.store.FinalizeFast(fctx, idemstore.Finalization{
+		Key: rec.Key, Owner: owner, State: rec.State, Result: rec.Result, ResultRef: rec.ResultRef,
+		Reason: rec.Reason, ResolvedBy: rec.ResolvedBy, TerminalTTL: call.action.TerminalTTL,
+	})
+	if err != nil && !errors.Is(err, idemstore.ErrNotOwner) && !errors.Is(err, idemstore.ErrAlreadyTerminal) {
+		s.log.WarnContext(ctx, "refill fast path", "operation_id", rec.Key, "err", err, "trace_id", call.traceID)
+	}
+}
+
+// opReply is a reply about operation opID.
+func opReply(status, opID string) reply {
+	r := newReply(status)
+	r.opID = opID
+	return r
+}
+
+// terminalReply answers a DONE or FAILED record: completed/failed, or
+// already_completed/already_failed with Idempotent-Replayed when replay.
+func terminalReply(rec idemstore.Record, replay bool) reply {
+	var r reply
+	if rec.State == idemstore.StateDone {
+		status := StatusCompleted
+		if replay {
+			status = StatusAlreadyCompleted
+		}
+		result := rec.Result
+		if len(result) == 0 {
+			result = json.RawMessage("null")
+		}
+		r = opReply(status, rec.Key).with("result", result).with("result_ref", rec.ResultRef)
+		r.data.ResultRef = rec.ResultRef
+	} else {
+		status := StatusFailed
+		if replay {
+			status = StatusAlreadyFailed
+		}
+		r = opReply(status, rec.Key).with("reason", rec.Reason)
+		r.data.Reason = rec.Reason
+	}
+	if rec.ResolvedBy != "" {
+		r = r.with("resolved_by", rec.ResolvedBy)
+	}
+	if replay {
+		r = r.replayed()
+	}
+	return r
+}
+
+// securityEvent logs, counts and alerts one security event. The alert runs
+// on its own goroutine and never delays the answer.
+func (s *Server) securityEvent(ctx context.Context, kind string, id auth.Identity, scope, opID, traceID, detail string) {
+	ev := SecurityEvent{Kind: kind, Subject: id.Subject, Scope: scope, OperationID: opID, TraceID: traceID,
+		Detail: detail, At: s.now().UTC()}
+	s.log.WarnContext(ctx, "security event", "kind", kind, "subject", id.Subject, "scope", scope,
+		"operation_id", opID, "trace_id", traceID, "detail", detail)
+	s.metrics.security.WithLabelValues(kind).Inc()
+	actx := context.WithoutCancel(ctx)
+	go s.alert.Alert(actx, ev)
+}

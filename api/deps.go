@@ -1,0 +1,48 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/oncegate/oncegate/idemstore"
+)
+
+// OperationStore is what the gateway needs of the combined idempotency store
+// (idemstore/combined.Store satisfies it).
+type OperationStore interface {
+	// Acquire claims an operation or reports who holds it or how it ended.
+	Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error)
+	// Get reads an operation's record, or idemstore.ErrNotFound.
+	Get(ctx context.Context, key string) (idemstore.Record, error)
+	// Takeover moves an orphaned IN_FLIGHT claim to a new owner.
+	Takeover(ctx context.Context, key, fromOwner, toOwner string, ttl time.Duration) error
+	// FinalizeFast refills the fast path with a terminal outcome, owner-checked.
+	FinalizeFast(ctx context.Context, f idemstore.Finalization) error
+	// List returns up to limit operations in state (all states when empty).
+	List(ctx context.Context, state idemstore.State, limit int) ([]idemstore.Record, error)
+	// FindRecent finds the subject's latest identical operation since a time
+	// (the amnesia guard); a read only. idemstore.ErrNotFound when none.
+	FindRecent(ctx context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error)
+	// Degraded reports whether the Redis fast path is bypassed.
+	Degraded() bool
+	// Ready returns an error when the PostgreSQL truth cannot be reached.
+	Ready(ctx context.Context) error
+}
+
+// Temporal is the part of client.Client the gateway uses; a client.Client
+// satisfies it.
+type Temporal interface {
+	// ExecuteWorkflow starts (or, by its ID policies, attaches to) a workflow.
+	ExecuteWorkflow(ctx context.Context, options client.StartWorkflowOptions, workflow any, args ...any) (client.WorkflowRun, error)
+	// GetWorkflow returns a handle on an existing workflow.
+	GetWorkflow(ctx context.Context, workflowID, runID string) client.WorkflowRun
+	// DescribeWorkflowExecution describes a workflow, or returns *serviceerror.NotFound.
+	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
+	// SignalWorkflow sends a signal to a running workflow.
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+}
+
+var _ Temporal = client.Client(nil)

@@ -1,0 +1,315 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/workflows"
+)
+
+// fakeStore is the idemstore state machine in memory.
+type fakeStore struct {
+	mu          sync.Mutex
+	now         func() time.Time
+	recs        map[string]*fakeRec
+	writes      int
+	reads       int
+	finalFast   []idemstore.Finalization
+	unavailable bool
+	notReady    bool
+	degraded    bool
+}
+
+type fakeRec struct {
+	idemstore.Record
+	truth bool
+}
+
+var _ OperationStore = (*fakeStore)(nil)
+
+func newFakeStore(now func() time.Time) *fakeStore {
+	return &fakeStore{now: now, recs: map[string]*fakeRec{}}
+}
+
+func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Decision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unavailable {
+		return idemstore.Decision{}, fmt.Errorf("acquire: %w", idemstore.ErrUnavailable)
+	}
+	f.writes++
+	r, ok := f.recs[c.Key]
+	if !ok {
+		now := f.now()
+		f.recs[c.Key] = &fakeRec{Record: idemstore.Record{Key: c.Key, Subject: c.Subject, Scope: c.Scope,
+			ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: now, CreatedAt: now}}
+		return idemstore.Decision{Outcome: idemstore.OutcomeAcquired, Owner: c.Owner, ClaimedAt: now}, nil
+	}
+	switch {
+	case r.ParamHash != c.ParamHash:
+		return idemstore.Decision{Outcome: idemstore.OutcomeParamMismatch}, nil
+	case r.State.Terminal():
+		return idemstore.Decision{Outcome: idemstore.Outcome(r.State), Record: r.Record, TruthFound: r.truth}, nil
+	}
+	d := idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Owner: r.Owner, ClaimedAt: r.ClaimedAt, TruthFound: r.truth}
+	if r.truth {
+		d.Record = r.Record
+	}
+	return d, nil
+}
+
+func (f *fakeStore) Get(_ context.Context, key string) (idemstore.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unavailable {
+		return idemstore.Record{}, fmt.Errorf("get: %w", idemstore.ErrUnavailable)
+	}
+	f.reads++
+	r, ok := f.recs[key]
+	if !ok {
+		return idemstore.Record{}, idemstore.ErrNotFound
+	}
+	return r.Record, nil
+}
+
+func (f *fakeStore) Takeover(_ context.Context, key, from, to string, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	r, ok := f.recs[key]
+	if !ok || r.Owner != from || r.State != idemstore.StateInFlight {
+		return idemstore.ErrNotOwner
+	}
+	r.Owner, r.ClaimedAt = to, f.now()
+	return nil
+}
+
+func (f *fakeStore) FinalizeFast(_ context.Context, fin idemstore.Finalization) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	f.finalFast = append(f.finalFast, fin)
+	return nil
+}
+
+func (f *fakeStore) List(_ context.Context, state idemstore.State, limit int) ([]idemstore.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	var out []idemstore.Record
+	for _, r := range f.recs {
+		if state == "" || r.State == state {
+			out = append(out, r.Record)
+		}
+	}
+	slices.SortFunc(out, func(a, b idemstore.Record) int { return strings.Compare(a.Key, b.Key) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (f *fakeStore) FindRecent(_ context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unavailable {
+		return idemstore.Record{}, fmt.Errorf("find recent: %w", idemstore.ErrUnavailable)
+	}
+	f.reads++
+	for _, r := range f.recs {
+		if r.Subject == subject && r.Scope == scope && r.ParamHash == paramHash && !r.CreatedAt.Before(since) &&
+			r.State != idemstore.StateFailed {
+			return r.Record, nil
+		}
+	}
+	return idemstore.Record{}, idemstore.ErrNotFound
+}
+
+func (f *fakeStore) Degraded() bool { return f.degraded }
+
+func (f *fakeStore) Ready(context.Context) error {
+	if f.notReady {
+		return fmt.Errorf("ping: %w", idemstore.ErrUnavailable)
+	}
+	return nil
+}
+
+// claimTruth is the workflow's ClaimTruth.
+func (f *fakeStore) claimTruth(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.recs[key]; ok {
+		r.truth = true
+	}
+}
+
+// finalize is the workflow's Finalize.
+func (f *fakeStore) finalize(key string, res workflows.OperationResult) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.recs[key]
+	r.State, r.Result, r.ResultRef, r.Reason, r.ResolvedBy = res.State, res.Result, res.ResultRef, res.Reason, res.ResolvedBy
+	r.UpdatedAt = f.now()
+}
+
+// markReview is the workflow's MarkNeedsReview.
+func (f *fakeStore) markReview(key, reason string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.recs[key]
+	r.truth = true
+	r.State, r.Reason = idemstore.StateNeedsReview, reason
+}
+
+func (f *fakeStore) counts() (writes, reads int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writes, f.reads
+}
+
+// fakeTemporal runs each workflow as a goroutine calling exec.
+type fakeTemporal struct {
+	mu       sync.Mutex
+	exec     func(ctx context.Context, in workflows.OperationInput, signals <-chan workflows.Resolution) workflows.OperationResult
+	runs     map[string]*fakeRun
+	starts   []client.StartWorkflowOptions
+	inputs   []workflows.OperationInput
+	signals  []workflows.Resolution
+	startErr error
+}
+
+var _ Temporal = (*fakeTemporal)(nil)
+
+type fakeRun struct {
+	id      string
+	done    chan struct{}
+	res     workflows.OperationResult
+	signals chan workflows.Resolution
+}
+
+func (r *fakeRun) GetID() string                  { return r.id }
+func (r *fakeRun) GetRunID() string               { return "run-" + r.id }
+func (r *fakeRun) GetFirstExecutionRunID() string { return r.GetRunID() }
+func (r *fakeRun) Get(ctx context.Context, v any) error {
+	select {
+	case <-r.done:
+		b, _ := json.Marshal(r.res)
+		return json.Unmarshal(b, v)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+func (r *fakeRun) GetWithOptions(ctx context.Context, v any, _ client.WorkflowRunGetOptions) error {
+	return r.Get(ctx, v)
+}
+
+// missingRun is GetWorkflow of an ID that does not exist.
+type missingRun struct{ fakeRun }
+
+func (r *missingRun) Get(context.Context, any) error {
+	return serviceerror.NewNotFound("workflow not found")
+}
+
+func (t *fakeTemporal) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.startErr != nil {
+		return nil, t.startErr
+	}
+	if r, ok := t.runs[o.ID]; ok {
+		select {
+		case <-r.done:
+			return nil, serviceerror.NewWorkflowExecutionAlreadyStarted("closed", "", r.GetRunID())
+		default:
+			return r, nil // USE_EXISTING
+		}
+	}
+	in := args[0].(workflows.OperationInput)
+	t.starts = append(t.starts, o)
+	t.inputs = append(t.inputs, in)
+	r := &fakeRun{id: o.ID, done: make(chan struct{}), signals: make(chan workflows.Resolution, 1)}
+	t.runs[o.ID] = r
+	go func() {
+		r.res = t.exec(context.Background(), in, r.signals)
+		close(r.done)
+	}()
+	return r, nil
+}
+
+func (t *fakeTemporal) GetWorkflow(_ context.Context, id, _ string) client.WorkflowRun {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r, ok := t.runs[id]; ok {
+		return r
+	}
+	return &missingRun{fakeRun{id: id}}
+}
+
+func (t *fakeTemporal) DescribeWorkflowExecution(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.runs[id]; ok {
+		return &workflowservice.DescribeWorkflowExecutionResponse{}, nil
+	}
+	return nil, serviceerror.NewNotFound("workflow not found")
+}
+
+func (t *fakeTemporal) SignalWorkflow(_ context.Context, id, _, name string, arg any) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r, ok := t.runs[id]
+	if !ok || name != workflows.SignalResolve {
+		return serviceerror.NewNotFound("workflow not found")
+	}
+	res := arg.(workflows.Resolution)
+	t.signals = append(t.signals, res)
+	select {
+	case r.signals <- res:
+	default:
+	}
+	return nil
+}
+
+func (t *fakeTemporal) started() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.starts)
+}
+
+// fakeAlert records alerts.
+type fakeAlert struct{ ch chan SecurityEvent }
+
+func (a *fakeAlert) Alert(_ context.Context, ev SecurityEvent) { a.ch <- ev }
+
+// quoteTransport answers quote requests without a server.
+type quoteTransport struct {
+	mu      sync.Mutex
+	fail    bool
+	expires time.Time
+	calls   int
+}
+
+func (q *quoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.calls++
+	if q.fail {
+		return nil, errors.New("connection refused")
+	}
+	body := fmt.Sprintf(`{"fee":"0.25","currency":"USD","expires_at":%q}`, q.expires.Format(time.RFC3339))
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}

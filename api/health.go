@@ -1,0 +1,33 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// healthz answers liveness: the process runs.
+func (s *Server) healthz(c echo.Context) error {
+	return s.render(c, newReply(StatusAlive))
+}
+
+// readyz answers readiness: 200 when the PostgreSQL truth is reachable
+// (with "redis":"degraded" when the fast path is bypassed), else 503.
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	redis := "ok"
+	if s.store.Degraded() {
+		redis = "degraded"
+	}
+	if err := s.store.Ready(ctx); err != nil {
+		s.log.WarnContext(ctx, "not ready", "trace_id", traceIDOf(c), "err", err)
+		r := newReply(StatusNotReady).with("postgres", "unreachable").with("redis", redis)
+		r.data.Detail = "PostgreSQL unreachable"
+		return s.render(c, r)
+	}
+	r := newReply(StatusReady).with("postgres", "ok").with("redis", redis)
+	r.data.State = redis
+	return s.render(c, r)
+}

@@ -1,0 +1,61 @@
+package messages
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCatalogsCoverSameKeys(t *testing.T) {
+	t.Parallel()
+	c, err := Load()
+	require.NoError(t, err)
+	en := c.Keys(English)
+	require.NotEmpty(t, en)
+	for _, lang := range Langs[1:] {
+		assert.Equal(t, en, c.Keys(lang), "language %s must cover exactly the keys of en.yaml", lang)
+	}
+}
+
+func TestEveryTextRenders(t *testing.T) {
+	t.Parallel()
+	c, err := Load()
+	require.NoError(t, err)
+	d := Data{
+		OperationID: "0123456789abcdef0123456789abcdef", Scope: "payments.transfer",
+		PreviewTool: "payments_transfer_preview", ConfirmTool: "payments_transfer_confirm",
+		PollWith: "get_operation_status", PollAfterMS: 2000, PollAfterSeconds: "2",
+		RetryAfterMS: 1000, RetryAfterSeconds: "1", State: "DONE", TraceID: "t",
+	}
+	for _, lang := range Langs {
+		for _, key := range c.Keys(lang) {
+			m, i, err := c.Render(lang, key, d)
+			require.NoError(t, err, "%s/%s", lang, key)
+			assert.NotEmpty(t, m)
+			assert.NotEmpty(t, i)
+			assert.NotContains(t, m+i, "<no value>", "%s/%s", lang, key)
+			assert.NotContains(t, m+i, "\n", "%s/%s must be one paragraph", lang, key)
+		}
+	}
+	_, i, err := c.Render(English, "in_progress", d)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(i, "Do not call payments_transfer_confirm again"), i)
+	assert.Contains(t, i, "Wait 2 seconds, then call get_operation_status")
+}
+
+func TestParseAcceptLanguage(t *testing.T) {
+	t.Parallel()
+	for header, want := range map[string]Lang{
+		"":                        English,
+		"zh":                      Chinese,
+		"zh-CN,zh;q=0.9,en;q=0.8": Chinese,
+		"ZH-hant":                 Chinese,
+		"en-US,zh;q=0.5":          English,
+		"fr, zh-TW":               Chinese,
+		"fr":                      English,
+	} {
+		assert.Equal(t, want, ParseAcceptLanguage(header), header)
+	}
+}

@@ -1,0 +1,50 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the gateway's Prometheus collectors.
+type metrics struct {
+	security  *prometheus.CounterVec
+	responses *prometheus.CounterVec
+}
+
+// newMetrics registers the collectors on reg (reusing ones already registered).
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		security: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncegate_security_events_total",
+			Help: "Security events seen by the gateway (param_mismatch, subject_mismatch, fingerprint_invalid, ...), by kind.",
+		}, []string{"kind"}),
+		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncegate_responses_total",
+			Help: "Answers of the gateway, by status.",
+		}, []string{"status"}),
+	}
+	var err error
+	if m.security, err = register(reg, m.security); err != nil {
+		return nil, err
+	}
+	if m.responses, err = register(reg, m.responses); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under its name.
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing, nil
+			}
+		}
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	return c, nil
+}

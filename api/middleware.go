@@ -1,0 +1,133 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/api/auth"
+)
+
+// Context keys of echo.Context.
+const (
+	ctxTraceID  = "oncegate.trace_id"
+	ctxIdentity = "oncegate.identity"
+)
+
+// traceIDOf returns the request's trace id.
+func traceIDOf(c echo.Context) string {
+	if id, ok := c.Get(ctxTraceID).(string); ok {
+		return id
+	}
+	return ""
+}
+
+// identityOf returns the authenticated identity.
+func identityOf(c echo.Context) auth.Identity {
+	id, _ := c.Get(ctxIdentity).(auth.Identity)
+	return id
+}
+
+// traceMiddleware takes the trace id from a valid traceparent, or makes one,
+// and echoes it in Traceparent and X-Trace-Id.
+func (s *Server) traceMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		traceID, flags := traceFromHeader(c.Request().Header.Get("Traceparent"))
+		if traceID == "" {
+			traceID = newTraceID()
+		}
+		c.Set(ctxTraceID, traceID)
+		h := c.Response().Header()
+		h.Set("Traceparent", traceparent(traceID, flags))
+		h.Set("X-Trace-Id", traceID)
+		return next(c)
+	}
+}
+
+// authMiddleware authenticates the bearer token.
+func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		token, ok := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
+		var id auth.Identity
+		err := fmt.Errorf("%w: no bearer token", auth.ErrUnauthenticated)
+		if ok {
+			id, err = s.authn.Authenticate(c.Request().Context(), token)
+		}
+		if err != nil {
+			s.log.InfoContext(c.Request().Context(), "unauthenticated", "trace_id", traceIDOf(c), "err", err)
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="oncegate"`)
+			return s.render(c, newReply(StatusUnauthenticated))
+		}
+		c.Set(ctxIdentity, id)
+		return next(c)
+	}
+}
+
+// operatorOnly refuses non-operators.
+func (s *Server) operatorOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !identityOf(c).IsOperator() {
+			return s.render(c, newReply(StatusForbidden))
+		}
+		return next(c)
+	}
+}
+
+// bearerToken extracts the token of "Bearer <token>".
+func bearerToken(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// handleError is Echo's HTTPErrorHandler: every error becomes a JSON answer.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	r := s.errorReply(err)
+	if rerr := s.render(c, r); rerr != nil {
+		s.log.ErrorContext(c.Request().Context(), "write error answer", "trace_id", traceIDOf(c), "err", rerr)
+	}
+}
+
+// errorReply maps an error returned by a handler or by Echo to a reply.
+func (s *Server) errorReply(err error) reply {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			return newReply(StatusNotFound)
+		case http.StatusMethodNotAllowed:
+			return newReply(StatusMethodNotAllowed)
+		case http.StatusRequestEntityTooLarge:
+			return newReply(StatusRequestTooLarge)
+		case http.StatusUnauthorized:
+			return newReply(StatusUnauthenticated)
+		case http.StatusServiceUnavailable:
+			r := newReply(StatusTemporarilyUnavailable)
+			r.data.Detail = "the request timed out"
+			return r
+		}
+		if he.Code >= 400 && he.Code < 500 {
+			r := newReply(StatusMalformedRequest)
+			r.data.Detail = fmt.Sprint(he.Message)
+			return r
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		r := newReply(StatusTemporarilyUnavailable)
+		r.data.Detail = "the request timed out"
+		return r
+	}
+	r := newReply(StatusInternalError)
+	r.err = err
+	return r
+}

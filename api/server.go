@@ -1,0 +1,170 @@
+// Package api is the agent-facing HTTP gateway (CONTRACT §4): preview,
+// confirm, status, ops, health and metrics, on Echo. Every answer, including
+// Echo's own errors, is a JSON body written for an LLM: a status, what it
+// means, exactly what to do next, and whether a retry can help.
+package api
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/internal/catalog"
+)
+
+// BodyLimit is the largest request body accepted (larger → request_too_large).
+const BodyLimit = "64K"
+
+// Deps is everything the server needs.
+type Deps struct {
+	// Catalog is the loaded action catalog (required).
+	Catalog *catalog.Catalog
+	// Keyring signs and verifies fingerprints (required).
+	Keyring *fingerprint.Keyring
+	// Store is the combined idempotency store (required).
+	Store OperationStore
+	// Temporal starts and watches the operation workflows (required).
+	Temporal Temporal
+	// Authenticator turns bearer tokens into identities (required).
+	Authenticator auth.Authenticator
+	// Logger receives structured logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the gateway's metrics; nil means a new registry.
+	Registerer prometheus.Registerer
+	// Gatherer is served on /metrics; nil means Registerer when it is a
+	// *prometheus.Registry, else the new registry.
+	Gatherer prometheus.Gatherer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// HTTPClient calls the quote endpoints; nil means a client with a 10s timeout.
+	HTTPClient *http.Client
+	// AlertHook is told about security events; nil means NopAlert.
+	AlertHook AlertHook
+	// Config holds the behaviour settings; zero fields take their defaults.
+	Config Config
+}
+
+// Server is the gateway's HTTP server.
+type Server struct {
+	cat      *catalog.Catalog
+	keys     *fingerprint.Keyring
+	store    OperationStore
+	temporal Temporal
+	authn    auth.Authenticator
+	log      *slog.Logger
+	now      func() time.Time
+	http     *http.Client
+	alert    AlertHook
+	cfg      Config
+	msgs     *messages.Catalog
+	metrics  *metrics
+	instance string
+	echo     *echo.Echo
+}
+
+// New validates deps and builds the server with its routes.
+func New(deps Deps) (*Server, error) {
+	switch {
+	case deps.Catalog == nil:
+		return nil, errors.New("api: Catalog is required")
+	case deps.Keyring == nil:
+		return nil, errors.New("api: Keyring is required")
+	case deps.Store == nil:
+		return nil, errors.New("api: Store is required")
+	case deps.Temporal == nil:
+		return nil, errors.New("api: Temporal is required")
+	case deps.Authenticator == nil:
+		return nil, errors.New("api: Authenticator is required")
+	}
+	msgs, err := messages.Load()
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	s := &Server{
+		cat: deps.Catalog, keys: deps.Keyring, store: deps.Store, temporal: deps.Temporal,
+		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
+		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.http == nil {
+		s.http = &http.Client{Timeout: 10 * time.Second}
+	}
+	if s.alert == nil {
+		s.alert = NopAlert{}
+	}
+	reg, gath := deps.Registerer, deps.Gatherer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg = r
+		if gath == nil {
+			gath = r
+		}
+	}
+	if gath == nil {
+		if r, ok := reg.(*prometheus.Registry); ok {
+			gath = r
+		} else {
+			gath = prometheus.DefaultGatherer
+		}
+	}
+	if s.metrics, err = newMetrics(reg); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	s.echo = s.routes(gath)
+	return s, nil
+}
+
+// Handler returns the Echo instance serving every route.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// InstanceID is this gateway instance's random id, the first half of every
+// claim owner it writes.
+func (s *Server) InstanceID() string { return s.instance }
+
+// routes builds the Echo instance.
+func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.traceMiddleware)
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		DisablePrintStack: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.ErrorContext(c.Request().Context(), "panic recovered",
+				"trace_id", traceIDOf(c), "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(middleware.BodyLimit(BodyLimit))
+	e.Use(middleware.ContextTimeout(s.cfg.RequestTimeout))
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(gath, promhttp.HandlerOpts{})))
+
+	v1 := e.Group("/v1", s.authMiddleware)
+	v1.POST("/actions/:scope/preview", s.handlePreview)
+	v1.POST("/actions/:scope/confirm", s.handleConfirm)
+	v1.GET("/operations/:id", s.handleStatus)
+	ops := v1.Group("/ops", s.operatorOnly)
+	ops.GET("/operations", s.handleOpsList)
+	ops.GET("/operations/:id", s.handleOpsGet)
+	ops.POST("/operations/:id/resolve", s.handleOpsResolve)
+	return e
+}

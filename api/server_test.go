@@ -1,0 +1,649 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/workflows"
+)
+
+// clock is an injectable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+type bundle struct {
+	srv     *Server
+	store   *fakeStore
+	tmp     *fakeTemporal
+	alert   *fakeAlert
+	quote   *quoteTransport
+	reg     *prometheus.Registry
+	clock   *clock
+	release chan struct{}
+}
+
+func testCatalog() *catalog.Catalog {
+	bind := map[string]catalog.Field{
+		"amount":   {Type: catalog.TypeDecimal, Required: true},
+		"currency": {Type: catalog.TypeString, Required: true, Normalize: []string{"trim", "upper"}},
+		"payee_id": {Type: catalog.TypeString, Required: true, Normalize: []string{"trim"}},
+	}
+	free := map[string]catalog.FreeField{"memo": {Type: catalog.TypeString}}
+	action := func(scope string, quote string) *catalog.Action {
+		return &catalog.Action{
+			Scope: scope, Bind: bind, Free: free, FingerprintTTL: 15 * time.Minute, InFlightTTL: 10 * time.Minute,
+			TerminalTTL: 720 * time.Hour, DuplicateIntentWindow: 24 * time.Hour, SummaryField: "amount",
+			Downstream: catalog.Downstream{Execute: "http://downstream/v1/transfers", Quote: quote, Timeout: 5 * time.Second, Attempts: 1, ResultRef: "id"},
+		}
+	}
+	return &catalog.Catalog{Actions: map[string]*catalog.Action{
+		"payments.transfer":        action("payments.transfer", "http://downstream/v1/quotes"),
+		"payments.legacy_transfer": action("payments.legacy_transfer", ""),
+	}, GatewayWait: 2 * time.Second}
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	b := &bundle{clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, release: make(chan struct{}), reg: prometheus.NewRegistry()}
+	b.store = newFakeStore(b.clock.Now)
+	b.quote = &quoteTransport{expires: b.clock.Now().Add(10 * time.Minute)}
+	b.alert = &fakeAlert{ch: make(chan SecurityEvent, 16)}
+	b.tmp = &fakeTemporal{runs: map[string]*fakeRun{}, exec: b.exec}
+	keys, err := fingerprint.ParseKeyring("k1:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
+	require.NoError(t, err)
+	tokens, err := auth.LoadTokens("../deployments/tokens.dev.yaml")
+	require.NoError(t, err)
+	b.srv, err = New(Deps{
+		Catalog: testCatalog(), Keyring: keys, Store: b.store, Temporal: b.tmp, Authenticator: tokens,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: b.reg, Gatherer: b.reg,
+		Now: b.clock.Now, HTTPClient: &http.Client{Transport: b.quote}, AlertHook: b.alert,
+		Config: Config{ConfirmWait: 100 * time.Millisecond, PollAfter: 2 * time.Second},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		select {
+		case <-b.release:
+		default:
+			close(b.release)
+		}
+	})
+	return b
+}
+
+// exec is the fake workflow: payee "slow" waits for release, "review" needs
+// a person, an amount above 10000 fails, anything else succeeds.
+func (b *bundle) exec(_ context.Context, in workflows.OperationInput, signals <-chan workflows.Resolution) workflows.OperationResult {
+	b.store.claimTruth(in.OperationID)
+	var p struct {
+		Amount  json.Number `json:"amount"`
+		PayeeID string      `json:"payee_id"`
+	}
+	_ = json.Unmarshal(in.Params, &p)
+	var res workflows.OperationResult
+	switch {
+	case p.PayeeID == "slow":
+		<-b.release
+		res = done(in.OperationID)
+	case p.PayeeID == "review":
+		b.store.markReview(in.OperationID, "status unknown")
+		sig := <-signals
+		if sig.Outcome == "completed" {
+			res = workflows.OperationResult{State: idemstore.StateDone, Result: sig.Result, ResultRef: "manual", ResolvedBy: sig.Operator}
+		} else {
+			res = workflows.OperationResult{State: idemstore.StateFailed, Reason: sig.Reason, ResolvedBy: sig.Operator}
+		}
+	case strings.Compare(string(p.Amount), "10000") > 0 && len(p.Amount) >= 5:
+		res = workflows.OperationResult{State: idemstore.StateFailed, Reason: "insufficient_funds"}
+	default:
+		res = done(in.OperationID)
+	}
+	b.store.finalize(in.OperationID, res)
+	return res
+}
+
+func done(id string) workflows.OperationResult {
+	ref := "tr_" + id[:8]
+	return workflows.OperationResult{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"` + ref + `","status":"executed"}`), ResultRef: ref}
+}
+
+type resp struct {
+	code   int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (b *bundle) do(t *testing.T, method, path, token, body string, hdr ...string) resp {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	b.srv.Handler().ServeHTTP(rec, req)
+	r := resp{code: rec.Code, header: rec.Header(), raw: rec.Body.String()}
+	require.Contains(t, rec.Header().Get("Content-Type"), "application/json", r.raw)
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &r.body), r.raw)
+	for _, k := range []string{"status", "meaning", "instruction", "retryable", "trace_id"} {
+		require.Contains(t, r.body, k, r.raw)
+	}
+	return r
+}
+
+func (r resp) status() string      { s, _ := r.body["status"].(string); return s }
+func (r resp) str(k string) string { s, _ := r.body[k].(string); return s }
+
+const transferParams = `{"amount":"12.50","currency":" usd ","payee_id":"p-1","memo":"rent"}`
+
+func (b *bundle) preview(t *testing.T, token, scope, params string) resp {
+	t.Helper()
+	r := b.do(t, "POST", "/v1/actions/"+scope+"/preview", token, `{"params":`+params+`}`)
+	require.Equal(t, StatusPreviewReady, r.status(), r.raw)
+	return r
+}
+
+func (b *bundle) confirm(t *testing.T, token, scope, fp, params string, extra ...string) resp {
+	t.Helper()
+	body := `{"fingerprint":"` + fp + `","params":` + params
+	if len(extra) > 0 {
+		body += `,"acknowledge_repeat_of":"` + extra[0] + `"`
+	}
+	return b.do(t, "POST", "/v1/actions/"+scope+"/confirm", token, body+"}")
+}
+
+func TestPreview(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	assert.Equal(t, 200, r.code)
+	assert.Equal(t, false, r.body["retryable"])
+	assert.Len(t, r.str("operation_id"), 32)
+	assert.Contains(t, r.str("instruction"), "payments_transfer_confirm")
+	preview := r.body["preview"].(map[string]any)
+	assert.Equal(t, map[string]any{"amount": 12.5, "currency": "USD", "payee_id": "p-1"}, preview["params"])
+	assert.Equal(t, map[string]any{"memo": "rent"}, preview["free"])
+	assert.Equal(t, "0.25", preview["quote"].(map[string]any)["fee"])
+	// The quote expires in 10 minutes, before the 15-minute fingerprint TTL.
+	assert.Equal(t, b.clock.Now().Add(10*time.Minute).Format(time.RFC3339), r.str("expires_at"))
+	p, err := b.srv.keys.Parse(r.str("fingerprint"))
+	require.NoError(t, err)
+	assert.Equal(t, r.str("operation_id"), p.Nonce)
+	assert.Equal(t, "alice", p.Subject)
+	assert.Equal(t, b.clock.Now().Add(10*time.Minute).Unix(), p.Exp)
+
+	// Without a quote endpoint the fingerprint TTL applies.
+	r = b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams)
+	assert.Equal(t, b.clock.Now().Add(15*time.Minute).Format(time.RFC3339), r.str("expires_at"))
+
+	writes, reads := b.store.counts()
+	assert.Zero(t, writes, "preview must write nothing")
+	assert.Equal(t, 2, reads, "preview reads once, for the amnesia guard")
+
+	zh := b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":`+transferParams+`}`, "Accept-Language", "zh-CN,zh;q=0.9")
+	assert.Contains(t, zh.str("meaning"), "预览")
+	assert.Equal(t, "zh", zh.header.Get("Content-Language"))
+}
+
+func TestPreviewRefusals(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":{"currency":"USD","payee_id":"p","extra":1}}`)
+	assert.Equal(t, 400, r.code)
+	assert.Equal(t, StatusInvalidParams, r.status())
+	assert.Equal(t, true, r.body["retryable"])
+	errs := r.body["errors"].([]any)
+	require.Len(t, errs, 2, r.raw)
+	assert.Equal(t, "amount", errs[0].(map[string]any)["field"])
+	assert.Equal(t, "extra", errs[1].(map[string]any)["field"])
+
+	r = b.do(t, "POST", "/v1/actions/payments.nope/preview", "dev-alice", `{"params":{}}`)
+	assert.Equal(t, 404, r.code)
+	assert.Equal(t, StatusUnknownAction, r.status())
+
+	r = b.do(t, "POST", "/v1/actions/payments.transfer/preview", "", `{"params":{}}`)
+	assert.Equal(t, 401, r.code)
+	assert.Equal(t, StatusUnauthenticated, r.status())
+	assert.Equal(t, true, r.body["retryable"])
+	assert.Contains(t, r.header.Get("WWW-Authenticate"), "Bearer")
+	r = b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-mallory", `{"params":{}}`)
+	assert.Equal(t, 401, r.code)
+
+	b.quote.mu.Lock()
+	b.quote.fail = true
+	b.quote.mu.Unlock()
+	r = b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":`+transferParams+`}`)
+	assert.Equal(t, 503, r.code)
+	assert.Equal(t, StatusTemporarilyUnavailable, r.status())
+	assert.EqualValues(t, 1000, r.body["retry_after_ms"])
+	assert.Equal(t, true, r.body["retryable"])
+}
+
+func TestConfirmCompletedThenReplayed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
+
+	r := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
+	require.Equal(t, StatusCompleted, r.status(), r.raw)
+	assert.Equal(t, 200, r.code)
+	assert.Equal(t, opID, r.str("operation_id"))
+	ref := "tr_" + opID[:8]
+	assert.Equal(t, ref, r.str("result_ref"))
+	assert.Equal(t, ref, r.body["result"].(map[string]any)["id"])
+	assert.Empty(t, r.header.Get(HeaderReplayed))
+	assert.Equal(t, "Do not call payments_transfer_confirm again. Report the result below to the user.", r.str("instruction"))
+	assert.False(t, r.body["retryable"].(bool))
+
+	// Started with the contract's options and input.
+	require.Equal(t, 1, b.tmp.started())
+	o, in := b.tmp.starts[0], b.tmp.inputs[0]
+	assert.Equal(t, opID, o.ID)
+	assert.Equal(t, "oncegate", o.TaskQueue)
+	assert.Equal(t, "payments.transfer 12.5 USD to p-1", o.StaticSummary)
+	assert.Equal(t, r.header.Get("X-Trace-Id"), o.Memo["trace_id"])
+	assert.Equal(t, 3, o.TypedSearchAttributes.Size())
+	assert.JSONEq(t, `{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"rent"}`, string(in.Params))
+	assert.Equal(t, "alice", in.Subject)
+	assert.True(t, strings.HasPrefix(in.Owner, b.srv.InstanceID()+":"))
+	require.Len(t, b.store.finalFast, 1)
+	assert.Equal(t, in.Owner, b.store.finalFast[0].Owner)
+
+	for _, lang := range []string{"", "zh"} {
+		r = b.do(t, "POST", "/v1/actions/payments.transfer/confirm", "dev-alice",
+			`{"fingerprint":"`+fp+`","params":`+transferParams+`}`, "Accept-Language", lang)
+		assert.Equal(t, 200, r.code)
+		assert.Equal(t, StatusAlreadyCompleted, r.status())
+		assert.Equal(t, "true", r.header.Get(HeaderReplayed))
+		assert.Equal(t, ref, r.str("result_ref"))
+		assert.Equal(t, ref, r.body["result"].(map[string]any)["id"])
+	}
+	assert.Contains(t, r.str("instruction"), "不要再次调用 payments_transfer_confirm")
+	assert.Equal(t, 1, b.tmp.started(), "a replay never starts a second execution")
+
+	// The status tool.
+	r = b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	assert.Equal(t, StatusCompleted, r.status())
+	assert.Equal(t, ref, r.str("result_ref"))
+	// Another subject's operation does not exist for them.
+	r = b.do(t, "GET", "/v1/operations/"+opID, "dev-bob", "")
+	assert.Equal(t, 404, r.code)
+	assert.Equal(t, StatusUnknownOperation, r.status())
+	r = b.do(t, "GET", "/v1/operations/0123456789abcdef0123456789abcdef", "dev-alice", "")
+	assert.Equal(t, StatusUnknownOperation, r.status())
+
+	// After exp, the consumed fingerprint still replays.
+	b.clock.Add(time.Hour)
+	r = b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
+	assert.Equal(t, StatusAlreadyCompleted, r.status())
+	assert.Equal(t, "true", r.header.Get(HeaderReplayed))
+}
+
+func TestConfirmFailedThenReplayed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	params := `{"amount":20000,"currency":"USD","payee_id":"p-1"}`
+	fp := b.preview(t, "dev-alice", "payments.legacy_transfer", params).str("fingerprint")
+	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
+	assert.Equal(t, 200, r.code)
+	require.Equal(t, StatusFailed, r.status(), r.raw)
+	assert.Equal(t, "insufficient_funds", r.str("reason"))
+	assert.Contains(t, r.str("instruction"), "payments_legacy_transfer_preview")
+
+	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
+	assert.Equal(t, StatusAlreadyFailed, r.status())
+	assert.Equal(t, "true", r.header.Get(HeaderReplayed))
+	assert.Equal(t, "insufficient_funds", r.str("reason"))
+}
+
+func TestConfirmInProgress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	params := `{"amount":"5","currency":"USD","payee_id":"slow"}`
+	pv := b.preview(t, "dev-alice", "payments.transfer", params)
+	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
+	for _, lang := range []string{"en", "zh"} {
+		r := b.do(t, "POST", "/v1/actions/payments.transfer/confirm", "dev-alice",
+			`{"fingerprint":"`+fp+`","params":`+params+`}`, "Accept-Language", lang)
+		assert.Equal(t, 202, r.code)
+		require.Equal(t, StatusInProgress, r.status(), r.raw)
+		assert.Equal(t, "get_operation_status", r.str("poll_with"))
+		assert.EqualValues(t, 2000, r.body["poll_after_ms"])
+		assert.Equal(t, false, r.body["retryable"])
+		if lang == "en" {
+			assert.Equal(t, `Do not call payments_transfer_confirm again and do not start a new preview for this request. Wait 2 seconds, then call get_operation_status with operation_id "`+opID+`". Repeat that until the status is no longer in_progress, then report the final status to the user.`, r.str("instruction"))
+		} else {
+			assert.Contains(t, r.str("instruction"), "等待 2 秒后调用 get_operation_status")
+		}
+	}
+	assert.Equal(t, 1, b.tmp.started())
+	r := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	assert.Equal(t, StatusInProgress, r.status())
+	assert.Equal(t, 202, r.code)
+
+	close(b.release)
+	require.Eventually(t, func() bool {
+		return b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").status() == StatusCompleted
+	}, 2*time.Second, 10*time.Millisecond)
+	// The retry attached to the earlier call's operation: a replay.
+	r = b.confirm(t, "dev-alice", "payments.transfer", fp, params)
+	assert.Equal(t, StatusAlreadyCompleted, r.status())
+}
+
+func TestNeedsManualReviewAndResolve(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	params := `{"amount":"5","currency":"USD","payee_id":"review"}`
+	pv := b.preview(t, "dev-alice", "payments.legacy_transfer", params)
+	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
+	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
+	assert.Equal(t, 202, r.code)
+	require.Equal(t, StatusNeedsManualReview, r.status(), r.raw)
+	assert.Equal(t, "get_operation_status", r.str("poll_with"))
+	assert.True(t, strings.HasPrefix(r.str("instruction"), "Stop. Do not retry"), r.str("instruction"))
+
+	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
+	assert.Equal(t, StatusNeedsManualReview, r.status())
+	r = b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "", "Accept-Language", "zh")
+	assert.Equal(t, StatusNeedsManualReview, r.status())
+	assert.Contains(t, r.str("instruction"), "停止")
+
+	// Ops need the operator role.
+	r = b.do(t, "GET", "/v1/ops/operations?state=needs_manual_review", "dev-alice", "")
+	assert.Equal(t, 403, r.code)
+	assert.Equal(t, StatusForbidden, r.status())
+
+	r = b.do(t, "GET", "/v1/ops/operations?state=needs_manual_review", "dev-ops", "")
+	assert.Equal(t, 200, r.code)
+	ops := r.body["operations"].([]any)
+	require.Len(t, ops, 1)
+	assert.Equal(t, opID, ops[0].(map[string]any)["operation_id"])
+	r = b.do(t, "GET", "/v1/ops/operations?state=bogus", "dev-ops", "")
+	assert.Equal(t, 400, r.code)
+
+	r = b.do(t, "GET", "/v1/ops/operations/"+opID, "dev-ops", "")
+	assert.Equal(t, StatusOperationFound, r.status())
+	assert.Equal(t, "NEEDS_REVIEW", r.body["operation"].(map[string]any)["state"])
+
+	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"completed"}`)
+	assert.Equal(t, 400, r.code)
+	assert.Equal(t, StatusInvalidResolution, r.status())
+	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed","note":"checked bank statement"}`)
+	assert.Equal(t, 202, r.code)
+	require.Equal(t, StatusResolutionSent, r.status(), r.raw)
+	require.Eventually(t, func() bool {
+		return b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").status() == StatusFailed
+	}, 2*time.Second, 10*time.Millisecond)
+	require.Len(t, b.tmp.signals, 1)
+	assert.Equal(t, "ops", b.tmp.signals[0].Operator)
+	assert.Equal(t, "checked bank statement", b.tmp.signals[0].Note)
+
+	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"x"}`)
+	assert.Equal(t, 409, r.code)
+	assert.Equal(t, StatusNotAwaitingReview, r.status())
+	assert.Equal(t, "FAILED", r.str("state"))
+}
+
+func TestSecurityEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	fp := pv.str("fingerprint")
+
+	cases := []struct {
+		name, token, scope, fp, params, status, kind string
+		code                                         int
+	}{
+		{"param mismatch", "dev-alice", "payments.transfer", fp, `{"amount":"9999","currency":"USD","payee_id":"p-1"}`, StatusParamMismatch, EventParamMismatch, 422},
+		{"subject mismatch", "dev-bob", "payments.transfer", fp, transferParams, StatusSubjectMismatch, EventSubjectMismatch, 403},
+		{"forged", "dev-alice", "payments.transfer", fp[:len(fp)-2] + "AA", transferParams, StatusFingerprintInvalid, EventInvalidFingerprint, 400},
+		{"scope mismatch", "dev-alice", "payments.legacy_transfer", fp, transferParams, StatusScopeMismatch, "", 403},
+	}
+	for _, tc := range cases {
+		r := b.confirm(t, tc.token, tc.scope, tc.fp, tc.params)
+		assert.Equal(t, tc.code, r.code, tc.name)
+		assert.Equal(t, tc.status, r.status(), tc.name)
+		assert.Equal(t, false, r.body["retryable"], tc.name)
+		if tc.kind == "" {
+			continue
+		}
+		select {
+		case ev := <-b.alert.ch:
+			assert.Equal(t, tc.kind, ev.Kind, tc.name)
+			assert.Equal(t, "payments.transfer", ev.Scope)
+		case <-time.After(time.Second):
+			t.Fatalf("%s: no alert", tc.name)
+		}
+		assert.InDelta(t, 1, counterValue(t, b.srv.metrics.security.WithLabelValues(tc.kind)), 0, tc.name)
+	}
+	assert.Zero(t, b.tmp.started(), "nothing runs on a security event")
+	// The same fingerprint still works for its owner with its params.
+	r := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
+	assert.Equal(t, StatusCompleted, r.status())
+}
+
+func TestFingerprintExpired(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	b.clock.Add(10 * time.Minute) // exactly exp: refused
+	r := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), transferParams)
+	assert.Equal(t, 410, r.code)
+	assert.Equal(t, StatusFingerprintExpired, r.status())
+	assert.Contains(t, r.str("instruction"), "payments_transfer_preview")
+	assert.Zero(t, b.tmp.started())
+}
+
+func TestAmnesiaGuard(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	require.Equal(t, StatusCompleted, b.confirm(t, "dev-alice", "payments.transfer", first.str("fingerprint"), transferParams).status())
+	firstID := first.str("operation_id")
+
+	// Same intent, written differently: still the same param_hash.
+	same := `{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"again?"}`
+	pv := b.preview(t, "dev-alice", "payments.transfer", same)
+	recent := pv.body["recent_operation"].(map[string]any)
+	assert.Equal(t, firstID, recent["operation_id"])
+	assert.Equal(t, "completed", recent["state"])
+	assert.Equal(t, "tr_"+firstID[:8], recent["result_ref"])
+	assert.NotEmpty(t, recent["completed_at"])
+	assert.True(t, strings.HasPrefix(pv.str("instruction"), "Do not call payments_transfer_confirm unless the user has explicitly asked"), pv.str("instruction"))
+	p, err := b.srv.keys.Parse(pv.str("fingerprint"))
+	require.NoError(t, err)
+	assert.Equal(t, firstID, p.RecentOperation)
+
+	r := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), same)
+	assert.Equal(t, 409, r.code)
+	assert.Equal(t, StatusRepeatUnacknowledged, r.status())
+	assert.Equal(t, firstID, r.body["recent_operation"].(map[string]any)["operation_id"])
+	assert.Equal(t, 1, b.tmp.started())
+
+	r = b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), same, firstID)
+	assert.Equal(t, StatusCompleted, r.status())
+	assert.Equal(t, 2, b.tmp.started())
+
+	// Another subject is not warned about alice's operation.
+	pv = b.preview(t, "dev-bob", "payments.transfer", same)
+	assert.NotContains(t, pv.body, "recent_operation")
+}
+
+func TestTemporarilyUnavailable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fp := b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams).str("fingerprint")
+	b.store.mu.Lock()
+	b.store.unavailable = true
+	b.store.mu.Unlock()
+	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
+	assert.Equal(t, 503, r.code)
+	assert.Equal(t, StatusTemporarilyUnavailable, r.status())
+	assert.Equal(t, true, r.body["retryable"])
+	assert.EqualValues(t, 1000, r.body["retry_after_ms"])
+	b.store.mu.Lock()
+	b.store.unavailable = false
+	b.store.mu.Unlock()
+	// Nothing was consumed: the same fingerprint works.
+	assert.Equal(t, StatusCompleted, b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams).status())
+}
+
+func TestOrphanTakeover(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pv := b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams)
+	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
+	// A previous gateway claimed it and died before starting the workflow.
+	b.tmp.startErr = errors.New("temporal down")
+	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
+	assert.Equal(t, StatusTemporarilyUnavailable, r.status())
+	b.tmp.startErr = nil
+
+	// Within the grace period: wait, do not take over.
+	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
+	assert.Equal(t, StatusInProgress, r.status())
+	assert.Zero(t, b.tmp.started())
+
+	b.clock.Add(31 * time.Second)
+	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
+	assert.Equal(t, StatusCompleted, r.status(), r.raw)
+	assert.Equal(t, opID, r.str("operation_id"))
+	assert.Equal(t, 1, b.tmp.started())
+}
+
+func TestEchoErrorsAreJSON(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.srv.echo.GET("/panic", func(echoCtx echoContext) error { panic("boom") })
+
+	cases := []struct {
+		name, method, path, token, body, status string
+		code                                    int
+	}{
+		{"unknown route", "GET", "/nope", "", "", StatusNotFound, 404},
+		{"wrong method", "DELETE", "/healthz", "", "", StatusMethodNotAllowed, 405},
+		{"malformed JSON", "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":`, StatusMalformedRequest, 400},
+		{"unknown body field", "POST", "/v1/actions/payments.transfer/confirm", "dev-alice", `{"fingerprint":"x","params":{},"amount":1}`, StatusMalformedRequest, 400},
+		{"empty body", "POST", "/v1/actions/payments.transfer/confirm", "dev-alice", ` `, StatusMalformedRequest, 400},
+		{"too large", "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":{"memo":"` + strings.Repeat("x", 70<<10) + `"}}`, StatusRequestTooLarge, 413},
+		{"panic", "GET", "/panic", "", "", StatusInternalError, 500},
+	}
+	for _, tc := range cases {
+		r := b.do(t, tc.method, tc.path, tc.token, tc.body)
+		assert.Equal(t, tc.code, r.code, tc.name)
+		assert.Equal(t, tc.status, r.status(), tc.name+": "+r.raw)
+		assert.Equal(t, false, r.body["retryable"], tc.name)
+		assert.NotEmpty(t, r.str("meaning"), tc.name)
+	}
+	r := b.do(t, "GET", "/panic", "", "", "Accept-Language", "zh")
+	assert.Contains(t, r.str("instruction"), r.str("trace_id"))
+	assert.Contains(t, r.str("meaning"), "意外错误")
+}
+
+func TestTraceAndHealth(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	r := b.do(t, "GET", "/healthz", "", "", "Traceparent", "00-"+trace+"-00f067aa0ba902b7-01")
+	assert.Equal(t, 200, r.code)
+	assert.Equal(t, trace, r.str("trace_id"))
+	assert.Equal(t, trace, r.header.Get("X-Trace-Id"))
+	assert.True(t, strings.HasPrefix(r.header.Get("Traceparent"), "00-"+trace+"-"))
+
+	r = b.do(t, "GET", "/healthz", "", "", "Traceparent", "00-"+strings.Repeat("0", 32)+"-00f067aa0ba902b7-01")
+	assert.NotEqual(t, strings.Repeat("0", 32), r.str("trace_id"))
+	assert.Len(t, r.str("trace_id"), 32)
+
+	r = b.do(t, "GET", "/readyz", "", "")
+	assert.Equal(t, 200, r.code)
+	assert.Equal(t, "ok", r.str("redis"))
+	b.store.degraded = true
+	r = b.do(t, "GET", "/readyz", "", "")
+	assert.Equal(t, 200, r.code)
+	assert.Equal(t, "degraded", r.str("redis"))
+	b.store.notReady = true
+	r = b.do(t, "GET", "/readyz", "", "")
+	assert.Equal(t, 503, r.code)
+	assert.Equal(t, StatusNotReady, r.status())
+	assert.Equal(t, "unreachable", r.str("postgres"))
+
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	rec := httptest.NewRecorder()
+	b.srv.Handler().ServeHTTP(rec, req)
+	assert.Equal(t, 200, rec.Code)
+	assert.Contains(t, rec.Body.String(), "oncegate_responses_total")
+}
+
+func TestEveryStatusHasTextsAndCodes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for status, info := range Statuses {
+		for _, lang := range []string{"en", "zh"} {
+			m, i, err := b.srv.msgs.Render(messagesLang(lang), status, messagesData())
+			require.NoError(t, err, status)
+			assert.NotEmpty(t, m, status)
+			assert.NotEmpty(t, i, status)
+		}
+		assert.NotZero(t, info.Code, status)
+	}
+	for _, s := range []string{StatusInvalidParams, StatusUnauthenticated, StatusTemporarilyUnavailable} {
+		assert.True(t, Statuses[s].Retryable, s)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	_, err := ConfigFromEnv(func(string) string { return "" })
+	require.Error(t, err)
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "ONCEGATE_FINGERPRINT_KEYS"} {
+		assert.Contains(t, err.Error(), name)
+	}
+	env := map[string]string{
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc",
+		"GATEWAY_URL": "http://127.0.0.1:9999", "ONCEGATE_CONFIRM_WAIT": "3s",
+	}
+	c, err := ConfigFromEnv(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:9999", c.ListenAddr)
+	assert.Equal(t, 3*time.Second, c.ConfirmWait)
+	assert.Equal(t, 30*time.Second, c.ClaimGrace)
+	assert.Equal(t, "oncegate", c.TaskQueue)
+	assert.Equal(t, "deployments/catalog.dev.yaml", c.CatalogPath)
+	assert.Equal(t, "deployments/tokens.dev.yaml", c.TokensPath)
+	env["ONCEGATE_CLAIM_GRACE"] = "soon"
+	_, err = ConfigFromEnv(func(k string) string { return env[k] })
+	assert.ErrorContains(t, err, "ONCEGATE_CLAIM_GRACE")
+}

@@ -1,0 +1,38 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/idemstore"
+)
+
+// handleStatus serves GET /v1/operations/:id, the get_operation_status
+// tool: the caller's own operations only; another subject's operation is
+// unknown_operation, so its existence does not leak.
+func (s *Server) handleStatus(c echo.Context) error {
+	ctx := c.Request().Context()
+	opID := c.Param("id")
+	rec, err := s.store.Get(ctx, opID)
+	switch {
+	case errors.Is(err, idemstore.ErrNotFound) || (err == nil && rec.Subject != identityOf(c).Subject):
+		return s.render(c, opReply(StatusUnknownOperation, opID))
+	case err != nil:
+		r := s.storeErrorReply("", opID, fmt.Errorf("status %s: %w", opID, err))
+		return s.render(c, r)
+	}
+	rec.Key = opID
+	var r reply
+	switch rec.State {
+	case idemstore.StateDone, idemstore.StateFailed:
+		r = terminalReply(rec, false)
+	case idemstore.StateNeedsReview:
+		r = opReply(StatusNeedsManualReview, opID)
+	default:
+		r = opReply(StatusInProgress, opID)
+	}
+	r.scope = rec.Scope
+	return s.render(c, r)
+}

@@ -1,0 +1,162 @@
+// Command gateway serves the oncegate HTTP API (CONTRACT §4). It only wires:
+// configuration from the environment, the stores, Temporal, the catalog, the
+// authenticators, then the HTTP server with a graceful shutdown.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/oncegate/oncegate/api"
+	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/idemstore/combined"
+	"github.com/oncegate/oncegate/idemstore/pgstore"
+	"github.com/oncegate/oncegate/idemstore/redisstore"
+	"github.com/oncegate/oncegate/internal/catalog"
+)
+
+func main() {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	slog.SetDefault(logger)
+	if err := run(logger); err != nil {
+		logger.Error("gateway stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(logger *slog.Logger) error {
+	cfg, err := api.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	cat, err := catalog.Load(cfg.CatalogPath, cfg.ConfirmWait)
+	if err != nil {
+		return fmt.Errorf("load catalog: %w", err)
+	}
+	keys, err := fingerprint.ParseKeyring(cfg.FingerprintKeys)
+	if err != nil {
+		return fmt.Errorf("ONCEGATE_FINGERPRINT_KEYS: %w", err)
+	}
+	authn, err := authenticator(cfg)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	truth, err := pgstore.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("open truth database: %w", err)
+	}
+	if err := truth.Migrate(ctx); err != nil {
+		truth.Close()
+		return fmt.Errorf("migrate truth database: %w", err)
+	}
+	redisOpts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		truth.Close()
+		return fmt.Errorf("REDIS_URL: %w", err)
+	}
+	rdb := redis.NewClient(redisOpts)
+	defer rdb.Close()
+	store := combined.New(redisstore.New(rdb), truth, combined.Options{Logger: logger, Registerer: reg})
+	defer store.Close()
+
+	tc, err := client.Dial(client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    tlog.NewStructuredLogger(logger.With("component", "temporal")),
+	})
+	if err != nil {
+		return fmt.Errorf("dial temporal %s: %w", cfg.TemporalAddress, err)
+	}
+	defer tc.Close()
+
+	var alert api.AlertHook = api.NopAlert{}
+	if cfg.AlertWebhook != "" {
+		alert = api.NewWebhookAlert(cfg.AlertWebhook, nil, logger)
+	}
+	srv, err := api.New(api.Deps{
+		Catalog: cat, Keyring: keys, Store: store, Temporal: tc, Authenticator: authn,
+		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg,
+	})
+	if err != nil {
+		return err
+	}
+
+	hs := &http.Server{
+		Addr:              cfg.ListenAddr,
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      cfg.RequestTimeout + 5*time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	errc := make(chan error, 1)
+	go func() {
+		logger.Info("gateway listening", "addr", cfg.ListenAddr, "instance", srv.InstanceID(),
+			"task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress)
+		errc <- hs.ListenAndServe()
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("gateway shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// authenticator chains the token file and the JWT verifier, whichever are configured.
+func authenticator(cfg api.Config) (auth.Authenticator, error) {
+	var chain auth.Chain
+	if cfg.TokensPath != "" {
+		t, err := auth.LoadTokens(cfg.TokensPath)
+		if err != nil {
+			return nil, fmt.Errorf("ONCEGATE_TOKENS: %w", err)
+		}
+		chain = append(chain, t)
+	}
+	if cfg.JWTHS256Secret != "" || cfg.JWTPublicKeysPath != "" {
+		jc := auth.JWTConfig{HS256Secret: []byte(cfg.JWTHS256Secret), Audience: cfg.JWTAudience}
+		if cfg.JWTPublicKeysPath != "" {
+			keys, err := auth.LoadPublicKeysPEM(cfg.JWTPublicKeysPath)
+			if err != nil {
+				return nil, fmt.Errorf("ONCEGATE_JWT_PUBLIC_KEYS: %w", err)
+			}
+			jc.PublicKeys = keys
+		}
+		j, err := auth.NewJWT(jc)
+		if err != nil {
+			return nil, fmt.Errorf("jwt: %w", err)
+		}
+		chain = append(chain, j)
+	}
+	if len(chain) == 0 {
+		return nil, errors.New("no authenticator: set ONCEGATE_TOKENS or ONCEGATE_JWT_HS256_SECRET / ONCEGATE_JWT_PUBLIC_KEYS")
+	}
+	return chain, nil
+}
