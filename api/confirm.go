@@ -117,6 +117,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	if err != nil {
 		return s.storeErrorReply(action.Scope, "", fmt.Errorf("confirm %s: %w", p.Nonce, err))
 	}
+	s.metrics.claims.WithLabelValues(string(d.Outcome)).Inc()
 	switch d.Outcome {
 	case idemstore.OutcomeAcquired:
 		// The truth may already hold the operation under another owner (the

@@ -11,6 +11,7 @@ import (
 type metrics struct {
 	security  *prometheus.CounterVec
 	responses *prometheus.CounterVec
+	claims    *prometheus.CounterVec
 }
 
 // newMetrics registers the collectors on reg (reusing ones already registered).
@@ -24,12 +25,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "oncegate_responses_total",
 			Help: "Answers of the gateway, by status.",
 		}, []string{"status"}),
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncegate_claims_total",
+			Help: "Claims decided at confirm, by outcome (ACQUIRED, IN_FLIGHT, DONE, FAILED, PARAM_MISMATCH).",
+		}, []string{"outcome"}),
 	}
 	var err error
 	if m.security, err = register(reg, m.security); err != nil {
 		return nil, err
 	}
 	if m.responses, err = register(reg, m.responses); err != nil {
+		return nil, err
+	}
+	if m.claims, err = register(reg, m.claims); err != nil {
 		return nil, err
 	}
 	return m, nil

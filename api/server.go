@@ -5,6 +5,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/api/mcpserver"
 	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/api/openapi"
+	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/internal/catalog"
 )
@@ -166,5 +170,18 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	ops.GET("/operations", s.handleOpsList)
 	ops.GET("/operations/:id", s.handleOpsGet)
 	ops.POST("/operations/:id/resolve", s.handleOpsResolve)
+
+	// The agent surface: tool definitions, the same tools over MCP (each tool
+	// call goes through this very handler, so there is one implementation of
+	// preview, confirm and status), and the OpenAPI document.
+	v1.GET("/tools", echo.WrapHandler(tools.Handler(s.cat)))
+	e.Any("/mcp", echo.WrapHandler(mcpserver.New(s.cat, e, mcpserver.Options{
+		Logger: s.log,
+		Authenticate: func(ctx context.Context, token string) error {
+			_, err := s.authn.Authenticate(ctx, token)
+			return err
+		},
+	})))
+	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()))
 	return e
 }

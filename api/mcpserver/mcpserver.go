@@ -1,0 +1,362 @@
+// Package mcpserver serves the gateway's tools over the Model Context
+// Protocol (streamable HTTP) with the official Go SDK. It holds no logic of
+// its own: every tool call becomes an in-process HTTP request to the
+// gateway's own handler (preview, confirm, status), carrying the caller's
+// bearer token and Accept-Language, and the gateway's JSON answer becomes
+// the tool result. So there is one implementation of the protocol.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/api/tools"
+	"github.com/oncegate/oncegate/internal/catalog"
+)
+
+// Options configures the MCP endpoint. The zero value is usable.
+type Options struct {
+	// Name is the server name announced to clients (default "oncegate").
+	Name string
+	// Version is the server version announced to clients (default "dev").
+	Version string
+	// Stateful keeps MCP sessions (Mcp-Session-Id) in this process's memory.
+	// The default, stateless, lets any gateway replica answer any request:
+	// the tools need no session.
+	Stateful bool
+	// JSONResponse answers with application/json instead of an SSE stream.
+	JSONResponse bool
+	// SessionTimeout closes idle sessions when Stateful (zero: never).
+	SessionTimeout time.Duration
+	// Authenticate, when set, checks the bearer token before MCP starts: an
+	// error is a 401. When nil, only the presence of a bearer token is
+	// checked here and the gateway judges the token on every tool call.
+	Authenticate func(ctx context.Context, token string) error
+	// Logger logs the SDK's activity (nil: no logging).
+	Logger *slog.Logger
+	// DisableLocalhostProtection turns off the SDK's DNS rebinding
+	// protection (requests to a localhost address with a foreign Host).
+	DisableLocalhostProtection bool
+}
+
+// okStatuses are the statuses of a tool result that is not an error: the
+// call did what it is for, even when the outcome is a definite failure.
+var okStatuses = map[string]bool{
+	"preview_ready":       true,
+	"completed":           true,
+	"already_completed":   true,
+	"failed":              true,
+	"already_failed":      true,
+	"in_progress":         true,
+	"needs_manual_review": true,
+}
+
+// operationIDRE is the shape of an operation_id.
+var operationIDRE = regexp.MustCompile(tools.OperationIDPattern)
+
+// New returns the MCP endpoint (mount it at /mcp for every method: POST,
+// GET and DELETE). Each tool call is executed by gateway, the gateway's
+// own HTTP handler: preview → POST /v1/actions/<scope>/preview, confirm →
+// POST /v1/actions/<scope>/confirm, status → GET /v1/operations/<id>.
+// A request without a bearer token is refused with a 401 JSON answer
+// before MCP starts.
+func New(cat *catalog.Catalog, gateway http.Handler, opts Options) http.Handler {
+	if opts.Name == "" {
+		opts.Name = "oncegate"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	msgs, err := messages.Load()
+	if err != nil {
+		msgs = nil // fall back to the built-in English text
+	}
+	server := mcp.NewServer(&mcp.Implementation{
+		Name:    opts.Name,
+		Title:   "oncegate: exactly-once actions for agents",
+		Version: opts.Version,
+	}, &mcp.ServerOptions{
+		Instructions: tools.Protocol,
+		Logger:       opts.Logger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	c := &caller{gateway: gateway, msgs: msgs}
+	for _, t := range tools.Tools(cat) {
+		server.AddTool(&mcp.Tool{
+			Name:        t.Name,
+			Description: t.Description,
+			InputSchema: t.InputSchema,
+			Annotations: annotations(t),
+		}, c.handler(t))
+	}
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{
+			Stateless:                  !opts.Stateful,
+			JSONResponse:               opts.JSONResponse,
+			Logger:                     opts.Logger,
+			SessionTimeout:             opts.SessionTimeout,
+			DisableLocalhostProtection: opts.DisableLocalhostProtection,
+		})
+	return &authGate{next: streamable, authenticate: opts.Authenticate, msgs: msgs}
+}
+
+// annotations returns the MCP hints of a tool: confirm tools are
+// destructive (and idempotent per fingerprint), the others read-only.
+func annotations(t tools.Tool) *mcp.ToolAnnotations {
+	yes, no := true, false
+	switch t.Kind {
+	case tools.KindConfirm:
+		return &mcp.ToolAnnotations{
+			Title:           "Confirm and execute " + t.Scope,
+			DestructiveHint: &yes,
+			IdempotentHint:  true,
+			ReadOnlyHint:    false,
+			OpenWorldHint:   &yes,
+		}
+	case tools.KindPreview:
+		return &mcp.ToolAnnotations{Title: "Preview " + t.Scope, ReadOnlyHint: true, OpenWorldHint: &yes}
+	default:
+		return &mcp.ToolAnnotations{Title: "Get operation status", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no}
+	}
+}
+
+// caller executes tool calls against the gateway's handler.
+type caller struct {
+	gateway http.Handler
+	msgs    *messages.Catalog
+}
+
+// handler returns the MCP handler of tool t.
+func (c *caller) handler(t tools.Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var header http.Header
+		if req.Extra != nil {
+			header = req.Extra.Header
+		}
+		args := []byte(req.Params.Arguments)
+		if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+			args = []byte("{}")
+		}
+		switch t.Kind {
+		case tools.KindPreview:
+			// The arguments are the gateway's request body as they are,
+			// byte for byte: decimals keep their exact text.
+			return c.call(ctx, header, http.MethodPost, "/v1/actions/"+url.PathEscape(t.Scope)+"/preview", args)
+		case tools.KindConfirm:
+			return c.call(ctx, header, http.MethodPost, "/v1/actions/"+url.PathEscape(t.Scope)+"/confirm", args)
+		default:
+			var in struct {
+				OperationID string `json:"operation_id"`
+			}
+			if err := json.Unmarshal(args, &in); err != nil || !operationIDRE.MatchString(in.OperationID) {
+				return c.invalidOperationID(header), nil
+			}
+			return c.call(ctx, header, http.MethodGet, "/v1/operations/"+in.OperationID, nil)
+		}
+	}
+}
+
+// call sends one in-process request to the gateway and turns its answer
+// into a tool result.
+func (c *caller) call(ctx context.Context, header http.Header, method, path string, body []byte) (*mcp.CallToolResult, error) {
+	var rd *bytes.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	r, err := http.NewRequestWithContext(ctx, method, path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("build gateway request: %w", err)
+	}
+	r.RequestURI = path
+	r.RemoteAddr = "127.0.0.1:0"
+	r.Host = "127.0.0.1"
+	r.Header.Set("Accept", "application/json")
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range []string{"Authorization", "Accept-Language", "X-Request-Id", "Traceparent", "Tracestate", "User-Agent", "X-Forwarded-For", "X-Real-Ip"} {
+		if v := header.Values(h); len(v) > 0 {
+			r.Header[h] = append([]string(nil), v...)
+		}
+	}
+	r.Header.Set("X-Oncegate-Via", "mcp")
+	rec := newRecorder()
+	c.gateway.ServeHTTP(rec, r)
+	return result(rec.status(), rec.body.Bytes()), nil
+}
+
+// result turns a gateway answer into a tool result: the JSON body both as
+// structured content and as text; an error for HTTP >= 400 and for every
+// status that is not a normal outcome.
+func result(code int, body []byte) *mcp.CallToolResult {
+	var probe struct {
+		Status string `json:"status"`
+	}
+	isJSONObject := json.Unmarshal(body, &probe) == nil && bytes.HasPrefix(bytes.TrimSpace(body), []byte("{"))
+	if !isJSONObject {
+		wrapped, _ := json.Marshal(map[string]any{
+			"status":      "internal_error",
+			"meaning":     fmt.Sprintf("The gateway answered HTTP %d without a JSON answer; the outcome of this call is unknown.", code),
+			"instruction": "Do not call a confirm tool again to find out. If you have an operation_id, call get_operation_status with it; otherwise tell the user the gateway failed.",
+			"retryable":   false,
+			"http_status": code,
+			"body":        truncate(string(body), 2000),
+		})
+		body = wrapped
+		probe.Status = "internal_error"
+		if code < 400 {
+			code = http.StatusBadGateway
+		}
+	}
+	isError := code >= 400 || (probe.Status != "" && !okStatuses[probe.Status])
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
+		StructuredContent: json.RawMessage(body),
+		IsError:           isError,
+	}
+}
+
+// invalidOperationID answers a status call without a well-formed
+// operation_id, without asking the gateway.
+func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
+	lang := messages.ParseAcceptLanguage(header.Get("Accept-Language"))
+	meaning, instruction := "The operation_id is missing or malformed; nothing was looked up.",
+		"Call get_operation_status again with the operation_id copied exactly from an earlier answer (32 lowercase hex characters). Never invent one."
+	if c.msgs != nil {
+		if m, i, err := c.msgs.Render(lang, "invalid_params", messages.Data{PollWith: tools.StatusToolName}); err == nil {
+			meaning, instruction = m, i
+		}
+	}
+	body, _ := json.Marshal(map[string]any{
+		"status":      "invalid_params",
+		"meaning":     meaning,
+		"instruction": instruction,
+		"retryable":   true,
+		"trace_id":    traceID(header),
+		"errors": []map[string]string{{
+			"field":   "operation_id",
+			"problem": "required: 32 lowercase hex characters copied from an earlier answer",
+		}},
+	})
+	return result(http.StatusBadRequest, body)
+}
+
+// traceID returns the trace id of the MCP request's headers.
+func traceID(h http.Header) string {
+	r := &http.Request{Header: h}
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	return tools.TraceID(nil, r)
+}
+
+// truncate shortens s to n bytes.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// recorder is the in-process http.ResponseWriter of a gateway call.
+type recorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func newRecorder() *recorder { return &recorder{header: http.Header{}} }
+
+// Header implements http.ResponseWriter.
+func (r *recorder) Header() http.Header { return r.header }
+
+// WriteHeader implements http.ResponseWriter.
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+
+// Write implements http.ResponseWriter.
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+
+// Flush implements http.Flusher (a no-op: the body is read at the end).
+func (r *recorder) Flush() {}
+
+func (r *recorder) status() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}
+
+// authGate refuses requests without a bearer token before MCP starts.
+type authGate struct {
+	next         http.Handler
+	authenticate func(ctx context.Context, token string) error
+	msgs         *messages.Catalog
+}
+
+// ServeHTTP implements http.Handler.
+func (g *authGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	token, ok := bearer(r.Header.Get("Authorization"))
+	if ok && g.authenticate != nil && g.authenticate(r.Context(), token) != nil {
+		ok = false
+	}
+	if !ok {
+		g.unauthenticated(w, r)
+		return
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// bearer extracts the token of an Authorization: Bearer header.
+func bearer(h string) (string, bool) {
+	scheme, token, found := strings.Cut(strings.TrimSpace(h), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// unauthenticated writes the 401 answer.
+func (g *authGate) unauthenticated(w http.ResponseWriter, r *http.Request) {
+	lang := messages.ParseAcceptLanguage(r.Header.Get("Accept-Language"))
+	tid := tools.TraceID(w, r)
+	meaning, instruction := "The request carries no valid bearer token. Nothing was executed.",
+		"Do not retry with the same credentials. Send Authorization: Bearer <token> with a valid token."
+	if g.msgs != nil {
+		if m, i, err := g.msgs.Render(lang, "unauthenticated", messages.Data{TraceID: tid, Method: r.Method, Path: r.URL.Path}); err == nil {
+			meaning, instruction = m, i
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", `Bearer realm="oncegate"`)
+	w.WriteHeader(http.StatusUnauthorized)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"status":      "unauthenticated",
+		"meaning":     meaning,
+		"instruction": instruction,
+		"retryable":   true,
+		"trace_id":    tid,
+	})
+}

@@ -1,0 +1,153 @@
+package openapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/api/openapi"
+)
+
+func TestDocumentLoadsAndValidates(t *testing.T) {
+	doc, err := openapi.Load(context.Background())
+	require.NoError(t, err)
+	for _, p := range []string{
+		"/v1/actions/{scope}/preview", "/v1/actions/{scope}/confirm", "/v1/operations/{operation_id}",
+		"/v1/tools", "/mcp", "/healthz", "/readyz", "/metrics",
+		"/v1/ops/operations", "/v1/ops/operations/{operation_id}", "/v1/ops/operations/{operation_id}/resolve",
+	} {
+		assert.NotNil(t, doc.Paths.Find(p), p)
+	}
+	answer := doc.Components.Schemas["Answer"].Value
+	require.NotNil(t, answer)
+	var statuses []string
+	for _, s := range answer.Properties["status"].Value.Enum {
+		statuses = append(statuses, s.(string))
+	}
+	for _, s := range []string{"preview_ready", "completed", "already_completed", "failed", "already_failed",
+		"in_progress", "needs_manual_review", "param_mismatch", "subject_mismatch", "scope_mismatch",
+		"fingerprint_expired", "fingerprint_invalid", "invalid_params", "unauthenticated", "unknown_action",
+		"repeat_unacknowledged", "temporarily_unavailable", "unknown_operation", "not_found",
+		"method_not_allowed", "malformed_request", "request_too_large", "internal_error", "forbidden",
+		"not_awaiting_review", "resolution_sent"} {
+		assert.Contains(t, statuses, s)
+	}
+	assert.Contains(t, doc.Components.SecuritySchemes, "bearer")
+}
+
+func TestHandler(t *testing.T) {
+	rec := httptest.NewRecorder()
+	openapi.Handler()(rec, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	assert.True(t, json.Valid(rec.Body.Bytes()))
+	assert.Equal(t, openapi.Document(), rec.Body.Bytes())
+}
+
+const base = `"meaning":"m","instruction":"i","trace_id":"t"`
+const op = `"operation_id":"0123456789abcdef0123456789abcdef"`
+
+func TestValidateResponse(t *testing.T) {
+	v, err := openapi.NewValidator()
+	require.NoError(t, err)
+	json := http.Header{"Content-Type": {"application/json; charset=UTF-8"}}
+	replayed := http.Header{"Content-Type": {"application/json"}, "Idempotent-Replayed": {"true"}}
+	tests := []struct {
+		name         string
+		method, path string
+		status       int
+		header       http.Header
+		body         string
+		ok           bool
+	}{
+		{"preview_ready", "POST", "/v1/actions/payments.transfer/preview", 200, json,
+			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":{"amount":12.5}}`, true},
+		{"preview_ready with recent_operation", "POST", "/v1/actions/payments.transfer/preview", 200, json,
+			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":{},"recent_operation":{` + op + `,"state":"DONE","result_ref":"tr_1","completed_at":"2030-01-01T00:00:00Z"}}`, true},
+		{"preview_ready without fingerprint", "POST", "/v1/actions/payments.transfer/preview", 200, json,
+			`{"status":"preview_ready",` + base + `,"retryable":false,"expires_at":"2030-01-01T00:00:00Z","preview":{}}`, false},
+		{"completed", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
+			`{"status":"completed",` + base + `,"retryable":false,` + op + `,"result":{"id":"tr_1"},"result_ref":"tr_1"}`, true},
+		{"already_completed", "POST", "/v1/actions/payments.transfer/confirm", 200, replayed,
+			`{"status":"already_completed",` + base + `,"retryable":false,` + op + `,"result":{"id":"tr_1"},"result_ref":"tr_1"}`, true},
+		{"failed", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
+			`{"status":"failed",` + base + `,"retryable":false,` + op + `,"reason":"insufficient_funds"}`, true},
+		{"failed without reason", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
+			`{"status":"failed",` + base + `,"retryable":false,` + op + `}`, false},
+		{"in_progress", "POST", "/v1/actions/payments.transfer/confirm", 202, json,
+			`{"status":"in_progress",` + base + `,"retryable":false,` + op + `,"poll_with":"get_operation_status","poll_after_ms":2000}`, true},
+		{"in_progress as 200", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
+			`{"status":"in_progress",` + base + `,"retryable":false,` + op + `,"poll_with":"get_operation_status","poll_after_ms":2000}`, false},
+		{"in_progress without poll_after_ms", "POST", "/v1/actions/payments.transfer/confirm", 202, json,
+			`{"status":"in_progress",` + base + `,"retryable":false,` + op + `,"poll_with":"get_operation_status"}`, false},
+		{"param_mismatch", "POST", "/v1/actions/payments.transfer/confirm", 422, json,
+			`{"status":"param_mismatch",` + base + `,"retryable":false,` + op + `}`, true},
+		{"repeat_unacknowledged", "POST", "/v1/actions/payments.transfer/confirm", 409, json,
+			`{"status":"repeat_unacknowledged",` + base + `,"retryable":false,"recent_operation":{` + op + `,"state":"DONE"}}`, true},
+		{"fingerprint_expired", "POST", "/v1/actions/payments.transfer/confirm", 410, json,
+			`{"status":"fingerprint_expired",` + base + `,"retryable":false}`, true},
+		{"subject_mismatch", "POST", "/v1/actions/payments.transfer/confirm", 403, json,
+			`{"status":"subject_mismatch",` + base + `,"retryable":false}`, true},
+		{"invalid_params", "POST", "/v1/actions/payments.transfer/preview", 400, json,
+			`{"status":"invalid_params",` + base + `,"retryable":true,"errors":[{"field":"amount","problem":"required"}]}`, true},
+		{"temporarily_unavailable", "POST", "/v1/actions/payments.transfer/confirm", 503, json,
+			`{"status":"temporarily_unavailable",` + base + `,"retryable":true,"retry_after_ms":1000}`, true},
+		{"temporarily_unavailable without retry_after_ms", "POST", "/v1/actions/payments.transfer/confirm", 503, json,
+			`{"status":"temporarily_unavailable",` + base + `,"retryable":true}`, false},
+		{"unauthenticated", "GET", "/v1/operations/0123456789abcdef0123456789abcdef", 401, json,
+			`{"status":"unauthenticated",` + base + `,"retryable":true}`, true},
+		{"status completed", "GET", "/v1/operations/0123456789abcdef0123456789abcdef", 200, json,
+			`{"status":"completed",` + base + `,"retryable":false,` + op + `,"result":{},"result_ref":"tr_1"}`, true},
+		{"unknown_operation", "GET", "/v1/operations/0123456789abcdef0123456789abcdef", 404, json,
+			`{"status":"unknown_operation",` + base + `,"retryable":false}`, true},
+		{"wrong status for code", "GET", "/v1/operations/0123456789abcdef0123456789abcdef", 404, json,
+			`{"status":"completed",` + base + `,"retryable":false}`, false},
+		{"unknown status", "POST", "/v1/actions/payments.transfer/confirm", 409, json,
+			`{"status":"duplicate_request",` + base + `,"retryable":false}`, false},
+		{"missing meaning", "POST", "/v1/actions/payments.transfer/confirm", 410, json,
+			`{"status":"fingerprint_expired","instruction":"i","trace_id":"t","retryable":false}`, false},
+		{"retryable not a boolean", "POST", "/v1/actions/payments.transfer/confirm", 410, json,
+			`{"status":"fingerprint_expired",` + base + `,"retryable":"no"}`, false},
+		{"undocumented code", "POST", "/v1/actions/payments.transfer/confirm", 418, json,
+			`{"status":"fingerprint_expired",` + base + `,"retryable":false}`, false},
+		{"not json", "POST", "/v1/actions/payments.transfer/confirm", 200, json, `duplicate request`, false},
+		{"tools openai", "GET", "/v1/tools?format=openai", 200, nil,
+			`[{"type":"function","function":{"name":"get_operation_status","description":"d","parameters":{"type":"object"},"strict":false}}]`, true},
+		{"tools anthropic", "GET", "/v1/tools?format=anthropic", 200, nil,
+			`[{"name":"get_operation_status","description":"d","input_schema":{"type":"object"}}]`, true},
+		{"tools bad name", "GET", "/v1/tools", 200, nil,
+			`[{"name":"get operation status","description":"d","input_schema":{"type":"object"}}]`, false},
+		{"tools invalid_request", "GET", "/v1/tools?format=gemini", 400, nil,
+			`{"status":"invalid_request",` + base + `,"retryable":false}`, true},
+		{"mcp 401", "POST", "/mcp", 401, json, `{"status":"unauthenticated",` + base + `,"retryable":true}`, true},
+		{"mcp sse", "POST", "/mcp", 200, http.Header{"Content-Type": {"text/event-stream"}}, "event: message\ndata: {}\n\n", true},
+		{"healthz", "GET", "/healthz", 200, nil, `{"status":"alive"}`, true},
+		{"readyz 503", "GET", "/readyz", 503, nil, `{"status":"not_ready","meaning":"m"}`, true},
+		{"metrics", "GET", "/metrics", 200, http.Header{"Content-Type": {"text/plain; version=0.0.4; charset=utf-8"}}, "# HELP x\nx 1\n", true},
+		{"ops list", "GET", "/v1/ops/operations?state=needs_manual_review", 200, nil,
+			`{"status":"operations_listed",` + base + `,"retryable":false,"operations":[{` + op + `}]}`, true},
+		{"ops forbidden", "GET", "/v1/ops/operations", 403, nil, `{"status":"forbidden",` + base + `,"retryable":false}`, true},
+		{"ops show", "GET", "/v1/ops/operations/0123456789abcdef0123456789abcdef", 200, nil,
+			`{"status":"operation_found",` + base + `,"retryable":false,` + op + `}`, true},
+		{"resolve", "POST", "/v1/ops/operations/0123456789abcdef0123456789abcdef/resolve", 200, nil,
+			`{"status":"resolution_sent",` + base + `,"retryable":false,` + op + `}`, true},
+		{"resolve conflict", "POST", "/v1/ops/operations/0123456789abcdef0123456789abcdef/resolve", 409, nil,
+			`{"status":"not_awaiting_review",` + base + `,"retryable":false}`, true},
+		{"unknown path", "GET", "/v2/nothing", 200, nil, `{}`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := v.ValidateResponse(tc.method, tc.path, tc.status, tc.header, []byte(tc.body))
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.Error(t, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,65 @@
+// Command agentsim replays the four duplicate sources of LLM agents
+// (retry after a lost answer, re-planning after amnesia, free-text drift,
+// "do it again") against a running oncegate stack and checks downstream
+// that nothing executed twice unintentionally. It reads GATEWAY_URL and
+// DOWNSTREAM_URL (as written to .run/stack.env) and exits 1 when the run
+// found a duplicate, a drift param_mismatch, a violation or an error.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/oncegate/oncegate/cmd/agentsim/agentsim"
+)
+
+func main() {
+	episodes := flag.Int("episodes", 200, "number of episodes")
+	seed := flag.Int64("seed", 1, "random seed of the episodes")
+	concurrency := flag.Int("concurrency", 4, "episodes running at once")
+	asJSON := flag.Bool("json", false, "print the report as JSON")
+	lost := flag.Duration("lost-timeout", 5*time.Millisecond, "client timeout of a confirm whose answer is lost")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := agentsim.Run(ctx, agentsim.Config{
+		GatewayURL:        envOr("GATEWAY_URL", "http://127.0.0.1:8080"),
+		DownstreamURL:     envOr("DOWNSTREAM_URL", "http://127.0.0.1:8090"),
+		Episodes:          *episodes,
+		Seed:              *seed,
+		Concurrency:       *concurrency,
+		LostAnswerTimeout: *lost,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentsim:", err)
+		os.Exit(2)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = rep.WriteText(os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentsim:", err)
+		os.Exit(2)
+	}
+	if !rep.OK() {
+		os.Exit(1)
+	}
+}
+
+// envOr returns the environment variable key, or def when it is unset.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
