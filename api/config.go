@@ -67,7 +67,17 @@ type Config struct {
 	RetryAfter time.Duration
 	// RequestTimeout bounds one request.
 	RequestTimeout time.Duration
+	// Failpoint makes the gateway kill itself at a named point, for crash
+	// tests only (ONCEGATE_FAILPOINT). FailpointAfterClaim: right after a
+	// claim was acquired, before any workflow was started. Empty in every
+	// real deployment.
+	Failpoint string
 }
+
+// FailpointAfterClaim kills the gateway with SIGKILL right after it acquired
+// a claim and before it started the workflow: the crash the orphan-claim
+// takeover exists for.
+const FailpointAfterClaim = "after_claim"
 
 // withDefaults fills the zero behaviour fields.
 func (c Config) withDefaults() Config {
@@ -140,6 +150,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ConfirmWait:       duration("ONCEGATE_CONFIRM_WAIT", DefaultConfirmWait),
 		ClaimGrace:        duration("ONCEGATE_CLAIM_GRACE", DefaultClaimGrace),
 		PollAfter:         duration("ONCEGATE_POLL_AFTER", DefaultPollAfter),
+		Failpoint:         get("ONCEGATE_FAILPOINT", ""),
 	}
 	addr, err := listenAddr(get("GATEWAY_URL", DefaultGatewayURL))
 	if err != nil {

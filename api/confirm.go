@@ -123,6 +123,9 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		// The truth may already hold the operation under another owner (the
 		// fast path lost the key while its workflow runs): attach to it.
 		earlier := d.TruthFound && d.Record.Owner != "" && d.Record.Owner != call.owner
+		if s.cfg.Failpoint == FailpointAfterClaim && !earlier {
+			crashNow()
+		}
 		if earlier && d.Record.State == idemstore.StateNeedsReview {
 			return opReply(StatusNeedsManualReview, p.Nonce)
 		}

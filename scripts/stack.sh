@@ -57,9 +57,13 @@ EOF
 }
 
 # ---------- process helpers
-alive() { # name -> 0 when its pid file names a live process
-  local f=$RUN/$1.pid
-  [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+alive() { # name -> 0 when its pid file names a live process (a zombie is dead)
+  local f=$RUN/$1.pid pid state
+  [ -s "$f" ] || return 1
+  pid=$(cat "$f")
+  kill -0 "$pid" 2>/dev/null || return 1
+  state=$(ps -o stat= -p "$pid" 2>/dev/null || true)
+  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
 }
 
 wait_tcp() { # port seconds name
@@ -213,10 +217,10 @@ stop_one() { # name
   local f=$RUN/$1.pid pid i
   [ -s "$f" ] || return 0
   pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$1"; then
     kill -TERM "$pid" 2>/dev/null || true
     for ((i = 0; i < 100; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
+      alive "$1" || break
       sleep 0.1
     done
     kill -KILL "$pid" 2>/dev/null || true

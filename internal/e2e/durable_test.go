@@ -202,3 +202,49 @@ func TestSecondStartSameID(t *testing.T) {
 	assert.Equal(t, "already_completed", replay.str("status"))
 	assert.Equal(t, done.str("result_ref"), replay.str("result_ref"))
 }
+
+// TestGatewayKilledAfterClaim: the gateway dies (SIGKILL) right after its
+// Redis claim, before any workflow started; the next confirm of the same
+// fingerprint reaches a definite outcome with at most one execution.
+func TestGatewayKilledAfterClaim(t *testing.T) {
+	s := testenv.StartStack(t, testenv.StackOptions{ExtraGatewayEnv: []string{"ONCEGATE_FAILPOINT=after_claim"}})
+	params := transferParams("99.99")
+	fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
+
+	body, _ := json.Marshal(map[string]any{"fingerprint": fp, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, s.GatewayURL+"/v1/actions/payments.transfer/confirm", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer dev-alice")
+	req.Header.Set("Content-Type", "application/json")
+	_, err := httpClient.Do(req)
+	require.Error(t, err, "the gateway must have died without answering")
+	require.NoError(t, testenv.WaitFor(context.Background(), 10*time.Second, func(context.Context) error {
+		if s.Gateway.Running() {
+			return assert.AnError
+		}
+		return nil
+	}))
+
+	// The claim is in Redis, no workflow exists, nothing ran.
+	rdb := s.Redis.Client()
+	defer rdb.Close()
+	state, err := rdb.HGet(context.Background(), "idem:{"+id+"}", "state").Result()
+	require.NoError(t, err)
+	require.Equal(t, "IN_FLIGHT", state)
+	assert.Equal(t, 0, executions(t, s, id))
+
+	s.RestartGatewayWith(t, []string{"ONCEGATE_CLAIM_GRACE=1s"})
+	var last answer
+	require.NoError(t, testenv.WaitFor(context.Background(), 60*time.Second, func(context.Context) error {
+		last = confirm(t, s, "dev-alice", "payments.transfer", fp, params)
+		switch last.str("status") {
+		case "completed", "already_completed":
+			return nil
+		case "in_progress":
+			return assert.AnError
+		}
+		t.Fatalf("unexpected answer: %s", last)
+		return nil
+	}))
+	assert.NotEmpty(t, last.str("result_ref"))
+	assert.Equal(t, 1, executions(t, s, id))
+}

@@ -77,6 +77,13 @@ func (p *Process) Start() error {
 	return nil
 }
 
+// SetEnv replaces the extra environment used by the next Start.
+func (p *Process) SetEnv(extraEnv []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.env = extraEnv
+}
+
 // Pid returns the process id of the running process.
 func (p *Process) Pid() int {
 	p.mu.Lock()

@@ -198,6 +198,18 @@ func (s *Stack) RestartGateway(t testing.TB) {
 	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
 }
 
+// RestartGatewayWith starts the gateway again (after it died or was killed)
+// with the stack's environment plus extraEnv.
+func (s *Stack) RestartGatewayWith(t testing.TB, extraEnv []string) {
+	t.Helper()
+	s.Gateway.Kill()
+	s.Gateway.SetEnv(append(append([]string{}, s.Env...), extraEnv...))
+	if err := s.Gateway.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
+}
+
 // OpsCLI runs the ops CLI against this stack's gateway and returns its output.
 func (s *Stack) OpsCLI(t testing.TB, args ...string) (string, error) {
 	t.Helper()

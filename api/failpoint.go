@@ -1,0 +1,14 @@
+package api
+
+import (
+	"os"
+	"syscall"
+)
+
+// crashNow kills this process as `kill -9` would: no deferred function, no
+// graceful shutdown, no answer to the caller. Only a configured failpoint
+// calls it.
+func crashNow() {
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // the signal is delivered asynchronously; never go on
+}

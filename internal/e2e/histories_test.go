@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/oncegate/oncegate/internal/testenv"
+	"github.com/oncegate/oncegate/workflows"
+)
+
+// recordHistoriesEnv opts in to TestRecordHistories.
+const recordHistoriesEnv = "ONCEGATE_RECORD_HISTORIES"
+
+// TestRecordHistories drives representative operations through a real stack
+// and writes each closed workflow's history to
+// workflows/testdata/histories/<name>.json, which workflows.TestReplay
+// replays against the current workflow code. It rewrites checked-in files,
+// so it only runs with ONCEGATE_RECORD_HISTORIES=1 (see
+// workflows/testdata/histories/README).
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv(recordHistoriesEnv) != "1" {
+		t.Skip("set " + recordHistoriesEnv + "=1 to re-record workflows/testdata/histories/*.json")
+	}
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	dir := filepath.Join(root, "workflows", "testdata", "histories")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+
+	s := testenv.StartStack(t, testenv.StackOptions{})
+
+	t.Run("honouring_completed", func(t *testing.T) {
+		params := transferParams("41.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
+		require.Equal(t, "completed", done.str("status"), done.String())
+		recordHistory(t, s, id, filepath.Join(dir, "honouring_completed.json"))
+	})
+
+	t.Run("business_refusal_failed", func(t *testing.T) {
+		params := transferParams("10000.01")
+		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
+		require.Equal(t, "failed", done.str("status"), done.String())
+		require.Contains(t, done.str("reason"), "insufficient_funds")
+		recordHistory(t, s, id, filepath.Join(dir, "business_refusal_failed.json"))
+	})
+
+	t.Run("legacy_worker_killed_reconciled", func(t *testing.T) {
+		params := transferParams("42.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
+		setFaults(t, s, map[string]any{"hang_after_commit_ms": 20000})
+		c := confirm(t, s, "dev-alice", "payments.legacy_transfer", fp, params)
+		require.Equal(t, "in_progress", c.str("status"), c.String())
+		waitExecutions(t, s, id, 1)
+		s.RestartWorker(t)
+		clearFaults(t, s)
+
+		done := waitStatus(t, s, "dev-alice", id, "completed", "failed")
+		require.Equal(t, "completed", done.str("status"), done.String())
+		require.Equal(t, 1, executions(t, s, id))
+		recordHistory(t, s, id, filepath.Join(dir, "legacy_worker_killed_reconciled.json"))
+	})
+
+	t.Run("legacy_needs_review_resolved", func(t *testing.T) {
+		params := transferParams("43.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
+		setFaults(t, s, map[string]any{"hang_after_commit_ms": 20000, "status_unavailable": true})
+		c := confirm(t, s, "dev-alice", "payments.legacy_transfer", fp, params)
+		require.Equal(t, "in_progress", c.str("status"), c.String())
+		waitExecutions(t, s, id, 1)
+		s.RestartWorker(t)
+
+		waitStatus(t, s, "dev-alice", id, "needs_manual_review")
+		clearFaults(t, s)
+		res := call(t, http.MethodPost, s.GatewayURL+"/v1/ops/operations/"+id+"/resolve", "dev-ops", map[string]any{
+			"outcome": "completed",
+			"result":  map[string]any{"id": "tr_manual"},
+			"note":    "found in the bank statement",
+		})
+		require.Less(t, res.Code, 300, res.String())
+
+		done := waitStatus(t, s, "dev-alice", id, "completed", "failed")
+		require.Equal(t, "completed", done.str("status"), done.String())
+		require.Equal(t, "tr_manual", done.str("result_ref"), done.String())
+		recordHistory(t, s, id, filepath.Join(dir, "legacy_needs_review_resolved.json"))
+	})
+}
+
+// recordHistory waits until workflow id is closed, writes its full history to
+// path in the JSON format the SDK's replayer reads (the one `temporal
+// workflow show --output json` prints), and replays it once as a check.
+func recordHistory(t *testing.T, s *testenv.Stack, id, path string) {
+	t.Helper()
+	tc := s.Temporal.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The gateway may answer from the truth before the workflow has closed.
+	var out workflows.OperationResult
+	require.NoError(t, tc.GetWorkflow(ctx, id, "").Get(ctx, &out))
+
+	hist := &historypb.History{}
+	iter := tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		hist.Events = append(hist.Events, ev)
+	}
+	require.NotEmpty(t, hist.Events)
+	last := hist.Events[len(hist.Events)-1].GetEventType()
+	require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, last, "workflow %s did not complete", id)
+
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
+	t.Logf("recorded %s: %d events, %d bytes, outcome %s", filepath.Base(path), len(hist.Events), len(b)+1, out.State)
+
+	replayer := sdkworker.NewWorkflowReplayer()
+	replayer.RegisterWorkflowWithOptions(workflows.Operation, workflow.RegisterOptions{Name: workflows.OperationWorkflowName})
+	require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, path))
+}
