@@ -187,8 +187,11 @@ func (s *Server) confirmExpired(ctx context.Context, call confirmCall) reply {
 	case idemstore.StateNeedsReview:
 		return opReply(StatusNeedsManualReview, rec.Key)
 	}
-	run := s.temporal.GetWorkflow(ctx, call.payload.Nonce, "")
-	return s.await(ctx, call, run, rec.Owner, true)
+	// Claimed before exp and still in flight: the same handling as any
+	// in-flight claim, orphan takeover included.
+	return s.confirmInFlight(ctx, call, idemstore.Decision{
+		Outcome: idemstore.OutcomeInFlight, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt, Record: rec,
+	})
 }
 
 // confirmInFlight answers a claim held by another owner: review, orphan
@@ -198,7 +201,12 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 	if d.Record.State == idemstore.StateNeedsReview {
 		return opReply(StatusNeedsManualReview, nonce)
 	}
-	if !d.TruthFound && !d.ClaimedAt.IsZero() && s.now().Sub(d.ClaimedAt) >= s.cfg.ClaimGrace {
+	// An orphan: claimed longer ago than the grace period and Temporal has no
+	// workflow of that ID. Its owner died between the claim and the start
+	// (with or without a truth record: the PostgreSQL-only path writes one at
+	// claim time). Only workflows call the downstream, so nothing ran yet and
+	// taking the claim over cannot execute anything twice.
+	if !d.ClaimedAt.IsZero() && s.now().Sub(d.ClaimedAt) >= s.cfg.ClaimGrace {
 		_, err := s.temporal.DescribeWorkflowExecution(ctx, nonce, "")
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {

@@ -204,12 +204,26 @@ func TestSecondStartSameID(t *testing.T) {
 }
 
 // TestGatewayKilledAfterClaim: the gateway dies (SIGKILL) right after its
-// Redis claim, before any workflow started; the next confirm of the same
-// fingerprint reaches a definite outcome with at most one execution.
+// claim, before any workflow started; the next confirm of the same
+// fingerprint reaches a definite outcome with at most one execution. With
+// Redis down the claim was taken in PostgreSQL alone, and the same holds.
 func TestGatewayKilledAfterClaim(t *testing.T) {
+	for _, redisDown := range []bool{false, true} {
+		name := "fast path"
+		if redisDown {
+			name = "PostgreSQL only"
+		}
+		t.Run(name, func(t *testing.T) { gatewayKilledAfterClaim(t, redisDown) })
+	}
+}
+
+func gatewayKilledAfterClaim(t *testing.T, redisDown bool) {
 	s := testenv.StartStack(t, testenv.StackOptions{ExtraGatewayEnv: []string{"ONCEGATE_FAILPOINT=after_claim"}})
 	params := transferParams("99.99")
 	fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
+	if redisDown {
+		s.Redis.Stop()
+	}
 
 	body, _ := json.Marshal(map[string]any{"fingerprint": fp, "params": params})
 	req, _ := http.NewRequest(http.MethodPost, s.GatewayURL+"/v1/actions/payments.transfer/confirm", strings.NewReader(string(body)))
@@ -224,12 +238,19 @@ func TestGatewayKilledAfterClaim(t *testing.T) {
 		return nil
 	}))
 
-	// The claim is in Redis, no workflow exists, nothing ran.
-	rdb := s.Redis.Client()
-	defer rdb.Close()
-	state, err := rdb.HGet(context.Background(), "idem:{"+id+"}", "state").Result()
-	require.NoError(t, err)
-	require.Equal(t, "IN_FLIGHT", state)
+	// The claim exists, no workflow exists, nothing ran.
+	if redisDown {
+		assert.Equal(t, 1, truthRows(t, s, id))
+	} else {
+		rdb := s.Redis.Client()
+		defer rdb.Close()
+		state, err := rdb.HGet(context.Background(), "idem:{"+id+"}", "state").Result()
+		require.NoError(t, err)
+		require.Equal(t, "IN_FLIGHT", state)
+	}
+	_, err = s.Temporal.Client(t).DescribeWorkflowExecution(context.Background(), id, "")
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound)
 	assert.Equal(t, 0, executions(t, s, id))
 
 	s.RestartGatewayWith(t, []string{"ONCEGATE_CLAIM_GRACE=1s"})
@@ -247,4 +268,5 @@ func TestGatewayKilledAfterClaim(t *testing.T) {
 	}))
 	assert.NotEmpty(t, last.str("result_ref"))
 	assert.Equal(t, 1, executions(t, s, id))
+	assert.Equal(t, 1, truthRows(t, s, id))
 }
