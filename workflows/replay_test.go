@@ -18,8 +18,8 @@ func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	require.NoError(t, err)
 	if len(files) == 0 {
-		t.Skip("no recorded histories in testdata/histories/*.json yet: record them from a dev stack with " +
-			"`temporal workflow show --workflow-id <id> --output json` (see testdata/histories/README.md)")
+		t.Skip("no recorded histories in testdata/histories/*.json: record them with " +
+			"ONCEGATE_RECORD_HISTORIES=1 go test ./internal/e2e/ -run TestRecordHistories (see testdata/histories/README.md)")
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {

@@ -3,15 +3,19 @@
 //
 // Environment: DATABASE_URL and REDIS_URL (required), TEMPORAL_ADDRESS
 // (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
-// ONCEGATE_TASK_QUEUE (default oncegate). It runs until SIGINT or SIGTERM.
+// ONCEGATE_TASK_QUEUE (default oncegate), ONCEGATE_REAP_INTERVAL (how often
+// expired terminal truth records are deleted, a Go duration; default 10m, 0
+// disables). It runs until SIGINT or SIGTERM.
 package main
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -36,6 +40,10 @@ func main() {
 	redisURL := os.Getenv("REDIS_URL")
 	if databaseURL == "" || redisURL == "" {
 		log.Fatal("DATABASE_URL and REDIS_URL are required")
+	}
+	reapInterval, err := reapIntervalFromEnv()
+	if err != nil {
+		log.Fatal(err)
 	}
 
 	pg, err := pgstore.Open(ctx, databaseURL)
@@ -70,12 +78,55 @@ func main() {
 		HTTP:   &http.Client{},
 		Logger: logger,
 	}
+	// Stopped when the worker stops (Run returns on SIGINT/SIGTERM).
+	reapCtx, stopReaper := context.WithCancel(ctx)
+	defer stopReaper()
+	if reapInterval > 0 {
+		logger.Info("reaper starting", "interval", reapInterval, "safety_margin", reapSafetyMargin)
+		go worker.RunReaper(reapCtx, store.Truth(), reapInterval, func() time.Time {
+			return time.Now().Add(-reapSafetyMargin)
+		}, logger)
+	} else {
+		logger.Info("reaper disabled", "env", "ONCEGATE_REAP_INTERVAL")
+	}
+
 	w := worker.New(c, envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue), acts, sdkworker.Options{})
 	logger.Info("worker starting", "task_queue", envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue))
 	if err := w.Run(sdkworker.InterruptCh()); err != nil {
+		stopReaper()
 		logger.Error("worker stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// reapSafetyMargin is how far behind this host's clock the reaper's cutoff
+// stays. pgstore.Store.Reap is safe because the gateway refuses a
+// fingerprint at or after its exp; but the gateway checks exp by its own
+// clock, before it acquires the key and starts the workflow, so a row reaped
+// exactly at exp by a worker whose clock runs ahead could be claimed afresh
+// by a confirm the gateway still judged in time. The margin covers clock
+// skew between hosts and that check-to-claim delay; it only keeps rows
+// slightly longer.
+const reapSafetyMargin = 5 * time.Minute
+
+// defaultReapInterval is the reaper's interval when ONCEGATE_REAP_INTERVAL is unset.
+const defaultReapInterval = 10 * time.Minute
+
+// reapIntervalFromEnv reads ONCEGATE_REAP_INTERVAL: a Go duration (such as
+// 10m), 0 to disable the reaper, default defaultReapInterval.
+func reapIntervalFromEnv() (time.Duration, error) {
+	v := os.Getenv("ONCEGATE_REAP_INTERVAL")
+	if v == "" {
+		return defaultReapInterval, nil
+	}
+	if v == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable", v)
+	}
+	return d, nil
 }
 
 // envOr returns the variable's value, or def when it is unset or empty.
