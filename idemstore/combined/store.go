@@ -307,7 +307,9 @@ func (s *Store) finalizeTruth(ctx context.Context, f idemstore.Finalization) err
 		return err
 	})
 	switch {
-	case errors.Is(ferr, idemstore.ErrNotFound):
+	case errors.Is(ferr, idemstore.ErrNotFound), errors.Is(ferr, idemstore.ErrUnavailable):
+		// No claim of this owner can be proven: the truth has none, and
+		// Redis (now degraded) cannot be asked. The degraded view answers.
 		return fmt.Errorf("truth: %w", err)
 	case ferr != nil:
 		return fmt.Errorf("fast path: %w", ferr)
