@@ -247,7 +247,7 @@ run() {
   up
   trap 'echo; down; exit 0' INT TERM
   echo "Following the logs; Ctrl-C stops the stack."
-  tail -n 0 -F "$RUN"/{gateway,worker,downstream,temporal}.log &
+  tail -n 0 -F "$RUN"/{gateway,worker,downstream}.log &
   wait
 }
 
