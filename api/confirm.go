@@ -110,7 +110,13 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	if now.Unix() >= p.Exp {
 		return s.confirmExpired(ctx, call)
 	}
-	d, err := s.store.Acquire(ctx, idemstore.Claim{
+	// The claim must not be abandoned half-way when the agent hangs up (a
+	// lost answer): a Redis claim whose truth check and release were
+	// cancelled is an orphan that answers in_progress to every retry and
+	// status query until the grace period, while nothing runs.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	d, err := s.store.Acquire(actx, idemstore.Claim{
 		Key: p.Nonce, ParamHash: bp.paramHash, Owner: call.owner, Subject: id.Subject, Scope: action.Scope,
 		InFlightTTL: action.InFlightTTL, TerminalTTL: action.TerminalTTL, FingerprintExp: p.ExpiresAt(),
 	})
@@ -268,9 +274,12 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	if err != nil {
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		if !errors.As(err, &already) {
-			// The claim stays IN_FLIGHT under this owner with no workflow: a
-			// retry waits, and after the grace period takes it over.
+			// Give the claim back so that nothing is consumed and the same
+			// fingerprint can be sent again at once (temporarily_unavailable
+			// promises that). A PostgreSQL-only claim stays and is taken over
+			// after the grace period.
 			s.log.ErrorContext(ctx, "start workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
+			s.store.ReleaseFast(sctx, nonce, call.owner)
 			r := newReply(StatusTemporarilyUnavailable)
 			r.opID = nonce
 			r.data.Detail = "the workflow engine could not be reached"

@@ -97,6 +97,15 @@ func (f *fakeStore) Takeover(_ context.Context, key, from, to string, _ time.Dur
 	return nil
 }
 
+func (f *fakeStore) ReleaseFast(_ context.Context, key, owner string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	if r, ok := f.recs[key]; ok && r.Owner == owner && r.State == idemstore.StateInFlight {
+		delete(f.recs, key)
+	}
+}
+
 func (f *fakeStore) FinalizeFast(_ context.Context, fin idemstore.Finalization) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

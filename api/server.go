@@ -162,19 +162,22 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(gath, promhttp.HandlerOpts{})))
 
-	v1 := e.Group("/v1", s.authMiddleware)
-	v1.POST("/actions/:scope/preview", s.handlePreview)
-	v1.POST("/actions/:scope/confirm", s.handleConfirm)
-	v1.GET("/operations/:id", s.handleStatus)
-	ops := v1.Group("/ops", s.operatorOnly)
-	ops.GET("/operations", s.handleOpsList)
-	ops.GET("/operations/:id", s.handleOpsGet)
-	ops.POST("/operations/:id/resolve", s.handleOpsResolve)
+	// Authentication is route-level middleware, not group middleware: a
+	// group's middleware makes Echo register catch-all 404 routes under its
+	// prefix, which would answer a wrong method with 404 instead of 405.
+	authed, operator := s.authMiddleware, s.operatorOnly
+	v1 := e.Group("/v1")
+	v1.POST("/actions/:scope/preview", s.handlePreview, authed)
+	v1.POST("/actions/:scope/confirm", s.handleConfirm, authed)
+	v1.GET("/operations/:id", s.handleStatus, authed)
+	v1.GET("/ops/operations", s.handleOpsList, authed, operator)
+	v1.GET("/ops/operations/:id", s.handleOpsGet, authed, operator)
+	v1.POST("/ops/operations/:id/resolve", s.handleOpsResolve, authed, operator)
 
 	// The agent surface: tool definitions, the same tools over MCP (each tool
 	// call goes through this very handler, so there is one implementation of
 	// preview, confirm and status), and the OpenAPI document.
-	v1.GET("/tools", echo.WrapHandler(tools.Handler(s.cat)))
+	v1.GET("/tools", echo.WrapHandler(tools.Handler(s.cat)), authed)
 	e.Any("/mcp", echo.WrapHandler(mcpserver.New(s.cat, e, mcpserver.Options{
 		Logger: s.log,
 		Authenticate: func(ctx context.Context, token string) error {

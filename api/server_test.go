@@ -527,13 +527,18 @@ func TestOrphanTakeover(t *testing.T) {
 	pv := b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams)
 	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
 	// A previous gateway claimed it and died before starting the workflow.
-	b.tmp.startErr = errors.New("temporal down")
-	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
-	assert.Equal(t, StatusTemporarilyUnavailable, r.status())
-	b.tmp.startErr = nil
+	seg, _, _ := strings.Cut(fp, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(seg)
+	require.NoError(t, err)
+	var payload fingerprint.Payload
+	require.NoError(t, json.Unmarshal(raw, &payload))
+	d, err := b.store.Acquire(context.Background(), idemstore.Claim{Key: opID, ParamHash: payload.ParamHash,
+		Owner: "dead-gateway:1", Subject: "alice", Scope: "payments.legacy_transfer", InFlightTTL: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
 
 	// Within the grace period: wait, do not take over.
-	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
+	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
 	assert.Equal(t, StatusInProgress, r.status())
 	assert.Zero(t, b.tmp.started())
 
@@ -541,6 +546,23 @@ func TestOrphanTakeover(t *testing.T) {
 	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
 	assert.Equal(t, StatusCompleted, r.status(), r.raw)
 	assert.Equal(t, opID, r.str("operation_id"))
+	assert.Equal(t, 1, b.tmp.started())
+}
+
+// TestStartFailureReleasesTheClaim: when the workflow cannot be started the
+// claim is given back, so the same fingerprint works at once.
+func TestStartFailureReleasesTheClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fp := b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams).str("fingerprint")
+	b.tmp.startErr = errors.New("temporal down")
+	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
+	assert.Equal(t, StatusTemporarilyUnavailable, r.status())
+	assert.Equal(t, true, r.body["retryable"])
+	b.tmp.startErr = nil
+
+	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
+	assert.Equal(t, StatusCompleted, r.status(), r.raw)
 	assert.Equal(t, 1, b.tmp.started())
 }
 

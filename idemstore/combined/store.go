@@ -237,6 +237,21 @@ func (s *Store) refill(ctx context.Context, rec idemstore.Record, ttl time.Durat
 	s.refills.Inc()
 }
 
+// ReleaseFast gives back an IN_FLIGHT claim that owner holds on the fast
+// path and could not act on (the workflow could not be started), so that the
+// next confirm of the same fingerprint claims it at once instead of waiting
+// for the orphan grace period. Only Redis is released: a truth record may
+// belong to a workflow whose start did succeed behind a timeout, and the
+// workflow ID (one run per ID) keeps a later claim from executing twice.
+// While degraded it does nothing (the PostgreSQL claim stays; the orphan
+// takeover handles it). Failures are logged; the claim then expires.
+func (s *Store) ReleaseFast(ctx context.Context, key, owner string) {
+	if s.Degraded() {
+		return
+	}
+	s.release(ctx, key, owner)
+}
+
 // release gives back a Redis claim this store just took; failures are only
 // logged (the claim then expires with its in-flight TTL).
 func (s *Store) release(ctx context.Context, key, owner string) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,26 +16,43 @@ import (
 	"github.com/oncegate/oncegate/internal/testenv"
 )
 
-// bearerTransport adds Authorization: Bearer <token> to every request.
+// bearerTransport adds Authorization: Bearer <token> to every request
+// (none when token is empty) and remembers the HTTP codes it saw.
 type bearerTransport struct {
 	token string
 	next  http.RoundTripper
+	mu    sync.Mutex
+	codes []int
 }
 
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b *bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	resp, err := b.next.RoundTrip(r)
+	if err == nil {
+		b.mu.Lock()
+		b.codes = append(b.codes, resp.StatusCode)
+		b.mu.Unlock()
+	}
+	return resp, err
 }
 
-// mcpConnect opens an MCP session to the stack's /mcp as token ("" for none).
-func mcpConnect(ctx context.Context, s *testenv.Stack, token string) (*mcp.ClientSession, error) {
-	hc := &http.Client{Timeout: 30 * time.Second}
-	if token != "" {
-		hc.Transport = bearerTransport{token: token, next: http.DefaultTransport}
-	}
+func (b *bearerTransport) seen() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.codes)
+}
+
+// mcpConnect opens an MCP session to the stack's /mcp as token ("" for
+// none) and returns the transport that saw the HTTP codes.
+func mcpConnect(ctx context.Context, s *testenv.Stack, token string) (*mcp.ClientSession, *bearerTransport, error) {
+	bt := &bearerTransport{token: token, next: http.DefaultTransport}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: bt}
 	client := mcp.NewClient(&mcp.Implementation{Name: "oncegate-e2e", Version: "1"}, nil)
-	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.GatewayURL + "/mcp", HTTPClient: hc}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.GatewayURL + "/mcp", HTTPClient: hc}, nil)
+	return cs, bt, err
 }
 
 // structured decodes a tool result's structured content.
@@ -55,12 +73,15 @@ func TestMCPEndToEnd(t *testing.T) {
 	defer cancel()
 
 	// Without a token (or with an unknown one) the session cannot start.
-	_, err := mcpConnect(ctx, s, "")
-	require.Error(t, err, "an MCP session without a token")
-	assert.Contains(t, err.Error(), "401")
-	_, err = mcpConnect(ctx, s, "dev-nobody")
-	require.Error(t, err, "an MCP session with an unknown token")
-	assert.Contains(t, err.Error(), "401")
+	for _, token := range []string{"", "dev-nobody"} {
+		_, bt, err := mcpConnect(ctx, s, token)
+		require.Errorf(t, err, "an MCP session with token %q", token)
+		codes := bt.seen()
+		assert.NotEmptyf(t, codes, "token %q: no HTTP answer: %v", token, err)
+		for _, code := range codes {
+			assert.Equalf(t, http.StatusUnauthorized, code, "token %q: %v (codes %v)", token, err, codes)
+		}
+	}
 	// The raw answer is the gateway's JSON 401.
 	init := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
 		"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "raw", "version": "1"}}}
@@ -68,7 +89,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, ua.Code, ua.String())
 	assert.Equal(t, "unauthenticated", ua.str("status"))
 
-	cs, err := mcpConnect(ctx, s, "dev-alice")
+	cs, _, err := mcpConnect(ctx, s, "dev-alice")
 	require.NoError(t, err)
 	defer cs.Close()
 
