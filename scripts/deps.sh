@@ -10,6 +10,8 @@ TEMPORAL_CLI_VERSION=v1.5.1
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)          # the stack's health checks
+command -v jq >/dev/null 2>&1 || need_apt+=(jq)              # the README's walk-through
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from Debian packages" >&2
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
