@@ -114,6 +114,13 @@ func TestLegacyNeedsManualReview(t *testing.T) {
 		}
 		return nil
 	}))
+	// The workflow's state query answers while it waits for a person.
+	q, err := s.Temporal.Client(t).QueryWorkflow(context.Background(), id, "", workflows.QueryState)
+	require.NoError(t, err)
+	var view workflows.StateView
+	require.NoError(t, q.Get(&view))
+	assert.Equal(t, "NEEDS_REVIEW", string(view.State))
+
 	list := call(t, http.MethodGet, s.GatewayURL+"/v1/ops/operations?state=needs_manual_review", "dev-ops", nil)
 	require.Equal(t, http.StatusOK, list.Code, list.String())
 	assert.Contains(t, string(list.Raw), id)
