@@ -157,12 +157,16 @@ func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(HeaderIdempotencyKey, in.OperationID)
+	tp := workflows.Traceparent(ctx)
+	if tp != "" {
+		req.Header.Set(workflows.TraceHeader, tp)
+	}
 
 	attempt := int32(1)
 	if activity.IsActivity(ctx) {
 		attempt = activity.GetInfo(ctx).Attempt
 	}
-	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt)
+	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt, "traceparent", tp)
 	status, respBody, err := a.do(ctx, req)
 	if err != nil {
 		log.Warn("execute: no answer from the downstream", "error", err)

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -454,4 +457,22 @@ func TestFinalizeAsTruthOwner(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, store.finalized, 1)
 	assert.Equal(t, "gw-2/req-9", store.finalized[0].Owner)
+}
+
+// TestExecuteForwardsTraceparent: the traceparent the gateway put in the
+// workflow's header reaches the downstream.
+func TestExecuteForwardsTraceparent(t *testing.T) {
+	d := newDownstream(t, answer{http.StatusCreated, `{"id":"tr_1"}`})
+	acts := &activities.Activities{HTTP: &http.Client{}}
+	env := newActivityEnv(acts)
+	env.SetContextPropagators([]workflow.ContextPropagator{workflows.TracePropagator{}})
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	payload, err := converter.GetDefaultDataConverter().ToPayload(tp)
+	require.NoError(t, err)
+	env.SetHeader(&commonpb.Header{Fields: map[string]*commonpb.Payload{workflows.TraceHeader: payload}})
+
+	_, err = env.ExecuteActivity(acts.Execute, input(d))
+	require.NoError(t, err)
+	require.Len(t, d.requests, 1)
+	assert.Equal(t, tp, d.requests[0].Header.Get("traceparent"))
 }

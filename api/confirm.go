@@ -269,6 +269,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	// The start must not be abandoned when the agent hangs up.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
+	sctx = workflows.WithTraceparent(sctx, traceparent(call.traceID, "01"))
 	run, err := s.temporal.ExecuteWorkflow(sctx, opts, workflows.OperationWorkflowName, in)
 	attached := false
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/api/auth"
@@ -27,6 +28,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/workflows"
 )
 
 func main() {
@@ -81,9 +83,11 @@ func run(logger *slog.Logger) error {
 	defer store.Close()
 
 	tc, err := client.Dial(client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		// Carries the HTTP request's traceparent into workflows and activities.
+		ContextPropagators: []workflow.ContextPropagator{workflows.TracePropagator{}},
+		HostPort:           cfg.TemporalAddress,
+		Namespace:          cfg.TemporalNamespace,
+		Logger:             tlog.NewStructuredLogger(logger.With("component", "temporal")),
 	})
 	if err != nil {
 		return fmt.Errorf("dial temporal %s: %w", cfg.TemporalAddress, err)

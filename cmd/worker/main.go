@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 	temporallog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/idemstore/combined"
@@ -63,9 +64,11 @@ func main() {
 	defer store.Close()
 
 	c, err := client.Dial(client.Options{
-		HostPort:  envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		Namespace: envOr("TEMPORAL_NAMESPACE", "default"),
-		Logger:    temporallog.NewStructuredLogger(logger),
+		// Carries the HTTP request's traceparent into workflows and activities.
+		ContextPropagators: []workflow.ContextPropagator{workflows.TracePropagator{}},
+		HostPort:           envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		Namespace:          envOr("TEMPORAL_NAMESPACE", "default"),
+		Logger:             temporallog.NewStructuredLogger(logger),
 	})
 	if err != nil {
 		log.Fatalf("dial temporal: %v", err)
