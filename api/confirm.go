@@ -275,12 +275,8 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	if err != nil {
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		if !errors.As(err, &already) {
-			// Give the claim back so that nothing is consumed and the same
-			// fingerprint can be sent again at once (temporarily_unavailable
-			// promises that). A PostgreSQL-only claim stays and is taken over
-			// after the grace period.
 			s.log.ErrorContext(ctx, "start workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
-			s.store.ReleaseFast(sctx, nonce, call.owner)
+			s.releaseUnstarted(sctx, call)
 			r := newReply(StatusTemporarilyUnavailable)
 			r.opID = nonce
 			r.data.Detail = "the workflow engine could not be reached"
@@ -292,6 +288,24 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	s.log.InfoContext(ctx, "operation started", "operation_id", nonce, "scope", call.action.Scope,
 		"subject", call.id.Subject, "attached", attached, "trace_id", call.traceID)
 	return s.await(ctx, call, run, call.owner, attached || earlier)
+}
+
+// releaseUnstarted gives the claim back after a failed start, so that
+// nothing is consumed and the same fingerprint can be sent again at once
+// (temporarily_unavailable promises that) — but only when Temporal confirms
+// that no workflow of the ID exists: a start that failed behind a timeout may
+// have succeeded. Otherwise the claim stays, and a retry attaches to the
+// workflow or, after the grace period, takes the orphan over.
+func (s *Server) releaseUnstarted(ctx context.Context, call confirmCall) {
+	nonce := call.payload.Nonce
+	_, err := s.temporal.DescribeWorkflowExecution(ctx, nonce, "")
+	var nf *serviceerror.NotFound
+	if !errors.As(err, &nf) {
+		return
+	}
+	if err := s.store.Release(ctx, nonce, call.owner); err != nil {
+		s.log.WarnContext(ctx, "release unstarted claim", "operation_id", nonce, "err", err, "trace_id", call.traceID)
+	}
 }
 
 // await waits up to ConfirmWait for the workflow's result. On a result it

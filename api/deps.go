@@ -19,8 +19,8 @@ type OperationStore interface {
 	Get(ctx context.Context, key string) (idemstore.Record, error)
 	// Takeover moves an orphaned IN_FLIGHT claim to a new owner.
 	Takeover(ctx context.Context, key, fromOwner, toOwner string, ttl time.Duration) error
-	// ReleaseFast gives back a fast-path claim owner could not act on.
-	ReleaseFast(ctx context.Context, key, owner string)
+	// Release gives back a claim owner holds whose workflow does not exist.
+	Release(ctx context.Context, key, owner string) error
 	// FinalizeFast refills the fast path with a terminal outcome, owner-checked.
 	FinalizeFast(ctx context.Context, f idemstore.Finalization) error
 	// List returns up to limit operations in state (all states when empty).

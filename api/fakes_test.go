@@ -97,13 +97,16 @@ func (f *fakeStore) Takeover(_ context.Context, key, from, to string, _ time.Dur
 	return nil
 }
 
-func (f *fakeStore) ReleaseFast(_ context.Context, key, owner string) {
+func (f *fakeStore) Release(_ context.Context, key, owner string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
-	if r, ok := f.recs[key]; ok && r.Owner == owner && r.State == idemstore.StateInFlight {
-		delete(f.recs, key)
+	r, ok := f.recs[key]
+	if !ok || r.Owner != owner || r.State != idemstore.StateInFlight {
+		return idemstore.ErrNotOwner
 	}
+	delete(f.recs, key)
+	return nil
 }
 
 func (f *fakeStore) FinalizeFast(_ context.Context, fin idemstore.Finalization) error {

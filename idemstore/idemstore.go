@@ -107,10 +107,11 @@ type Decision struct {
 	// TruthFound reports whether the PostgreSQL truth held a record for the
 	// key when the decision was taken (Record then comes from it). The
 	// PostgreSQL store sets it on every decision; the Redis store never does.
-	// With the combined store, OutcomeInFlight and TruthFound false means the
-	// claim exists only on the fast path: no workflow has claimed the truth
-	// yet (an orphan once the claim is older than the grace period and
-	// Temporal has no workflow of that ID).
+	// The combined store takes every claim in the truth too, so an
+	// OutcomeAcquired comes with TruthFound true, and OutcomeInFlight with
+	// TruthFound false means a claim that exists only on the fast path (taken
+	// before the truth claim, or planted by hand): an orphan once it is older
+	// than the grace period and Temporal has no workflow of that ID.
 	TruthFound bool
 }
 

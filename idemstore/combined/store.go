@@ -190,8 +190,17 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decis
 }
 
 // checkTruth checks Redis's decision d against the truth.
+//
+// A Redis ACQUIRED becomes a claim only once the truth took it too (claim by
+// insert on the unique idem_key): the truth alone decides who is first, so
+// exactly one caller ever gets ACQUIRED, even when a concurrent caller fell
+// back to the PostgreSQL-only path because Redis was slow for it.
 func (s *Store) checkTruth(ctx context.Context, c idemstore.Claim, d idemstore.Decision) (idemstore.Decision, error) {
-	if d.Outcome != idemstore.OutcomeAcquired && d.Outcome != idemstore.OutcomeInFlight {
+	switch d.Outcome {
+	case idemstore.OutcomeAcquired:
+		return s.claimTruth(ctx, c, d)
+	case idemstore.OutcomeInFlight:
+	default:
 		return d, nil
 	}
 	rec, err := s.truth.Get(ctx, c.Key)
@@ -223,6 +232,45 @@ func (s *Store) checkTruth(ctx context.Context, c idemstore.Claim, d idemstore.D
 	}
 }
 
+// claimTruth inserts the claim that Redis granted into the truth.
+func (s *Store) claimTruth(ctx context.Context, c idemstore.Claim, fast idemstore.Decision) (idemstore.Decision, error) {
+	d, err := s.truth.Acquire(ctx, c)
+	if err != nil {
+		// Without the truth we cannot tell whether this is a replay after a
+		// FLUSHALL: give the claim back so nothing is consumed.
+		s.release(ctx, c.Key, c.Owner)
+		return idemstore.Decision{}, fmt.Errorf("claim truth: %w", err)
+	}
+	switch d.Outcome {
+	case idemstore.OutcomeAcquired:
+		d.ClaimedAt = fast.ClaimedAt
+		return d, nil
+	case idemstore.OutcomeParamMismatch:
+		s.release(ctx, c.Key, c.Owner)
+		if rec, gerr := s.truth.Get(ctx, c.Key); gerr == nil && rec.State.Terminal() {
+			s.refill(ctx, rec, c.TerminalTTL)
+		}
+		return d, nil
+	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
+		// Redis had lost a finished operation (FLUSHALL, failover).
+		s.refill(ctx, d.Record, c.TerminalTTL)
+		return d, nil
+	default:
+		// The truth holds an earlier claim (its Redis key expired or was
+		// lost while its workflow runs, or a caller on the PostgreSQL-only
+		// path was first): Redis mirrors the truth's owner again.
+		if d.Owner != "" && d.Owner != c.Owner {
+			if err := s.fastCall(ctx, func(ctx context.Context) error {
+				return s.fast.Takeover(ctx, c.Key, c.Owner, d.Owner, c.InFlightTTL)
+			}); err != nil {
+				s.log.Warn("mirror the truth's owner in redis failed", "operation_id", c.Key, "err", err)
+			}
+		}
+		d.TruthFound = true
+		return d, nil
+	}
+}
+
 // refill writes the truth's terminal record rec back into Redis; failures
 // are only logged (the next acquire checks the truth again).
 func (s *Store) refill(ctx context.Context, rec idemstore.Record, ttl time.Duration) {
@@ -237,19 +285,20 @@ func (s *Store) refill(ctx context.Context, rec idemstore.Record, ttl time.Durat
 	s.refills.Inc()
 }
 
-// ReleaseFast gives back an IN_FLIGHT claim that owner holds on the fast
-// path and could not act on (the workflow could not be started), so that the
-// next confirm of the same fingerprint claims it at once instead of waiting
-// for the orphan grace period. Only Redis is released: a truth record may
-// belong to a workflow whose start did succeed behind a timeout, and the
-// workflow ID (one run per ID) keeps a later claim from executing twice.
-// While degraded it does nothing (the PostgreSQL claim stays; the orphan
-// takeover handles it). Failures are logged; the claim then expires.
-func (s *Store) ReleaseFast(ctx context.Context, key, owner string) {
-	if s.Degraded() {
-		return
+// Release gives back an IN_FLIGHT claim that owner holds and could not act
+// on: the caller has made sure that no workflow of the key exists (its start
+// failed), so nothing ran and nothing is consumed; the next confirm of the
+// same fingerprint claims it at once instead of waiting for the orphan grace
+// period. The truth's claim is deleted (owner-checked; ErrNotOwner when
+// another owner holds it) and Redis's claim is released when Redis answers.
+func (s *Store) Release(ctx context.Context, key, owner string) error {
+	if err := s.truth.Release(ctx, key, owner); err != nil && !errors.Is(err, idemstore.ErrNotFound) {
+		return fmt.Errorf("truth: %w", err)
 	}
-	s.release(ctx, key, owner)
+	if !s.Degraded() {
+		s.release(ctx, key, owner)
+	}
+	return nil
 }
 
 // release gives back a Redis claim this store just took; failures are only

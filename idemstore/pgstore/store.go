@@ -241,6 +241,26 @@ func (s *Store) Takeover(ctx context.Context, key, fromOwner, toOwner string, tt
 	return nil
 }
 
+// Release deletes the IN_FLIGHT claim of key that owner holds: a claim whose
+// workflow was never started, given back so that nothing is consumed.
+// ErrNotFound when there is no record; ErrNotOwner when another owner holds
+// it or it is no longer IN_FLIGHT (a record that ever left IN_FLIGHT is
+// never deleted).
+func (s *Store) Release(ctx context.Context, key, owner string) error {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM write_record WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, key, owner)
+	if err != nil {
+		return fmt.Errorf("release %s: %w", key, interpretError(err))
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if _, err := s.get(ctx, key); err != nil {
+		return fmt.Errorf("release %s: %w", key, err)
+	}
+	return fmt.Errorf("release %s: %w", key, idemstore.ErrNotOwner)
+}
+
 // MarkNeedsReview moves an IN_FLIGHT record to NEEDS_REVIEW with reason.
 // Marking a record that is already NEEDS_REVIEW succeeds (an activity retry);
 // a terminal record is ErrAlreadyTerminal, a missing one ErrNotFound.

@@ -81,6 +81,29 @@ func TestPostgresSpecifics(t *testing.T) {
 		assert.Equal(t, 1, rows)
 	})
 
+	t.Run("Release", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.ErrorIs(t, s.Release(ctx, c.Key, "owner-b"), idemstore.ErrNotOwner, "another owner's claim stays")
+		require.NoError(t, s.Release(ctx, c.Key, "owner-a"))
+		_, err = s.Get(ctx, c.Key)
+		require.ErrorIs(t, err, idemstore.ErrNotFound)
+		require.ErrorIs(t, s.Release(ctx, c.Key, "owner-a"), idemstore.ErrNotFound)
+
+		// A record that left IN_FLIGHT is never deleted.
+		d, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.Equal(t, idemstore.OutcomeAcquired, d.Outcome, "released: claimable again")
+		require.NoError(t, s.Finalize(ctx, storetest.Done(c, "owner-a")))
+		require.ErrorIs(t, s.Release(ctx, c.Key, "owner-a"), idemstore.ErrNotOwner)
+		rec, err := s.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.StateDone, rec.State)
+	})
+
 	t.Run("MarkNeedsReview", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
