@@ -218,15 +218,33 @@ func registerShared(stop func()) {
 	shared.mu.Unlock()
 }
 
-// Main runs the tests of a package and then stops the shared servers.
+// Main runs the tests of a package and then stops the shared servers. When
+// a test failed, the tail of each shared server's log is printed first.
 func Main(m *testing.M) {
 	code := m.Run()
+	if code != 0 {
+		for _, p := range sharedProcesses() {
+			fmt.Fprintf(os.Stderr, "--- %s log (tail) ---\n%s\n", p.Name, p.Log())
+		}
+	}
 	shared.mu.Lock()
 	for i := len(shared.stoppers) - 1; i >= 0; i-- {
 		shared.stoppers[i]()
 	}
 	shared.mu.Unlock()
 	os.Exit(code)
+}
+
+// sharedProcesses returns the processes of the shared servers started so far.
+func sharedProcesses() []*Process {
+	var out []*Process
+	if sharedTemporal.tp != nil {
+		out = append(out, sharedTemporal.tp.proc)
+	}
+	if sharedPostgres.pg != nil {
+		out = append(out, sharedPostgres.pg.proc)
+	}
+	return out
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

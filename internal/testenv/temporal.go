@@ -25,6 +25,7 @@ type Temporal struct {
 }
 
 var sharedTemporal struct {
+	mu   sync.Mutex
 	once sync.Once
 	tp   *Temporal
 	err  error
@@ -33,14 +34,28 @@ var sharedTemporal struct {
 // SharedTemporal returns the package's shared dev server, starting it on first use.
 func SharedTemporal(t testing.TB) *Temporal {
 	t.Helper()
+	sharedTemporal.mu.Lock()
+	defer sharedTemporal.mu.Unlock()
 	sharedTemporal.once.Do(func() {
 		sharedTemporal.tp, sharedTemporal.err = NewTemporal()
 		if sharedTemporal.err == nil {
-			registerShared(sharedTemporal.tp.Stop)
+			registerShared(func() { sharedTemporal.tp.Stop() })
 		}
 	})
 	if sharedTemporal.err != nil {
 		t.Fatal(sharedTemporal.err)
+	}
+	// A server that died under an earlier test must not fail every later
+	// one: start a new one (its log tells what happened to the old one).
+	if err := sharedTemporal.tp.healthy(); err != nil {
+		t.Logf("shared Temporal dev server unhealthy (%v); starting a new one. Its log:\n%s", err, sharedTemporal.tp.proc.Log())
+		old := sharedTemporal.tp
+		old.Stop()
+		tp, err := NewTemporal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharedTemporal.tp = tp
 	}
 	return sharedTemporal.tp
 }
@@ -61,8 +76,9 @@ func TemporalCLI() (string, error) {
 	return p, nil
 }
 
-// NewTemporal starts a dev server with an in-memory store and the search
-// attributes of oncegate registered.
+// NewTemporal starts a dev server with an in-memory store (tests need no
+// history across restarts of the server, and memory is faster than a file on
+// a loaded machine) and the search attributes of oncegate registered.
 func NewTemporal() (*Temporal, error) {
 	cli, err := TemporalCLI()
 	if err != nil {
@@ -82,7 +98,6 @@ func NewTemporal() (*Temporal, error) {
 	proc, err := StartProcess("temporal", filepath.Join(dir, "temporal.log"), []string{
 		cli, "server", "start-dev", "--ip", "127.0.0.1",
 		"--port", itoa(ports[0]), "--ui-port", itoa(ports[1]), "--http-port", itoa(ports[2]), "--metrics-port", itoa(ports[3]),
-		"--db-filename", filepath.Join(dir, "temporal.db"),
 		"--search-attribute", "IdemState=Keyword", "--search-attribute", "IdemScope=Keyword", "--search-attribute", "IdemSubject=Keyword",
 		"--log-level", "warn",
 	}, nil, nil)
@@ -121,6 +136,25 @@ func (tp *Temporal) waitReady() error {
 		}
 		return nil
 	})
+}
+
+// healthy checks that the server runs and answers.
+func (tp *Temporal) healthy() error {
+	if !tp.proc.Running() {
+		return fmt.Errorf("process exited")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Dial(client.Options{HostPort: tp.Address, Namespace: tp.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		return err
+	}
+	_, err = c.WorkflowService().DescribeNamespace(ctx, describeNamespaceRequest(tp.Namespace))
+	return err
 }
 
 // Client dials the server; the client is closed at the end of the test.

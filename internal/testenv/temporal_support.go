@@ -1,6 +1,13 @@
 package testenv
 
-import "go.temporal.io/api/operatorservice/v1"
+import (
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
+)
+
+func describeNamespaceRequest(ns string) *workflowservice.DescribeNamespaceRequest {
+	return &workflowservice.DescribeNamespaceRequest{Namespace: ns}
+}
 
 func listSearchAttributesRequest(ns string) *operatorservice.ListSearchAttributesRequest {
 	return &operatorservice.ListSearchAttributesRequest{Namespace: ns}
