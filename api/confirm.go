@@ -270,7 +270,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	sctx = workflows.WithTraceparent(sctx, traceparent(call.traceID, "01"))
-	run, err := s.temporal.ExecuteWorkflow(sctx, opts, workflows.OperationWorkflowName, in)
+	run, err := s.startWorkflow(sctx, opts, in)
 	attached := false
 	if err != nil {
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
@@ -288,6 +288,40 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	s.log.InfoContext(ctx, "operation started", "operation_id", nonce, "scope", call.action.Scope,
 		"subject", call.id.Subject, "attached", attached, "trace_id", call.traceID)
 	return s.await(ctx, call, run, call.owner, attached || earlier)
+}
+
+// startRetries bounds the starts retried after a transient refusal.
+const startRetries = 3
+
+// startWorkflow starts the operation's workflow, retrying a few times (within
+// ctx) when the Temporal frontend refuses transiently: unavailable,
+// overloaded, or a namespace its cache does not know yet. A start is safe to
+// repeat: the workflow ID makes a second one attach or be refused.
+func (s *Server) startWorkflow(ctx context.Context, opts client.StartWorkflowOptions, in workflows.OperationInput) (client.WorkflowRun, error) {
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		run, err := s.temporal.ExecuteWorkflow(ctx, opts, workflows.OperationWorkflowName, in)
+		if err == nil || attempt == startRetries || !transientStartError(err) {
+			return run, err
+		}
+		s.log.WarnContext(ctx, "start workflow refused transiently; retrying", "operation_id", opts.ID, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
+}
+
+// transientStartError reports whether a refused start is worth repeating.
+func transientStartError(err error) bool {
+	var (
+		unavailable *serviceerror.Unavailable
+		exhausted   *serviceerror.ResourceExhausted
+		nsNotFound  *serviceerror.NamespaceNotFound
+	)
+	return errors.As(err, &unavailable) || errors.As(err, &exhausted) || errors.As(err, &nsNotFound)
 }
 
 // releaseUnstarted gives the claim back after a failed start, so that

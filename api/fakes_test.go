@@ -201,6 +201,8 @@ type fakeTemporal struct {
 	inputs   []workflows.OperationInput
 	signals  []workflows.Resolution
 	startErr error
+	// startErrTimes, when positive, limits startErr to that many starts.
+	startErrTimes int
 }
 
 var _ Temporal = (*fakeTemporal)(nil)
@@ -239,7 +241,13 @@ func (t *fakeTemporal) ExecuteWorkflow(_ context.Context, o client.StartWorkflow
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.startErr != nil {
-		return nil, t.startErr
+		err := t.startErr
+		if t.startErrTimes > 0 {
+			if t.startErrTimes--; t.startErrTimes == 0 {
+				t.startErr = nil
+			}
+		}
+		return nil, err
 	}
 	if r, ok := t.runs[o.ID]; ok {
 		select {

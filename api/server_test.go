@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/fingerprint"
@@ -546,6 +547,21 @@ func TestOrphanTakeover(t *testing.T) {
 	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
 	assert.Equal(t, StatusCompleted, r.status(), r.raw)
 	assert.Equal(t, opID, r.str("operation_id"))
+	assert.Equal(t, 1, b.tmp.started())
+}
+
+// TestTransientStartRefusalIsRetried: a frontend that does not know the
+// namespace for a moment (seen on an overloaded dev server) does not turn
+// into temporarily_unavailable.
+func TestTransientStartRefusalIsRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fp := b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams).str("fingerprint")
+	b.tmp.mu.Lock()
+	b.tmp.startErr, b.tmp.startErrTimes = serviceerror.NewNamespaceNotFound("default"), 2
+	b.tmp.mu.Unlock()
+	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
+	assert.Equal(t, StatusCompleted, r.status(), r.raw)
 	assert.Equal(t, 1, b.tmp.started())
 }
 
