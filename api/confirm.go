@@ -213,7 +213,9 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 	// claim time). Only workflows call the downstream, so nothing ran yet and
 	// taking the claim over cannot execute anything twice.
 	if !d.ClaimedAt.IsZero() && s.now().Sub(d.ClaimedAt) >= s.cfg.ClaimGrace {
-		_, err := s.temporal.DescribeWorkflowExecution(ctx, nonce, "")
+		dctx, dcancel := temporalContext(ctx)
+		_, err := s.temporal.DescribeWorkflowExecution(dctx, nonce, "")
+		dcancel()
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			err := s.store.Takeover(ctx, nonce, d.Owner, call.owner, call.action.InFlightTTL)
@@ -267,7 +269,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 		Memo:          map[string]any{"trace_id": call.traceID},
 	}
 	// The start must not be abandoned when the agent hangs up.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	sctx, cancel := temporalContext(ctx)
 	defer cancel()
 	sctx = workflows.WithTraceparent(sctx, traceparent(call.traceID, "01"))
 	run, err := s.startWorkflow(sctx, opts, in)
@@ -288,6 +290,15 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	s.log.InfoContext(ctx, "operation started", "operation_id", nonce, "scope", call.action.Scope,
 		"subject", call.id.Subject, "attached", attached, "trace_id", call.traceID)
 	return s.await(ctx, call, run, call.owner, attached || earlier)
+}
+
+// temporalContext detaches a Temporal call from the caller's cancellation
+// and bounds it by startTimeout. An agent that hangs up must not cancel a
+// call in flight: that would leave the work half done, and a cancelled call
+// interrupts the Temporal dev server's SQLite connection for good (seen:
+// every later query then fails with "interrupted (9)").
+func temporalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 }
 
 // startRetries bounds the starts retried after a transient refusal.
@@ -348,7 +359,9 @@ func (s *Server) releaseUnstarted(ctx context.Context, call confirmCall) {
 // marks an outcome that an earlier call started.
 func (s *Server) await(ctx context.Context, call confirmCall, run client.WorkflowRun, owner string, replay bool) reply {
 	nonce := call.payload.Nonce
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.ConfirmWait)
+	// Detached from the agent's connection: an agent that hangs up costs at
+	// most this wait, and never cancels a Temporal call in flight.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ConfirmWait)
 	defer cancel()
 	var res workflows.OperationResult
 	err := run.Get(wctx, &res)

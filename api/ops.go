@@ -148,7 +148,9 @@ func (s *Server) handleOpsResolve(c echo.Context) error {
 	}
 	operator := identityOf(c).Subject
 	res := workflows.Resolution{Outcome: req.Outcome, Result: req.Result, Reason: req.Reason, Operator: operator, Note: req.Note}
-	if err := s.temporal.SignalWorkflow(ctx, opID, "", workflows.SignalResolve, res); err != nil {
+	sctx, cancel := temporalContext(ctx)
+	defer cancel()
+	if err := s.temporal.SignalWorkflow(sctx, opID, "", workflows.SignalResolve, res); err != nil {
 		r := opReply(StatusTemporarilyUnavailable, opID)
 		r.err = fmt.Errorf("signal resolve %s: %w", opID, err)
 		r.data.Detail = "the workflow engine could not be reached"
