@@ -38,6 +38,19 @@ func clearFaults(t testing.TB, s *testenv.Stack) {
 	resp.Body.Close()
 }
 
+// confirmThenKillWorker sets the simulator's faults (hang_after_commit_ms
+// among them), confirms — the answer is in_progress — waits until the
+// simulator has executed the operation and is holding its answer, then kills
+// the worker with SIGKILL and starts a new one.
+func confirmThenKillWorker(t testing.TB, s *testenv.Stack, scope, fp, id string, params, faults map[string]any) {
+	t.Helper()
+	setFaults(t, s, faults)
+	c := confirm(t, s, "dev-alice", scope, fp, params)
+	require.Equal(t, "in_progress", c.str("status"), c.String())
+	waitExecutions(t, s, id, 1)
+	s.RestartWorker(t)
+}
+
 // TestWorkerKilledDuringHold: the simulator commits and holds its answer; the
 // worker dies; a new worker retries with the same Idempotency-Key and gets the
 // simulator's original transfer.
@@ -45,12 +58,7 @@ func TestWorkerKilledDuringHold(t *testing.T) {
 	s := testenv.StartStack(t, testenv.StackOptions{})
 	params := transferParams("250.00")
 	fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
-	setFaults(t, s, map[string]any{"hang_after_commit_ms": 20000})
-
-	c := confirm(t, s, "dev-alice", "payments.transfer", fp, params)
-	require.Equal(t, "in_progress", c.str("status"), c.String())
-	waitExecutions(t, s, id, 1)
-	s.RestartWorker(t)
+	confirmThenKillWorker(t, s, "payments.transfer", fp, id, params, map[string]any{"hang_after_commit_ms": 20000})
 	clearFaults(t, s)
 
 	done := waitStatus(t, s, "dev-alice", id, "completed", "failed")
@@ -72,12 +80,7 @@ func TestLegacyWorkerKilledReconciles(t *testing.T) {
 	s := testenv.StartStack(t, testenv.StackOptions{})
 	params := transferParams("260.00")
 	fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
-	setFaults(t, s, map[string]any{"hang_after_commit_ms": 20000})
-
-	c := confirm(t, s, "dev-alice", "payments.legacy_transfer", fp, params)
-	require.Equal(t, "in_progress", c.str("status"), c.String())
-	waitExecutions(t, s, id, 1)
-	s.RestartWorker(t)
+	confirmThenKillWorker(t, s, "payments.legacy_transfer", fp, id, params, map[string]any{"hang_after_commit_ms": 20000})
 	clearFaults(t, s)
 
 	done := waitStatus(t, s, "dev-alice", id, "completed", "failed")
@@ -93,12 +96,7 @@ func TestLegacyNeedsManualReview(t *testing.T) {
 	s := testenv.StartStack(t, testenv.StackOptions{})
 	params := transferParams("270.00")
 	fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
-	setFaults(t, s, map[string]any{"hang_after_commit_ms": 20000, "status_unavailable": true})
-
-	c := confirm(t, s, "dev-alice", "payments.legacy_transfer", fp, params)
-	require.Equal(t, "in_progress", c.str("status"), c.String())
-	waitExecutions(t, s, id, 1)
-	s.RestartWorker(t)
+	confirmThenKillWorker(t, s, "payments.legacy_transfer", fp, id, params, map[string]any{"hang_after_commit_ms": 20000, "status_unavailable": true})
 
 	review := waitStatus(t, s, "dev-alice", id, "needs_manual_review")
 	assert.Equal(t, http.StatusAccepted, review.Code)

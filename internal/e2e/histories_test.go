@@ -59,11 +59,7 @@ func TestRecordHistories(t *testing.T) {
 	t.Run("legacy_worker_killed_reconciled", func(t *testing.T) {
 		params := transferParams("42.00")
 		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
-		setFaults(t, s, map[string]any{"hang_after_commit_ms": 20000})
-		c := confirm(t, s, "dev-alice", "payments.legacy_transfer", fp, params)
-		require.Equal(t, "in_progress", c.str("status"), c.String())
-		waitExecutions(t, s, id, 1)
-		s.RestartWorker(t)
+		confirmThenKillWorker(t, s, "payments.legacy_transfer", fp, id, params, map[string]any{"hang_after_commit_ms": 20000})
 		clearFaults(t, s)
 
 		done := waitStatus(t, s, "dev-alice", id, "completed", "failed")
@@ -75,11 +71,7 @@ func TestRecordHistories(t *testing.T) {
 	t.Run("legacy_needs_review_resolved", func(t *testing.T) {
 		params := transferParams("43.00")
 		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
-		setFaults(t, s, map[string]any{"hang_after_commit_ms": 20000, "status_unavailable": true})
-		c := confirm(t, s, "dev-alice", "payments.legacy_transfer", fp, params)
-		require.Equal(t, "in_progress", c.str("status"), c.String())
-		waitExecutions(t, s, id, 1)
-		s.RestartWorker(t)
+		confirmThenKillWorker(t, s, "payments.legacy_transfer", fp, id, params, map[string]any{"hang_after_commit_ms": 20000, "status_unavailable": true})
 
 		waitStatus(t, s, "dev-alice", id, "needs_manual_review")
 		clearFaults(t, s)
