@@ -24,6 +24,16 @@ type Faults struct {
 	HangAfterCommitMS int `json:"hang_after_commit_ms"`
 	// StatusUnavailable makes GET /legacy/transfers answer 503.
 	StatusUnavailable bool `json:"status_unavailable"`
+	// CommitDelayMS processes and commits each transfer that long after it
+	// was received, detached from the caller's connection: a caller that
+	// times out or hangs up does not stop it, as on real servers.
+	CommitDelayMS int `json:"commit_delay_ms"`
+	// StatusLagMS makes GET /legacy/transfers see a transfer only that long
+	// after it was committed (a read replica or a search index behind).
+	StatusLagMS int `json:"status_lag_ms"`
+	// FailAfterCommit is how many of the next transfers that execute commit
+	// and then answer 500 instead of their result; each decrements it.
+	FailAfterCommit int `json:"fail_after_commit"`
 }
 
 // faultsRequest is the body of PUT /_sim/faults: absent fields are zero.
@@ -32,14 +42,19 @@ type faultsRequest struct {
 	FailNext          *int  `json:"fail_next"`
 	HangAfterCommitMS *int  `json:"hang_after_commit_ms"`
 	StatusUnavailable *bool `json:"status_unavailable"`
+	CommitDelayMS     *int  `json:"commit_delay_ms"`
+	StatusLagMS       *int  `json:"status_lag_ms"`
+	FailAfterCommit   *int  `json:"fail_after_commit"`
 }
 
 // loadFaults reads the current fault set; a missing row is no fault.
 func (s *Server) loadFaults(ctx context.Context) (Faults, error) {
 	var f Faults
 	err := s.pool.QueryRow(ctx, `
-		SELECT latency_ms, fail_next, hang_after_commit_ms, status_unavailable
-		FROM sim_faults WHERE id`).Scan(&f.LatencyMS, &f.FailNext, &f.HangAfterCommitMS, &f.StatusUnavailable)
+		SELECT latency_ms, fail_next, hang_after_commit_ms, status_unavailable,
+			commit_delay_ms, status_lag_ms, fail_after_commit
+		FROM sim_faults WHERE id`).Scan(&f.LatencyMS, &f.FailNext, &f.HangAfterCommitMS, &f.StatusUnavailable,
+		&f.CommitDelayMS, &f.StatusLagMS, &f.FailAfterCommit)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Faults{}, nil
 	}
@@ -52,11 +67,14 @@ func (s *Server) loadFaults(ctx context.Context) (Faults, error) {
 // storeFaults replaces the fault set.
 func (s *Server) storeFaults(ctx context.Context, f Faults) error {
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO sim_faults (id, latency_ms, fail_next, hang_after_commit_ms, status_unavailable)
-		VALUES (true, $1, $2, $3, $4)
+		INSERT INTO sim_faults (id, latency_ms, fail_next, hang_after_commit_ms, status_unavailable,
+			commit_delay_ms, status_lag_ms, fail_after_commit)
+		VALUES (true, $1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (id) DO UPDATE SET latency_ms = EXCLUDED.latency_ms, fail_next = EXCLUDED.fail_next,
-			hang_after_commit_ms = EXCLUDED.hang_after_commit_ms, status_unavailable = EXCLUDED.status_unavailable`,
-		f.LatencyMS, f.FailNext, f.HangAfterCommitMS, f.StatusUnavailable)
+			hang_after_commit_ms = EXCLUDED.hang_after_commit_ms, status_unavailable = EXCLUDED.status_unavailable,
+			commit_delay_ms = EXCLUDED.commit_delay_ms, status_lag_ms = EXCLUDED.status_lag_ms,
+			fail_after_commit = EXCLUDED.fail_after_commit`,
+		f.LatencyMS, f.FailNext, f.HangAfterCommitMS, f.StatusUnavailable, f.CommitDelayMS, f.StatusLagMS, f.FailAfterCommit)
 	if err != nil {
 		return fmt.Errorf("store faults: %w", err)
 	}
@@ -72,6 +90,82 @@ func (s *Server) consumeFailNext(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("consume fail_next: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// consumeFailAfterCommit atomically takes one fail_after_commit, as
+// consumeFailNext does for fail_next.
+func (s *Server) consumeFailAfterCommit(ctx context.Context) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE sim_faults SET fail_after_commit = fail_after_commit - 1 WHERE id AND fail_after_commit > 0`)
+	if err != nil {
+		return false, fmt.Errorf("consume fail_after_commit: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// committed is the outcome of processing one transfer request.
+type committed struct {
+	status   int
+	body     []byte
+	executed bool // this request executed a transfer
+	replayed bool // the answer is a stored first response
+	err      error
+}
+
+// commitDetached runs process, which validates, executes and commits a
+// transfer, commit_delay_ms after the request was received and detached from
+// the caller's connection, as real servers do: a caller that timed out or
+// hung up does not stop the commit. It returns process's outcome, or false
+// when the caller left before it was known (the commit still happens).
+func (s *Server) commitDetached(r *http.Request, f Faults, process func(ctx context.Context) committed) (committed, bool) {
+	done := make(chan committed, 1)
+	ctx := context.WithoutCancel(r.Context())
+	delay := time.Duration(f.CommitDelayMS) * time.Millisecond
+	go func() {
+		if delay > 0 {
+			time.Sleep(delay)
+		}
+		c := process(ctx)
+		if c.err == nil && c.executed {
+			s.logger.InfoContext(ctx, "transfer committed", "path", r.URL.Path, "commit_delay_ms", f.CommitDelayMS)
+		}
+		done <- c
+	}()
+	select {
+	case c := <-done:
+		return c, true
+	case <-r.Context().Done():
+		s.logger.InfoContext(ctx, "caller left before the commit; processing goes on", "path", r.URL.Path)
+		return committed{}, false
+	}
+}
+
+// answerCommitted writes the outcome of a processed transfer: a database
+// failure is 503, an injected fail_after_commit turns an executed transfer's
+// answer into 500 (the transfer stays committed), a stored first response is
+// marked Idempotent-Replayed; an executed transfer's answer is held
+// hang_after_commit_ms.
+func (s *Server) answerCommitted(w http.ResponseWriter, r *http.Request, f Faults, c committed) {
+	if c.err != nil {
+		s.internalError(w, r, c.err)
+		return
+	}
+	if c.executed {
+		failed, err := s.consumeFailAfterCommit(r.Context())
+		if err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		if failed {
+			writeError(w, http.StatusInternalServerError, CodeInternal,
+				"injected failure (fail_after_commit): the transfer was committed, but this answer is lost")
+			return
+		}
+		hangAfterCommit(r.Context(), f)
+	}
+	if c.replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeRaw(w, c.status, c.body)
 }
 
 // beforeRequest applies the faults common to transfer, quote and status
@@ -153,6 +247,9 @@ func (s *Server) handlePutFaults(w http.ResponseWriter, r *http.Request) {
 		{"latency_ms", req.LatencyMS, &f.LatencyMS},
 		{"fail_next", req.FailNext, &f.FailNext},
 		{"hang_after_commit_ms", req.HangAfterCommitMS, &f.HangAfterCommitMS},
+		{"commit_delay_ms", req.CommitDelayMS, &f.CommitDelayMS},
+		{"status_lag_ms", req.StatusLagMS, &f.StatusLagMS},
+		{"fail_after_commit", req.FailAfterCommit, &f.FailAfterCommit},
 	} {
 		if field.in == nil {
 			continue

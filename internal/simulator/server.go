@@ -6,7 +6,9 @@
 // key, replays the first response, like Stripe), a legacy endpoint that
 // ignores the key and executes on every call, a status lookup by
 // client_reference, fee quotes, execution counters for tests, and faults
-// (latency, 503s, hanging after commit, an unavailable status endpoint) stored
+// (latency, 503s, hanging after commit, an unavailable status endpoint, and,
+// like real servers, a commit that happens after the caller gave up, a status
+// endpoint that lags behind commits, a 500 after a commit) stored
 // in PostgreSQL so that they apply to every simulator process sharing the
 // database and survive restarts.
 package simulator

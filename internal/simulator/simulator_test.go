@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -320,6 +321,69 @@ func TestFaults(t *testing.T) {
 		assert.Equal(t, 1, b.count(t, "op-h"))
 	})
 
+	t.Run("commit_delay commits after the caller gave up", func(t *testing.T) {
+		t.Parallel()
+		b := setup(ctx, t)
+		b.setFaults(t, `{"commit_delay_ms":1200}`)
+		for _, tc := range []struct{ path, ref string }{{"/legacy/transfers", "op-late"}, {"/v1/transfers", "k-late"}} {
+			rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			body := fmt.Sprintf(`{"amount":1,"currency":"USD","payee_id":"p","client_reference":%q}`, tc.ref)
+			req, err := http.NewRequestWithContext(rctx, http.MethodPost, b.url+tc.path, bytes.NewBufferString(body))
+			require.NoError(t, err)
+			req.Header.Set("Idempotency-Key", tc.ref)
+			sentAt := time.Now()
+			_, err = b.client.Do(req)
+			cancel()
+			require.Error(t, err, "the caller times out before the commit")
+			assert.Equal(t, 0, b.count(t, tc.ref), "%s: nothing is committed before the delay", tc.path)
+			require.Eventually(t, func() bool { return b.count(t, tc.ref) == 1 }, 10*time.Second, 50*time.Millisecond,
+				"%s: the abandoned request commits anyway", tc.path)
+			assert.GreaterOrEqual(t, time.Since(sentAt), 1200*time.Millisecond)
+		}
+		// A waiting caller gets the answer after the delay.
+		start := time.Now()
+		a := b.do(t, http.MethodPost, "/legacy/transfers", `{"amount":2,"currency":"USD","payee_id":"p","client_reference":"op-wait"}`, nil)
+		assert.Equal(t, http.StatusCreated, a.status, "%s", a.body)
+		assert.GreaterOrEqual(t, time.Since(start), 1200*time.Millisecond)
+		assert.Equal(t, 1, b.count(t, "op-wait"))
+	})
+
+	t.Run("status_lag hides a commit from the status endpoint for a while", func(t *testing.T) {
+		t.Parallel()
+		b := setup(ctx, t)
+		b.setFaults(t, `{"status_lag_ms":1500}`)
+		a := b.do(t, http.MethodPost, "/legacy/transfers", `{"amount":3,"currency":"USD","payee_id":"p","client_reference":"op-lag"}`, nil)
+		require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
+		committedAt := time.Now()
+		assert.Equal(t, 1, b.count(t, "op-lag"), "the transfer is committed")
+		assert.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, "/legacy/transfers?client_reference=op-lag", nil, nil).status,
+			"the status endpoint does not see it yet")
+		require.Eventually(t, func() bool {
+			return b.do(t, http.MethodGet, "/legacy/transfers?client_reference=op-lag", nil, nil).status == http.StatusOK
+		}, 10*time.Second, 50*time.Millisecond)
+		assert.GreaterOrEqual(t, time.Since(committedAt), 1400*time.Millisecond)
+	})
+
+	t.Run("fail_after_commit commits, then answers 500", func(t *testing.T) {
+		t.Parallel()
+		b := setup(ctx, t)
+		b.setFaults(t, `{"fail_after_commit":1}`)
+		first := b.do(t, http.MethodPost, "/v1/transfers", transferBody("4"), key("k-fac"))
+		assert.Equal(t, http.StatusInternalServerError, first.status, "%s", first.body)
+		assert.Equal(t, 1, b.count(t, "op-1"), "committed despite the 500")
+		again := b.do(t, http.MethodPost, "/v1/transfers", transferBody("4"), key("k-fac"))
+		assert.Equal(t, http.StatusCreated, again.status, "a retry with the same key replays the committed transfer")
+		assert.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+		assert.Equal(t, 1, b.count(t, "op-1"))
+		assert.Equal(t, 0, int(b.do(t, http.MethodGet, "/_sim/faults", nil, nil).json(t)["fail_after_commit"].(float64)))
+
+		b.setFaults(t, `{"fail_after_commit":1}`)
+		legacy := b.do(t, http.MethodPost, "/legacy/transfers", `{"amount":5,"currency":"USD","payee_id":"p","client_reference":"op-fac"}`, nil)
+		assert.Equal(t, http.StatusInternalServerError, legacy.status)
+		assert.Equal(t, 1, b.count(t, "op-fac"))
+		assert.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/legacy/transfers?client_reference=op-fac", nil, nil).status)
+	})
+
 	t.Run("latency delays requests", func(t *testing.T) {
 		t.Parallel()
 		b := setup(ctx, t)
@@ -345,10 +409,10 @@ func TestFaults(t *testing.T) {
 		b.setFaults(t, `{"latency_ms":5,"fail_next":3,"hang_after_commit_ms":7,"status_unavailable":true}`)
 		b.setFaults(t, `{"fail_next":1}`)
 		got := b.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":false}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0}`, string(got.body))
 		assert.Equal(t, http.StatusOK, b.do(t, http.MethodDelete, "/_sim/faults", nil, nil).status)
 		got = b.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":0,"hang_after_commit_ms":0,"status_unavailable":false}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":0,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0}`, string(got.body))
 
 		bad := b.do(t, http.MethodPut, "/_sim/faults", `{"fail_next":-1}`, nil)
 		assert.Equal(t, http.StatusBadRequest, bad.status)
@@ -366,10 +430,10 @@ func TestFaults(t *testing.T) {
 	t.Run("faults survive a new server on the same database", func(t *testing.T) {
 		t.Parallel()
 		b := setup(ctx, t)
-		b.setFaults(t, `{"fail_next":1,"status_unavailable":true}`)
+		b.setFaults(t, `{"fail_next":1,"status_unavailable":true,"commit_delay_ms":5}`)
 		other := &testBundle{url: startServer(ctx, t, b.pool), client: b.client}
 		got := other.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":true}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":true,"commit_delay_ms":5,"status_lag_ms":0,"fail_after_commit":0}`, string(got.body))
 		assert.Equal(t, http.StatusServiceUnavailable, other.do(t, http.MethodPost, "/v1/transfers", transferBody("1"), key("k-s")).status)
 		assert.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/transfers", transferBody("1"), key("k-s")).status)
 	})

@@ -106,24 +106,22 @@ func (s *Server) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	status, body, executed, replayed, err := s.executeOnce(r.Context(), key, p)
-	if errors.Is(err, errKeyReuse) {
+	c, ok := s.commitDetached(r, faults, func(ctx context.Context) committed {
+		status, body, executed, replayed, err := s.executeOnce(ctx, key, p)
+		if executed {
+			s.logger.InfoContext(ctx, "transfer executed", "kind", kindIdempotent, "idempotency_key", key)
+		}
+		return committed{status: status, body: body, executed: executed, replayed: replayed, err: err}
+	})
+	if !ok {
+		return
+	}
+	if errors.Is(c.err, errKeyReuse) {
 		writeError(w, http.StatusConflict, CodeIdempotencyKeyReuse,
 			"this Idempotency-Key was already used with different parameters")
 		return
 	}
-	if err != nil {
-		s.internalError(w, r, err)
-		return
-	}
-	if replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	if executed {
-		s.logger.InfoContext(r.Context(), "transfer executed", "kind", kindIdempotent, "idempotency_key", key)
-		hangAfterCommit(r.Context(), faults)
-	}
-	writeRaw(w, status, body)
+	s.answerCommitted(w, r, faults, c)
 }
 
 // errKeyReuse is an Idempotency-Key sent again with other parameters.
@@ -204,14 +202,19 @@ func (s *Server) handleLegacyTransfer(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, insufficientFunds(p))
 		return
 	}
-	t := s.newTransfer(p)
-	if err := insertTransfer(r.Context(), s.pool, kindLegacy, "", t); err != nil {
-		s.internalError(w, r, err)
+	c, ok := s.commitDetached(r, faults, func(ctx context.Context) committed {
+		t := s.newTransfer(p)
+		if err := insertTransfer(ctx, s.pool, kindLegacy, "", t); err != nil {
+			return committed{err: err}
+		}
+		s.logger.InfoContext(ctx, "transfer executed", "kind", kindLegacy, "client_reference", p.clientReference)
+		body, err := json.Marshal(t)
+		return committed{status: http.StatusCreated, body: body, executed: true, err: err}
+	})
+	if !ok {
 		return
 	}
-	s.logger.InfoContext(r.Context(), "transfer executed", "kind", kindLegacy, "client_reference", p.clientReference)
-	hangAfterCommit(r.Context(), faults)
-	writeJSON(w, http.StatusCreated, t)
+	s.answerCommitted(w, r, faults, c)
 }
 
 // handleLegacyStatus is GET /legacy/transfers?client_reference=X: the most
@@ -237,8 +240,8 @@ func (s *Server) handleLegacyStatus(w http.ResponseWriter, r *http.Request) {
 	)
 	err := s.pool.QueryRow(r.Context(), `
 		SELECT id, amount::text, currency, payee_id, memo, client_reference, created_at
-		FROM sim_transfer WHERE client_reference = $1
-		ORDER BY created_at DESC, id DESC LIMIT 1`, ref).
+		FROM sim_transfer WHERE client_reference = $1 AND created_at <= $2
+		ORDER BY created_at DESC, id DESC LIMIT 1`, ref, s.now().Add(-time.Duration(faults.StatusLagMS)*time.Millisecond)).
 		Scan(&t.ID, &t.Amount, &t.Currency, &t.PayeeID, &memo, &cr, &createdAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no transfer has this client_reference")
@@ -288,7 +291,8 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, fmt.Errorf("truncate: %w", err))
 		return
 	}
-	if _, err := tx.Exec(r.Context(), `UPDATE sim_faults SET latency_ms = 0, fail_next = 0, hang_after_commit_ms = 0, status_unavailable = false`); err != nil {
+	if _, err := tx.Exec(r.Context(), `UPDATE sim_faults SET latency_ms = 0, fail_next = 0, hang_after_commit_ms = 0, status_unavailable = false,
+		commit_delay_ms = 0, status_lag_ms = 0, fail_after_commit = 0`); err != nil {
 		s.internalError(w, r, fmt.Errorf("clear faults: %w", err))
 		return
 	}
