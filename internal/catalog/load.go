@@ -23,8 +23,11 @@ const (
 	// DefaultReconcileAttempts is the default number of status queries.
 	DefaultReconcileAttempts = 5
 	// DefaultBackoffMaxFactor sets backoff_max, when left out, to this many
-	// times backoff (Temporal's default maximum interval).
+	// times the initial retry interval (Temporal's default maximum interval).
 	DefaultBackoffMaxFactor = 100
+	// DefaultRetryInterval is the first retry interval when backoff is left
+	// out or zero (Temporal's own default initial interval).
+	DefaultRetryInterval = time.Second
 )
 
 // Load reads the catalog file at path and parses it as Parse does.
@@ -164,4 +167,7 @@ type rawDownstream struct {
 	ResultRef            string `yaml:"result_ref"`
 	ReconcileDelay       string `yaml:"reconcile_delay"`
 	ReconcileAttempts    *int   `yaml:"reconcile_attempts"`
+	MaxProcessingTime    string `yaml:"max_processing_time"`
+	StatusLag            string `yaml:"status_lag"`
+	KeyRetention         string `yaml:"idempotency_key_retention"`
 }

@@ -40,6 +40,11 @@ func action(scope string, top, down map[string]string) string {
 		"backoff":                "500ms",
 		"backoff_max":            "5s",
 		"result_ref":             "id",
+		// the key's retention only applies to a downstream that honours it
+		"idempotency_key_retention": "24h",
+	}
+	if down["honors_idempotency_key"] == "false" {
+		downDefaults["idempotency_key_retention"] = ""
 	}
 	var b strings.Builder
 	b.WriteString("  " + scope + ":\n")
@@ -56,7 +61,7 @@ func action(scope string, top, down map[string]string) string {
 		}
 	}
 	b.WriteString("    downstream:\n")
-	for _, k := range []string{"execute", "honors_idempotency_key", "status", "quote", "timeout", "attempts", "backoff", "backoff_max", "result_ref", "reconcile_delay", "reconcile_attempts"} {
+	for _, k := range []string{"execute", "honors_idempotency_key", "status", "quote", "timeout", "attempts", "backoff", "backoff_max", "result_ref", "reconcile_delay", "reconcile_attempts", "max_processing_time", "status_lag", "idempotency_key_retention"} {
 		v, ok := down[k]
 		if !ok {
 			v = downDefaults[k]
@@ -108,6 +113,8 @@ func TestDevCatalogLoads(t *testing.T) {
 		ResultRef:            "id",
 		ReconcileDelay:       2 * time.Second,
 		ReconcileAttempts:    5,
+
+		IdempotencyKeyRetention: 24 * time.Hour,
 	}, tr.Downstream)
 	// 5s × 5 + (0.5 + 1 + 2 + 4)s + 1.5s
 	assert.Equal(t, 34*time.Second, tr.WorstCase(gatewayWait))
@@ -121,8 +128,11 @@ func TestDevCatalogLoads(t *testing.T) {
 	assert.Empty(t, legacy.Downstream.Quote)
 	assert.Equal(t, "id", legacy.Downstream.ResultRef)
 	assert.Equal(t, 15*time.Minute, legacy.FingerprintTTL)
-	// 5s × 1 + 0 + 1.5s + 2s × 5
-	assert.Equal(t, 16500*time.Millisecond, legacy.WorstCase(gatewayWait))
+	assert.Equal(t, 30*time.Second, legacy.Downstream.MaxProcessingTime)
+	assert.Equal(t, 5*time.Second, legacy.Downstream.StatusLag)
+	// execute 5s + gateway 1.5s + reconcile delay 2s + status query
+	// (5s × 5 + 1+2+4+8 s = 40s) + window (30s + 5s) + one more query 40s
+	assert.Equal(t, 123500*time.Millisecond, legacy.WorstCase(gatewayWait))
 }
 
 func TestDevCatalogNeedsDownstreamURL(t *testing.T) {
@@ -152,7 +162,28 @@ func TestTTLRefusals(t *testing.T) {
 		{"reconcile counts for a downstream that ignores the key",
 			map[string]string{"in_flight_ttl": "15s"},
 			map[string]string{"honors_idempotency_key": "false", "attempts": "1", "status": "http://x/legacy", "reconcile_delay": "3s", "reconcile_attempts": "4"},
-			"payments.transfer: in_flight_ttl 15s must be > worst case 18.5s (timeout 5s × 1 attempts + backoff 0s + gateway wait 1.5s + reconcile delay 3s × 4 reconcile attempts)"},
+			"payments.transfer: in_flight_ttl 15s must be > worst case 33s (timeout 5s × 1 attempts + backoff 0s + gateway wait 1.5s + reconciliation 26.5s: reconcile delay 3s + status query 23.5s (timeout 5s × 4 reconcile attempts + backoff 3.5s))"},
+		{"the processing window counts",
+			map[string]string{"in_flight_ttl": "50s"},
+			map[string]string{"honors_idempotency_key": "false", "attempts": "1", "status": "http://x/legacy", "reconcile_delay": "1s",
+				"reconcile_attempts": "2", "backoff": "1s", "max_processing_time": "20s", "status_lag": "5s"},
+			"payments.transfer: in_flight_ttl 50s must be > worst case 54.5s (timeout 5s × 1 attempts + backoff 0s + gateway wait 1.5s + reconciliation 48s: " +
+				"reconcile delay 1s + status query 11s (timeout 5s × 2 reconcile attempts + backoff 1s) + max processing time 20s + status lag 5s + one more status query)"},
+		{"max_processing_time needs a status endpoint",
+			nil, map[string]string{"honors_idempotency_key": "false", "attempts": "1", "max_processing_time": "20s"},
+			"payments.transfer: downstream.max_processing_time needs downstream.status"},
+		{"status_lag needs max_processing_time",
+			nil, map[string]string{"honors_idempotency_key": "false", "attempts": "1", "status": "http://x/legacy", "status_lag": "5s"},
+			"payments.transfer: downstream.status_lag needs downstream.max_processing_time"},
+		{"an honouring downstream declares its key retention",
+			nil, map[string]string{"idempotency_key_retention": ""},
+			"payments.transfer: downstream.idempotency_key_retention is required when honors_idempotency_key is true"},
+		{"key retention shorter than one attempt",
+			nil, map[string]string{"idempotency_key_retention": "3s"},
+			"payments.transfer: downstream.idempotency_key_retention 3s must be > timeout 5s"},
+		{"key retention of a downstream that ignores the key",
+			nil, map[string]string{"honors_idempotency_key": "false", "attempts": "1", "idempotency_key_retention": "24h"},
+			"payments.transfer: downstream.idempotency_key_retention applies only when honors_idempotency_key is true"},
 		{"terminal shorter than fingerprint",
 			map[string]string{"terminal_ttl": "10m", "fingerprint_ttl": "15m"}, nil,
 			"payments.transfer: terminal_ttl 10m must be >= fingerprint_ttl 15m"},
@@ -180,11 +211,17 @@ func TestWorstCaseBoundary(t *testing.T) {
 	require.NoError(t, err)
 	a, _ := c.Lookup("a.ok")
 	assert.Equal(t, 34*time.Second, a.WorstCase(gatewayWait))
-	// A downstream that honours the key does not add reconciliation.
+	// A status endpoint adds reconciliation after the last attempt, for
+	// any downstream: reconcile delay 2s + one status query (5s × 5
+	// reconcile attempts + 0.5+1+2+4 s backoff = 32.5s).
 	a.Downstream.Status = "http://x/status"
-	assert.Equal(t, 34*time.Second, a.WorstCase(gatewayWait))
+	assert.Equal(t, 68500*time.Millisecond, a.WorstCase(gatewayWait))
+	// A downstream that ignores the key is called once: 5s + 1.5s + 2s + 32.5s.
 	a.Downstream.HonorsIdempotencyKey = false
-	assert.Equal(t, 44*time.Second, a.WorstCase(gatewayWait))
+	assert.Equal(t, 41*time.Second, a.WorstCase(gatewayWait))
+	// Its processing window adds the window and one more status query.
+	a.Downstream.MaxProcessingTime, a.Downstream.StatusLag = 20*time.Second, 3*time.Second
+	assert.Equal(t, 96500*time.Millisecond, a.WorstCase(gatewayWait))
 }
 
 func TestAllProblemsAtOnce(t *testing.T) {

@@ -67,8 +67,23 @@ type Downstream struct {
 	ResultRef string `yaml:"result_ref" json:"result_ref"`
 	// ReconcileDelay is how long to wait before asking Status after an unknown answer.
 	ReconcileDelay time.Duration `yaml:"reconcile_delay" json:"reconcile_delay"`
-	// ReconcileAttempts bounds the status queries before NEEDS_REVIEW.
+	// ReconcileAttempts bounds the attempts of one status query (its
+	// retries when the status endpoint fails) before NEEDS_REVIEW.
 	ReconcileAttempts int `yaml:"reconcile_attempts" json:"reconcile_attempts"`
+	// MaxProcessingTime is, for a downstream that ignores the key, how long
+	// after a request was sent it may still commit it (real servers go on
+	// processing after the caller gave up). A status "not found" proves "not
+	// executed" only once this window, plus StatusLag, has passed since the
+	// last send. Zero means undeclared: "not found" then proves nothing and
+	// the operation goes to manual review.
+	MaxProcessingTime time.Duration `yaml:"max_processing_time" json:"max_processing_time,omitempty"`
+	// StatusLag is how long after a commit the status endpoint may still
+	// answer "not found" (a replica or an index behind the primary).
+	StatusLag time.Duration `yaml:"status_lag" json:"status_lag,omitempty"`
+	// IdempotencyKeyRetention is, for a downstream that honours the key, how
+	// long it remembers a key after its first use. No attempt is sent after
+	// that: a resend could execute the operation again.
+	IdempotencyKeyRetention time.Duration `yaml:"idempotency_key_retention" json:"idempotency_key_retention,omitempty"`
 }
 
 // Action is one scope of the catalog.

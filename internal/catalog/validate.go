@@ -36,39 +36,15 @@ func (e *ValidationError) Unwrap() error { return ErrInvalid }
 // Scopes returns the scopes of the catalog, sorted.
 func (c *Catalog) Scopes() []string { return slices.Sorted(maps.Keys(c.Actions)) }
 
-// TotalBackoff returns the sum of the waits between Attempts calls: the
-// first wait is Backoff, each next one doubles, and each is capped at
-// BackoffMax (when BackoffMax is positive).
-func (d *Downstream) TotalBackoff() time.Duration {
-	var total time.Duration
-	wait := d.Backoff
-	for i := 1; i < d.Attempts; i++ {
-		w := wait
-		if d.BackoffMax > 0 && w > d.BackoffMax {
-			w = d.BackoffMax
-		}
-		total = satAdd(total, w)
-		wait = satMul(wait, 2)
-	}
-	return total
-}
-
-// reconciles reports whether an unknown answer is reconciled through the
-// status endpoint (a downstream that ignores the key and has one).
-func (d *Downstream) reconciles() bool { return !d.HonorsIdempotencyKey && d.Status != "" }
-
-// WorstCase returns the longest an operation of a can stay IN_FLIGHT:
-// timeout × attempts + the total backoff + gatewayWait, plus
-// reconcile_delay × reconcile_attempts for a downstream that ignores the
-// Idempotency-Key and has a status endpoint. in_flight_ttl must exceed it.
+// WorstCase returns the longest an operation of a can stay IN_FLIGHT before
+// its outcome is known or it goes to manual review: the execute call with
+// all its retries (Downstream.ExecuteRetry), gatewayWait, and the
+// reconciliation after an unknown answer (Downstream.ReconcileWorst). It is
+// computed from the same schedules the workflow runs. in_flight_ttl must
+// exceed it.
 func (a *Action) WorstCase(gatewayWait time.Duration) time.Duration {
 	d := &a.Downstream
-	w := satAdd(satMul(d.Timeout, int64(d.Attempts)), d.TotalBackoff())
-	w = satAdd(w, gatewayWait)
-	if d.reconciles() {
-		w = satAdd(w, satMul(d.ReconcileDelay, int64(d.ReconcileAttempts)))
-	}
-	return w
+	return satAdd(satAdd(d.ExecuteRetry().Worst(), gatewayWait), d.ReconcileWorst())
 }
 
 func satAdd(a, b time.Duration) time.Duration {
@@ -250,10 +226,16 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 	if ifOK && downOK && gatewayWait >= 0 {
 		if worst := a.WorstCase(gatewayWait); a.InFlightTTL <= worst {
 			d := &a.Downstream
+			exec := d.ExecuteRetry()
 			msg := fmt.Sprintf("in_flight_ttl %s must be > worst case %s (timeout %s × %d attempts + backoff %s + gateway wait %s",
-				fmtDur(a.InFlightTTL), fmtDur(worst), fmtDur(d.Timeout), d.Attempts, fmtDur(d.TotalBackoff()), fmtDur(gatewayWait))
+				fmtDur(a.InFlightTTL), fmtDur(worst), fmtDur(exec.Timeout), exec.Attempts, fmtDur(exec.Waits()), fmtDur(gatewayWait))
 			if d.reconciles() {
-				msg += fmt.Sprintf(" + reconcile delay %s × %d reconcile attempts", fmtDur(d.ReconcileDelay), d.ReconcileAttempts)
+				msg += fmt.Sprintf(" + reconciliation %s: reconcile delay %s + status query %s (timeout %s × %d reconcile attempts + backoff %s)",
+					fmtDur(d.ReconcileWorst()), fmtDur(d.ReconcileDelay), fmtDur(d.ReconcileRetry().Worst()),
+					fmtDur(d.Timeout), d.ReconcileRetry().Attempts, fmtDur(d.ReconcileRetry().Waits()))
+				if d.ProvesNotExecuted() {
+					msg += fmt.Sprintf(" + max processing time %s + status lag %s + one more status query", fmtDur(d.MaxProcessingTime), fmtDur(d.StatusLag))
+				}
 			}
 			p.addf("%s)", msg)
 		}
@@ -324,5 +306,48 @@ func buildDownstream(p problems, d *Downstream, r rawDownstream) bool {
 		p.addf("downstream.reconcile_attempts %d must be between 1 and %d", d.ReconcileAttempts, MaxAttempts)
 		rdOK = false
 	}
-	return ok && rdOK
+	return ok && rdOK && buildLateCommit(p, d, r)
+}
+
+// buildLateCommit fills the settings that say when a downstream may commit
+// late or forget a key (max_processing_time, status_lag,
+// idempotency_key_retention) and reports whether they are valid.
+func buildLateCommit(p problems, d *Downstream, r rawDownstream) bool {
+	var mOK, lOK, kOK bool
+	if d.MaxProcessingTime, mOK = p.duration("downstream.max_processing_time", r.MaxProcessingTime, 0, false); mOK {
+		switch {
+		case d.MaxProcessingTime < 0:
+			p.addf("downstream.max_processing_time %s must be >= 0", fmtDur(d.MaxProcessingTime))
+			mOK = false
+		case d.MaxProcessingTime > 0 && d.Status == "":
+			p.addf("downstream.max_processing_time needs downstream.status: without a status endpoint nothing can be reconciled")
+			mOK = false
+		}
+	}
+	if d.StatusLag, lOK = p.duration("downstream.status_lag", r.StatusLag, 0, false); lOK {
+		switch {
+		case d.StatusLag < 0:
+			p.addf("downstream.status_lag %s must be >= 0", fmtDur(d.StatusLag))
+			lOK = false
+		case d.StatusLag > 0 && d.MaxProcessingTime == 0:
+			p.addf("downstream.status_lag needs downstream.max_processing_time: a \"not found\" proves nothing without the processing window")
+			lOK = false
+		}
+	}
+	if d.IdempotencyKeyRetention, kOK = p.duration("downstream.idempotency_key_retention", r.KeyRetention, 0, false); kOK {
+		switch {
+		case d.IdempotencyKeyRetention != 0 && !d.HonorsIdempotencyKey:
+			p.addf("downstream.idempotency_key_retention applies only when honors_idempotency_key is true")
+			kOK = false
+		case d.HonorsIdempotencyKey && d.IdempotencyKeyRetention == 0:
+			p.addf("downstream.idempotency_key_retention is required when honors_idempotency_key is true " +
+				"(how long the downstream remembers a key, such as 24h: no retry is sent after it)")
+			kOK = false
+		case d.HonorsIdempotencyKey && d.IdempotencyKeyRetention <= d.Timeout:
+			p.addf("downstream.idempotency_key_retention %s must be > timeout %s: not even one attempt would fit",
+				fmtDur(d.IdempotencyKeyRetention), fmtDur(d.Timeout))
+			kOK = false
+		}
+	}
+	return mOK && lOK && kOK
 }
