@@ -122,11 +122,12 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 			state = idemstore.StateFailed
 		}
 		return workflows.ClaimResult{
-			State:      state,
-			Result:     rec.Result,
-			ResultRef:  rec.ResultRef,
-			Reason:     rec.Reason,
-			ResolvedBy: rec.ResolvedBy,
+			State:       state,
+			Result:      rec.Result,
+			ResultRef:   rec.ResultRef,
+			Reason:      rec.Reason,
+			FailureKind: rec.FailureKind,
+			ResolvedBy:  rec.ResolvedBy,
 		}, nil
 	case idemstore.OutcomeParamMismatch:
 		a.logger().Error("truth holds the operation with another param_hash", "operation_id", in.OperationID)
@@ -280,6 +281,7 @@ func (a *Activities) Finalize(ctx context.Context, in workflows.FinalizeInput) e
 		Result:         in.Result,
 		ResultRef:      in.ResultRef,
 		Reason:         in.Reason,
+		FailureKind:    in.FailureKind,
 		ResolvedBy:     in.ResolvedBy,
 		ResolutionNote: in.ResolutionNote,
 		TerminalTTL:    in.TerminalTTL,

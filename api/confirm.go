@@ -367,7 +367,7 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 	err := run.Get(wctx, &res)
 	if err == nil && res.State.Terminal() {
 		rec := idemstore.Record{Key: nonce, State: res.State, Result: res.Result, ResultRef: res.ResultRef,
-			Reason: res.Reason, ResolvedBy: res.ResolvedBy}
+			Reason: res.Reason, FailureKind: res.FailureKind, ResolvedBy: res.ResolvedBy}
 		s.refill(ctx, call, rec, owner)
 		return terminalReply(rec, replay)
 	}
@@ -404,7 +404,7 @@ func (s *Server) refill(ctx context.Context, call confirmCall, rec idemstore.Rec
 	defer cancel()
 	err := s.store.FinalizeFast(fctx, idemstore.Finalization{
 		Key: rec.Key, Owner: owner, State: rec.State, Result: rec.Result, ResultRef: rec.ResultRef,
-		Reason: rec.Reason, ResolvedBy: rec.ResolvedBy, TerminalTTL: call.action.TerminalTTL,
+		Reason: rec.Reason, FailureKind: rec.FailureKind, ResolvedBy: rec.ResolvedBy, TerminalTTL: call.action.TerminalTTL,
 	})
 	if err != nil && !errors.Is(err, idemstore.ErrNotOwner) && !errors.Is(err, idemstore.ErrAlreadyTerminal) {
 		s.log.WarnContext(ctx, "refill fast path", "operation_id", rec.Key, "err", err, "trace_id", call.traceID)
@@ -439,7 +439,11 @@ func terminalReply(rec idemstore.Record, replay bool) reply {
 			status = StatusAlreadyFailed
 		}
 		r = opReply(status, rec.Key).with("reason", rec.Reason)
+		if rec.FailureKind != "" {
+			r = r.with("failure_kind", string(rec.FailureKind))
+		}
 		r.data.Reason = rec.Reason
+		r.data.FailureKind = string(rec.FailureKind)
 	}
 	if rec.ResolvedBy != "" {
 		r = r.with("resolved_by", rec.ResolvedBy)

@@ -143,7 +143,7 @@ func (f *fakeStore) FindRecent(_ context.Context, subject, scope, paramHash stri
 	f.reads++
 	for _, r := range f.recs {
 		if r.Subject == subject && r.Scope == scope && r.ParamHash == paramHash && !r.CreatedAt.Before(since) &&
-			r.State != idemstore.StateFailed {
+			(r.State != idemstore.StateFailed || r.FailureKind != idemstore.FailureRefused) {
 			return r.Record, nil
 		}
 	}

@@ -190,6 +190,7 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 		r.data.RecentOperationID = recent.Key
 		r.data.State = agentState(recent.State)
 		r.data.ResultRef = recent.ResultRef
+		r.data.Reason = recent.Reason
 	}
 	return r
 }
@@ -199,6 +200,12 @@ func recentOperation(rec idemstore.Record) map[string]any {
 	out := map[string]any{"operation_id": rec.Key, "state": agentState(rec.State), "result_ref": rec.ResultRef, "completed_at": nil}
 	if rec.State.Terminal() && !rec.UpdatedAt.IsZero() {
 		out["completed_at"] = rec.UpdatedAt.UTC().Format(time.RFC3339)
+	}
+	if rec.State == idemstore.StateFailed {
+		out["reason"] = rec.Reason
+		if rec.FailureKind != "" {
+			out["failure_kind"] = string(rec.FailureKind)
+		}
 	}
 	return out
 }

@@ -27,7 +27,9 @@ const (
 	StateInFlight State = "IN_FLIGHT"
 	// StateDone means the operation executed and Record.Result holds its result.
 	StateDone State = "DONE"
-	// StateFailed means the operation definitely did not execute downstream; Record.Reason says why.
+	// StateFailed means the operation ended without executing downstream, as
+	// far as it can be known: Record.Reason says why, Record.FailureKind how
+	// that is known.
 	StateFailed State = "FAILED"
 	// StateNeedsReview means the outcome cannot be determined automatically and
 	// an operator must resolve it. Only the PostgreSQL truth holds this state;
@@ -37,6 +39,33 @@ const (
 
 // Terminal reports whether s is DONE or FAILED.
 func (s State) Terminal() bool { return s == StateDone || s == StateFailed }
+
+// FailureKind says how a FAILED outcome is known: its provenance. An agent is
+// told "nothing was executed" only for the kinds that prove it.
+type FailureKind string
+
+const (
+	// FailureRefused is a definite refusal by the downstream (a 4xx such as
+	// 422 insufficient_funds): it executed nothing. A business refusal.
+	FailureRefused FailureKind = "downstream_refused"
+	// FailureNotExecuted is "not executed" proved by reconciliation: the
+	// status endpoint had no record of the operation when asked after the
+	// downstream's whole processing window (and status lag) had passed
+	// since the last send.
+	FailureNotExecuted FailureKind = "not_executed"
+	// FailureNotSent means the request could not even be built, so it was
+	// never sent.
+	FailureNotSent FailureKind = "not_sent"
+	// FailureOperator is an operator's decision after manual review.
+	FailureOperator FailureKind = "operator_decision"
+)
+
+// ProvesNothingExecuted reports whether k proves by itself that the
+// downstream executed nothing (an operator's decision is the operator's
+// word; an unrecorded kind, from before kinds were recorded, proves nothing).
+func (k FailureKind) ProvesNothingExecuted() bool {
+	return k == FailureRefused || k == FailureNotExecuted || k == FailureNotSent
+}
 
 // Outcome is what an Acquire decided.
 type Outcome string
@@ -129,6 +158,8 @@ type Finalization struct {
 	ResultRef string
 	// Reason says why the operation failed (FAILED).
 	Reason string
+	// FailureKind says how the failure is known (FAILED).
+	FailureKind FailureKind
 	// ResolvedBy names the operator when a person decided the outcome.
 	ResolvedBy string
 	// ResolutionNote is the operator's note.
@@ -157,6 +188,9 @@ type Record struct {
 	ResultRef string `json:"result_ref,omitempty"`
 	// Reason explains FAILED or NEEDS_REVIEW.
 	Reason string `json:"reason,omitempty"`
+	// FailureKind says how a FAILED outcome is known (empty for records
+	// finalized before kinds were recorded).
+	FailureKind FailureKind `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator who resolved a NEEDS_REVIEW operation.
 	ResolvedBy string `json:"resolved_by,omitempty"`
 	// ResolutionNote is the operator's note.

@@ -52,8 +52,8 @@ const (
 	ErrTypeNotOwner = "NotOwner"
 )
 
-// ReasonNotExecuted is the FAILED reason when reconciliation finds that the
-// downstream has no record of the operation.
+// ReasonNotExecuted is the FAILED reason (the start of it) when
+// reconciliation proves that the downstream has no record of the operation.
 const ReasonNotExecuted = "not executed: the downstream has no record of it"
 
 // ClaimResult is what the ClaimTruth activity found or created in the truth.
@@ -67,6 +67,8 @@ type ClaimResult struct {
 	ResultRef string `json:"result_ref,omitempty"`
 	// Reason explains FAILED or NEEDS_REVIEW.
 	Reason string `json:"reason,omitempty"`
+	// FailureKind says how a FAILED outcome is known.
+	FailureKind idemstore.FailureKind `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator who resolved the operation, if one did.
 	ResolvedBy string `json:"resolved_by,omitempty"`
 	// Owner is the truth record's owner. It differs from the input's Owner
@@ -146,6 +148,8 @@ type FinalizeInput struct {
 	ResultRef string `json:"result_ref,omitempty"`
 	// Reason says why it failed.
 	Reason string `json:"reason,omitempty"`
+	// FailureKind says how a failure is known.
+	FailureKind idemstore.FailureKind `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator when a person decided.
 	ResolvedBy string `json:"resolved_by,omitempty"`
 	// ResolutionNote is the operator's note.

@@ -70,6 +70,8 @@ type OperationResult struct {
 	ResultRef string `json:"result_ref,omitempty"`
 	// Reason says why it failed (FAILED).
 	Reason string `json:"reason,omitempty"`
+	// FailureKind says how a failure is known (FAILED).
+	FailureKind idemstore.FailureKind `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator when a person decided.
 	ResolvedBy string `json:"resolved_by,omitempty"`
 }

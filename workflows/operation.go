@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -34,13 +35,15 @@ const (
 	OutcomeFailed = "failed"
 )
 
-// Defaults applied when the catalog leaves a downstream setting at zero.
-const (
-	defaultTimeout           = 30 * time.Second
-	defaultBackoff           = time.Second
-	defaultReconcileAttempts = 3
-	truthTimeout             = 30 * time.Second
-)
+// truthTimeout bounds one call of a truth activity.
+const truthTimeout = 30 * time.Second
+
+// ChangeNotFoundWindow is the workflow.GetVersion change ID of the
+// processing window: from its version 1 on, a status "not found" proves
+// "not executed" only when asked after the downstream's max_processing_time
+// and status_lag have passed since the last send, and never without a
+// declared window. Histories recorded before it replay the old path.
+const ChangeNotFoundWindow = "not-found-after-processing-window"
 
 // StartSearchAttributes returns the search attributes a workflow of in is
 // started with: IdemState=IN_FLIGHT, IdemScope and IdemSubject.
@@ -72,36 +75,19 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 	})
 	// A downstream that honours Idempotency-Key may be retried as the catalog
 	// says; one that ignores it is sent exactly once (MaximumAttempts 1): a
-	// second send could execute the transfer twice.
-	executeAttempts := int32(1)
-	if ds.HonorsIdempotencyKey {
-		executeAttempts = int32(max(ds.Attempts, 1))
-	}
+	// second send could execute the transfer twice. No attempt is made after
+	// the downstream has forgotten the key (ScheduleToCloseTimeout).
+	executeRetry := ds.ExecuteRetry()
 	executeCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: durationOr(ds.Timeout, defaultTimeout),
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        durationOr(ds.Backoff, defaultBackoff),
-			BackoffCoefficient:     2,
-			MaximumInterval:        maxInterval(ds),
-			MaximumAttempts:        executeAttempts,
-			NonRetryableErrorTypes: []string{ErrTypeBusinessRefusal, ErrTypeNotSent},
-		},
+		StartToCloseTimeout:    executeRetry.Timeout,
+		ScheduleToCloseTimeout: ds.IdempotencyKeyRetention,
+		RetryPolicy:            retryPolicy(executeRetry, ErrTypeBusinessRefusal, ErrTypeNotSent),
 	})
 	// Reconciliation only reads, so it may be retried, but boundedly: then a
 	// person decides.
-	reconcileAttempts := ds.ReconcileAttempts
-	if reconcileAttempts <= 0 {
-		reconcileAttempts = defaultReconcileAttempts
-	}
 	reconcileCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: durationOr(ds.Timeout, defaultTimeout),
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        durationOr(ds.Backoff, defaultBackoff),
-			BackoffCoefficient:     2,
-			MaximumInterval:        maxInterval(ds),
-			MaximumAttempts:        int32(reconcileAttempts),
-			NonRetryableErrorTypes: []string{ErrTypeNoStatusEndpoint},
-		},
+		StartToCloseTimeout: ds.ReconcileRetry().Timeout,
+		RetryPolicy:         retryPolicy(ds.ReconcileRetry(), ErrTypeNoStatusEndpoint),
 	})
 
 	logger := workflow.GetLogger(ctx)
@@ -179,6 +165,7 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 		Result:         out.Result,
 		ResultRef:      out.ResultRef,
 		Reason:         out.Reason,
+		FailureKind:    out.FailureKind,
 		ResolvedBy:     out.ResolvedBy,
 		ResolutionNote: note,
 		TerminalTTL:    in.TerminalTTL,
@@ -210,6 +197,9 @@ func execute(ctx, executeCtx, reconcileCtx workflow.Context, in OperationInput) 
 	logger := workflow.GetLogger(ctx)
 	var res ExecuteResult
 	err := workflow.ExecuteActivity(executeCtx, ActivityExecute, in).Get(ctx, &res)
+	// No attempt can be sent after the activity ended: its last attempt's
+	// context (and the HTTP request) ends with it. So this bounds the last send.
+	lastSent := workflow.Now(ctx)
 	if err == nil {
 		return verdict{result: OperationResult{State: idemstore.StateDone, Result: res.Result, ResultRef: res.ResultRef}}, nil
 	}
@@ -226,9 +216,9 @@ func execute(ctx, executeCtx, reconcileCtx workflow.Context, in OperationInput) 
 			if refusal.Code == "" && refusal.Message == "" && refusal.StatusCode == 0 {
 				refusal.Message = appErr.Message()
 			}
-			return verdict{result: OperationResult{State: idemstore.StateFailed, Reason: refusal.Reason()}}, nil
+			return verdict{result: failed(idemstore.FailureRefused, refusal.Reason())}, nil
 		case ErrTypeNotSent:
-			return verdict{result: OperationResult{State: idemstore.StateFailed, Reason: "not sent: " + appErr.Message()}}, nil
+			return verdict{result: failed(idemstore.FailureNotSent, "not sent: "+appErr.Message())}, nil
 		}
 	}
 	if temporal.IsCanceledError(err) {
@@ -236,32 +226,89 @@ func execute(ctx, executeCtx, reconcileCtx workflow.Context, in OperationInput) 
 	}
 	// Timeout, 5xx, transport error or a lost worker: the downstream may or
 	// may not have executed it. Never re-send blindly: ask.
+	why := "outcome unknown after execute: " + causeOf(err)
+	if keyRetentionRanOut(err) {
+		why = fmt.Sprintf("outcome unknown after execute: the downstream keeps an Idempotency-Key for %s "+
+			"(idempotency_key_retention), and that time ran out before the attempts did; no retry was sent after it",
+			in.Downstream.IdempotencyKeyRetention)
+	}
 	logger.Warn("Execute outcome unknown, reconciling", "Error", err)
-	return reconcile(ctx, reconcileCtx, in, "outcome unknown after execute: "+causeOf(err))
+	return reconcile(ctx, reconcileCtx, in, why, lastSent)
+}
+
+// keyRetentionRanOut reports whether the execute activity stopped because
+// its schedule-to-close timeout, the downstream's key retention, ran out:
+// during an attempt, or before the next retry (retry state TIMEOUT).
+func keyRetentionRanOut(err error) bool {
+	var timeoutErr *temporal.TimeoutError
+	if errors.As(err, &timeoutErr) && timeoutErr.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE {
+		return true
+	}
+	var actErr *temporal.ActivityError
+	return errors.As(err, &actErr) && actErr.RetryState() == enumspb.RETRY_STATE_TIMEOUT
+}
+
+// failed is a FAILED result known in the way kind says.
+func failed(kind idemstore.FailureKind, reason string) OperationResult {
+	return OperationResult{State: idemstore.StateFailed, Reason: reason, FailureKind: kind}
 }
 
 // reconcile asks the status endpoint, after the settle delay, whether the
-// downstream executed the operation.
-func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string) (verdict, error) {
-	if in.Downstream.Status == "" {
+// downstream executed the operation last sent at lastSent. A record found is
+// DONE. "Not found" proves "not executed" only when it was asked after the
+// downstream's processing window and status lag have passed since lastSent
+// (a real server may still commit a request its caller gave up on); before
+// that the workflow waits on a durable timer and asks again. Without a
+// declared window, or when the status endpoint gives no answer, a person
+// decides.
+func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string, lastSent time.Time) (verdict, error) {
+	ds := in.Downstream
+	if ds.Status == "" {
 		return verdict{unknown: why + "; the downstream has no status endpoint"}, nil
 	}
-	if d := in.Downstream.ReconcileDelay; d > 0 {
+	version := workflow.GetVersion(ctx, ChangeNotFoundWindow, workflow.DefaultVersion, 1)
+	if d := ds.ReconcileDelay; d > 0 {
 		if err := workflow.Sleep(ctx, d); err != nil {
 			return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)
 		}
 	}
-	var rec ReconcileResult
-	if err := workflow.ExecuteActivity(reconcileCtx, ActivityReconcile, in).Get(ctx, &rec); err != nil {
-		if temporal.IsCanceledError(err) {
-			return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)
+	provesAt := ds.NotFoundProvesAfter(lastSent)
+	for {
+		askedAt := workflow.Now(ctx)
+		var rec ReconcileResult
+		if err := workflow.ExecuteActivity(reconcileCtx, ActivityReconcile, in).Get(ctx, &rec); err != nil {
+			if temporal.IsCanceledError(err) {
+				return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)
+			}
+			return verdict{unknown: why + "; the status endpoint gave no answer: " + causeOf(err)}, nil
 		}
-		return verdict{unknown: why + "; the status endpoint gave no answer: " + causeOf(err)}, nil
+		if rec.Found {
+			return verdict{result: OperationResult{State: idemstore.StateDone, Result: rec.Result, ResultRef: rec.ResultRef}}, nil
+		}
+		switch {
+		case version == workflow.DefaultVersion:
+			// Recorded before the processing window existed.
+			return verdict{result: failed(idemstore.FailureNotExecuted, ReasonNotExecuted)}, nil
+		case !ds.ProvesNotExecuted():
+			return verdict{unknown: why + "; the status endpoint has no record of it, but the downstream declares no " +
+				"max_processing_time, so it may still commit it later: not found proves nothing"}, nil
+		case !askedAt.Before(provesAt):
+			return verdict{result: failed(idemstore.FailureNotExecuted, fmt.Sprintf(
+				"%s: asked %s after the last send, past its processing window (max_processing_time %s + status_lag %s)",
+				ReasonNotExecuted, askedAt.Sub(lastSent).Round(time.Millisecond), ds.MaxProcessingTime, ds.StatusLag))}, nil
+		}
+		// Too early for "not found" to prove anything: ask again every
+		// reconcile_delay, and once more when the window has passed.
+		wait := provesAt.Sub(workflow.Now(ctx))
+		if ds.ReconcileDelay > 0 && ds.ReconcileDelay < wait {
+			wait = ds.ReconcileDelay
+		}
+		if wait > 0 {
+			if err := workflow.Sleep(ctx, wait); err != nil {
+				return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)
+			}
+		}
 	}
-	if rec.Found {
-		return verdict{result: OperationResult{State: idemstore.StateDone, Result: rec.Result, ResultRef: rec.ResultRef}}, nil
-	}
-	return verdict{result: OperationResult{State: idemstore.StateFailed, Reason: ReasonNotExecuted}}, nil
 }
 
 // waitForResolution blocks until a well-formed resolve signal arrives and
@@ -310,7 +357,9 @@ func resolutionOutcome(r Resolution, resultRefField string) (OperationResult, er
 		if reason == "" {
 			reason = "failed: resolved by an operator"
 		}
-		return OperationResult{State: idemstore.StateFailed, Reason: reason, ResolvedBy: r.Operator}, nil
+		out := failed(idemstore.FailureOperator, reason)
+		out.ResolvedBy = r.Operator
+		return out, nil
 	default:
 		return OperationResult{}, fmt.Errorf("outcome %q is neither %q nor %q", r.Outcome, OutcomeCompleted, OutcomeFailed)
 	}
@@ -342,7 +391,8 @@ func truthOwner(c ClaimResult, in OperationInput) string {
 
 // claimOutcome is the terminal result held by the truth.
 func claimOutcome(c ClaimResult) OperationResult {
-	return OperationResult{State: c.State, Result: c.Result, ResultRef: c.ResultRef, Reason: c.Reason, ResolvedBy: c.ResolvedBy}
+	return OperationResult{State: c.State, Result: c.Result, ResultRef: c.ResultRef, Reason: c.Reason,
+		FailureKind: c.FailureKind, ResolvedBy: c.ResolvedBy}
 }
 
 // upsertStart sets the search attributes the starter did not (or set
@@ -415,16 +465,14 @@ func causeOf(err error) string {
 	return err.Error()
 }
 
-// durationOr returns d, or def when d is not positive.
-func durationOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
+// retryPolicy is the Temporal retry policy of r, never retrying the error
+// types nonRetryable.
+func retryPolicy(r catalog.Retry, nonRetryable ...string) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        r.Initial,
+		BackoffCoefficient:     catalog.RetryCoefficient,
+		MaximumInterval:        r.Max,
+		MaximumAttempts:        int32(r.Attempts),
+		NonRetryableErrorTypes: nonRetryable,
 	}
-	return def
-}
-
-// maxInterval caps the retry interval at the catalog's backoff_max, or at
-// 100 times the initial interval (Temporal's own default) when unset.
-func maxInterval(ds catalog.Downstream) time.Duration {
-	return durationOr(ds.BackoffMax, 100*durationOr(ds.Backoff, defaultBackoff))
 }

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +45,10 @@ func input(honours bool) workflows.OperationInput {
 		ds.Attempts = 1
 		ds.ReconcileDelay = 30 * time.Second
 		ds.ReconcileAttempts = 3
+		ds.MaxProcessingTime = 2 * time.Minute
+		ds.StatusLag = 10 * time.Second
+	} else {
+		ds.IdempotencyKeyRetention = 24 * time.Hour
 	}
 	params := json.RawMessage(`{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"rent"}`)
 	return workflows.OperationInput{
@@ -163,6 +168,7 @@ func TestOperation_BusinessRefusal(t *testing.T) {
 			out := result(t, env)
 			assert.Equal(t, idemstore.StateFailed, out.State)
 			assert.Equal(t, "insufficient_funds", out.Reason)
+			assert.Equal(t, idemstore.FailureRefused, out.FailureKind, "a refusal is known from the downstream itself")
 			env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
 			env.AssertActivityNotCalled(t, workflows.ActivityReconcile, mock.Anything, mock.Anything)
 			assert.Equal(t, []string{"IN_FLIGHT", "FAILED"}, *states)
@@ -202,22 +208,122 @@ func TestOperation_NonHonouringTimeoutReconcileFound(t *testing.T) {
 	env.AssertExpectations(t)
 }
 
-func TestOperation_NonHonouring5xxReconcileNotFound(t *testing.T) {
+func TestOperation_NonHonouring5xxNotFoundProvesOnlyAfterTheWindow(t *testing.T) {
 	env, _ := newEnv(t)
+	var asked []time.Time
+	var executeEnded time.Time
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{},
-		temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: false}, nil).Once()
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Run(func(mock.Arguments) { executeEnded = env.Now() }).
+		Return(workflows.ExecuteResult{}, temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Run(func(mock.Arguments) { asked = append(asked, env.Now()) }).
+		Return(workflows.ReconcileResult{Found: false}, nil)
 	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
-		return f.Reason == workflows.ReasonNotExecuted
+		return strings.HasPrefix(f.Reason, workflows.ReasonNotExecuted) && f.FailureKind == idemstore.FailureNotExecuted
 	})).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(false))
 
 	out := result(t, env)
 	assert.Equal(t, idemstore.StateFailed, out.State)
-	assert.Contains(t, out.Reason, "not executed")
+	assert.Equal(t, idemstore.FailureNotExecuted, out.FailureKind)
+	assert.Contains(t, out.Reason, "max_processing_time 2m0s + status_lag 10s")
 	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
+	// Asked every reconcile_delay (30s) from the settle delay on; only the
+	// last ask, made after max_processing_time + status_lag (2m10s) since
+	// the send, proves anything.
+	window := 2*time.Minute + 10*time.Second
+	require.GreaterOrEqual(t, len(asked), 2)
+	last := asked[len(asked)-1]
+	assert.False(t, last.Before(executeEnded.Add(window)), "the proving ask comes after the window")
+	for _, at := range asked[:len(asked)-1] {
+		assert.True(t, at.Before(executeEnded.Add(window)), "earlier asks are inside the window")
+	}
+	assert.Equal(t, []time.Duration{30 * time.Second, time.Minute, 90 * time.Second, 2 * time.Minute, window},
+		sinceAll(executeEnded, asked))
+	env.AssertExpectations(t)
+}
+
+// sinceAll returns each time of ts minus t0.
+func sinceAll(t0 time.Time, ts []time.Time) []time.Duration {
+	out := make([]time.Duration, len(ts))
+	for i, at := range ts {
+		out[i] = at.Sub(t0)
+	}
+	return out
+}
+
+func TestOperation_NonHonouringLateCommitFoundInsideTheWindow(t *testing.T) {
+	env, _ := newEnv(t)
+	transfer := json.RawMessage(`{"id":"lt_late"}`)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: false}, nil).Twice()
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: true, Result: transfer, ResultRef: "lt_late"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+		return f.ResultRef == "lt_late"
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, input(false))
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateDone, out.State, "a commit after the timeout is found, never reported failed")
+	assert.Equal(t, "lt_late", out.ResultRef)
+	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
+	env.AssertActivityNumberOfCalls(t, workflows.ActivityReconcile, 3)
+	env.AssertExpectations(t)
+}
+
+func TestOperation_NotFoundWithoutWindowNeedsReview(t *testing.T) {
+	env, states := newEnv(t)
+	in := input(false)
+	in.Downstream.MaxProcessingTime, in.Downstream.StatusLag = 0, 0
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: false}, nil).Once()
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m workflows.MarkNeedsReviewInput) bool {
+		return strings.Contains(m.Reason, "declares no max_processing_time")
+	})).Return(nil).Once()
+	var waiting workflows.StateView
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(workflows.QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&waiting))
+		env.CancelWorkflow()
+	}, time.Hour)
+
+	env.ExecuteWorkflow(workflows.Operation, in)
+
+	assert.Equal(t, idemstore.StateNeedsReview, waiting.State, "not found without a window proves nothing")
+	assert.NotContains(t, *states, string(idemstore.StateFailed))
+	env.AssertNotCalled(t, "Finalize", mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+func TestOperation_NoRetryAfterTheKeyRetention(t *testing.T) {
+	env, _ := newEnv(t)
+	in := input(true)
+	in.Downstream.Attempts = 100
+	in.Downstream.IdempotencyKeyRetention = 20 * time.Second
+	var attempts []time.Time
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Run(func(mock.Arguments) { attempts = append(attempts, env.Now()) }).
+		Return(workflows.ExecuteResult{}, temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
+	// The test environment reports the last attempt's error when the
+	// retention stops the retries (a real server also sets the retry state
+	// TIMEOUT, which the reason then names): either way a person decides.
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m workflows.MarkNeedsReviewInput) bool {
+		return strings.Contains(m.Reason, "outcome unknown after execute")
+	})).Return(nil).Once()
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+
+	env.ExecuteWorkflow(workflows.Operation, in)
+
+	require.NotEmpty(t, attempts)
+	assert.Less(t, len(attempts), 100, "the retention stopped the retries")
+	for _, at := range attempts {
+		assert.Less(t, at.Sub(attempts[0]), 20*time.Second, "no attempt after the key retention")
+	}
+	env.AssertNotCalled(t, "Finalize", mock.Anything, mock.Anything)
 	env.AssertExpectations(t)
 }
 

@@ -66,6 +66,11 @@ type Data struct {
 	ResultRef string
 	// Reason says why an operation failed.
 	Reason string
+	// FailureKind says how a failure is known (idemstore.FailureKind:
+	// downstream_refused, not_executed, not_sent, operator_decision, or
+	// empty when not recorded); the texts claim "nothing was executed" only
+	// for the kinds that prove it.
+	FailureKind string
 	// Detail is a short technical detail (such as a JSON syntax error).
 	Detail string
 	// Method is the request's HTTP method.

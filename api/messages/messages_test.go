@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,5 +58,36 @@ func TestParseAcceptLanguage(t *testing.T) {
 		"fr":                      English,
 	} {
 		assert.Equal(t, want, ParseAcceptLanguage(header), header)
+	}
+}
+
+// TestFailedClaimsNothingExecutedOnlyWhenProved renders the failure texts
+// for every failure kind: "no money moved" is said only for the kinds that
+// prove it (a refusal, reconciliation after the processing window, a
+// request never sent), and the other kinds tell the model not to claim it.
+func TestFailedClaimsNothingExecutedOnlyWhenProved(t *testing.T) {
+	t.Parallel()
+	c, err := Load()
+	require.NoError(t, err)
+	claims := map[Lang]string{English: "no money moved", Chinese: "资金没有变动。"}
+	warns := map[Lang]string{English: "Do not tell the user that nothing was executed", Chinese: "不要告诉用户"}
+	for _, key := range []string{"failed", "already_failed"} {
+		for kind, proved := range map[string]bool{
+			"downstream_refused": true, "not_executed": true, "not_sent": true,
+			"operator_decision": false, "": false,
+		} {
+			for _, lang := range Langs {
+				m, i, err := c.Render(lang, key, Data{OperationID: "op", Reason: "r", FailureKind: kind})
+				require.NoError(t, err)
+				name := fmt.Sprintf("%s/%s/%q", lang, key, kind)
+				if proved {
+					assert.Contains(t, m, claims[lang], name)
+					assert.NotContains(t, i, warns[lang], name)
+				} else {
+					assert.NotContains(t, m, claims[lang], name)
+					assert.Contains(t, i, warns[lang], name)
+				}
+			}
+		}
 	}
 }

@@ -60,14 +60,14 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // recordColumns are the columns scanRecord reads, in order.
 const recordColumns = `idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
-	resolved_by, resolution_note, fingerprint_exp, claimed_at, created_at, updated_at`
+	failure_kind, resolved_by, resolution_note, fingerprint_exp, claimed_at, created_at, updated_at`
 
 // scanRecord reads one row of recordColumns.
 func scanRecord(row pgx.Row) (idemstore.Record, error) {
 	var rec idemstore.Record
 	var result []byte
 	err := row.Scan(&rec.Key, &rec.Subject, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
-		&rec.ResultRef, &rec.Reason, &rec.ResolvedBy, &rec.ResolutionNote, &rec.FingerprintExp,
+		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.FingerprintExp,
 		&rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt)
 	if err != nil {
 		return idemstore.Record{}, err
@@ -164,12 +164,13 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE write_record SET
 			state = $3, result = $4::jsonb, result_ref = $5, reason = $6, resolved_by = $7, resolution_note = $8,
+			failure_kind = $10,
 			terminal_ttl = coalesce($9::bigint * interval '1 microsecond', terminal_ttl),
 			reap_after = greatest(now() + coalesce($9::bigint * interval '1 microsecond', terminal_ttl), fingerprint_exp),
 			completed_at = now(), updated_at = now()
 		WHERE idem_key = $1 AND owner = $2 AND state IN ('IN_FLIGHT', 'NEEDS_REVIEW')`,
 		f.Key, f.Owner, string(f.State), jsonOrNil(f.Result), f.ResultRef, f.Reason, f.ResolvedBy, f.ResolutionNote,
-		micros(f.TerminalTTL))
+		micros(f.TerminalTTL), string(f.FailureKind))
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", f.Key, interpretError(err))
 	}
@@ -207,15 +208,15 @@ func (s *Store) FinalizeClaim(ctx context.Context, claim idemstore.Record, f ide
 	}
 	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
-			resolved_by, resolution_note, fingerprint_exp, terminal_ttl, reap_after, claimed_at, completed_at)
+			resolved_by, resolution_note, fingerprint_exp, terminal_ttl, reap_after, claimed_at, completed_at, failure_kind)
 		SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, e.exp, t.ttl, greatest(now() + t.ttl, e.exp),
-			coalesce($14, now()), now()
+			coalesce($14, now()), now(), $15
 		FROM (SELECT coalesce($12::timestamptz, now()) AS exp) e,
 			(SELECT coalesce($13::bigint * interval '1 microsecond', interval '0') AS ttl) t
 		ON CONFLICT (idem_key) DO NOTHING`,
 		f.Key, claim.Subject, claim.Scope, claim.ParamHash, string(f.State), f.Owner, jsonOrNil(f.Result), f.ResultRef,
 		f.Reason, f.ResolvedBy, f.ResolutionNote, timeOrNil(claim.FingerprintExp), micros(f.TerminalTTL),
-		timeOrNil(claim.ClaimedAt))
+		timeOrNil(claim.ClaimedAt), string(f.FailureKind))
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", f.Key, interpretError(err))
 	}
@@ -326,15 +327,17 @@ func (s *Store) List(ctx context.Context, state idemstore.State, limit int) ([]i
 }
 
 // FindRecent returns the most recent record of subject, scope and paramHash
-// created at or after since that is IN_FLIGHT, DONE or NEEDS_REVIEW (the
-// amnesia guard: the same intent recently done or still running); FAILED
-// records are ignored since nothing happened. ErrNotFound when none. It only
-// reads.
+// created at or after since that is IN_FLIGHT, DONE or NEEDS_REVIEW, or
+// FAILED for any reason but a definite refusal by the downstream (the
+// amnesia guard: the same intent recently done, still running, or failed in
+// a way the user should hear about before it is tried again; a business
+// refusal is the one failure known to have changed nothing). ErrNotFound
+// when none. It only reads.
 func (s *Store) FindRecent(ctx context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error) {
 	rec, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM write_record
 		WHERE subject = $1 AND scope = $2 AND param_hash = $3 AND created_at >= $4
-			AND state IN ('IN_FLIGHT', 'DONE', 'NEEDS_REVIEW')
-		ORDER BY created_at DESC, id DESC LIMIT 1`, subject, scope, paramHash, since))
+			AND (state IN ('IN_FLIGHT', 'DONE', 'NEEDS_REVIEW') OR (state = 'FAILED' AND failure_kind <> $5))
+		ORDER BY created_at DESC, id DESC LIMIT 1`, subject, scope, paramHash, since, string(idemstore.FailureRefused)))
 	if err != nil {
 		return idemstore.Record{}, fmt.Errorf("find recent %s %s: %w", subject, scope, interpretError(err))
 	}

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -52,7 +53,9 @@ func TestPostgresSpecifics(t *testing.T) {
 		require.NoError(t, s.Migrate(ctx))
 		var n int
 		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM `+pgstore.MigrationTable+` WHERE version_id > 0`).Scan(&n))
-		assert.Equal(t, 1, n)
+		files, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+		require.NoError(t, err)
+		assert.Equal(t, len(files), n, "every migration applied exactly once")
 	})
 
 	t.Run("UniqueCollisionReadsBack", func(t *testing.T) {
@@ -190,8 +193,23 @@ func TestPostgresSpecifics(t *testing.T) {
 
 		rec, err := s.FindRecent(ctx, "alice", "payments.transfer", first.ParamHash, since)
 		require.NoError(t, err)
-		assert.Equal(t, first.Key, rec.Key, "FAILED records are not recent intents")
+		assert.Equal(t, first.Key, rec.Key, "a failure refused by the downstream is not a recent intent")
 		assert.Equal(t, idemstore.StateDone, rec.State)
+
+		// Every other failure is reported: the user should hear of it first.
+		for _, kind := range []idemstore.FailureKind{idemstore.FailureNotExecuted, idemstore.FailureOperator, ""} {
+			reconciled := storetest.NewClaim(t, "owner-a")
+			_, err = s.Acquire(ctx, reconciled)
+			require.NoError(t, err)
+			f := storetest.Failed(reconciled, "owner-a")
+			f.Reason, f.FailureKind = "not executed", kind
+			require.NoError(t, s.Finalize(ctx, f))
+			rec, err = s.FindRecent(ctx, "alice", "payments.transfer", first.ParamHash, since)
+			require.NoError(t, err)
+			assert.Equal(t, reconciled.Key, rec.Key, "failed with kind %q", kind)
+			assert.Equal(t, idemstore.StateFailed, rec.State)
+			assert.Equal(t, kind, rec.FailureKind)
+		}
 
 		running := storetest.NewClaim(t, "owner-b")
 		_, err = s.Acquire(ctx, running)

@@ -41,6 +41,7 @@ type resultBlob struct {
 	Result         json.RawMessage `json:"result,omitempty"`
 	ResultRef      string          `json:"result_ref,omitempty"`
 	Reason         string          `json:"reason,omitempty"`
+	FailureKind    string          `json:"failure_kind,omitempty"`
 	ResolvedBy     string          `json:"resolved_by,omitempty"`
 	ResolutionNote string          `json:"resolution_note,omitempty"`
 	CompletedAt    int64           `json:"completed_at,omitempty"` // unix milliseconds
@@ -116,7 +117,7 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 		return fmt.Errorf("finalize %s: terminal TTL must be positive, got %s", f.Key, f.TerminalTTL)
 	}
 	blob, err := encodeResult(idemstore.Record{
-		Result: f.Result, ResultRef: f.ResultRef, Reason: f.Reason,
+		Result: f.Result, ResultRef: f.ResultRef, Reason: f.Reason, FailureKind: f.FailureKind,
 		ResolvedBy: f.ResolvedBy, ResolutionNote: f.ResolutionNote, UpdatedAt: time.Now(),
 	})
 	if err != nil {
@@ -244,7 +245,7 @@ func decodeStatus(reply string) error {
 // encodeResult builds the result blob of a terminal record.
 func encodeResult(rec idemstore.Record) (string, error) {
 	b := resultBlob{
-		Result: rec.Result, ResultRef: rec.ResultRef, Reason: rec.Reason,
+		Result: rec.Result, ResultRef: rec.ResultRef, Reason: rec.Reason, FailureKind: string(rec.FailureKind),
 		ResolvedBy: rec.ResolvedBy, ResolutionNote: rec.ResolutionNote,
 	}
 	if len(b.Result) > 0 && !json.Valid(b.Result) {
@@ -269,7 +270,7 @@ func decodeResult(s string, rec *idemstore.Record) error {
 	if err := json.Unmarshal([]byte(s), &b); err != nil {
 		return fmt.Errorf("decode result: %w", err)
 	}
-	rec.Result, rec.ResultRef, rec.Reason = b.Result, b.ResultRef, b.Reason
+	rec.Result, rec.ResultRef, rec.Reason, rec.FailureKind = b.Result, b.ResultRef, b.Reason, idemstore.FailureKind(b.FailureKind)
 	rec.ResolvedBy, rec.ResolutionNote = b.ResolvedBy, b.ResolutionNote
 	if b.CompletedAt > 0 {
 		rec.UpdatedAt = time.UnixMilli(b.CompletedAt)

@@ -58,7 +58,7 @@ func Done(c idemstore.Claim, owner string) idemstore.Finalization {
 func Failed(c idemstore.Claim, owner string) idemstore.Finalization {
 	return idemstore.Finalization{
 		Key: c.Key, Owner: owner, State: idemstore.StateFailed,
-		Reason: "insufficient_funds", TerminalTTL: time.Hour,
+		Reason: "insufficient_funds", FailureKind: idemstore.FailureRefused, TerminalTTL: time.Hour,
 	}
 }
 
@@ -182,6 +182,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		assert.Equal(t, idemstore.OutcomeFailed, d.Outcome)
 		assert.Equal(t, idemstore.StateFailed, d.Record.State)
 		assert.Equal(t, "insufficient_funds", d.Record.Reason)
+		assert.Equal(t, idemstore.FailureRefused, d.Record.FailureKind, "how the failure is known is replayed with it")
 		assert.Empty(t, d.Record.Result)
 	})
 
