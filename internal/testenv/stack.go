@@ -85,6 +85,9 @@ type Stack struct {
 type StackOptions struct {
 	// ExtraGatewayEnv is appended to the gateway's environment (KEY=value).
 	ExtraGatewayEnv []string
+	// Catalog is the catalog file the gateway and the worker load; empty is
+	// deployments/catalog.dev.yaml.
+	Catalog string
 }
 
 // StartStack starts a complete stack for t and stops it at the end.
@@ -122,6 +125,10 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		root:                 root,
 		dir:                  t.TempDir(),
 	}
+	catalogPath := opts.Catalog
+	if catalogPath == "" {
+		catalogPath = filepath.Join(root, "deployments", "catalog.dev.yaml")
+	}
 	s.Env = []string{
 		"GATEWAY_URL=" + s.GatewayURL,
 		"DOWNSTREAM_URL=" + s.DownstreamURL,
@@ -132,7 +139,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		"TEMPORAL_NAMESPACE=" + tp.Namespace,
 		"ONCEGATE_TASK_QUEUE=" + s.TaskQueue,
 		"ONCEGATE_FINGERPRINT_KEYS=" + s.Keys,
-		"ONCEGATE_CATALOG=" + filepath.Join(root, "deployments", "catalog.dev.yaml"),
+		"ONCEGATE_CATALOG=" + catalogPath,
 		"ONCEGATE_TOKENS=" + filepath.Join(root, "deployments", "tokens.dev.yaml"),
 	}
 	start := func(name string, extra []string) *Process {
