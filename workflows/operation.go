@@ -273,6 +273,7 @@ func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string
 		}
 	}
 	provesAt := ds.NotFoundProvesAfter(lastSent)
+	interval := ds.ReconcileDelay
 	for {
 		askedAt := workflow.Now(ctx)
 		var rec ReconcileResult
@@ -297,12 +298,14 @@ func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string
 				"%s: asked %s after the last send, past its processing window (max_processing_time %s + status_lag %s)",
 				ReasonNotExecuted, askedAt.Sub(lastSent).Round(time.Millisecond), ds.MaxProcessingTime, ds.StatusLag))}, nil
 		}
-		// Too early for "not found" to prove anything: ask again every
-		// reconcile_delay, and once more when the window has passed.
+		// Too early for "not found" to prove anything: ask again after
+		// reconcile_delay, doubling up to catalog.MaxReconcilePoll, and once
+		// more when the window has passed (never sleeping past it).
 		wait := provesAt.Sub(workflow.Now(ctx))
-		if ds.ReconcileDelay > 0 && ds.ReconcileDelay < wait {
-			wait = ds.ReconcileDelay
+		if interval > 0 && interval < wait {
+			wait = interval
 		}
+		interval = min(2*interval, catalog.MaxReconcilePoll)
 		if wait > 0 {
 			if err := workflow.Sleep(ctx, wait); err != nil {
 				return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)

@@ -228,9 +228,9 @@ func TestOperation_NonHonouring5xxNotFoundProvesOnlyAfterTheWindow(t *testing.T)
 	assert.Equal(t, idemstore.FailureNotExecuted, out.FailureKind)
 	assert.Contains(t, out.Reason, "max_processing_time 2m0s + status_lag 10s")
 	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
-	// Asked every reconcile_delay (30s) from the settle delay on; only the
-	// last ask, made after max_processing_time + status_lag (2m10s) since
-	// the send, proves anything.
+	// Asked after the settle delay (30s), then 30s, 60s (doubling, capped at
+	// catalog.MaxReconcilePoll) later; only the last ask, made after
+	// max_processing_time + status_lag (2m10s) since the send, proves anything.
 	window := 2*time.Minute + 10*time.Second
 	require.GreaterOrEqual(t, len(asked), 2)
 	last := asked[len(asked)-1]
@@ -238,7 +238,7 @@ func TestOperation_NonHonouring5xxNotFoundProvesOnlyAfterTheWindow(t *testing.T)
 	for _, at := range asked[:len(asked)-1] {
 		assert.True(t, at.Before(executeEnded.Add(window)), "earlier asks are inside the window")
 	}
-	assert.Equal(t, []time.Duration{30 * time.Second, time.Minute, 90 * time.Second, 2 * time.Minute, window},
+	assert.Equal(t, []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, window},
 		sinceAll(executeEnded, asked))
 	env.AssertExpectations(t)
 }

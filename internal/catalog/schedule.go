@@ -5,6 +5,11 @@ import "time"
 // RetryCoefficient is the factor by which each retry interval grows.
 const RetryCoefficient = 2
 
+// MaxReconcilePoll caps the interval between status queries while a "not
+// found" cannot prove anything yet: they start reconcile_delay apart and
+// double up to this.
+const MaxReconcilePoll = time.Minute
+
 // Retry is the schedule of one activity: the workflow turns it into its
 // Temporal retry policy and the catalog adds it up into the worst case that
 // in_flight_ttl must exceed, so the two can never disagree.
@@ -84,10 +89,10 @@ func (d *Downstream) reconciles() bool { return d.Status != "" }
 // ReconcileWorst returns the longest reconciliation can take after the
 // execute call ended with an unknown answer, as the workflow runs it: the
 // settle delay (reconcile_delay) and one status query; and, when "not
-// found" needs the processing window to pass, status queries at most every
-// reconcile_delay until one is asked after the window and the status lag
-// have passed: at most the window plus two queries (the one running when
-// the window ends and the one after it).
+// found" needs the processing window to pass, status queries (never a wait
+// past the window's end) until one is asked after the window and the
+// status lag have passed: at most the window plus two queries (the one
+// running when the window ends and the one after it).
 func (d *Downstream) ReconcileWorst() time.Duration {
 	if !d.reconciles() {
 		return 0

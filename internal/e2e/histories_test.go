@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +21,21 @@ import (
 	"github.com/oncegate/oncegate/workflows"
 )
 
-// recordHistoriesEnv opts in to TestRecordHistories.
+// recordHistoriesEnv opts in to TestRecordHistories: "1" records every
+// path; a comma-separated list of names records only those (so that the
+// histories of an older workflow version are kept as they were recorded).
 const recordHistoriesEnv = "ONCEGATE_RECORD_HISTORIES"
+
+// recording runs the subtest name of TestRecordHistories when
+// recordHistoriesEnv selects it, and skips it otherwise.
+func recording(t *testing.T, name string, record func(t *testing.T)) {
+	t.Run(name, func(t *testing.T) {
+		if v := os.Getenv(recordHistoriesEnv); v != "1" && !slices.Contains(strings.Split(v, ","), name) {
+			t.Skipf("%s=%s does not select %s", recordHistoriesEnv, v, name)
+		}
+		record(t)
+	})
+}
 
 // TestRecordHistories drives representative operations through a real stack
 // and writes each closed workflow's history to
@@ -29,8 +44,8 @@ const recordHistoriesEnv = "ONCEGATE_RECORD_HISTORIES"
 // so it only runs with ONCEGATE_RECORD_HISTORIES=1 (see
 // workflows/testdata/histories/README).
 func TestRecordHistories(t *testing.T) {
-	if os.Getenv(recordHistoriesEnv) != "1" {
-		t.Skip("set " + recordHistoriesEnv + "=1 to re-record workflows/testdata/histories/*.json")
+	if os.Getenv(recordHistoriesEnv) == "" {
+		t.Skip("set " + recordHistoriesEnv + "=1 (or =name,name) to re-record workflows/testdata/histories/*.json")
 	}
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
@@ -39,7 +54,7 @@ func TestRecordHistories(t *testing.T) {
 
 	s := testenv.StartStack(t, testenv.StackOptions{})
 
-	t.Run("honouring_completed", func(t *testing.T) {
+	recording(t, "honouring_completed", func(t *testing.T) {
 		params := transferParams("41.00")
 		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
 		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
@@ -47,7 +62,7 @@ func TestRecordHistories(t *testing.T) {
 		recordHistory(t, s, id, filepath.Join(dir, "honouring_completed.json"))
 	})
 
-	t.Run("business_refusal_failed", func(t *testing.T) {
+	recording(t, "business_refusal_failed", func(t *testing.T) {
 		params := transferParams("10000.01")
 		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
 		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
@@ -56,7 +71,7 @@ func TestRecordHistories(t *testing.T) {
 		recordHistory(t, s, id, filepath.Join(dir, "business_refusal_failed.json"))
 	})
 
-	t.Run("legacy_worker_killed_reconciled", func(t *testing.T) {
+	recording(t, "legacy_worker_killed_reconciled", func(t *testing.T) {
 		params := transferParams("42.00")
 		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
 		confirmThenKillWorker(t, s, "payments.legacy_transfer", fp, id, params, map[string]any{"hang_after_commit_ms": 20000})
@@ -68,7 +83,7 @@ func TestRecordHistories(t *testing.T) {
 		recordHistory(t, s, id, filepath.Join(dir, "legacy_worker_killed_reconciled.json"))
 	})
 
-	t.Run("legacy_needs_review_resolved", func(t *testing.T) {
+	recording(t, "legacy_needs_review_resolved", func(t *testing.T) {
 		params := transferParams("43.00")
 		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
 		confirmThenKillWorker(t, s, "payments.legacy_transfer", fp, id, params, map[string]any{"hang_after_commit_ms": 20000, "status_unavailable": true})
@@ -86,6 +101,29 @@ func TestRecordHistories(t *testing.T) {
 		require.Equal(t, "completed", done.str("status"), done.String())
 		require.Equal(t, "tr_manual", done.str("result_ref"), done.String())
 		recordHistory(t, s, id, filepath.Join(dir, "legacy_needs_review_resolved.json"))
+	})
+
+	recording(t, "legacy_late_commit_completed", func(t *testing.T) {
+		params := transferParams("44.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
+		setFaults(t, s, map[string]any{"commit_delay_ms": 8000, "status_lag_ms": 2000})
+		defer clearFaults(t, s)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.legacy_transfer", fp, id, params)
+		require.Equal(t, "completed", done.str("status"), done.String())
+		require.Equal(t, 1, executions(t, s, id))
+		recordHistory(t, s, id, filepath.Join(dir, "legacy_late_commit_completed.json"))
+	})
+
+	recording(t, "legacy_not_executed_after_window", func(t *testing.T) {
+		params := transferParams("45.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
+		setFaults(t, s, map[string]any{"fail_next": 1})
+		defer clearFaults(t, s)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.legacy_transfer", fp, id, params)
+		require.Equal(t, "failed", done.str("status"), done.String())
+		require.Equal(t, "not_executed", done.str("failure_kind"), done.String())
+		require.Equal(t, 0, executions(t, s, id))
+		recordHistory(t, s, id, filepath.Join(dir, "legacy_not_executed_after_window.json"))
 	})
 }
 
