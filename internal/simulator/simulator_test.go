@@ -345,10 +345,10 @@ func TestFaults(t *testing.T) {
 		b.setFaults(t, `{"latency_ms":5,"fail_next":3,"hang_after_commit_ms":7,"status_unavailable":true}`)
 		b.setFaults(t, `{"fail_next":1}`)
 		got := b.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":false}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":false,"quote_fail_next":0}`, string(got.body))
 		assert.Equal(t, http.StatusOK, b.do(t, http.MethodDelete, "/_sim/faults", nil, nil).status)
 		got = b.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":0,"hang_after_commit_ms":0,"status_unavailable":false}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":0,"hang_after_commit_ms":0,"status_unavailable":false,"quote_fail_next":0}`, string(got.body))
 
 		bad := b.do(t, http.MethodPut, "/_sim/faults", `{"fail_next":-1}`, nil)
 		assert.Equal(t, http.StatusBadRequest, bad.status)
@@ -369,7 +369,7 @@ func TestFaults(t *testing.T) {
 		b.setFaults(t, `{"fail_next":1,"status_unavailable":true}`)
 		other := &testBundle{url: startServer(ctx, t, b.pool), client: b.client}
 		got := other.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":true}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":true,"quote_fail_next":0}`, string(got.body))
 		assert.Equal(t, http.StatusServiceUnavailable, other.do(t, http.MethodPost, "/v1/transfers", transferBody("1"), key("k-s")).status)
 		assert.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/transfers", transferBody("1"), key("k-s")).status)
 	})

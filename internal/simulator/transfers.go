@@ -288,7 +288,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, fmt.Errorf("truncate: %w", err))
 		return
 	}
-	if _, err := tx.Exec(r.Context(), `UPDATE sim_faults SET latency_ms = 0, fail_next = 0, hang_after_commit_ms = 0, status_unavailable = false`); err != nil {
+	if _, err := tx.Exec(r.Context(), `UPDATE sim_faults SET latency_ms = 0, fail_next = 0, hang_after_commit_ms = 0, status_unavailable = false, quote_fail_next = 0`); err != nil {
 		s.internalError(w, r, fmt.Errorf("clear faults: %w", err))
 		return
 	}
