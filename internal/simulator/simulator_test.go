@@ -254,6 +254,18 @@ func TestFaults(t *testing.T) {
 		assert.Equal(t, 0, int(b.do(t, http.MethodGet, "/_sim/faults", nil, nil).json(t)["fail_next"].(float64)))
 	})
 
+	t.Run("quote_fail_next answers 503 to quotes only", func(t *testing.T) {
+		t.Parallel()
+		b := setup(ctx, t)
+		b.setFaults(t, `{"quote_fail_next":1}`)
+		assert.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/transfers", transferBody("5"), key("k-q")).status)
+		a := b.do(t, http.MethodPost, "/v1/quotes", transferBody("5"), nil)
+		assert.Equal(t, http.StatusServiceUnavailable, a.status)
+		assert.Equal(t, "unavailable", a.json(t)["error"])
+		assert.Equal(t, http.StatusOK, b.do(t, http.MethodPost, "/v1/quotes", transferBody("5"), nil).status)
+		assert.Equal(t, 0, int(b.do(t, http.MethodGet, "/_sim/faults", nil, nil).json(t)["quote_fail_next"].(float64)))
+	})
+
 	t.Run("fail_next applies to legacy transfers", func(t *testing.T) {
 		t.Parallel()
 		b := setup(ctx, t)
