@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -175,7 +176,7 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 		r.err = fmt.Errorf("preview: %w", err)
 		return r
 	}
-	preview := map[string]any{"scope": action.Scope, "params": bp.normalized, "free": bp.free}
+	preview := map[string]any{"scope": action.Scope, "params": decimalsAsStrings(action, bp.normalized), "free": bp.free}
 	if quote != nil {
 		preview["quote"] = quote
 	}
@@ -223,6 +224,20 @@ func quoteFailure(scope string, err error) reply {
 		}
 	}
 	return r
+}
+
+// decimalsAsStrings returns a copy of the normalized bound params with
+// every decimal field as a JSON string ("12.5"), as every answer carries
+// decimals (CONTRACT §4): no client reads them as binary floats. The
+// canonical bytes and what the downstream gets are unchanged.
+func decimalsAsStrings(action *catalog.Action, normalized map[string]any) map[string]any {
+	out := maps.Clone(normalized)
+	for name, f := range action.Bind {
+		if n, ok := out[name].(json.Number); ok && f.Type == catalog.TypeDecimal {
+			out[name] = n.String()
+		}
+	}
+	return out
 }
 
 // recentOperation is the body's view of an operation for the amnesia guard.

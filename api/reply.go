@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/api/tools"
 )
 
 // PollWith is the status tool's name.
@@ -127,7 +129,14 @@ func (s *Server) render(c echo.Context, r reply) error {
 		s.log.ErrorContext(c.Request().Context(), "render message", "trace_id", traceID, "err", err)
 		meaning, instruction = r.status, renderFailedInstruction(lang, traceID)
 	}
-	body := orderedBody(r.status, meaning, instruction, info.Retryable, traceID, r.opID, r.fields)
+	// An id from the path that is not an operation_id (GET
+	// /v1/operations/not-an-id) is named in the texts but never answered as
+	// operation_id, whose documented shape it breaks.
+	bodyOpID := r.opID
+	if !operationIDRE.MatchString(bodyOpID) {
+		bodyOpID = ""
+	}
+	body := orderedBody(r.status, meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
 	h := c.Response().Header()
 	for k, vs := range r.header {
 		for _, v := range vs {
@@ -142,6 +151,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 	s.metrics.responses.WithLabelValues(r.status).Inc()
 	return c.JSONBlob(info.Code, body)
 }
+
+// operationIDRE is the shape of an operation_id.
+var operationIDRE = regexp.MustCompile(tools.OperationIDPattern)
 
 // RetryLimit is how many times the texts of a retryable answer allow the
 // same request to be sent again before the agent tells the user.

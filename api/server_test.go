@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/api/openapi"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
@@ -194,7 +195,7 @@ func TestPreview(t *testing.T) {
 	assert.Len(t, r.str("operation_id"), 32)
 	assert.Contains(t, r.str("instruction"), "payments_transfer_confirm")
 	preview := r.body["preview"].(map[string]any)
-	assert.Equal(t, map[string]any{"amount": 12.5, "currency": "USD", "payee_id": "p-1"}, preview["params"])
+	assert.Equal(t, map[string]any{"amount": "12.5", "currency": "USD", "payee_id": "p-1"}, preview["params"])
 	assert.Equal(t, map[string]any{"memo": "rent"}, preview["free"])
 	assert.Equal(t, "0.25", preview["quote"].(map[string]any)["fee"])
 	// The quote expires in 10 minutes, before the 15-minute fingerprint TTL.
@@ -417,6 +418,22 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 	assert.Equal(t, StatusUnknownOperation, r.status())
 	r = b.do(t, "GET", "/v1/operations/0123456789abcdef0123456789abcdef", "dev-alice", "")
 	assert.Equal(t, StatusUnknownOperation, r.status())
+	assert.Equal(t, "0123456789abcdef0123456789abcdef", r.str("operation_id"))
+	// A path id that is not an operation_id is named in the text, never
+	// answered as operation_id (its documented shape), and not looked up.
+	_, readsBefore := b.store.counts()
+	for _, id := range []string{"not-an-id", "0123456789ABCDEF0123456789ABCDEF", "0123"} {
+		r = b.do(t, "GET", "/v1/operations/"+id, "dev-alice", "")
+		assert.Equal(t, 404, r.code, id)
+		assert.Equal(t, StatusUnknownOperation, r.status(), id)
+		assert.NotContains(t, r.body, "operation_id", id)
+		assert.Contains(t, r.str("meaning"), id)
+		v, err := openapi.NewValidator()
+		require.NoError(t, err)
+		assert.NoError(t, v.ValidateResponse("GET", "/v1/operations/"+id, r.code, r.header, []byte(r.raw)), id)
+	}
+	_, readsAfter := b.store.counts()
+	assert.Equal(t, readsBefore, readsAfter, "a malformed id is not looked up")
 
 	// After exp, the consumed fingerprint still replays.
 	b.clock.Add(time.Hour)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/api/openapi"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated sections of README.md")
@@ -182,4 +184,18 @@ func TestREADMEStatusTable(t *testing.T) {
 
 func TestREADMESecurityEvents(t *testing.T) {
 	checkGenerated(t, "security-events", securityEventTable())
+}
+
+// TestOpenAPIStatusEnumIsTheRegistry checks that the OpenAPI document's
+// Answer.status enum lists exactly the registry's statuses.
+func TestOpenAPIStatusEnumIsTheRegistry(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Load(context.Background())
+	require.NoError(t, err)
+	var enum []string
+	for _, v := range doc.Components.Schemas["Answer"].Value.Properties["status"].Value.Enum {
+		enum = append(enum, v.(string))
+	}
+	slices.Sort(enum)
+	assert.Equal(t, StatusNames(), enum)
 }
