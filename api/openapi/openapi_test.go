@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/api/openapi"
+	"github.com/oncegate/oncegate/internal/testenv"
 )
 
 func TestDocumentLoadsAndValidates(t *testing.T) {
@@ -74,8 +79,8 @@ func TestValidateResponse(t *testing.T) {
 			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":` + preview + `}`, true},
 		{"preview_ready with a numeric amount", "POST", "/v1/actions/payments.transfer/preview", 200, json,
 			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":{"scope":"s","params":{"amount":12.5}}}`, false},
-		{"preview_ready with a non-canonical amount", "POST", "/v1/actions/payments.transfer/preview", 200, json,
-			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":{"scope":"s","params":{"amount":"12.50"}}}`, false},
+		{"preview_ready with an amount in exponent form", "POST", "/v1/actions/payments.transfer/preview", 200, json,
+			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":{"scope":"s","params":{"amount":"1.25e1"}}}`, false},
 		{"downstream_refused", "POST", "/v1/actions/payments.transfer/preview", 422, json,
 			`{"status":"downstream_refused",` + base + `,"retryable":false,"reason":"invalid_request: amount must be positive","errors":[{"field":"amount","problem":"must be positive"}]}`, true},
 		{"downstream_refused without reason", "POST", "/v1/actions/payments.transfer/preview", 422, json,
@@ -190,4 +195,42 @@ func TestNullableHasType(t *testing.T) {
 		}
 	}
 	walk("#", doc)
+}
+
+// TestRedoclyLint lints the document with an independent implementation,
+// Redocly's CLI (its recommended rules), from npm: zero errors.
+func TestRedoclyLint(t *testing.T) {
+	redocly := testenv.NPMTool(t, testenv.RedoclyCLI, "redocly")
+	path := filepath.Join(t.TempDir(), "openapi.json")
+	require.NoError(t, os.WriteFile(path, openapi.Document(), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, redocly, "lint", "--format=json", path)
+	cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true")
+	out, err := cmd.Output()
+	var report struct {
+		Totals struct {
+			Errors int `json:"errors"`
+		} `json:"totals"`
+		Problems []struct {
+			RuleID   string `json:"ruleId"`
+			Severity string `json:"severity"`
+			Message  string `json:"message"`
+			Location []struct {
+				Pointer string `json:"pointer"`
+			} `json:"location"`
+		} `json:"problems"`
+	}
+	require.NoErrorf(t, json.Unmarshal(out, &report), "redocly lint output (exit %v): %s", err, out)
+	for _, p := range report.Problems {
+		if p.Severity == "error" {
+			where := ""
+			if len(p.Location) > 0 {
+				where = p.Location[0].Pointer
+			}
+			t.Errorf("redocly %s at %s: %s", p.RuleID, where, p.Message)
+		}
+	}
+	assert.Zero(t, report.Totals.Errors, "redocly lint errors")
+	assert.NoError(t, err, "redocly lint exit status")
 }
