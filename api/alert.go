@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -18,9 +19,37 @@ const (
 	EventStoreParamMismatch = "store_param_mismatch"
 	// EventSubjectMismatch means a fingerprint issued to another subject was presented.
 	EventSubjectMismatch = "subject_mismatch"
+	// EventScopeMismatch means a fingerprint issued for another action was presented.
+	EventScopeMismatch = "scope_mismatch"
 	// EventInvalidFingerprint means a forged, altered or malformed fingerprint was presented.
 	EventInvalidFingerprint = "fingerprint_invalid"
 )
+
+// SecurityEventKind describes one kind of security event.
+type SecurityEventKind struct {
+	// Kind is the event's name: the `kind` of logs, metrics and alerts.
+	Kind string
+	// Status is the answer the caller gets.
+	Status string
+	// When says what happened, for the README.
+	When string
+}
+
+// SecurityEventKinds is the one list of security events: the gateway logs,
+// counts (oncegate_security_events_total{kind}) and alerts exactly these,
+// and the README's list is generated from it (TestREADMESecurityEvents).
+var SecurityEventKinds = []SecurityEventKind{
+	{EventParamMismatch, StatusParamMismatch, "a confirm's bound params differ from the fingerprint's"},
+	{EventStoreParamMismatch, StatusParamMismatch, "the store holds the operation with another param_hash than the confirm's"},
+	{EventSubjectMismatch, StatusSubjectMismatch, "a fingerprint issued to another subject was presented"},
+	{EventScopeMismatch, StatusScopeMismatch, "a fingerprint issued for another action was presented"},
+	{EventInvalidFingerprint, StatusFingerprintInvalid, "a forged, altered, truncated or malformed fingerprint was presented"},
+}
+
+// isSecurityEventKind reports whether kind is in SecurityEventKinds.
+func isSecurityEventKind(kind string) bool {
+	return slices.ContainsFunc(SecurityEventKinds, func(k SecurityEventKind) bool { return k.Kind == kind })
+}
 
 // SecurityEvent is what an AlertHook receives.
 type SecurityEvent struct {

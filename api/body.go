@@ -4,14 +4,39 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 )
 
 // errBodyTooLarge is what reading past the body limit returns.
 var errBodyTooLarge = echo.ErrStatusRequestEntityTooLarge
+
+// Message keys of the details of malformed_request and of other answers.
+const (
+	detailBodyUnreadable   = "detail.body_unreadable"
+	detailBodyEmpty        = "detail.body_empty"
+	detailJSONSyntax       = "detail.json_syntax"
+	detailJSONType         = "detail.json_type"
+	detailJSONNotObject    = "detail.json_not_object"
+	detailJSONTruncated    = "detail.json_truncated"
+	detailJSONUnknownField = "detail.json_unknown_field"
+	detailJSONOther        = "detail.json_other"
+	detailJSONTrailing     = "detail.json_trailing"
+	detailMemberMissing    = "detail.member_missing"
+	detailWorkflowEngine   = "detail.workflow_engine"
+	detailRequestTimeout   = "detail.request_timeout"
+	detailRequestRefused   = "detail.request_refused"
+	detailPostgresDown     = "detail.postgres_unreachable"
+)
+
+// malformed is a malformed_request reply with the detail key.
+func malformed(detail string) reply {
+	r := newReply(StatusMalformedRequest)
+	r.detail = detail
+	return r
+}
 
 // decodeBody reads the request body strictly into v: one JSON object, no
 // unknown field, nothing after it. It returns a reply to send when the body
@@ -22,51 +47,63 @@ func decodeBody(c echo.Context, v any) (reply, bool) {
 		if errors.Is(err, errBodyTooLarge) {
 			return newReply(StatusRequestTooLarge), false
 		}
-		r := newReply(StatusMalformedRequest)
-		r.data.Detail = "the body could not be read"
-		return r, false
+		return malformed(detailBodyUnreadable), false
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
-		r := newReply(StatusMalformedRequest)
-		r.data.Detail = "the body is empty"
-		return r, false
+		return malformed(detailBodyEmpty), false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		r := newReply(StatusMalformedRequest)
-		r.data.Detail = describeJSONError(err)
-		return r, false
-	}
-	if dec.More() {
-		r := newReply(StatusMalformedRequest)
-		r.data.Detail = "extra data after the JSON object"
-		return r, false
+		return describeJSONError(err), false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		r := newReply(StatusMalformedRequest)
-		r.data.Detail = "extra data after the JSON object"
+		return malformed(detailJSONTrailing), false
+	}
+	return reply{}, true
+}
+
+// requireMember answers malformed_request naming member when raw, a
+// member of the body, is absent or null.
+func requireMember(member string, raw json.RawMessage) (reply, bool) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		r := malformed(detailMemberMissing)
+		r.data.Field = member
+		r.data.Expected = "object"
 		return r, false
 	}
 	return reply{}, true
 }
 
-// describeJSONError turns a decoding error into a short detail for the model.
-func describeJSONError(err error) string {
+// describeJSONError turns a decoding error into malformed_request with a
+// short detail for the model.
+func describeJSONError(err error) reply {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return fmt.Sprintf("invalid JSON at byte %d: %v", syn.Offset, syn)
+		r := malformed(detailJSONSyntax)
+		r.data.Offset, r.data.Err = syn.Offset, syn.Error()
+		return r
 	case errors.As(err, &typ):
-		if typ.Field != "" {
-			return fmt.Sprintf("field %q must be a JSON %s, not %s", typ.Field, jsonTypeName(typ.Type.Kind().String()), typ.Value)
+		if typ.Field == "" {
+			return malformed(detailJSONNotObject)
 		}
-		return "the body must be a JSON object"
+		r := malformed(detailJSONType)
+		r.data.Field, r.data.Expected, r.data.Got = typ.Field, jsonTypeName(typ.Type.Kind().String()), typ.Value
+		return r
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the JSON is truncated"
+		return malformed(detailJSONTruncated)
 	}
-	return err.Error() // such as: json: unknown field "x"
+	// encoding/json has no type for it: `json: unknown field "x"`.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		r := malformed(detailJSONUnknownField)
+		r.data.Field = strings.Trim(name, `"`)
+		return r
+	}
+	r := malformed(detailJSONOther)
+	r.data.Err = err.Error()
+	return r
 }
 
 func jsonTypeName(kind string) string {

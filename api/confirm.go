@@ -49,7 +49,15 @@ func (s *Server) handleConfirm(c echo.Context) error {
 		return s.render(c, r)
 	}
 	var req confirmRequest
-	if r, ok := decodeBody(c, &req); !ok {
+	r, ok = decodeBody(c, &req)
+	if ok && req.Fingerprint == "" {
+		r, ok = malformed(detailMemberMissing), false
+		r.data.Field, r.data.Expected = "fingerprint", "string"
+	}
+	if ok {
+		r, ok = requireMember("params", req.Params)
+	}
+	if !ok {
 		r.scope = action.Scope
 		return s.render(c, r)
 	}
@@ -87,6 +95,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		s.securityEvent(ctx, EventSubjectMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued to "+p.Subject)
 		return newReply(StatusSubjectMismatch)
 	case errors.Is(err, fingerprint.ErrScopeMismatch):
+		s.securityEvent(ctx, EventScopeMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued for "+p.Scope)
 		r := newReply(StatusScopeMismatch)
 		r.opID = p.Nonce
 		return r
@@ -281,7 +290,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 			s.releaseUnstarted(sctx, call)
 			r := newReply(StatusTemporarilyUnavailable)
 			r.opID = nonce
-			r.data.Detail = "the workflow engine could not be reached"
+			r.detail = detailWorkflowEngine
 			return r
 		}
 		attached = true
@@ -457,6 +466,10 @@ func terminalReply(rec idemstore.Record, replay bool) reply {
 // securityEvent logs, counts and alerts one security event. The alert runs
 // on its own goroutine and never delays the answer.
 func (s *Server) securityEvent(ctx context.Context, kind string, id auth.Identity, scope, opID, traceID, detail string) {
+	if !isSecurityEventKind(kind) {
+		// A programming error: still reported, under its name, so nothing is lost.
+		s.log.ErrorContext(ctx, "security event of an unregistered kind", "kind", kind, "trace_id", traceID)
+	}
 	ev := SecurityEvent{Kind: kind, Subject: id.Subject, Scope: scope, OperationID: opID, TraceID: traceID,
 		Detail: detail, At: s.now().UTC()}
 	s.log.WarnContext(ctx, "security event", "kind", kind, "subject", id.Subject, "scope", scope,

@@ -320,6 +320,16 @@ type quoteTransport struct {
 	fail    bool
 	expires time.Time
 	calls   int
+	// status and body, when status is set, are the answer instead of a quote.
+	status int
+	body   string
+}
+
+// set makes the transport answer status with body.
+func (q *quoteTransport) set(status int, body string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.status, q.body = status, body
 }
 
 func (q *quoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -328,6 +338,10 @@ func (q *quoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	q.calls++
 	if q.fail {
 		return nil, errors.New("connection refused")
+	}
+	if q.status != 0 {
+		return &http.Response{StatusCode: q.status, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(q.body)), Request: req}, nil
 	}
 	body := fmt.Sprintf(`{"fee":"0.25","currency":"USD","expires_at":%q}`, q.expires.Format(time.RFC3339))
 	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},

@@ -24,7 +24,7 @@ func (s *Server) readyz(c echo.Context) error {
 	if err := s.store.Ready(ctx); err != nil {
 		s.log.WarnContext(ctx, "not ready", "trace_id", traceIDOf(c), "err", err)
 		r := newReply(StatusNotReady).with("postgres", "unreachable").with("redis", redis)
-		r.data.Detail = "PostgreSQL unreachable"
+		r.detail = detailPostgresDown
 		return s.render(c, r)
 	}
 	r := newReply(StatusReady).with("postgres", "ok").with("redis", redis)

@@ -19,7 +19,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		security: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oncegate_security_events_total",
-			Help: "Security events seen by the gateway (param_mismatch, subject_mismatch, fingerprint_invalid, ...), by kind.",
+			Help: "Security events seen by the gateway, by kind (every kind of api.SecurityEventKinds).",
 		}, []string{"kind"}),
 		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oncegate_responses_total",
@@ -33,6 +33,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	var err error
 	if m.security, err = register(reg, m.security); err != nil {
 		return nil, err
+	}
+	// Every kind is exported from the start, at 0, so that an alert rule on
+	// a kind that never happened yet still has a series to watch.
+	for _, k := range SecurityEventKinds {
+		m.security.WithLabelValues(k.Kind)
 	}
 	if m.responses, err = register(reg, m.responses); err != nil {
 		return nil, err

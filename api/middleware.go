@@ -113,18 +113,18 @@ func (s *Server) errorReply(err error) reply {
 			return newReply(StatusUnauthenticated)
 		case http.StatusServiceUnavailable:
 			r := newReply(StatusTemporarilyUnavailable)
-			r.data.Detail = "the request timed out"
+			r.detail = detailRequestTimeout
 			return r
 		}
 		if he.Code >= 400 && he.Code < 500 {
-			r := newReply(StatusMalformedRequest)
-			r.data.Detail = fmt.Sprint(he.Message)
+			r := malformed(detailRequestRefused)
+			r.data.Err = fmt.Sprint(he.Message)
 			return r
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		r := newReply(StatusTemporarilyUnavailable)
-		r.data.Detail = "the request timed out"
+		r.detail = detailRequestTimeout
 		return r
 	}
 	r := newReply(StatusInternalError)

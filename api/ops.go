@@ -36,7 +36,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 	if q := strings.ToLower(strings.TrimSpace(c.QueryParam("state"))); q != "" {
 		st, ok := stateFilters[q]
 		if !ok {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems("invalid_filter",
+			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
 				[]fingerprint.FieldProblem{{Field: "state", Problem: "must be one of in_flight, needs_manual_review, completed, failed"}}))
 		}
 		state = st
@@ -45,7 +45,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 	if q := c.QueryParam("limit"); q != "" {
 		n, err := strconv.Atoi(q)
 		if err != nil || n <= 0 {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems("invalid_filter",
+			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
 				[]fingerprint.FieldProblem{{Field: "limit", Problem: "must be a positive integer"}}))
 		}
 		limit = min(n, maxListLimit)
@@ -153,7 +153,7 @@ func (s *Server) handleOpsResolve(c echo.Context) error {
 	if err := s.temporal.SignalWorkflow(sctx, opID, "", workflows.SignalResolve, res); err != nil {
 		r := opReply(StatusTemporarilyUnavailable, opID)
 		r.err = fmt.Errorf("signal resolve %s: %w", opID, err)
-		r.data.Detail = "the workflow engine could not be reached"
+		r.detail = detailWorkflowEngine
 		return s.render(c, r)
 	}
 	s.log.InfoContext(ctx, "resolution sent", "operation_id", opID, "operator", operator, "outcome", req.Outcome,

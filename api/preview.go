@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -29,7 +31,11 @@ func (s *Server) handlePreview(c echo.Context) error {
 		return s.render(c, r)
 	}
 	var req previewRequest
-	if r, ok := decodeBody(c, &req); !ok {
+	r, ok = decodeBody(c, &req)
+	if ok {
+		r, ok = requireMember("params", req.Params)
+	}
+	if !ok {
 		r.scope = action.Scope
 		return s.render(c, r)
 	}
@@ -137,14 +143,11 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	if action.Downstream.Quote != "" {
 		q, qexp, err := s.fetchQuote(ctx, action, bp.normalized)
 		if err == nil && !qexp.IsZero() && !qexp.After(now) {
-			err = fmt.Errorf("quote already expired at %s", qexp.Format(time.RFC3339))
+			err = &quoteError{detail: detailQuoteExpired, err: fmt.Errorf("quote already expired at %s", qexp.Format(time.RFC3339))}
 		}
 		if err != nil {
 			s.log.WarnContext(ctx, "quote failed", "scope", action.Scope, "subject", id.Subject, "err", err)
-			r := newReply(StatusTemporarilyUnavailable)
-			r.scope = action.Scope
-			r.data.Detail = "the price quote could not be obtained"
-			return r
+			return quoteFailure(action.Scope, err)
 		}
 		quote = q
 		if !qexp.IsZero() && qexp.Before(exp) {
@@ -173,7 +176,7 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 		r.err = fmt.Errorf("preview: %w", err)
 		return r
 	}
-	preview := map[string]any{"scope": action.Scope, "params": bp.normalized, "free": bp.free}
+	preview := map[string]any{"scope": action.Scope, "params": decimalsAsStrings(action, bp.normalized), "free": bp.free}
 	if quote != nil {
 		preview["quote"] = quote
 	}
@@ -185,7 +188,7 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	r.scope = action.Scope
 	r.data.ExpiresAt = p.ExpiresAt().Format(time.RFC3339)
 	if found {
-		r.key = "preview_ready_repeat"
+		r.key = keyPreviewReadyRepeat
 		r = r.with("recent_operation", recentOperation(recent))
 		r.data.RecentOperationID = recent.Key
 		r.data.State = agentState(recent.State)
@@ -193,6 +196,49 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 		r.data.Reason = recent.Reason
 	}
 	return r
+}
+
+// Message key of temporarily_unavailable when preview could not get a quote.
+const keyQuoteUnavailable = "quote_unavailable"
+
+// quoteFailure answers a failed quote: downstream_refused for a definite
+// refusal, else temporarily_unavailable with the quote's own texts.
+func quoteFailure(scope string, err error) reply {
+	var qe *quoteError
+	if errors.As(err, &qe) && qe.refused {
+		r := newReply(StatusDownstreamRefused).with("reason", qe.reason)
+		if len(qe.problems) > 0 {
+			r = r.with("errors", qe.problems)
+		}
+		r.scope = scope
+		r.data.Reason = qe.reason
+		return r
+	}
+	r := newReply(StatusTemporarilyUnavailable)
+	r.key = keyQuoteUnavailable
+	r.scope = scope
+	r.detail = detailQuoteUnreachable
+	if qe != nil {
+		r.detail = qe.detail
+		if qe.httpStatus != 0 {
+			r.data.Got = strconv.Itoa(qe.httpStatus)
+		}
+	}
+	return r
+}
+
+// decimalsAsStrings returns a copy of the normalized bound params with
+// every decimal field as a JSON string ("12.5"), as every answer carries
+// decimals (CONTRACT §4): no client reads them as binary floats. The
+// canonical bytes and what the downstream gets are unchanged.
+func decimalsAsStrings(action *catalog.Action, normalized map[string]any) map[string]any {
+	out := maps.Clone(normalized)
+	for name, f := range action.Bind {
+		if n, ok := out[name].(json.Number); ok && f.Type == catalog.TypeDecimal {
+			out[name] = n.String()
+		}
+	}
+	return out
 }
 
 // recentOperation is the body's view of an operation for the amnesia guard.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,122 +13,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/api/tools"
 )
-
-// Statuses of the gateway's answers (CONTRACT §4 and the extra ones).
-const (
-	// StatusPreviewReady means preview succeeded: fingerprint, expires_at, preview.
-	StatusPreviewReady = "preview_ready"
-	// StatusCompleted means this call executed the operation and it finished.
-	StatusCompleted = "completed"
-	// StatusAlreadyCompleted means a replay of a finished operation: the first result itself.
-	StatusAlreadyCompleted = "already_completed"
-	// StatusFailed means a definite failure; nothing was executed downstream.
-	StatusFailed = "failed"
-	// StatusAlreadyFailed means a replay of a definite failure.
-	StatusAlreadyFailed = "already_failed"
-	// StatusInProgress means started; the outcome is not known yet.
-	StatusInProgress = "in_progress"
-	// StatusNeedsManualReview means the outcome cannot be determined automatically; a person decides.
-	StatusNeedsManualReview = "needs_manual_review"
-	// StatusParamMismatch means the bound params differ from the fingerprint's (a security event).
-	StatusParamMismatch = "param_mismatch"
-	// StatusSubjectMismatch means the fingerprint was issued to another subject (a security event).
-	StatusSubjectMismatch = "subject_mismatch"
-	// StatusScopeMismatch means the fingerprint was issued for another action.
-	StatusScopeMismatch = "scope_mismatch"
-	// StatusFingerprintExpired means first consumption at or after exp.
-	StatusFingerprintExpired = "fingerprint_expired"
-	// StatusFingerprintInvalid means not a fingerprint, or a bad signature.
-	StatusFingerprintInvalid = "fingerprint_invalid"
-	// StatusInvalidParams means params fail the catalog's rules (errors lists them).
-	StatusInvalidParams = "invalid_params"
-	// StatusUnauthenticated means no or unknown bearer token.
-	StatusUnauthenticated = "unauthenticated"
-	// StatusUnknownAction means no such scope.
-	StatusUnknownAction = "unknown_action"
-	// StatusRepeatUnacknowledged means the amnesia guard's recent operation was not acknowledged.
-	StatusRepeatUnacknowledged = "repeat_unacknowledged"
-	// StatusTemporarilyUnavailable means a store or service cannot be reached; nothing was consumed.
-	StatusTemporarilyUnavailable = "temporarily_unavailable"
-	// StatusUnknownOperation means no such operation for the caller.
-	StatusUnknownOperation = "unknown_operation"
-	// StatusForbidden means an ops route called without the operator role.
-	StatusForbidden = "forbidden"
-	// StatusNotFound means no such route.
-	StatusNotFound = "not_found"
-	// StatusMethodNotAllowed means the route does not accept the method.
-	StatusMethodNotAllowed = "method_not_allowed"
-	// StatusMalformedRequest means the body is not the endpoint's JSON.
-	StatusMalformedRequest = "malformed_request"
-	// StatusRequestTooLarge means the body exceeds BodyLimit.
-	StatusRequestTooLarge = "request_too_large"
-	// StatusInternalError means an unexpected error; the trace_id is to be reported.
-	StatusInternalError = "internal_error"
-	// StatusNotAwaitingReview means a resolve for an operation that is not NEEDS_REVIEW.
-	StatusNotAwaitingReview = "not_awaiting_review"
-	// StatusInvalidResolution means a resolve body that is incomplete or inconsistent.
-	StatusInvalidResolution = "invalid_resolution"
-	// StatusResolutionSent means the resolve signal was delivered.
-	StatusResolutionSent = "resolution_sent"
-	// StatusOperationsListed means the ops list.
-	StatusOperationsListed = "operations_listed"
-	// StatusOperationFound means the ops view of one operation.
-	StatusOperationFound = "operation_found"
-	// StatusAlive means liveness.
-	StatusAlive = "alive"
-	// StatusReady means readiness: the truth database answers.
-	StatusReady = "ready"
-	// StatusNotReady means the truth database cannot be reached.
-	StatusNotReady = "not_ready"
-)
-
-// StatusInfo is the HTTP code and retryability of a status.
-type StatusInfo struct {
-	// Code is the HTTP status code.
-	Code int
-	// Retryable tells the model whether sending the same request again can help.
-	Retryable bool
-}
-
-// Statuses maps every status the gateway answers to its code and retryability.
-var Statuses = map[string]StatusInfo{
-	StatusPreviewReady:           {http.StatusOK, false},
-	StatusCompleted:              {http.StatusOK, false},
-	StatusAlreadyCompleted:       {http.StatusOK, false},
-	StatusFailed:                 {http.StatusOK, false},
-	StatusAlreadyFailed:          {http.StatusOK, false},
-	StatusInProgress:             {http.StatusAccepted, false},
-	StatusNeedsManualReview:      {http.StatusAccepted, false},
-	StatusParamMismatch:          {http.StatusUnprocessableEntity, false},
-	StatusSubjectMismatch:        {http.StatusForbidden, false},
-	StatusScopeMismatch:          {http.StatusForbidden, false},
-	StatusFingerprintExpired:     {http.StatusGone, false},
-	StatusFingerprintInvalid:     {http.StatusBadRequest, false},
-	StatusInvalidParams:          {http.StatusBadRequest, true},
-	StatusUnauthenticated:        {http.StatusUnauthorized, true},
-	StatusUnknownAction:          {http.StatusNotFound, false},
-	StatusRepeatUnacknowledged:   {http.StatusConflict, false},
-	StatusTemporarilyUnavailable: {http.StatusServiceUnavailable, true},
-	StatusUnknownOperation:       {http.StatusNotFound, false},
-	StatusForbidden:              {http.StatusForbidden, false},
-	StatusNotFound:               {http.StatusNotFound, false},
-	StatusMethodNotAllowed:       {http.StatusMethodNotAllowed, false},
-	StatusMalformedRequest:       {http.StatusBadRequest, false},
-	StatusRequestTooLarge:        {http.StatusRequestEntityTooLarge, false},
-	StatusInternalError:          {http.StatusInternalServerError, false},
-	StatusNotAwaitingReview:      {http.StatusConflict, false},
-	StatusInvalidResolution:      {http.StatusBadRequest, true},
-	StatusResolutionSent:         {http.StatusAccepted, false},
-	StatusOperationsListed:       {http.StatusOK, false},
-	StatusOperationFound:         {http.StatusOK, false},
-	StatusAlive:                  {http.StatusOK, false},
-	StatusReady:                  {http.StatusOK, false},
-	StatusNotReady:               {http.StatusServiceUnavailable, true},
-}
-
-// HeaderReplayed marks a replay of an operation's first outcome.
-const HeaderReplayed = "Idempotent-Replayed"
 
 // PollWith is the status tool's name.
 const PollWith = "get_operation_status"
@@ -146,6 +33,8 @@ type reply struct {
 	fields map[string]any
 	// data fills the texts (operation, scope and tools are added).
 	data messages.Data
+	// detail is the key of a detail fragment that fills data.Detail.
+	detail string
 	// header holds extra response headers.
 	header http.Header
 	// err is an internal error, logged with the trace id.
@@ -211,6 +100,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	d.PollAfterSeconds = seconds(d.PollAfterMS)
 	d.RetryAfterMS = s.cfg.RetryAfter.Milliseconds()
 	d.RetryAfterSeconds = seconds(d.RetryAfterMS)
+	d.RetryLimit = RetryLimit
 	if d.Method == "" {
 		d.Method = c.Request().Method
 	}
@@ -228,12 +118,25 @@ func (s *Server) render(c echo.Context, r reply) error {
 		key = r.status
 	}
 	lang := messages.ParseAcceptLanguage(c.Request().Header.Get("Accept-Language"))
+	var err error
+	if r.detail != "" {
+		if d.Detail, err = s.msgs.Fragment(lang, r.detail, d); err != nil {
+			s.log.ErrorContext(c.Request().Context(), "render detail", "trace_id", traceID, "err", err)
+		}
+	}
 	meaning, instruction, err := s.msgs.Render(lang, key, d)
 	if err != nil {
 		s.log.ErrorContext(c.Request().Context(), "render message", "trace_id", traceID, "err", err)
-		meaning, instruction = r.status, "Report trace_id "+traceID+" to the operators."
+		meaning, instruction = r.status, renderFailedInstruction(lang, traceID)
 	}
-	body := orderedBody(r.status, meaning, instruction, info.Retryable, traceID, r.opID, r.fields)
+	// An id from the path that is not an operation_id (GET
+	// /v1/operations/not-an-id) is named in the texts but never answered as
+	// operation_id, whose documented shape it breaks.
+	bodyOpID := r.opID
+	if !operationIDRE.MatchString(bodyOpID) {
+		bodyOpID = ""
+	}
+	body := orderedBody(r.status, meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
 	h := c.Response().Header()
 	for k, vs := range r.header {
 		for _, v := range vs {
@@ -247,6 +150,22 @@ func (s *Server) render(c echo.Context, r reply) error {
 	}
 	s.metrics.responses.WithLabelValues(r.status).Inc()
 	return c.JSONBlob(info.Code, body)
+}
+
+// operationIDRE is the shape of an operation_id.
+var operationIDRE = regexp.MustCompile(tools.OperationIDPattern)
+
+// RetryLimit is how many times the texts of a retryable answer allow the
+// same request to be sent again before the agent tells the user.
+const RetryLimit = 3
+
+// renderFailedInstruction is the instruction when the catalog failed to
+// render (a bug): it must still be in the caller's language.
+func renderFailedInstruction(lang messages.Lang, traceID string) string {
+	if lang == messages.Chinese {
+		return "不要重试。请把 trace_id " + traceID + " 报告给运维人员。"
+	}
+	return "Do not retry. Report trace_id " + traceID + " to the operators."
 }
 
 // orderedBody writes the common fields first, then the extra ones sorted.

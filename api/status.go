@@ -15,6 +15,9 @@ import (
 func (s *Server) handleStatus(c echo.Context) error {
 	ctx := c.Request().Context()
 	opID := c.Param("id")
+	if !operationIDRE.MatchString(opID) {
+		return s.render(c, opReply(StatusUnknownOperation, opID))
+	}
 	rec, err := s.store.Get(ctx, opID)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound) || (err == nil && rec.Subject != identityOf(c).Subject):

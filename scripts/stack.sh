@@ -20,15 +20,25 @@ DOWNSTREAM_URL=${DOWNSTREAM_URL:-http://127.0.0.1:8090}
 TEMPORAL_ADDRESS=${TEMPORAL_ADDRESS:-127.0.0.1:7233}
 TEMPORAL_UI_URL=${TEMPORAL_UI_URL:-http://127.0.0.1:8233}
 TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
-PGPORT=${PGPORT:-55432}
-DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT}/oncegate?sslmode=disable}
-SIMULATOR_DATABASE_URL=${SIMULATOR_DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT}/oncegate_sim?sslmode=disable}
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:56379/0}
 
 port_of() { # url or host:port -> port
-  local s=${1#*://}; s=${s%%/*}; s=${s##*@}; echo "${s##*:}"
+  local s=${1#*://}; s=${s%%/*}; s=${s%%\?*}; s=${s##*@}; echo "${s##*:}"
 }
-PGPORT=$(port_of "$DATABASE_URL")
+db_of() { # postgres url -> database name
+  local s=${1#*://}; s=${s#*/}; echo "${s%%\?*}"
+}
+# The dev stack runs one PostgreSQL, on the port of DATABASE_URL when that
+# is given (else PGPORT, else 55432). The simulator's database lives on that
+# same server unless SIMULATOR_DATABASE_URL says otherwise, so moving
+# DATABASE_URL alone never points the simulator at another stack's server.
+if [ -n "${DATABASE_URL:-}" ]; then
+  PGPORT=$(port_of "$DATABASE_URL")
+else
+  PGPORT=${PGPORT:-55432}
+  DATABASE_URL=postgres://postgres@127.0.0.1:${PGPORT}/oncegate?sslmode=disable
+fi
+SIMULATOR_DATABASE_URL=${SIMULATOR_DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT}/oncegate_sim?sslmode=disable}
 REDIS_PORT=$(port_of "$REDIS_URL")
 TEMPORAL_PORT=$(port_of "$TEMPORAL_ADDRESS")
 TEMPORAL_UI_PORT=$(port_of "$TEMPORAL_UI_URL")
@@ -40,20 +50,31 @@ if [ ! -s "$RUN/fingerprint.keys" ]; then
 fi
 ONCEGATE_FINGERPRINT_KEYS=${ONCEGATE_FINGERPRINT_KEYS:-$(cat "$RUN/fingerprint.keys")}
 
-write_env() {
-  cat >"$RUN/stack.env" <<EOF
-GATEWAY_URL=$GATEWAY_URL
-DOWNSTREAM_URL=$DOWNSTREAM_URL
-TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS
-TEMPORAL_UI_URL=$TEMPORAL_UI_URL
-TEMPORAL_NAMESPACE=$TEMPORAL_NAMESPACE
-DATABASE_URL=$DATABASE_URL
-SIMULATOR_DATABASE_URL=$SIMULATOR_DATABASE_URL
-REDIS_URL=$REDIS_URL
-ONCEGATE_FINGERPRINT_KEYS=$ONCEGATE_FINGERPRINT_KEYS
+# stack.env: `export KEY=value` lines, so that `source .run/stack.env` passes
+# them on to the commands a user runs next. A value with characters the shell
+# would interpret is single-quoted.
+ENV_KEYS=(GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
+  SIMULATOR_DATABASE_URL REDIS_URL ONCEGATE_FINGERPRINT_KEYS ONCEGATE_CATALOG ONCEGATE_TOKENS)
 ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
 ONCEGATE_TOKENS=$ROOT/deployments/tokens.dev.yaml
-EOF
+
+shell_quote() { # value -> itself when plain, else in single quotes
+  if [[ $1 =~ ^[A-Za-z0-9_./:@+=,%-]*$ ]]; then
+    printf '%s' "$1"
+  else
+    printf "'%s'" "${1//\'/\'\\\'\'}"
+  fi
+}
+
+write_env() {
+  local k
+  {
+    echo "# Written by scripts/stack.sh up. Use it with: source .run/stack.env"
+    for k in "${ENV_KEYS[@]}"; do
+      printf 'export %s=%s\n' "$k" "$(shell_quote "${!k}")"
+    done
+  } >"$RUN/stack.env.tmp"
+  mv "$RUN/stack.env.tmp" "$RUN/stack.env"
 }
 
 # ---------- process helpers
@@ -141,7 +162,7 @@ start_postgres() {
   done
   # The postmaster itself, not runuser, is what the pid file names.
   head -n 1 "$data/postmaster.pid" >"$RUN/postgres.pid"
-  for db in oncegate oncegate_sim; do
+  for db in "$(db_of "$DATABASE_URL")" "$(db_of "$SIMULATOR_DATABASE_URL")"; do
     for ((i = 0; i < 50; i++)); do
       if out=$(as_pg "$bin/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='$db'" 2>&1); then
         [ "$out" = 1 ] || as_pg "$bin/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres "$db"
@@ -171,10 +192,8 @@ start_temporal() {
 }
 
 start_binary() { # name
-  set -a
   # shellcheck disable=SC1091
   . "$RUN/stack.env"
-  set +a
   spawn "$1" "$ROOT/bin/$1"
 }
 
@@ -192,6 +211,10 @@ build() {
 }
 
 up() {
+  if [ "$(port_of "$SIMULATOR_DATABASE_URL")" != "$PGPORT" ]; then
+    echo "stack: SIMULATOR_DATABASE_URL ($SIMULATOR_DATABASE_URL) is not on the stack's PostgreSQL (port $PGPORT, from DATABASE_URL or PGPORT)" >&2
+    return 2
+  fi
   build
   write_env
   local c
@@ -243,12 +266,27 @@ status() {
   done
 }
 
+# run: the stack in the foreground. Ctrl-C (also while it starts) stops every
+# component and the log follower: bash starts a script's background commands
+# with SIGINT ignored, so the follower is stopped by its pid.
+TAIL_PID=
+stop_run() {
+  trap - INT TERM HUP EXIT
+  echo
+  if [ -n "$TAIL_PID" ]; then
+    kill "$TAIL_PID" 2>/dev/null || true
+    wait "$TAIL_PID" 2>/dev/null || true
+  fi
+  down
+}
 run() {
+  trap 'stop_run; exit 0' INT TERM HUP
+  trap 'stop_run' EXIT
   up
-  trap 'echo; down; exit 0' INT TERM
   echo "Following the logs; Ctrl-C stops the stack."
   tail -n 0 -F "$RUN"/{gateway,worker,downstream}.log &
-  wait
+  TAIL_PID=$!
+  wait "$TAIL_PID"
 }
 
 case "${1:-}" in

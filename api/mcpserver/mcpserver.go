@@ -244,7 +244,7 @@ func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
 		"status":      "invalid_params",
 		"meaning":     meaning,
 		"instruction": instruction,
-		"retryable":   true,
+		"retryable":   false, // CONTRACT §4: only temporarily_unavailable is retryable
 		"trace_id":    traceID(header),
 		"errors": []map[string]string{{
 			"field":   "operation_id",
@@ -356,7 +356,7 @@ func (g *authGate) unauthenticated(w http.ResponseWriter, r *http.Request) {
 		"status":      "unauthenticated",
 		"meaning":     meaning,
 		"instruction": instruction,
-		"retryable":   true,
+		"retryable":   false, // CONTRACT §4: only temporarily_unavailable is retryable
 		"trace_id":    tid,
 	})
 }

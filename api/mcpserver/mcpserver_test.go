@@ -40,7 +40,7 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if r.Header.Get("Authorization") != "Bearer dev-alice" {
 		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = io.WriteString(w, `{"status":"unauthenticated","meaning":"m","instruction":"i","retryable":true,"trace_id":"t"}`)
+		_, _ = io.WriteString(w, `{"status":"unauthenticated","meaning":"m","instruction":"i","retryable":false,"trace_id":"t"}`)
 		return
 	}
 	switch {
@@ -297,7 +297,7 @@ func TestUnauthenticated(t *testing.T) {
 			assert.Equal(t, "unauthenticated", a["status"])
 			assert.NotEmpty(t, a["meaning"])
 			assert.NotEmpty(t, a["instruction"])
-			assert.Equal(t, true, a["retryable"])
+			assert.Equal(t, false, a["retryable"])
 			assert.NotEmpty(t, a["trace_id"])
 		})
 	}

@@ -1,8 +1,9 @@
 // Package messages holds the texts an LLM reads in every gateway answer: for
 // each status a `meaning` (what happened and what it means) and an
-// `instruction` (exactly what to do next). The texts live in one YAML catalog
-// per language, embedded in the binary, as text/template strings filled with
-// Data.
+// `instruction` (exactly what to do next), and the detail fragments that
+// fill them (keys starting with "detail.", a single `text`). The texts live
+// in one YAML catalog per language, embedded in the binary, as text/template
+// strings filled with Data.
 package messages
 
 import (
@@ -71,18 +72,35 @@ type Data struct {
 	// empty when not recorded); the texts claim "nothing was executed" only
 	// for the kinds that prove it.
 	FailureKind string
-	// Detail is a short technical detail (such as a JSON syntax error).
+	// Detail is a short technical detail (such as a JSON syntax error),
+	// usually a rendered fragment (see Fragment).
 	Detail string
+	// RetryLimit is how many times a retryable request may be sent again.
+	RetryLimit int
+	// Field names a member of the request (a detail fragment's subject).
+	Field string
+	// Expected is what a member must be (a JSON type such as "object").
+	Expected string
+	// Got is what was given, or the downstream's HTTP status.
+	Got string
+	// Offset is a byte offset into the request body.
+	Offset int64
+	// Err is a technical error text quoted verbatim (such as encoding/json's).
+	Err string
 	// Method is the request's HTTP method.
 	Method string
 	// Path is the request's path.
 	Path string
 }
 
-// entry is one status's pair of texts.
+// FragmentPrefix starts the key of every detail fragment.
+const FragmentPrefix = "detail."
+
+// entry is one status's pair of texts, or one fragment's text.
 type entry struct {
 	meaning     *template.Template
 	instruction *template.Template
+	text        *template.Template
 }
 
 // Catalog holds the parsed texts of every language.
@@ -90,10 +108,12 @@ type Catalog struct {
 	texts map[Lang]map[string]entry
 }
 
-// rawEntry is the YAML form of one status.
+// rawEntry is the YAML form of one status (meaning and instruction) or of
+// one fragment (text).
 type rawEntry struct {
 	Meaning     string `yaml:"meaning"`
 	Instruction string `yaml:"instruction"`
+	Text        string `yaml:"text"`
 }
 
 // Load parses the embedded catalogs. It fails when a file is missing, is not
@@ -123,19 +143,36 @@ func parse(lang Lang, raw []byte) (map[string]entry, error) {
 		return nil, fmt.Errorf("parse messages %s: %w", lang, err)
 	}
 	out := make(map[string]entry, len(doc))
+	parseText := func(name, text string) (*template.Template, error) {
+		t, err := template.New(name).Option("missingkey=error").Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("parse messages %s: %w", lang, err)
+		}
+		return t, nil
+	}
 	for key, e := range doc {
-		if strings.TrimSpace(e.Meaning) == "" || strings.TrimSpace(e.Instruction) == "" {
+		var ent entry
+		var err error
+		if strings.HasPrefix(key, FragmentPrefix) {
+			if strings.TrimSpace(e.Text) == "" || e.Meaning != "" || e.Instruction != "" {
+				return nil, fmt.Errorf("parse messages %s: %s: a fragment has a text and nothing else", lang, key)
+			}
+			if ent.text, err = parseText(key, e.Text); err != nil {
+				return nil, err
+			}
+			out[key] = ent
+			continue
+		}
+		if strings.TrimSpace(e.Meaning) == "" || strings.TrimSpace(e.Instruction) == "" || e.Text != "" {
 			return nil, fmt.Errorf("parse messages %s: %s: meaning and instruction are both required", lang, key)
 		}
-		m, err := template.New(key + ".meaning").Option("missingkey=error").Parse(e.Meaning)
-		if err != nil {
-			return nil, fmt.Errorf("parse messages %s: %w", lang, err)
+		if ent.meaning, err = parseText(key+".meaning", e.Meaning); err != nil {
+			return nil, err
 		}
-		i, err := template.New(key + ".instruction").Option("missingkey=error").Parse(e.Instruction)
-		if err != nil {
-			return nil, fmt.Errorf("parse messages %s: %w", lang, err)
+		if ent.instruction, err = parseText(key+".instruction", e.Instruction); err != nil {
+			return nil, err
 		}
-		out[key] = entry{meaning: m, instruction: i}
+		out[key] = ent
 	}
 	return out, nil
 }
@@ -145,25 +182,57 @@ func (c *Catalog) Keys(lang Lang) []string {
 	return slices.Sorted(maps.Keys(c.texts[lang]))
 }
 
+// lookup finds key in lang, falling back to English.
+func (c *Catalog) lookup(lang Lang, key string) (entry, error) {
+	if e, ok := c.texts[lang][key]; ok {
+		return e, nil
+	}
+	if e, ok := c.texts[English][key]; ok {
+		return e, nil
+	}
+	return entry{}, fmt.Errorf("render message %q: no such key", key)
+}
+
+// execute renders one template.
+func execute(t *template.Template, d Data) (string, error) {
+	var b strings.Builder
+	if err := t.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("render message %q: %w", t.Name(), err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
 // Render returns the meaning and instruction of key in lang, filled with d.
-// A key missing in lang falls back to English; a key missing everywhere is
-// an error.
+// A key missing in lang falls back to English; a key missing everywhere,
+// or a fragment's key, is an error.
 func (c *Catalog) Render(lang Lang, key string, d Data) (meaning, instruction string, err error) {
-	e, ok := c.texts[lang][key]
-	if !ok {
-		e, ok = c.texts[English][key]
-		if !ok {
-			return "", "", fmt.Errorf("render message %q: no such key", key)
-		}
+	e, err := c.lookup(lang, key)
+	if err != nil {
+		return "", "", err
 	}
-	var mb, ib strings.Builder
-	if err := e.meaning.Execute(&mb, d); err != nil {
-		return "", "", fmt.Errorf("render message %q: %w", key, err)
+	if e.meaning == nil {
+		return "", "", fmt.Errorf("render message %q: a fragment, not a status text", key)
 	}
-	if err := e.instruction.Execute(&ib, d); err != nil {
-		return "", "", fmt.Errorf("render message %q: %w", key, err)
+	if meaning, err = execute(e.meaning, d); err != nil {
+		return "", "", err
 	}
-	return strings.TrimSpace(mb.String()), strings.TrimSpace(ib.String()), nil
+	if instruction, err = execute(e.instruction, d); err != nil {
+		return "", "", err
+	}
+	return meaning, instruction, nil
+}
+
+// Fragment returns the detail fragment key (FragmentPrefix...) in lang,
+// filled with d, to be embedded in a status text as Data.Detail.
+func (c *Catalog) Fragment(lang Lang, key string, d Data) (string, error) {
+	e, err := c.lookup(lang, key)
+	if err != nil {
+		return "", err
+	}
+	if e.text == nil {
+		return "", fmt.Errorf("render message %q: a status text, not a fragment", key)
+	}
+	return execute(e.text, d)
 }
 
 // ParseAcceptLanguage picks the language of an Accept-Language header: the

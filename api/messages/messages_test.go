@@ -28,10 +28,20 @@ func TestEveryTextRenders(t *testing.T) {
 		OperationID: "0123456789abcdef0123456789abcdef", Scope: "payments.transfer",
 		PreviewTool: "payments_transfer_preview", ConfirmTool: "payments_transfer_confirm",
 		PollWith: "get_operation_status", PollAfterMS: 2000, PollAfterSeconds: "2",
-		RetryAfterMS: 1000, RetryAfterSeconds: "1", State: "DONE", TraceID: "t",
+		RetryAfterMS: 1000, RetryAfterSeconds: "1", State: "DONE", TraceID: "t", RetryLimit: 3,
+		Field: "params", Expected: "object", Got: "503", Offset: 7, Err: "e",
 	}
 	for _, lang := range Langs {
 		for _, key := range c.Keys(lang) {
+			if strings.HasPrefix(key, FragmentPrefix) {
+				text, err := c.Fragment(lang, key, d)
+				require.NoError(t, err, "%s/%s", lang, key)
+				assert.NotEmpty(t, text)
+				assert.NotContains(t, text, "<no value>", "%s/%s", lang, key)
+				_, _, err = c.Render(lang, key, d)
+				assert.Error(t, err, "a fragment is not a status text")
+				continue
+			}
 			m, i, err := c.Render(lang, key, d)
 			require.NoError(t, err, "%s/%s", lang, key)
 			assert.NotEmpty(t, m)

@@ -62,6 +62,9 @@ func NewValidator() (*Validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi validator: %w", err)
 	}
+	// Routes are matched by path alone: the document's servers name the dev
+	// stack, while responses come from any gateway (tests use free ports).
+	doc.Servers = nil
 	router, err := legacy.NewRouter(doc)
 	if err != nil {
 		return nil, fmt.Errorf("openapi validator: build router: %w", err)

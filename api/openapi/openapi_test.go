@@ -3,14 +3,20 @@ package openapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/api/openapi"
+	"github.com/oncegate/oncegate/internal/testenv"
 )
 
 func TestDocumentLoadsAndValidates(t *testing.T) {
@@ -20,6 +26,7 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 		"/v1/actions/{scope}/preview", "/v1/actions/{scope}/confirm", "/v1/operations/{operation_id}",
 		"/v1/tools", "/mcp", "/healthz", "/readyz", "/metrics",
 		"/v1/ops/operations", "/v1/ops/operations/{operation_id}", "/v1/ops/operations/{operation_id}/resolve",
+		"/openapi.json",
 	} {
 		assert.NotNil(t, doc.Paths.Find(p), p)
 	}
@@ -34,10 +41,11 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 		"fingerprint_expired", "fingerprint_invalid", "invalid_params", "unauthenticated", "unknown_action",
 		"repeat_unacknowledged", "temporarily_unavailable", "unknown_operation", "not_found",
 		"method_not_allowed", "malformed_request", "request_too_large", "internal_error", "forbidden",
-		"not_awaiting_review", "resolution_sent"} {
+		"not_awaiting_review", "resolution_sent", "downstream_refused"} {
 		assert.Contains(t, statuses, s)
 	}
 	assert.Contains(t, doc.Components.SecuritySchemes, "bearer")
+	assert.NotEmpty(t, doc.Servers, "servers")
 }
 
 func TestHandler(t *testing.T) {
@@ -51,6 +59,8 @@ func TestHandler(t *testing.T) {
 
 const base = `"meaning":"m","instruction":"i","trace_id":"t"`
 const op = `"operation_id":"0123456789abcdef0123456789abcdef"`
+
+const preview = `{"scope":"payments.transfer","params":{"amount":"12.5","currency":"USD","payee_id":"p-1"},"free":{"memo":"rent"},"quote":{"amount":"12.5","fee":"0.25","expires_at":"2030-01-01T00:00:00Z"}}`
 
 func TestValidateResponse(t *testing.T) {
 	v, err := openapi.NewValidator()
@@ -66,9 +76,19 @@ func TestValidateResponse(t *testing.T) {
 		ok           bool
 	}{
 		{"preview_ready", "POST", "/v1/actions/payments.transfer/preview", 200, json,
-			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":{"amount":12.5}}`, true},
+			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":` + preview + `}`, true},
+		{"preview_ready with a numeric amount", "POST", "/v1/actions/payments.transfer/preview", 200, json,
+			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":{"scope":"s","params":{"amount":12.5}}}`, false},
+		{"preview_ready with an amount in exponent form", "POST", "/v1/actions/payments.transfer/preview", 200, json,
+			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":{"scope":"s","params":{"amount":"1.25e1"}}}`, false},
+		{"downstream_refused", "POST", "/v1/actions/payments.transfer/preview", 422, json,
+			`{"status":"downstream_refused",` + base + `,"retryable":false,"reason":"invalid_request: amount must be positive","errors":[{"field":"amount","problem":"must be positive"}]}`, true},
+		{"downstream_refused without reason", "POST", "/v1/actions/payments.transfer/preview", 422, json,
+			`{"status":"downstream_refused",` + base + `,"retryable":false}`, false},
+		{"null recent_operation", "POST", "/v1/actions/payments.transfer/preview", 200, json,
+			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":` + preview + `,"recent_operation":null}`, false},
 		{"preview_ready with recent_operation", "POST", "/v1/actions/payments.transfer/preview", 200, json,
-			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":{},"recent_operation":{` + op + `,"state":"DONE","result_ref":"tr_1","completed_at":"2030-01-01T00:00:00Z"}}`, true},
+			`{"status":"preview_ready",` + base + `,"retryable":false,"fingerprint":"a.b","expires_at":"2030-01-01T00:00:00Z","preview":` + preview + `,"recent_operation":{` + op + `,"state":"DONE","result_ref":"tr_1","completed_at":"2030-01-01T00:00:00Z"}}`, true},
 		{"preview_ready without fingerprint", "POST", "/v1/actions/payments.transfer/preview", 200, json,
 			`{"status":"preview_ready",` + base + `,"retryable":false,"expires_at":"2030-01-01T00:00:00Z","preview":{}}`, false},
 		{"completed", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
@@ -150,4 +170,67 @@ func TestValidateResponse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNullableHasType walks every schema of the document: OpenAPI 3.0's
+// nullable means nothing without a type, and validators such as Prism then
+// skip the whole schema without a word.
+func TestNullableHasType(t *testing.T) {
+	var doc any
+	require.NoError(t, json.Unmarshal(openapi.Document(), &doc))
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch n := v.(type) {
+		case map[string]any:
+			if nullable, _ := n["nullable"].(bool); nullable {
+				assert.Contains(t, n, "type", "%s: nullable without type", path)
+			}
+			for k, c := range n {
+				walk(path+"/"+k, c)
+			}
+		case []any:
+			for i, c := range n {
+				walk(fmt.Sprintf("%s/%d", path, i), c)
+			}
+		}
+	}
+	walk("#", doc)
+}
+
+// TestRedoclyLint lints the document with an independent implementation,
+// Redocly's CLI (its recommended rules), from npm: zero errors.
+func TestRedoclyLint(t *testing.T) {
+	redocly := testenv.NPMTool(t, testenv.RedoclyCLI, "redocly")
+	path := filepath.Join(t.TempDir(), "openapi.json")
+	require.NoError(t, os.WriteFile(path, openapi.Document(), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, redocly, "lint", "--format=json", path)
+	cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true")
+	out, err := cmd.Output()
+	var report struct {
+		Totals struct {
+			Errors int `json:"errors"`
+		} `json:"totals"`
+		Problems []struct {
+			RuleID   string `json:"ruleId"`
+			Severity string `json:"severity"`
+			Message  string `json:"message"`
+			Location []struct {
+				Pointer string `json:"pointer"`
+			} `json:"location"`
+		} `json:"problems"`
+	}
+	require.NoErrorf(t, json.Unmarshal(out, &report), "redocly lint output (exit %v): %s", err, out)
+	for _, p := range report.Problems {
+		if p.Severity == "error" {
+			where := ""
+			if len(p.Location) > 0 {
+				where = p.Location[0].Pointer
+			}
+			t.Errorf("redocly %s at %s: %s", p.RuleID, where, p.Message)
+		}
+	}
+	assert.Zero(t, report.Totals.Errors, "redocly lint errors")
+	assert.NoError(t, err, "redocly lint exit status")
 }

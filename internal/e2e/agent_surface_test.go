@@ -40,6 +40,7 @@ var contractCodes = map[string]int{
 	"unknown_action":          404,
 	"repeat_unacknowledged":   409,
 	"temporarily_unavailable": 503,
+	"downstream_refused":      422,
 	"unknown_operation":       404,
 	// Echo-level answers.
 	"not_found":          404,
@@ -48,17 +49,19 @@ var contractCodes = map[string]int{
 	"request_too_large":  413,
 }
 
-// contractRetryable is the contract's rule: retryable is false for every
-// status except these.
-var contractRetryable = map[string]bool{"invalid_params": true, "unauthenticated": true, "temporarily_unavailable": true}
+// contractRetryable is the contract's rule: retryable ("sending exactly the
+// same request again can succeed") is false for every status except these.
+var contractRetryable = map[string]bool{"temporarily_unavailable": true}
 
 // surface checks every answer of one test against the contract and the
 // OpenAPI document.
 type surface struct {
-	t  *testing.T
-	s  *testenv.Stack
-	v  *openapi.Validator
-	en map[string]answer // first English answer by status, for the zh comparison
+	t      *testing.T
+	s      *testenv.Stack
+	v      *openapi.Validator
+	prism  *prismProxy       // nil without node: then only kin-openapi validates
+	direct bool              // the answer being checked did not pass through Prism
+	en     map[string]answer // first English answer by status, for the zh comparison
 }
 
 // check asserts the common contract of an answer with status want, and
@@ -114,6 +117,14 @@ func (su *surface) check(a answer, method, path, want string) answer {
 	case "temporarily_unavailable":
 		n, _ := a.Body["retry_after_ms"].(float64)
 		assert.Positive(t, n, "temporarily_unavailable: retry_after_ms")
+		bound := "at most 3 times"
+		if a.Header.Get("Content-Language") == "zh" {
+			bound = "最多 3 次"
+		}
+		assert.Contains(t, a.str("instruction"), bound, "temporarily_unavailable bounds the retries")
+	case "downstream_refused":
+		assert.NotEmpty(t, a.str("reason"), "downstream_refused: reason")
+		assert.NotContains(t, a.Body, "fingerprint", "downstream_refused: no fingerprint")
 	}
 	switch want {
 	case "preview_ready", "completed", "already_completed", "failed", "already_failed", "in_progress",
@@ -129,10 +140,42 @@ func (su *surface) check(a answer, method, path, want string) answer {
 	return a
 }
 
-// validate checks a against the OpenAPI document.
+// validate checks a against the OpenAPI document, with kin-openapi and,
+// when the answer came through it, Prism.
 func (su *surface) validate(a answer, method, path string) {
 	su.t.Helper()
 	assert.NoErrorf(su.t, su.v.ValidateResponse(method, path, a.Code, a.Header, a.Raw), "OpenAPI: %s", a)
+	if su.prism != nil && !su.direct {
+		su.prism.check(su.t, a, method+" "+path)
+	}
+}
+
+// checkDirect is check for an answer that did not pass through Prism.
+func (su *surface) checkDirect(a answer, method, path, want string) answer {
+	su.t.Helper()
+	su.direct = true
+	defer func() { su.direct = false }()
+	return su.check(a, method, path, want)
+}
+
+// newSurface starts the Prism proxy in front of s's gateway (when node is
+// installed) and returns the surface and the stack view agents use: its
+// GatewayURL is the proxy's.
+func newSurface(t *testing.T, s *testenv.Stack) (*surface, *testenv.Stack) {
+	t.Helper()
+	v, err := openapi.NewValidator()
+	require.NoError(t, err)
+	su := &surface{t: t, s: s, v: v, en: map[string]answer{}}
+	gw := s
+	if su.prism = startPrism(t, s.GatewayURL); su.prism != nil {
+		via := *s
+		via.GatewayURL = su.prism.URL
+		gw = &via
+		t.Cleanup(func() {
+			assert.Greater(t, su.prism.answers, 3, "the answers went through Prism")
+		})
+	}
+	return su, gw
 }
 
 // checkZH asserts that a is in Chinese and differs from the English answer
@@ -183,16 +226,14 @@ func randomHex(n int) string {
 }
 
 // noFaults clears the simulator's faults.
-var noFaults = map[string]any{"latency_ms": 0, "fail_next": 0, "hang_after_commit_ms": 0, "status_unavailable": false}
+var noFaults = map[string]any{"latency_ms": 0, "fail_next": 0, "hang_after_commit_ms": 0, "status_unavailable": false, "quote_fail_next": 0}
 
 // TestEveryStatusOverHTTP walks every status of CONTRACT §4 over HTTP
 // against the real stack, checks each answer's contract fields and
 // validates it against the OpenAPI document; then a subset in Chinese.
 func TestEveryStatusOverHTTP(t *testing.T) {
-	v, err := openapi.NewValidator()
-	require.NoError(t, err)
 	s := testenv.StartStack(t, testenv.StackOptions{})
-	su := &surface{t: t, s: s, v: v, en: map[string]answer{}}
+	su, gw := newSurface(t, s)
 	run := randomHex(4)
 	const (
 		transfer = "payments.transfer"
@@ -209,7 +250,7 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 		if ack != "" {
 			body["acknowledge_repeat_of"] = ack
 		}
-		return call(t, post, s.GatewayURL+confirmPath(scope), "dev-alice", body, header...)
+		return call(t, post, gw.GatewayURL+confirmPath(scope), "dev-alice", body, header...)
 	}
 	// confirmed checks a first confirm: completed, or in_progress and then
 	// the status tool's completed (or failed when wantFailed).
@@ -221,7 +262,7 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 		}
 		if c.str("status") == "in_progress" {
 			su.check(c, post, confirmPath(scope), "in_progress")
-			st := waitStatus(t, s, "dev-alice", opID, "completed", "failed")
+			st := waitStatus(t, gw, "dev-alice", opID, "completed", "failed")
 			return su.check(st, get, opPath(opID), done)
 		}
 		return su.check(c, post, confirmPath(scope), done)
@@ -232,9 +273,9 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 	// commits and hangs, and its status endpoint is down.
 	setFaults(t, s, map[string]any{"latency_ms": 0, "fail_next": 0, "hang_after_commit_ms": 120000, "status_unavailable": true})
 	reviewParams := map[string]any{"amount": "7.00", "currency": "usd", "payee_id": "review-" + run}
-	rp := su.check(preview(t, s, "dev-alice", legacy, reviewParams), post, previewPath(legacy), "preview_ready")
+	rp := su.check(preview(t, gw, "dev-alice", legacy, reviewParams), post, previewPath(legacy), "preview_ready")
 	reviewID := rp.str("operation_id")
-	rc := su.check(confirm(t, s, "dev-alice", legacy, rp.str("fingerprint"), reviewParams), post, confirmPath(legacy), "in_progress")
+	rc := su.check(confirm(t, gw, "dev-alice", legacy, rp.str("fingerprint"), reviewParams), post, confirmPath(legacy), "in_progress")
 	require.Equal(t, reviewID, rc.str("operation_id"))
 	deadline := time.Now().Add(60 * time.Second)
 	for executions(t, s, reviewID) < 1 {
@@ -247,16 +288,16 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 
 	// unauthenticated: no token, unknown token.
 	params := map[string]any{"amount": "12.50", "currency": " usd ", "payee_id": "p-" + run, "memo": "rent"}
-	su.check(preview(t, s, "", transfer, params), post, previewPath(transfer), "unauthenticated")
-	ua := su.check(preview(t, s, "dev-nobody", transfer, params), post, previewPath(transfer), "unauthenticated")
+	su.check(preview(t, gw, "", transfer, params), post, previewPath(transfer), "unauthenticated")
+	ua := su.check(preview(t, gw, "dev-nobody", transfer, params), post, previewPath(transfer), "unauthenticated")
 	assert.NotEmpty(t, ua.Header.Get("WWW-Authenticate"))
 
 	// unknown_action.
-	su.check(preview(t, s, "dev-alice", "payments.nope", params), post, previewPath("payments.nope"), "unknown_action")
+	su.check(preview(t, gw, "dev-alice", "payments.nope", params), post, previewPath("payments.nope"), "unknown_action")
 
 	// invalid_params: an unknown field and a missing amount → two errors.
 	bad := map[string]any{"currency": "USD", "payee_id": "p-" + run, "colour": "blue"}
-	ip := su.check(preview(t, s, "dev-alice", transfer, bad), post, previewPath(transfer), "invalid_params")
+	ip := su.check(preview(t, gw, "dev-alice", transfer, bad), post, previewPath(transfer), "invalid_params")
 	errs, _ := ip.Body["errors"].([]any)
 	require.Lenf(t, errs, 2, "invalid_params errors: %s", ip)
 	fields := map[string]bool{}
@@ -269,7 +310,7 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 	assert.True(t, fields["amount"] && fields["colour"], "errors must name amount and colour: %s", ip)
 
 	// preview_ready.
-	p := su.check(preview(t, s, "dev-alice", transfer, params), post, previewPath(transfer), "preview_ready")
+	p := su.check(preview(t, gw, "dev-alice", transfer, params), post, previewPath(transfer), "preview_ready")
 	fp, opID := p.str("fingerprint"), p.str("operation_id")
 	exp, _ := time.Parse(time.RFC3339, p.str("expires_at"))
 	assert.True(t, exp.Before(time.Now().Add(11*time.Minute)), "the fingerprint must expire with the quote: %s", p.str("expires_at"))
@@ -277,7 +318,7 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 	assert.False(t, hasRecent, "a first preview has no recent_operation")
 
 	// fingerprint_invalid: garbage, and a one-byte change of the signature.
-	su.check(confirm(t, s, "dev-alice", transfer, "not-a-fingerprint", params), post, confirmPath(transfer), "fingerprint_invalid")
+	su.check(confirm(t, gw, "dev-alice", transfer, "not-a-fingerprint", params), post, confirmPath(transfer), "fingerprint_invalid")
 	dot := strings.IndexByte(fp, '.')
 	require.Positive(t, dot)
 	tampered := []byte(fp)
@@ -286,50 +327,50 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 	} else {
 		tampered[dot+1] = 'A'
 	}
-	su.check(confirm(t, s, "dev-alice", transfer, string(tampered), params), post, confirmPath(transfer), "fingerprint_invalid")
+	su.check(confirm(t, gw, "dev-alice", transfer, string(tampered), params), post, confirmPath(transfer), "fingerprint_invalid")
 
 	// subject_mismatch: bob confirms alice's fingerprint.
-	su.check(confirm(t, s, "dev-bob", transfer, fp, params), post, confirmPath(transfer), "subject_mismatch")
+	su.check(confirm(t, gw, "dev-bob", transfer, fp, params), post, confirmPath(transfer), "subject_mismatch")
 	// scope_mismatch: the transfer fingerprint at the legacy confirm.
-	su.check(confirm(t, s, "dev-alice", legacy, fp, params), post, confirmPath(legacy), "scope_mismatch")
+	su.check(confirm(t, gw, "dev-alice", legacy, fp, params), post, confirmPath(legacy), "scope_mismatch")
 	// None of them consumed the fingerprint or executed anything.
 	assert.Equal(t, 0, executions(t, s, opID))
-	assert.Equal(t, "unknown_operation", status(t, s, "dev-alice", opID).str("status"))
+	assert.Equal(t, "unknown_operation", status(t, gw, "dev-alice", opID).str("status"))
 
 	// completed.
-	c := confirmed(confirm(t, s, "dev-alice", transfer, fp, params), transfer, opID, false)
+	c := confirmed(confirm(t, gw, "dev-alice", transfer, fp, params), transfer, opID, false)
 	assert.Equal(t, opID, c.str("operation_id"))
 	ref := c.str("result_ref")
 
 	// already_completed: the same confirm with the memo rewritten.
 	params["memo"] = "rent, please"
-	r := su.check(confirm(t, s, "dev-alice", transfer, fp, params), post, confirmPath(transfer), "already_completed")
+	r := su.check(confirm(t, gw, "dev-alice", transfer, fp, params), post, confirmPath(transfer), "already_completed")
 	assert.Equal(t, ref, r.str("result_ref"))
 	assert.Equal(t, opID, r.str("operation_id"))
-	st := su.check(status(t, s, "dev-alice", opID), get, opPath(opID), "completed")
+	st := su.check(status(t, gw, "dev-alice", opID), get, opPath(opID), "completed")
 	assert.Equal(t, ref, st.str("result_ref"))
 
 	// param_mismatch: the same fingerprint, another amount.
 	mismatch := map[string]any{"amount": "99.00", "currency": "USD", "payee_id": "p-" + run}
-	pm := su.check(confirm(t, s, "dev-alice", transfer, fp, mismatch), post, confirmPath(transfer), "param_mismatch")
+	pm := su.check(confirm(t, gw, "dev-alice", transfer, fp, mismatch), post, confirmPath(transfer), "param_mismatch")
 	assert.Equal(t, opID, pm.str("operation_id"))
 
 	// unknown_operation: a random id, and alice's operation asked by bob.
 	unknown := randomHex(16)
-	su.check(status(t, s, "dev-alice", unknown), get, opPath(unknown), "unknown_operation")
-	su.check(status(t, s, "dev-bob", opID), get, opPath(opID), "unknown_operation")
+	su.check(status(t, gw, "dev-alice", unknown), get, opPath(unknown), "unknown_operation")
+	su.check(status(t, gw, "dev-bob", opID), get, opPath(opID), "unknown_operation")
 
 	// failed (amount > 10000), then already_failed.
 	big := map[string]any{"amount": "20000", "currency": "USD", "payee_id": "big-" + run}
-	bp := su.check(preview(t, s, "dev-alice", transfer, big), post, previewPath(transfer), "preview_ready")
+	bp := su.check(preview(t, gw, "dev-alice", transfer, big), post, previewPath(transfer), "preview_ready")
 	bigID := bp.str("operation_id")
-	confirmed(confirm(t, s, "dev-alice", transfer, bp.str("fingerprint"), big), transfer, bigID, true)
-	su.check(confirm(t, s, "dev-alice", transfer, bp.str("fingerprint"), big), post, confirmPath(transfer), "already_failed")
+	confirmed(confirm(t, gw, "dev-alice", transfer, bp.str("fingerprint"), big), transfer, bigID, true)
+	su.check(confirm(t, gw, "dev-alice", transfer, bp.str("fingerprint"), big), post, confirmPath(transfer), "already_failed")
 	assert.Equal(t, 0, executions(t, s, bigID), "a refused transfer executed nothing")
 
 	// repeat_unacknowledged: the amnesia guard.
 	params["memo"] = "rent again?"
-	rp2 := su.check(preview(t, s, "dev-alice", transfer, params), post, previewPath(transfer), "preview_ready")
+	rp2 := su.check(preview(t, gw, "dev-alice", transfer, params), post, previewPath(transfer), "preview_ready")
 	recent, _ := rp2.Body["recent_operation"].(map[string]any)
 	require.NotNilf(t, recent, "a repeated preview must carry recent_operation: %s", rp2)
 	assert.Equal(t, opID, recent["operation_id"])
@@ -351,34 +392,37 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 	// in_progress: the downstream holds its answer past the 2s confirm wait.
 	setFaults(t, s, map[string]any{"latency_ms": 0, "fail_next": 0, "hang_after_commit_ms": 3500, "status_unavailable": true})
 	slow := map[string]any{"amount": "3.00", "currency": "EUR", "payee_id": "slow-" + run}
-	sp := su.check(preview(t, s, "dev-alice", transfer, slow), post, previewPath(transfer), "preview_ready")
+	sp := su.check(preview(t, gw, "dev-alice", transfer, slow), post, previewPath(transfer), "preview_ready")
 	slowID := sp.str("operation_id")
-	su.check(confirm(t, s, "dev-alice", transfer, sp.str("fingerprint"), slow), post, confirmPath(transfer), "in_progress")
-	ip2 := su.check(status(t, s, "dev-alice", slowID), get, opPath(slowID), "in_progress")
+	su.check(confirm(t, gw, "dev-alice", transfer, sp.str("fingerprint"), slow), post, confirmPath(transfer), "in_progress")
+	ip2 := su.check(status(t, gw, "dev-alice", slowID), get, opPath(slowID), "in_progress")
 	assert.Equal(t, slowID, ip2.str("operation_id"))
 	setFaults(t, s, map[string]any{"latency_ms": 0, "fail_next": 0, "hang_after_commit_ms": 0, "status_unavailable": true})
-	su.check(waitStatus(t, s, "dev-alice", slowID, "completed", "failed"), get, opPath(slowID), "completed")
+	su.check(waitStatus(t, gw, "dev-alice", slowID, "completed", "failed"), get, opPath(slowID), "completed")
 	assert.Equal(t, 1, executions(t, s, slowID))
 
 	// Echo-level errors. An unknown route and a wrong method have no
-	// operation in the OpenAPI document to validate against; the others do.
+	// operation in the OpenAPI document to validate against (they go to the
+	// gateway directly, not through Prism); the others do.
 	nf := rawCall(t, get, s.GatewayURL+"/v1/nope", "dev-alice", nil)
 	su.checkEcho(nf, "not_found")
 	nf2 := rawCall(t, get, s.GatewayURL+"/nope", "", nil)
 	su.checkEcho(nf2, "not_found")
 	na := rawCall(t, get, s.GatewayURL+previewPath(transfer), "dev-alice", nil)
 	su.checkEcho(na, "method_not_allowed")
+	// Prism never answers a request whose body is not JSON, so the
+	// malformed body goes to the gateway directly (kin-openapi validates it).
 	mj := rawCall(t, post, s.GatewayURL+previewPath(transfer), "dev-alice", []byte(`{"params":`))
-	su.check(mj, post, previewPath(transfer), "malformed_request")
+	su.checkDirect(mj, post, previewPath(transfer), "malformed_request")
 	huge := []byte(`{"params":{"amount":"1","currency":"USD","payee_id":"p","memo":"` + strings.Repeat("x", 70<<10) + `"}}`)
-	tl := rawCall(t, post, s.GatewayURL+previewPath(transfer), "dev-alice", huge)
+	tl := rawCall(t, post, gw.GatewayURL+previewPath(transfer), "dev-alice", huge)
 	su.check(tl, post, previewPath(transfer), "request_too_large")
 
 	// needs_manual_review: the status tool, then a confirm of the same fingerprint.
 	nmrDeadline := time.Now().Add(90 * time.Second)
 	var nmr answer
 	for {
-		nmr = status(t, s, "dev-alice", reviewID)
+		nmr = status(t, gw, "dev-alice", reviewID)
 		if nmr.str("status") == "needs_manual_review" {
 			break
 		}
@@ -387,35 +431,35 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	su.check(nmr, get, opPath(reviewID), "needs_manual_review")
-	nc := su.check(confirm(t, s, "dev-alice", legacy, rp.str("fingerprint"), reviewParams), post, confirmPath(legacy), "needs_manual_review")
+	nc := su.check(confirm(t, gw, "dev-alice", legacy, rp.str("fingerprint"), reviewParams), post, confirmPath(legacy), "needs_manual_review")
 	assert.Equal(t, reviewID, nc.str("operation_id"))
 	assert.Equal(t, 1, executions(t, s, reviewID), "the legacy transfer was re-sent")
 
 	// The subset in Chinese.
 	zh := []string{"Accept-Language", "zh"}
-	su.checkZH(su.check(call(t, post, s.GatewayURL+confirmPath(transfer), "dev-alice", map[string]any{"fingerprint": fp, "params": params}, zh...),
+	su.checkZH(su.check(call(t, post, gw.GatewayURL+confirmPath(transfer), "dev-alice", map[string]any{"fingerprint": fp, "params": params}, zh...),
 		post, confirmPath(transfer), "already_completed"), "already_completed")
-	su.checkZH(su.check(call(t, post, s.GatewayURL+confirmPath(legacy), "dev-alice", map[string]any{"fingerprint": rp.str("fingerprint"), "params": reviewParams}, zh...),
+	su.checkZH(su.check(call(t, post, gw.GatewayURL+confirmPath(legacy), "dev-alice", map[string]any{"fingerprint": rp.str("fingerprint"), "params": reviewParams}, zh...),
 		post, confirmPath(legacy), "needs_manual_review"), "needs_manual_review")
-	su.checkZH(su.check(call(t, post, s.GatewayURL+confirmPath(transfer), "dev-alice", map[string]any{"fingerprint": fp, "params": mismatch}, zh...),
+	su.checkZH(su.check(call(t, post, gw.GatewayURL+confirmPath(transfer), "dev-alice", map[string]any{"fingerprint": fp, "params": mismatch}, zh...),
 		post, confirmPath(transfer), "param_mismatch"), "param_mismatch")
-	su.checkZH(su.check(call(t, post, s.GatewayURL+previewPath(transfer), "dev-alice", map[string]any{"params": bad}, zh...),
+	su.checkZH(su.check(call(t, post, gw.GatewayURL+previewPath(transfer), "dev-alice", map[string]any{"params": bad}, zh...),
 		post, previewPath(transfer), "invalid_params"), "invalid_params")
-	su.checkZH(su.check(call(t, post, s.GatewayURL+previewPath(transfer), "", map[string]any{"params": params}, zh...),
+	su.checkZH(su.check(call(t, post, gw.GatewayURL+previewPath(transfer), "", map[string]any{"params": params}, zh...),
 		post, previewPath(transfer), "unauthenticated"), "unauthenticated")
-	su.checkZH(su.check(call(t, post, s.GatewayURL+confirmPath(transfer), "dev-alice", map[string]any{"fingerprint": "garbage", "params": params}, zh...),
+	su.checkZH(su.check(call(t, post, gw.GatewayURL+confirmPath(transfer), "dev-alice", map[string]any{"fingerprint": "garbage", "params": params}, zh...),
 		post, confirmPath(transfer), "fingerprint_invalid"), "fingerprint_invalid")
 
 	// Resolve the review as an operator, leaving things clean.
 	setFaults(t, s, noFaults)
-	res := call(t, post, s.GatewayURL+"/v1/ops/operations/"+reviewID+"/resolve", "dev-ops",
+	res := call(t, post, gw.GatewayURL+"/v1/ops/operations/"+reviewID+"/resolve", "dev-ops",
 		map[string]any{"outcome": "completed", "result": map[string]any{"id": "manual-" + run, "status": "executed"}, "note": "checked the ledger"})
 	require.Equalf(t, http.StatusAccepted, res.Code, "resolve: %s", res)
 	require.Equal(t, "resolution_sent", res.str("status"))
 	su.validate(res, post, "/v1/ops/operations/"+reviewID+"/resolve")
-	done := su.check(waitStatus(t, s, "dev-alice", reviewID, "completed", "failed"), get, opPath(reviewID), "completed")
+	done := su.check(waitStatus(t, gw, "dev-alice", reviewID, "completed", "failed"), get, opPath(reviewID), "completed")
 	assert.Equal(t, "manual-"+run, done.str("result_ref"))
-	su.check(confirm(t, s, "dev-alice", legacy, rp.str("fingerprint"), reviewParams), post, confirmPath(legacy), "already_completed")
+	su.check(confirm(t, gw, "dev-alice", legacy, rp.str("fingerprint"), reviewParams), post, confirmPath(legacy), "already_completed")
 	assert.Equal(t, 1, executions(t, s, reviewID))
 
 	// temporarily_unavailable: the quote endpoint is slower than the
@@ -423,7 +467,7 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 	// store being down is the contract's other cause; taking down the
 	// shared PostgreSQL is out of reach of one test.
 	setFaults(t, s, map[string]any{"latency_ms": 7000, "fail_next": 0, "hang_after_commit_ms": 0, "status_unavailable": false})
-	tu := su.check(preview(t, s, "dev-alice", transfer, slow), post, previewPath(transfer), "temporarily_unavailable")
+	tu := su.check(preview(t, gw, "dev-alice", transfer, slow), post, previewPath(transfer), "temporarily_unavailable")
 	_, hasFP := tu.Body["fingerprint"]
 	assert.False(t, hasFP)
 	setFaults(t, s, noFaults)

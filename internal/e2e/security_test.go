@@ -61,6 +61,17 @@ func TestSecurityEventsReachTheWebhook(t *testing.T) {
 	assert.Equal(t, "bob", ev.Subject)
 	assert.Equal(t, id, ev.OperationID)
 
+	// The transfer's fingerprint at the legacy action's confirm.
+	sm := confirm(t, s, "dev-alice", "payments.legacy_transfer", fp, params)
+	assert.Equal(t, http.StatusForbidden, sm.Code, sm.String())
+	assert.Equal(t, "scope_mismatch", sm.str("status"))
+	ev = next()
+	assert.Equal(t, api.EventScopeMismatch, ev.Kind)
+	assert.Equal(t, "alice", ev.Subject)
+	assert.Equal(t, "payments.legacy_transfer", ev.Scope)
+	assert.Equal(t, id, ev.OperationID)
+	assert.Contains(t, ev.Detail, "payments.transfer")
+
 	// Re-signed with a key the gateway does not know: a forgery.
 	seg, _, _ := strings.Cut(fp, ".")
 	forged := seg + ".AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"

@@ -34,6 +34,9 @@ type Faults struct {
 	// FailAfterCommit is how many of the next transfers that execute commit
 	// and then answer 500 instead of their result; each decrements it.
 	FailAfterCommit int `json:"fail_after_commit"`
+	// QuoteFailNext is how many of the next quote requests answer 503
+	// unavailable; each such request decrements it.
+	QuoteFailNext int `json:"quote_fail_next"`
 }
 
 // faultsRequest is the body of PUT /_sim/faults: absent fields are zero.
@@ -45,6 +48,7 @@ type faultsRequest struct {
 	CommitDelayMS     *int  `json:"commit_delay_ms"`
 	StatusLagMS       *int  `json:"status_lag_ms"`
 	FailAfterCommit   *int  `json:"fail_after_commit"`
+	QuoteFailNext     *int  `json:"quote_fail_next"`
 }
 
 // loadFaults reads the current fault set; a missing row is no fault.
@@ -52,9 +56,9 @@ func (s *Server) loadFaults(ctx context.Context) (Faults, error) {
 	var f Faults
 	err := s.pool.QueryRow(ctx, `
 		SELECT latency_ms, fail_next, hang_after_commit_ms, status_unavailable,
-			commit_delay_ms, status_lag_ms, fail_after_commit
+			commit_delay_ms, status_lag_ms, fail_after_commit, quote_fail_next
 		FROM sim_faults WHERE id`).Scan(&f.LatencyMS, &f.FailNext, &f.HangAfterCommitMS, &f.StatusUnavailable,
-		&f.CommitDelayMS, &f.StatusLagMS, &f.FailAfterCommit)
+		&f.CommitDelayMS, &f.StatusLagMS, &f.FailAfterCommit, &f.QuoteFailNext)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Faults{}, nil
 	}
@@ -68,26 +72,34 @@ func (s *Server) loadFaults(ctx context.Context) (Faults, error) {
 func (s *Server) storeFaults(ctx context.Context, f Faults) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO sim_faults (id, latency_ms, fail_next, hang_after_commit_ms, status_unavailable,
-			commit_delay_ms, status_lag_ms, fail_after_commit)
-		VALUES (true, $1, $2, $3, $4, $5, $6, $7)
+			commit_delay_ms, status_lag_ms, fail_after_commit, quote_fail_next)
+		VALUES (true, $1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (id) DO UPDATE SET latency_ms = EXCLUDED.latency_ms, fail_next = EXCLUDED.fail_next,
 			hang_after_commit_ms = EXCLUDED.hang_after_commit_ms, status_unavailable = EXCLUDED.status_unavailable,
 			commit_delay_ms = EXCLUDED.commit_delay_ms, status_lag_ms = EXCLUDED.status_lag_ms,
-			fail_after_commit = EXCLUDED.fail_after_commit`,
-		f.LatencyMS, f.FailNext, f.HangAfterCommitMS, f.StatusUnavailable, f.CommitDelayMS, f.StatusLagMS, f.FailAfterCommit)
+			fail_after_commit = EXCLUDED.fail_after_commit, quote_fail_next = EXCLUDED.quote_fail_next`,
+		f.LatencyMS, f.FailNext, f.HangAfterCommitMS, f.StatusUnavailable, f.CommitDelayMS, f.StatusLagMS, f.FailAfterCommit,
+		f.QuoteFailNext)
 	if err != nil {
 		return fmt.Errorf("store faults: %w", err)
 	}
 	return nil
 }
 
-// consumeFailNext atomically takes one injected failure, reporting whether
-// there was one to take. Concurrent requests of any process never take more
-// than fail_next failures in total.
-func (s *Server) consumeFailNext(ctx context.Context) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE sim_faults SET fail_next = fail_next - 1 WHERE id AND fail_next > 0`)
+// Counting faults: columns of sim_faults that consumeFailure decrements.
+const (
+	failNextColumn      = "fail_next"
+	quoteFailNextColumn = "quote_fail_next"
+)
+
+// consumeFailure atomically takes one injected failure of column (one of
+// the counting faults), reporting whether there was one to take.
+// Concurrent requests of any process never take more failures in total
+// than the count.
+func (s *Server) consumeFailure(ctx context.Context, column string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE sim_faults SET `+column+` = `+column+` - 1 WHERE id AND `+column+` > 0`)
 	if err != nil {
-		return false, fmt.Errorf("consume fail_next: %w", err)
+		return false, fmt.Errorf("consume %s: %w", column, err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -186,17 +198,23 @@ func (s *Server) beforeRequest(w http.ResponseWriter, r *http.Request) (Faults, 
 // beforeTransfer is beforeRequest plus fail_next: a request that takes an
 // injected failure is answered 503 without executing.
 func (s *Server) beforeTransfer(w http.ResponseWriter, r *http.Request) (Faults, bool) {
+	return s.beforeCounted(w, r, failNextColumn, "injected failure (fail_next): nothing was executed")
+}
+
+// beforeCounted is beforeRequest plus the counting fault column: a request
+// that takes an injected failure is answered 503 with message.
+func (s *Server) beforeCounted(w http.ResponseWriter, r *http.Request, column, message string) (Faults, bool) {
 	f, ok := s.beforeRequest(w, r)
 	if !ok {
 		return Faults{}, false
 	}
-	failed, err := s.consumeFailNext(r.Context())
+	failed, err := s.consumeFailure(r.Context(), column)
 	if err != nil {
 		s.internalError(w, r, err)
 		return Faults{}, false
 	}
 	if failed {
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "injected failure (fail_next): nothing was executed")
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, message)
 		return Faults{}, false
 	}
 	return f, true
@@ -250,6 +268,7 @@ func (s *Server) handlePutFaults(w http.ResponseWriter, r *http.Request) {
 		{"commit_delay_ms", req.CommitDelayMS, &f.CommitDelayMS},
 		{"status_lag_ms", req.StatusLagMS, &f.StatusLagMS},
 		{"fail_after_commit", req.FailAfterCommit, &f.FailAfterCommit},
+		{"quote_fail_next", req.QuoteFailNext, &f.QuoteFailNext},
 	} {
 		if field.in == nil {
 			continue

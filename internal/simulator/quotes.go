@@ -26,7 +26,7 @@ func (s *Server) handleQuote(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
 		return
 	}
-	if _, ok := s.beforeRequest(w, r); !ok {
+	if _, ok := s.beforeCounted(w, r, quoteFailNextColumn, "injected failure (quote_fail_next): no quote"); !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, Quote{

@@ -255,6 +255,18 @@ func TestFaults(t *testing.T) {
 		assert.Equal(t, 0, int(b.do(t, http.MethodGet, "/_sim/faults", nil, nil).json(t)["fail_next"].(float64)))
 	})
 
+	t.Run("quote_fail_next answers 503 to quotes only", func(t *testing.T) {
+		t.Parallel()
+		b := setup(ctx, t)
+		b.setFaults(t, `{"quote_fail_next":1}`)
+		assert.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/transfers", transferBody("5"), key("k-q")).status)
+		a := b.do(t, http.MethodPost, "/v1/quotes", transferBody("5"), nil)
+		assert.Equal(t, http.StatusServiceUnavailable, a.status)
+		assert.Equal(t, "unavailable", a.json(t)["error"])
+		assert.Equal(t, http.StatusOK, b.do(t, http.MethodPost, "/v1/quotes", transferBody("5"), nil).status)
+		assert.Equal(t, 0, int(b.do(t, http.MethodGet, "/_sim/faults", nil, nil).json(t)["quote_fail_next"].(float64)))
+	})
+
 	t.Run("fail_next applies to legacy transfers", func(t *testing.T) {
 		t.Parallel()
 		b := setup(ctx, t)
@@ -409,10 +421,10 @@ func TestFaults(t *testing.T) {
 		b.setFaults(t, `{"latency_ms":5,"fail_next":3,"hang_after_commit_ms":7,"status_unavailable":true}`)
 		b.setFaults(t, `{"fail_next":1}`)
 		got := b.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0}`, string(got.body))
 		assert.Equal(t, http.StatusOK, b.do(t, http.MethodDelete, "/_sim/faults", nil, nil).status)
 		got = b.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":0,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":0,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0}`, string(got.body))
 
 		bad := b.do(t, http.MethodPut, "/_sim/faults", `{"fail_next":-1}`, nil)
 		assert.Equal(t, http.StatusBadRequest, bad.status)
@@ -433,7 +445,7 @@ func TestFaults(t *testing.T) {
 		b.setFaults(t, `{"fail_next":1,"status_unavailable":true,"commit_delay_ms":5}`)
 		other := &testBundle{url: startServer(ctx, t, b.pool), client: b.client}
 		got := other.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":true,"commit_delay_ms":5,"status_lag_ms":0,"fail_after_commit":0}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":true,"commit_delay_ms":5,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0}`, string(got.body))
 		assert.Equal(t, http.StatusServiceUnavailable, other.do(t, http.MethodPost, "/v1/transfers", transferBody("1"), key("k-s")).status)
 		assert.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/transfers", transferBody("1"), key("k-s")).status)
 	})
