@@ -173,9 +173,10 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 		r.err = fmt.Errorf("preview: %w", err)
 		return r
 	}
-	preview := map[string]any{"scope": action.Scope, "params": bp.normalized, "free": bp.free}
+	// Decimals are strings in answers; the quote's numbers too.
+	preview := map[string]any{"scope": action.Scope, "params": stringNumbers(bp.normalized), "free": stringNumbers(bp.free)}
 	if quote != nil {
-		preview["quote"] = quote
+		preview["quote"] = stringNumbers(quote)
 	}
 	r = newReply(StatusPreviewReady).
 		with("fingerprint", fp).

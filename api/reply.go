@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/fingerprint"
 )
 
 // Statuses of the gateway's answers (CONTRACT §4 and the extra ones).
@@ -104,7 +105,7 @@ var Statuses = map[string]StatusInfo{
 	StatusScopeMismatch:          {http.StatusForbidden, false},
 	StatusFingerprintExpired:     {http.StatusGone, false},
 	StatusFingerprintInvalid:     {http.StatusBadRequest, false},
-	StatusInvalidParams:          {http.StatusBadRequest, true},
+	StatusInvalidParams:          {http.StatusBadRequest, false},
 	StatusUnauthenticated:        {http.StatusUnauthorized, true},
 	StatusUnknownAction:          {http.StatusNotFound, false},
 	StatusRepeatUnacknowledged:   {http.StatusConflict, false},
@@ -228,6 +229,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 		key = r.status
 	}
 	lang := messages.ParseAcceptLanguage(c.Request().Header.Get("Accept-Language"))
+	if errs, ok := r.fields["errors"].([]fingerprint.FieldProblem); ok && lang != messages.English {
+		r.fields["errors"] = s.translateProblems(lang, errs)
+	}
 	meaning, instruction, err := s.msgs.Render(lang, key, d)
 	if err != nil {
 		s.log.ErrorContext(c.Request().Context(), "render message", "trace_id", traceID, "err", err)
@@ -247,6 +251,19 @@ func (s *Server) render(c echo.Context, r reply) error {
 	}
 	s.metrics.responses.WithLabelValues(r.status).Inc()
 	return c.JSONBlob(info.Code, body)
+}
+
+// translateProblems returns errs with each problem text in lang, where the
+// message catalog translates its code (others keep their English text).
+func (s *Server) translateProblems(lang messages.Lang, errs []fingerprint.FieldProblem) []fingerprint.FieldProblem {
+	out := make([]fingerprint.FieldProblem, len(errs))
+	for i, p := range errs {
+		if text, ok := s.msgs.Problem(lang, p.Code, p.Args); ok {
+			p.Problem = text
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // orderedBody writes the common fields first, then the extra ones sorted.

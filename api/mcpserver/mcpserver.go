@@ -244,11 +244,13 @@ func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
 		"status":      "invalid_params",
 		"meaning":     meaning,
 		"instruction": instruction,
-		"retryable":   true,
+		"retryable":   false,
 		"trace_id":    traceID(header),
 		"errors": []map[string]string{{
-			"field":   "operation_id",
-			"problem": "required: 32 lowercase hex characters copied from an earlier answer",
+			"field":    "operation_id",
+			"rule":     "pattern",
+			"problem":  "required: 32 lowercase hex characters copied from an earlier answer",
+			"expected": tools.OperationIDPattern,
 		}},
 	})
 	return result(http.StatusBadRequest, body)
