@@ -68,7 +68,7 @@ func bindParams(action *catalog.Action, params json.RawMessage) (boundParams, re
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(params, &all); err != nil {
-		return boundParams{}, invalidParams(action.Scope, []fingerprint.FieldProblem{{Problem: err.Error()}}), false
+		return boundParams{}, invalidParams(action.Scope, []fingerprint.FieldProblem{{Rule: fingerprint.RuleJSON, Problem: err.Error()}}), false
 	}
 	free := map[string]json.RawMessage{}
 	for name := range action.Free {
@@ -118,7 +118,7 @@ func problemsOf(err error) []fingerprint.FieldProblem {
 			out = append(out, fp)
 			return
 		}
-		out = append(out, fingerprint.FieldProblem{Problem: e.Error()})
+		out = append(out, fingerprint.FieldProblem{Rule: fingerprint.RuleJSON, Problem: e.Error()})
 	}
 	walk(err)
 	return out

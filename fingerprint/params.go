@@ -1,6 +1,7 @@
 package fingerprint
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -159,6 +160,9 @@ func ParamHash(canonical []byte) string {
 
 // parseObject parses raw and requires a JSON object.
 func parseObject(raw []byte) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, newProblem("params", RuleRequired, "params.missing", "object")
+	}
 	v, err := parseJSON(raw)
 	if err != nil {
 		return nil, err

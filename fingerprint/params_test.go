@@ -233,6 +233,7 @@ func TestValidateParams(t *testing.T) {
 			}},
 		{"free nulls", typedAction(), `{"id":"x","count":1,"note":null,"n":null,"ok":null,"price":null}`, nil},
 		{"duplicate", transferAction(), `{"amount":1,"amount":2}`, []problemText{{"amount", "duplicate key"}}},
+		{"no params", transferAction(), ``, []problemText{{"params", `params are missing: send the action's params as a JSON object, such as {"amount":"12.50"}`}}},
 		{"no action", nil, `{}`, []problemText{{"", "no action to validate the params against"}}},
 	}
 	for _, tt := range tests {

@@ -60,6 +60,7 @@ var problemTexts = map[string]string{
 	"json.duplicate_key": "duplicate key",
 	"json.object":        "params must be a JSON object, not a JSON {{.got}}",
 	"json.unsupported":   "unsupported value of type {{.got}}",
+	"params.missing":     "params are missing: send the action's params as a JSON object, such as {\"amount\":\"12.50\"}",
 	"number.syntax":      "{{.value}} is not a JSON number (or its exponent exceeds {{.limit}})",
 	"number.inexact":     "{{.value}} is not an exact decimal: {{.detail}}",
 	"number.infinite":    "{{.value}} is not a finite number",
