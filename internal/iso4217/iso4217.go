@@ -29,7 +29,8 @@ type Currency struct {
 	// Code is the three-letter upper-case code, such as USD.
 	Code string
 	// Scale is the number of decimal places amounts in it may have
-	// (CLDR's standard digits: 2 for USD, 0 for JPY, 3 for BHD).
+	// (CLDR's standard digits: 2 for USD, 0 for JPY, 3 for BHD; for a few
+	// currencies, such as IDR, COP, LAK and IQD, fewer than ISO's minor units).
 	Scale int
 }
 
