@@ -436,7 +436,7 @@ func terminalReply(rec idemstore.Record, replay bool) reply {
 		if replay {
 			status = StatusAlreadyCompleted
 		}
-		result := rec.Result
+		result := stringNumbersRaw(rec.Result) // decimals are strings in answers
 		if len(result) == 0 {
 			result = json.RawMessage("null")
 		}

@@ -37,7 +37,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 		st, ok := stateFilters[q]
 		if !ok {
 			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
-				[]fingerprint.FieldProblem{{Field: "state", Problem: "must be one of in_flight, needs_manual_review, completed, failed"}}))
+				[]fingerprint.FieldProblem{{Field: "state", Rule: fingerprint.RuleEnum, Problem: "must be one of in_flight, needs_manual_review, completed, failed"}}))
 		}
 		state = st
 	}
@@ -46,7 +46,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 		n, err := strconv.Atoi(q)
 		if err != nil || n <= 0 {
 			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
-				[]fingerprint.FieldProblem{{Field: "limit", Problem: "must be a positive integer"}}))
+				[]fingerprint.FieldProblem{{Field: "limit", Rule: fingerprint.RuleType, Problem: "must be a positive integer"}}))
 		}
 		limit = min(n, maxListLimit)
 	}
@@ -104,19 +104,19 @@ func (req resolveRequest) validate() []fingerprint.FieldProblem {
 	switch req.Outcome {
 	case "completed":
 		if !hasResult {
-			out = append(out, fingerprint.FieldProblem{Field: "result", Problem: "required when outcome is completed: the downstream's result object"})
+			out = append(out, fingerprint.FieldProblem{Field: "result", Rule: fingerprint.RuleRequired, Problem: "required when outcome is completed: the downstream's result object"})
 		} else if strings.TrimSpace(string(req.Result))[0] != '{' {
-			out = append(out, fingerprint.FieldProblem{Field: "result", Problem: "must be a JSON object"})
+			out = append(out, fingerprint.FieldProblem{Field: "result", Rule: fingerprint.RuleType, Problem: "must be a JSON object"})
 		}
 	case "failed":
 		if strings.TrimSpace(req.Reason) == "" {
-			out = append(out, fingerprint.FieldProblem{Field: "reason", Problem: "required when outcome is failed"})
+			out = append(out, fingerprint.FieldProblem{Field: "reason", Rule: fingerprint.RuleRequired, Problem: "required when outcome is failed"})
 		}
 		if hasResult {
-			out = append(out, fingerprint.FieldProblem{Field: "result", Problem: "must be absent when outcome is failed"})
+			out = append(out, fingerprint.FieldProblem{Field: "result", Rule: fingerprint.RuleUnknownField, Problem: "must be absent when outcome is failed"})
 		}
 	default:
-		out = append(out, fingerprint.FieldProblem{Field: "outcome", Problem: `must be "completed" or "failed"`})
+		out = append(out, fingerprint.FieldProblem{Field: "outcome", Rule: fingerprint.RuleEnum, Problem: `must be "completed" or "failed"`})
 	}
 	return out
 }

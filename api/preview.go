@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"time"
 
@@ -74,7 +73,7 @@ func bindParams(action *catalog.Action, params json.RawMessage) (boundParams, re
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(params, &all); err != nil {
-		return boundParams{}, invalidParams(action.Scope, []fingerprint.FieldProblem{{Problem: err.Error()}}), false
+		return boundParams{}, invalidParams(action.Scope, []fingerprint.FieldProblem{{Rule: fingerprint.RuleJSON, Problem: err.Error()}}), false
 	}
 	free := map[string]json.RawMessage{}
 	for name := range action.Free {
@@ -124,7 +123,7 @@ func problemsOf(err error) []fingerprint.FieldProblem {
 			out = append(out, fp)
 			return
 		}
-		out = append(out, fingerprint.FieldProblem{Problem: e.Error()})
+		out = append(out, fingerprint.FieldProblem{Rule: fingerprint.RuleJSON, Problem: e.Error()})
 	}
 	walk(err)
 	return out
@@ -176,9 +175,10 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 		r.err = fmt.Errorf("preview: %w", err)
 		return r
 	}
-	preview := map[string]any{"scope": action.Scope, "params": decimalsAsStrings(action, bp.normalized), "free": bp.free}
+	// Decimals are strings in answers; the quote's numbers too.
+	preview := map[string]any{"scope": action.Scope, "params": stringNumbers(bp.normalized), "free": stringNumbers(bp.free)}
 	if quote != nil {
-		preview["quote"] = quote
+		preview["quote"] = stringNumbers(quote)
 	}
 	r = newReply(StatusPreviewReady).
 		with("fingerprint", fp).
@@ -225,20 +225,6 @@ func quoteFailure(scope string, err error) reply {
 		}
 	}
 	return r
-}
-
-// decimalsAsStrings returns a copy of the normalized bound params with
-// every decimal field as a JSON string ("12.5"), as every answer carries
-// decimals (CONTRACT §4): no client reads them as binary floats. The
-// canonical bytes and what the downstream gets are unchanged.
-func decimalsAsStrings(action *catalog.Action, normalized map[string]any) map[string]any {
-	out := maps.Clone(normalized)
-	for name, f := range action.Bind {
-		if n, ok := out[name].(json.Number); ok && f.Type == catalog.TypeDecimal {
-			out[name] = n.String()
-		}
-	}
-	return out
 }
 
 // recentOperation is the body's view of an operation for the amnesia guard.

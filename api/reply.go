@@ -14,6 +14,7 @@ import (
 
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/tools"
+	"github.com/oncegate/oncegate/fingerprint"
 )
 
 // PollWith is the status tool's name.
@@ -124,6 +125,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 			s.log.ErrorContext(c.Request().Context(), "render detail", "trace_id", traceID, "err", err)
 		}
 	}
+	if errs, ok := r.fields["errors"].([]fingerprint.FieldProblem); ok && lang != messages.English {
+		r.fields["errors"] = s.translateProblems(lang, errs)
+	}
 	meaning, instruction, err := s.msgs.Render(lang, key, d)
 	if err != nil {
 		s.log.ErrorContext(c.Request().Context(), "render message", "trace_id", traceID, "err", err)
@@ -166,6 +170,19 @@ func renderFailedInstruction(lang messages.Lang, traceID string) string {
 		return "不要重试。请把 trace_id " + traceID + " 报告给运维人员。"
 	}
 	return "Do not retry. Report trace_id " + traceID + " to the operators."
+}
+
+// translateProblems returns errs with each problem text in lang, where the
+// message catalog translates its code (others keep their English text).
+func (s *Server) translateProblems(lang messages.Lang, errs []fingerprint.FieldProblem) []fingerprint.FieldProblem {
+	out := make([]fingerprint.FieldProblem, len(errs))
+	for i, p := range errs {
+		if text, ok := s.msgs.Problem(lang, p.Code, p.Args); ok {
+			p.Problem = text
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // orderedBody writes the common fields first, then the extra ones sorted.

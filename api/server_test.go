@@ -49,9 +49,9 @@ type bundle struct {
 
 func testCatalog() *catalog.Catalog {
 	bind := map[string]catalog.Field{
-		"amount":   {Type: catalog.TypeDecimal, Required: true},
-		"currency": {Type: catalog.TypeString, Required: true, Normalize: []string{"trim", "upper"}},
-		"payee_id": {Type: catalog.TypeString, Required: true, Normalize: []string{"trim"}},
+		"amount":   {Type: catalog.TypeDecimal, Required: true, ExclusiveMin: &catalog.Decimal{}, ScaleFrom: "currency"},
+		"currency": {Type: catalog.TypeString, Required: true, Normalize: []string{"trim", "upper"}, Kind: catalog.KindCurrency},
+		"payee_id": {Type: catalog.TypeString, Required: true, Normalize: []string{"trim"}, Kind: catalog.KindIdentifier, MaxLength: 64},
 	}
 	free := map[string]catalog.FreeField{"memo": {Type: catalog.TypeString}}
 	action := func(scope string, quote string) *catalog.Action {
@@ -195,7 +195,7 @@ func TestPreview(t *testing.T) {
 	assert.Len(t, r.str("operation_id"), 32)
 	assert.Contains(t, r.str("instruction"), "payments_transfer_confirm")
 	preview := r.body["preview"].(map[string]any)
-	assert.Equal(t, map[string]any{"amount": "12.5", "currency": "USD", "payee_id": "p-1"}, preview["params"])
+	assert.Equal(t, map[string]any{"amount": "12.5", "currency": "USD", "payee_id": "p-1"}, preview["params"], "decimals are strings")
 	assert.Equal(t, map[string]any{"memo": "rent"}, preview["free"])
 	assert.Equal(t, "0.25", preview["quote"].(map[string]any)["fee"])
 	// The quote expires in 10 minutes, before the 15-minute fingerprint TTL.
@@ -225,10 +225,30 @@ func TestPreviewRefusals(t *testing.T) {
 	r := b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":{"currency":"USD","payee_id":"p","extra":1}}`)
 	assert.Equal(t, 400, r.code)
 	assert.Equal(t, StatusInvalidParams, r.status())
-	assert.Equal(t, false, r.body["retryable"])
+	assert.Equal(t, false, r.body["retryable"], "the same params fail again")
 	errs := r.body["errors"].([]any)
 	require.Len(t, errs, 2, r.raw)
 	assert.Equal(t, "amount", errs[0].(map[string]any)["field"])
+	assert.Equal(t, "required", errs[0].(map[string]any)["rule"])
+	assert.Equal(t, "extra", errs[1].(map[string]any)["field"])
+	assert.Equal(t, "unknown_field", errs[1].(map[string]any)["rule"])
+
+	// In Chinese, the problems too.
+	zh := b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":{"amount":"-5","currency":"XXX","payee_id":"p\u200b3"}}`, "Accept-Language", "zh")
+	require.Equal(t, StatusInvalidParams, zh.status(), zh.raw)
+	zerrs := zh.body["errors"].([]any)
+	require.Len(t, zerrs, 3, zh.raw)
+	for i, want := range []struct{ field, rule, text string }{
+		{"amount", "exclusive_min", "必须大于 0"},
+		{"currency", "currency", "不是现行有效的 ISO 4217 货币代码"},
+		{"payee_id", "identifier", "U+200B ZERO WIDTH SPACE at position 2"},
+	} {
+		e := zerrs[i].(map[string]any)
+		assert.Equal(t, want.field, e["field"])
+		assert.Equal(t, want.rule, e["rule"])
+		assert.Contains(t, e["problem"], want.text)
+		assert.NotEmpty(t, e["expected"])
+	}
 	assert.Equal(t, "extra", errs[1].(map[string]any)["field"])
 
 	r = b.do(t, "POST", "/v1/actions/payments.nope/preview", "dev-alice", `{"params":{}}`)

@@ -62,10 +62,10 @@ type parser struct {
 // parseJSON parses one JSON value and refuses anything after it.
 func parseJSON(raw []byte) (any, error) {
 	if len(raw) > MaxParamsBytes {
-		return nil, FieldProblem{Problem: fmt.Sprintf("JSON is %d bytes, more than the limit of %d", len(raw), MaxParamsBytes)}
+		return nil, newProblem("", RuleJSON, "json.size", "", "bytes", strconv.Itoa(len(raw)), "limit", strconv.Itoa(MaxParamsBytes))
 	}
 	if !utf8.Valid(raw) {
-		return nil, FieldProblem{Problem: "JSON is not valid UTF-8"}
+		return nil, newProblem("", RuleJSON, "json.utf8", "")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -75,21 +75,21 @@ func parseJSON(raw []byte) (any, error) {
 		return nil, err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, FieldProblem{Problem: "invalid JSON: data after the top-level value"}
+		return nil, newProblem("", RuleJSON, "json.trailing", "")
 	}
 	return v, nil
 }
 
 // fail returns a FieldProblem located at the parser's current path.
-func (p *parser) fail(format string, args ...any) error {
-	return FieldProblem{Field: joinPath(p.path), Problem: fmt.Sprintf(format, args...)}
+func (p *parser) fail(code string, args ...string) error {
+	return newProblem(joinPath(p.path), RuleJSON, code, "", args...)
 }
 
 func (p *parser) syntax(err error) error {
 	if errors.Is(err, io.EOF) {
-		return p.fail("invalid JSON: unexpected end of input")
+		return p.fail("json.eof")
 	}
-	return p.fail("invalid JSON: %v", err)
+	return p.fail("json.syntax", "detail", err.Error())
 }
 
 func (p *parser) value(depth int) (any, error) {
@@ -100,7 +100,7 @@ func (p *parser) value(depth int) (any, error) {
 	switch t := tok.(type) {
 	case json.Delim:
 		if depth > MaxDepth {
-			return nil, p.fail("nested deeper than %d levels", MaxDepth)
+			return nil, p.fail("json.depth", "limit", strconv.Itoa(MaxDepth))
 		}
 		switch t {
 		case '{':
@@ -108,17 +108,17 @@ func (p *parser) value(depth int) (any, error) {
 		case '[':
 			return p.array(depth)
 		}
-		return nil, p.fail("invalid JSON: unexpected %q", rune(t))
+		return nil, p.fail("json.syntax", "detail", fmt.Sprintf("unexpected %q", rune(t)))
 	case string, json.Number, bool, nil:
 		return t, nil
 	}
-	return nil, p.fail("invalid JSON: unexpected token %v", tok)
+	return nil, p.fail("json.syntax", "detail", fmt.Sprintf("unexpected token %v", tok))
 }
 
 func (p *parser) count() error {
 	p.members++
 	if p.members > MaxMembers {
-		return p.fail("more than %d members in total", MaxMembers)
+		return p.fail("json.members", "limit", strconv.Itoa(MaxMembers))
 	}
 	return nil
 }
@@ -132,12 +132,12 @@ func (p *parser) object(depth int) (any, error) {
 		}
 		key, ok := tok.(string)
 		if !ok {
-			return nil, p.fail("invalid JSON: object key is not a string")
+			return nil, p.fail("json.key")
 		}
 		key = norm.NFC.String(key)
 		p.path = append(p.path, key)
 		if _, dup := obj[key]; dup {
-			return nil, p.fail("duplicate key")
+			return nil, p.fail("json.duplicate_key")
 		}
 		if err := p.count(); err != nil {
 			return nil, err
@@ -200,7 +200,7 @@ func appendCanonical(dst []byte, v any, path []string) ([]byte, error) {
 	case json.Number:
 		n, err := canonicalNumber(string(t))
 		if err != nil {
-			return nil, FieldProblem{Field: joinPath(path), Problem: err.Error()}
+			return nil, err.problem(joinPath(path), RuleJSON)
 		}
 		return append(dst, n...), nil
 	case map[string]any:
@@ -237,7 +237,7 @@ func appendCanonical(dst []byte, v any, path []string) ([]byte, error) {
 		}
 		return append(dst, ']'), nil
 	}
-	return nil, FieldProblem{Field: joinPath(path), Problem: fmt.Sprintf("unsupported value of type %T", v)}
+	return nil, newProblem(joinPath(path), RuleJSON, "json.unsupported", "", "got", fmt.Sprintf("%T", v))
 }
 
 const hexDigits = "0123456789abcdef"
@@ -365,18 +365,33 @@ func isJSONNumber(s string) bool {
 	return i == len(s)
 }
 
+// numberError is why a text is not an acceptable exact number: a problem
+// code and its arguments.
+type numberError struct {
+	code string
+	args []string
+}
+
+// Error implements error with the English text.
+func (e *numberError) Error() string { return e.problem("", "").Problem }
+
+// problem is the FieldProblem of e at field under rule.
+func (e *numberError) problem(field, rule string) FieldProblem {
+	return newProblem(field, rule, e.code, "", e.args...)
+}
+
 // parseDecimal parses a JSON number (or a string holding one) exactly and
 // removes its trailing zeros.
-func parseDecimal(s string) (*apd.Decimal, error) {
+func parseDecimal(s string) (*apd.Decimal, *numberError) {
 	if !isJSONNumber(s) {
-		return nil, fmt.Errorf("%q is not a JSON number (or its exponent exceeds %d)", s, maxExponent)
+		return nil, &numberError{"number.syntax", []string{"value", quoted(s), "limit", strconv.Itoa(maxExponent)}}
 	}
 	var d apd.Decimal
 	if _, _, err := d.SetString(s); err != nil {
-		return nil, fmt.Errorf("%q is not an exact decimal: %w", s, err)
+		return nil, &numberError{"number.inexact", []string{"value", quoted(s), "detail", err.Error()}}
 	}
 	if d.Form != apd.Finite {
-		return nil, fmt.Errorf("%q is not a finite number", s)
+		return nil, &numberError{"number.infinite", []string{"value", quoted(s)}}
 	}
 	d.Reduce(&d)
 	if d.IsZero() {
@@ -390,14 +405,14 @@ func parseDecimal(s string) (*apd.Decimal, error) {
 		plain = max(digits, int64(-d.Exponent)+1) + 1
 	}
 	if plain > MaxNumberDigits {
-		return nil, fmt.Errorf("%q has more than %d digits in plain form", s, MaxNumberDigits)
+		return nil, &numberError{"number.digits", []string{"value", quoted(s), "limit", strconv.Itoa(MaxNumberDigits)}}
 	}
 	return &d, nil
 }
 
 // canonicalNumber returns the canonical plain text of the JSON number s:
 // exact, no exponent, no trailing zeros, no point for integers, -0 as 0.
-func canonicalNumber(s string) (string, error) {
+func canonicalNumber(s string) (string, *numberError) {
 	d, err := parseDecimal(s)
 	if err != nil {
 		return "", err

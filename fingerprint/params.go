@@ -1,6 +1,7 @@
 package fingerprint
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,8 +23,19 @@ type FieldProblem struct {
 	// Field is the param's name, or a path such as a.b[2] inside a nested
 	// value; it is empty when the problem concerns the whole body.
 	Field string `json:"field"`
+	// Rule is the rule the value breaks: a catalog constraint key (min,
+	// max, scale, max_length, enum, pattern, currency, identifier, ...) or
+	// one of required, type, unknown_field, json.
+	Rule string `json:"rule"`
 	// Problem says what is wrong and how to fix it, for a person or a model.
 	Problem string `json:"problem"`
+	// Expected is what the rule expects, such as "> 0", "<= 1000000",
+	// "scale <= 2" or the allowed field names.
+	Expected string `json:"expected,omitempty"`
+	// Code names Problem's text among ProblemCodes, for translations.
+	Code string `json:"-"`
+	// Args fill the text of Code.
+	Args map[string]string `json:"-"`
 }
 
 // Error implements error.
@@ -36,9 +48,6 @@ func (p FieldProblem) Error() string {
 
 // Unwrap returns ErrInvalidParams.
 func (p FieldProblem) Unwrap() error { return ErrInvalidParams }
-
-// unknownFieldProblem is the problem of a field that is neither bound nor free.
-const unknownFieldProblem = "unknown field: not declared by the action, remove it"
 
 // Canonicalize returns the canonical bound params of CONTRACT §3 for raw,
 // the JSON object of all params (bound and free): only the fields of spec,
@@ -58,9 +67,9 @@ func Canonicalize(raw []byte, spec map[string]catalog.Field) (canonical []byte, 
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(spec)) {
 		v, present := obj[name]
-		out, problem := normalizeBound(spec[name], v, present)
-		if problem != "" {
-			errs = append(errs, FieldProblem{Field: name, Problem: problem})
+		out, problem := normalizeBound(name, spec[name], v, present)
+		if problem != nil {
+			errs = append(errs, *problem)
 			continue
 		}
 		if out != nil {
@@ -85,10 +94,12 @@ func Canonicalize(raw []byte, spec map[string]catalog.Field) (canonical []byte, 
 // and returns one FieldProblem per problem, sorted by field (nil when the
 // params are valid): the body must be a JSON object within the limits of
 // CanonicalJSON; every field must be bound or free; required bound fields
-// must be present and not null; every value must have its declared type.
+// must be present and not null; every value must have its declared type and
+// meet the field's constraints (checked on the normalized value, which the
+// constraints never change).
 func ValidateParams(raw []byte, action *catalog.Action) (problems []FieldProblem) {
 	if action == nil {
-		return []FieldProblem{{Problem: "no action to validate the params against"}}
+		return []FieldProblem{newProblem("", RuleCatalog, "no_action", "")}
 	}
 	obj, err := parseObject(raw)
 	if err != nil {
@@ -96,7 +107,7 @@ func ValidateParams(raw []byte, action *catalog.Action) (problems []FieldProblem
 		if errors.As(err, &fp) {
 			return []FieldProblem{fp}
 		}
-		return []FieldProblem{{Problem: err.Error()}}
+		return []FieldProblem{newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())}
 	}
 	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		if _, bound := action.Bind[name]; bound {
@@ -104,21 +115,40 @@ func ValidateParams(raw []byte, action *catalog.Action) (problems []FieldProblem
 		}
 		free, ok := action.Free[name]
 		if !ok {
-			problems = append(problems, FieldProblem{Field: name, Problem: unknownFieldProblem})
+			problems = append(problems, newProblem(name, RuleUnknownField, "unknown_field", "one of "+strings.Join(declaredFields(action), ", ")))
 			continue
 		}
-		if problem := checkFree(free, obj[name]); problem != "" {
-			problems = append(problems, FieldProblem{Field: name, Problem: problem})
+		if problem := checkFree(name, free, obj[name]); problem != nil {
+			problems = append(problems, *problem)
 		}
 	}
+	normalized := make(map[string]any, len(action.Bind))
 	for _, name := range slices.Sorted(maps.Keys(action.Bind)) {
 		v, present := obj[name]
-		if _, problem := normalizeBound(action.Bind[name], v, present); problem != "" {
-			problems = append(problems, FieldProblem{Field: name, Problem: problem})
+		out, problem := normalizeBound(name, action.Bind[name], v, present)
+		if problem != nil {
+			problems = append(problems, *problem)
+		} else if out != nil {
+			normalized[name] = out
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(normalized)) {
+		problems = append(problems, checkConstraints(name, action.Bind, normalized)...)
 	}
 	slices.SortStableFunc(problems, func(a, b FieldProblem) int { return strings.Compare(a.Field, b.Field) })
 	return problems
+}
+
+// declaredFields returns the bound and free field names of action, sorted.
+func declaredFields(action *catalog.Action) []string {
+	names := slices.Collect(maps.Keys(action.Bind))
+	for name := range action.Free {
+		if _, bound := action.Bind[name]; !bound {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // ParamHash returns the lowercase hex SHA-256 of canonical, the `p` of a
@@ -130,91 +160,90 @@ func ParamHash(canonical []byte) string {
 
 // parseObject parses raw and requires a JSON object.
 func parseObject(raw []byte) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, newProblem("params", RuleRequired, "params.missing", "object")
+	}
 	v, err := parseJSON(raw)
 	if err != nil {
 		return nil, err
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, FieldProblem{Problem: fmt.Sprintf("params must be a JSON object, not %s", jsonKind(v))}
+		return nil, newProblem("", RuleJSON, "json.object", "", "got", jsonKind(v))
 	}
 	return obj, nil
 }
 
-// jsonKind names the JSON type of a parsed value.
+// jsonKind names the JSON type of a parsed value: null, boolean, string,
+// number, array or object.
 func jsonKind(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
 	case bool:
-		return "a boolean"
+		return "boolean"
 	case string:
-		return "a string"
+		return "string"
 	case json.Number:
-		return "a number"
+		return "number"
 	case []any:
-		return "an array"
+		return "array"
 	case map[string]any:
-		return "an object"
+		return "object"
 	}
 	return fmt.Sprintf("%T", v)
 }
 
-// normalizeBound checks one bound field's value and returns its normalized
+// normalizeBound checks one bound field's type and returns its normalized
 // form (nil when absent or null) or a problem.
-func normalizeBound(f catalog.Field, v any, present bool) (any, string) {
+func normalizeBound(name string, f catalog.Field, v any, present bool) (any, *FieldProblem) {
+	fail := func(rule, code string, args ...string) (any, *FieldProblem) {
+		p := newProblem(name, rule, code, string(f.Type), args...)
+		return nil, &p
+	}
 	if !present || v == nil {
 		if f.Required {
 			if !present {
-				return nil, fmt.Sprintf("required %s field is missing", f.Type)
+				return fail(RuleRequired, "required.missing", "type", string(f.Type))
 			}
-			return nil, fmt.Sprintf("required %s field is null", f.Type)
+			return fail(RuleRequired, "required.null", "type", string(f.Type))
 		}
-		return nil, ""
+		return nil, nil
 	}
 	switch f.Type {
 	case catalog.TypeString:
 		s, ok := v.(string)
 		if !ok {
-			return nil, fmt.Sprintf("must be a string, not %s", jsonKind(v))
+			return fail(RuleType, "type.string", "got", jsonKind(v))
 		}
-		s = norm.NFC.String(s)
-		for _, n := range f.Normalize {
-			switch n {
-			case "trim":
-				s = strings.TrimSpace(s)
-			case "upper":
-				s = strings.ToUpper(s)
-			case "lower":
-				s = strings.ToLower(s)
-			default:
-				return nil, fmt.Sprintf("unknown normalizer %q", n)
-			}
+		s, err := catalog.ApplyNormalizers(norm.NFC.String(s), f.Normalize)
+		if err != nil {
+			return fail(RuleCatalog, "catalog.normalizer", "normalizer", err.Error())
 		}
 		s = norm.NFC.String(s)
 		if f.Required && s == "" {
-			return nil, "required string field is empty"
+			return fail(RuleRequired, "required.empty")
 		}
-		return s, ""
+		return s, nil
 	case catalog.TypeDecimal, catalog.TypeInteger:
-		d, problem := numberValue(f.Type, v)
-		if problem != "" {
+		d, problem := numberValue(name, f.Type, v)
+		if problem != nil {
 			return nil, problem
 		}
-		return d, ""
+		return d, nil
 	case catalog.TypeBoolean:
 		b, ok := v.(bool)
 		if !ok {
-			return nil, fmt.Sprintf("must be a JSON boolean (true or false), not %s", jsonKind(v))
+			return fail(RuleType, "type.boolean", "got", jsonKind(v))
 		}
-		return b, ""
+		return b, nil
 	}
-	return nil, fmt.Sprintf("the catalog declares an unknown type %q", f.Type)
+	return fail(RuleCatalog, "catalog.type", "type", string(f.Type))
 }
 
 // numberValue returns the canonical json.Number of a decimal or integer
 // field given as a JSON number or as a string holding one.
-func numberValue(t catalog.FieldType, v any) (json.Number, string) {
+func numberValue(name string, t catalog.FieldType, v any) (json.Number, *FieldProblem) {
 	var s string
 	switch n := v.(type) {
 	case json.Number:
@@ -222,45 +251,48 @@ func numberValue(t catalog.FieldType, v any) (json.Number, string) {
 	case string:
 		s = n
 	default:
-		return "", fmt.Sprintf("must be %s (a JSON number or a string holding one), not %s", article(t), jsonKind(v))
+		p := newProblem(name, RuleType, "type.number", string(t), "type", string(t), "got", jsonKind(v))
+		return "", &p
 	}
-	d, err := parseDecimal(s)
-	if err != nil {
-		return "", fmt.Sprintf("must be %s: %v", article(t), err)
+	d, nerr := parseDecimal(s)
+	if nerr != nil {
+		p := nerr.problem(name, RuleType)
+		p.Expected = string(t)
+		return "", &p
 	}
 	if t == catalog.TypeInteger && d.Exponent < 0 {
-		return "", fmt.Sprintf("must be an integer: %q has a fractional part", s)
+		p := newProblem(name, RuleType, "type.fraction", string(t), "value", quoted(s))
+		return "", &p
 	}
-	return json.Number(d.Text('f')), ""
+	return json.Number(d.Text('f')), nil
 }
 
-func article(t catalog.FieldType) string {
-	if t == catalog.TypeInteger {
-		return "an integer"
-	}
-	return "a decimal"
-}
-
-// checkFree checks one free field's value against its declared type (string
-// when unset); null is accepted as absent.
-func checkFree(f catalog.FreeField, v any) string {
+// checkFree checks one free field's value against its declared type
+// (string when unset) and max_length; null is accepted as absent.
+func checkFree(name string, f catalog.FreeField, v any) *FieldProblem {
 	if v == nil {
-		return ""
+		return nil
+	}
+	fail := func(rule, code, expected string, args ...string) *FieldProblem {
+		p := newProblem(name, rule, code, expected, args...)
+		return &p
 	}
 	switch f.Type {
 	case "", catalog.TypeString:
-		if _, ok := v.(string); !ok {
-			return fmt.Sprintf("must be a string, not %s", jsonKind(v))
+		s, ok := v.(string)
+		if !ok {
+			return fail(RuleType, "type.string", string(catalog.TypeString), "got", jsonKind(v))
 		}
+		return checkMaxLength(name, f.MaxLength, s)
 	case catalog.TypeDecimal, catalog.TypeInteger:
-		_, problem := numberValue(f.Type, v)
+		_, problem := numberValue(name, f.Type, v)
 		return problem
 	case catalog.TypeBoolean:
 		if _, ok := v.(bool); !ok {
-			return fmt.Sprintf("must be a JSON boolean (true or false), not %s", jsonKind(v))
+			return fail(RuleType, "type.boolean", string(catalog.TypeBoolean), "got", jsonKind(v))
 		}
 	default:
-		return fmt.Sprintf("the catalog declares an unknown type %q", f.Type)
+		return fail(RuleCatalog, "catalog.type", "", "type", string(f.Type))
 	}
-	return ""
+	return nil
 }

@@ -158,11 +158,11 @@ func TestCanonicalizeRefuses(t *testing.T) {
 		field string
 		want  string
 	}{
-		{"not an object", `[1]`, "", "must be a JSON object, not an array"},
+		{"not an object", `[1]`, "", "must be a JSON object, not a JSON array"},
 		{"missing required", `{"count":1}`, "id", "required string field is missing"},
 		{"null required", `{"id":null,"count":1}`, "id", "required string field is null"},
 		{"empty required", `{"id":"","count":1}`, "id", "required string field is empty"},
-		{"string given a number", `{"id":1,"count":1}`, "id", "must be a string, not a number"},
+		{"string given a number", `{"id":1,"count":1}`, "id", "must be a string, not a JSON number"},
 		{"integer with fraction", `{"id":"x","count":1.5}`, "count", "fractional part"},
 		{"integer string with fraction", `{"id":"x","count":"1.5"}`, "count", "fractional part"},
 		{"decimal bad string", `{"id":"x","count":1,"d":"12,50"}`, "d", "not a JSON number"},
@@ -189,53 +189,65 @@ func TestCanonicalizeRefuses(t *testing.T) {
 	}
 }
 
+// problemText is a problem's field and English text.
+type problemText struct{ field, problem string }
+
+func textsOf(ps []FieldProblem) []problemText {
+	var out []problemText
+	for _, p := range ps {
+		out = append(out, problemText{p.Field, p.Problem})
+	}
+	return out
+}
+
 func TestValidateParams(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
 		action *catalog.Action
 		raw    string
-		want   []FieldProblem
+		want   []problemText
 	}{
 		{"valid", transferAction(), `{"amount":"12.50","currency":" usd ","payee_id":"p-1","memo":"asap"}`, nil},
 		{"valid without memo", transferAction(), `{"amount":12.5,"currency":"usd","payee_id":"p-1"}`, nil},
-		{"not an object", transferAction(), `"x"`, []FieldProblem{{"", "params must be a JSON object, not a string"}}},
-		{"invalid JSON", transferAction(), `{`, []FieldProblem{{"", "invalid JSON: unexpected end of input"}}},
+		{"not an object", transferAction(), `"x"`, []problemText{{"", "params must be a JSON object, not a JSON string"}}},
+		{"invalid JSON", transferAction(), `{`, []problemText{{"", "invalid JSON: unexpected end of input"}}},
 		{"unknown field", transferAction(), `{"amount":1,"currency":"USD","payee_id":"p","to":"x"}`,
-			[]FieldProblem{{"to", unknownFieldProblem}}},
+			[]problemText{{"to", "unknown field: not declared by the action, remove it"}}},
 		{"empty after trim", transferAction(), `{"amount":1,"currency":"   ","payee_id":"p"}`,
-			[]FieldProblem{{"currency", "required string field is empty"}}},
+			[]problemText{{"currency", "required string field is empty"}}},
 		{"one entry per problem", transferAction(), `{"amount":"abc","currency":7,"memo":5,"extra":1,"zz":null}`,
-			[]FieldProblem{
-				{"amount", `must be a decimal: "abc" is not a JSON number (or its exponent exceeds 10000)`},
-				{"currency", "must be a string, not a number"},
-				{"extra", unknownFieldProblem},
-				{"memo", "must be a string, not a number"},
+			[]problemText{
+				{"amount", `"abc" is not a JSON number (or its exponent exceeds 10000)`},
+				{"currency", "must be a string, not a JSON number"},
+				{"extra", "unknown field: not declared by the action, remove it"},
+				{"memo", "must be a string, not a JSON number"},
 				{"payee_id", "required string field is missing"},
-				{"zz", unknownFieldProblem},
+				{"zz", "unknown field: not declared by the action, remove it"},
 			}},
 		{"free types", typedAction(), `{"id":"x","count":1,"note":"n","n":"1.5","ok":"yes","price":"1.2.3"}`,
-			[]FieldProblem{
+			[]problemText{
 				{"n", `must be an integer: "1.5" has a fractional part`},
-				{"ok", "must be a JSON boolean (true or false), not a string"},
-				{"price", `must be a decimal: "1.2.3" is not a JSON number (or its exponent exceeds 10000)`},
+				{"ok", "must be a JSON boolean (true or false), not a JSON string"},
+				{"price", `"1.2.3" is not a JSON number (or its exponent exceeds 10000)`},
 			}},
 		{"free nulls", typedAction(), `{"id":"x","count":1,"note":null,"n":null,"ok":null,"price":null}`, nil},
-		{"duplicate", transferAction(), `{"amount":1,"amount":2}`, []FieldProblem{{"amount", "duplicate key"}}},
-		{"no action", nil, `{}`, []FieldProblem{{"", "no action to validate the params against"}}},
+		{"duplicate", transferAction(), `{"amount":1,"amount":2}`, []problemText{{"amount", "duplicate key"}}},
+		{"no params", transferAction(), ``, []problemText{{"params", `params are missing: send the action's params as a JSON object, such as {"amount":"12.50"}`}}},
+		{"no action", nil, `{}`, []problemText{{"", "no action to validate the params against"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, ValidateParams([]byte(tt.raw), tt.action))
+			assert.Equal(t, tt.want, textsOf(ValidateParams([]byte(tt.raw), tt.action)))
 		})
 	}
 }
 
 func TestFieldProblemJSON(t *testing.T) {
 	t.Parallel()
-	b, err := json.Marshal(FieldProblem{Field: "amount", Problem: "bad"})
+	b, err := json.Marshal(FieldProblem{Field: "amount", Rule: "max", Problem: "bad", Expected: "<= 1", Code: "max", Args: map[string]string{"limit": "1"}})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"field":"amount","problem":"bad"}`, string(b))
+	assert.JSONEq(t, `{"field":"amount","rule":"max","problem":"bad","expected":"<= 1"}`, string(b), "Code and Args stay inside")
 	assert.True(t, strings.HasPrefix(FieldProblem{Field: "a", Problem: "b"}.Error(), ErrInvalidParams.Error()))
 }

@@ -247,8 +247,10 @@ func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
 		"retryable":   false, // CONTRACT §4: only temporarily_unavailable is retryable
 		"trace_id":    traceID(header),
 		"errors": []map[string]string{{
-			"field":   "operation_id",
-			"problem": "required: 32 lowercase hex characters copied from an earlier answer",
+			"field":    "operation_id",
+			"rule":     "pattern",
+			"problem":  "required: 32 lowercase hex characters copied from an earlier answer",
+			"expected": tools.OperationIDPattern,
 		}},
 	})
 	return result(http.StatusBadRequest, body)

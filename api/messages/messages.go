@@ -18,7 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-//go:embed en.yaml zh.yaml
+//go:embed en.yaml zh.yaml problems.*.yaml
 var files embed.FS
 
 // Lang is a supported language.
@@ -106,6 +106,9 @@ type entry struct {
 // Catalog holds the parsed texts of every language.
 type Catalog struct {
 	texts map[Lang]map[string]entry
+	// problems holds the translations of errors[].problem by code; English
+	// is the text the problem already carries.
+	problems map[Lang]map[string]*template.Template
 }
 
 // rawEntry is the YAML form of one status (meaning and instruction) or of
@@ -119,8 +122,15 @@ type rawEntry struct {
 // Load parses the embedded catalogs. It fails when a file is missing, is not
 // valid YAML, holds an empty text or a template that does not parse.
 func Load() (*Catalog, error) {
-	c := &Catalog{texts: make(map[Lang]map[string]entry, len(Langs))}
+	c := &Catalog{texts: make(map[Lang]map[string]entry, len(Langs)), problems: map[Lang]map[string]*template.Template{}}
 	for _, lang := range Langs {
+		if lang != English {
+			p, err := parseProblems(lang)
+			if err != nil {
+				return nil, err
+			}
+			c.problems[lang] = p
+		}
 		raw, err := files.ReadFile(string(lang) + ".yaml")
 		if err != nil {
 			return nil, fmt.Errorf("read messages %s: %w", lang, err)
@@ -175,6 +185,50 @@ func parse(lang Lang, raw []byte) (map[string]entry, error) {
 		out[key] = ent
 	}
 	return out, nil
+}
+
+// parseProblems reads problems.<lang>.yaml: problem code → template text.
+func parseProblems(lang Lang) (map[string]*template.Template, error) {
+	raw, err := files.ReadFile("problems." + string(lang) + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("read problem texts %s: %w", lang, err)
+	}
+	var doc map[string]string
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("parse problem texts %s: %w", lang, err)
+	}
+	out := make(map[string]*template.Template, len(doc))
+	for code, text := range doc {
+		if strings.TrimSpace(text) == "" {
+			return nil, fmt.Errorf("parse problem texts %s: %s is empty", lang, code)
+		}
+		t, err := template.New(code).Option("missingkey=error").Parse(text)
+		if err != nil {
+			return nil, fmt.Errorf("parse problem texts %s: %w", lang, err)
+		}
+		out[code] = t
+	}
+	return out, nil
+}
+
+// ProblemCodes returns the sorted problem codes translated into lang.
+func (c *Catalog) ProblemCodes(lang Lang) []string {
+	return slices.Sorted(maps.Keys(c.problems[lang]))
+}
+
+// Problem returns the text of problem code in lang filled with args, and
+// false when lang has no translation of code (English never has one: the
+// problem's own text is English).
+func (c *Catalog) Problem(lang Lang, code string, args map[string]string) (string, bool) {
+	t, ok := c.problems[lang][code]
+	if !ok {
+		return "", false
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, args); err != nil {
+		return "", false
+	}
+	return b.String(), true
 }
 
 // Keys returns the sorted keys of lang's catalog.

@@ -30,8 +30,8 @@ type OpenAIFunction struct {
 	Description string `json:"description"`
 	// Parameters is the JSON Schema of the arguments.
 	Parameters map[string]any `json:"parameters"`
-	// Strict is false: the schemas use optional fields and type unions,
-	// which OpenAI's strict mode does not accept.
+	// Strict turns on OpenAI's strict mode; Parameters is then Strict's
+	// rewrite of the schema (DefinitionsStrict).
 	Strict bool `json:"strict"`
 }
 
@@ -49,6 +49,20 @@ type AnthropicTool struct {
 // []OpenAITool, FormatAnthropic gives []AnthropicTool. An unknown format, or
 // a catalog whose scopes give tool names that LLM APIs refuse, is an error.
 func Definitions(cat *catalog.Catalog, format string) (any, error) {
+	return definitions(cat, format, false)
+}
+
+// DefinitionsStrict returns the OpenAI tools of cat for strict mode:
+// "strict": true and every schema rewritten by Strict.
+func DefinitionsStrict(cat *catalog.Catalog) ([]OpenAITool, error) {
+	defs, err := definitions(cat, FormatOpenAI, true)
+	if err != nil {
+		return nil, err
+	}
+	return defs.([]OpenAITool), nil
+}
+
+func definitions(cat *catalog.Catalog, format string, strict bool) (any, error) {
 	ts := Tools(cat)
 	if err := Check(ts); err != nil {
 		return nil, fmt.Errorf("tool definitions: %w", err)
@@ -57,8 +71,12 @@ func Definitions(cat *catalog.Catalog, format string) (any, error) {
 	case FormatOpenAI:
 		out := make([]OpenAITool, len(ts))
 		for i, t := range ts {
+			params := t.InputSchema
+			if strict {
+				params = Strict(params)
+			}
 			out[i] = OpenAITool{Type: "function", Function: OpenAIFunction{
-				Name: t.Name, Description: t.Description, Parameters: t.InputSchema,
+				Name: t.Name, Description: t.Description, Parameters: params, Strict: strict,
 			}}
 		}
 		return out, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/oncegate/oncegate/api/messages"
@@ -25,15 +26,26 @@ type answer struct {
 	TraceID     string `json:"trace_id"`
 }
 
-// Handler serves GET /v1/tools?format=openai|anthropic (default openai): the
-// JSON array of tool definitions, ready to pass to the vendor's API as its
-// `tools`. An unknown format is a 400 invalid_request answer. The
+// strictKey is the bodies key of the OpenAI strict-mode definitions.
+const strictKey = FormatOpenAI + "+strict"
+
+// Handler serves GET /v1/tools?format=openai|anthropic (default openai)
+// and GET /v1/tools?format=openai&strict=true: the JSON array of tool
+// definitions, ready to pass to the vendor's API as its `tools`. An unknown
+// format, a strict value other than true or false, or strict=true with
+// another format than openai is a 400 invalid_request answer. The
 // definitions are built once, the catalog being immutable.
 func Handler(cat *catalog.Catalog) http.HandlerFunc {
-	bodies := make(map[string][]byte, 2)
+	bodies := make(map[string][]byte, 3)
 	var buildErr error
-	for _, f := range []string{FormatOpenAI, FormatAnthropic} {
-		defs, err := Definitions(cat, f)
+	for _, f := range []string{FormatOpenAI, FormatAnthropic, strictKey} {
+		var defs any
+		var err error
+		if f == strictKey {
+			defs, err = DefinitionsStrict(cat)
+		} else {
+			defs, err = Definitions(cat, f)
+		}
 		if err != nil {
 			buildErr = err
 			break
@@ -68,7 +80,25 @@ func Handler(cat *catalog.Catalog) http.HandlerFunc {
 		if format == "" {
 			format = FormatOpenAI
 		}
-		body, ok := bodies[format]
+		strict, err := strconv.ParseBool(r.URL.Query().Get("strict"))
+		if r.URL.Query().Get("strict") == "" {
+			strict, err = false, nil
+		}
+		if err != nil || (strict && format != FormatOpenAI) {
+			writeAnswer(w, r, http.StatusBadRequest, answer{
+				Status: "invalid_request",
+				Meaning: pick(zh, "strict must be true or false, and strict=true exists for format=openai only (OpenAI's strict mode).",
+					"strict 只能是 true 或 false，且 strict=true 只适用于 format=openai（OpenAI 的严格模式）。"),
+				Instruction: pick(zh, "Do not retry unchanged. Ask for ?format=openai&strict=true, or leave strict out.",
+					"不要原样重试。请使用 ?format=openai&strict=true，或省略 strict。"),
+			})
+			return
+		}
+		key := format
+		if strict {
+			key = strictKey
+		}
+		body, ok := bodies[key]
 		if !ok {
 			writeAnswer(w, r, http.StatusBadRequest, answer{
 				Status: "invalid_request",

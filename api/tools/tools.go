@@ -34,13 +34,6 @@ const StatusToolName = "get_operation_status"
 // fingerprint's nonce, 32 lowercase hex characters.
 const OperationIDPattern = "^[0-9a-f]{32}$"
 
-// DecimalPattern is the JSON Schema pattern of a decimal given as a string:
-// the JSON number grammar.
-const DecimalPattern = `^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`
-
-// IntegerPattern is the JSON Schema pattern of an integer given as a string.
-const IntegerPattern = `^-?(0|[1-9][0-9]*)$`
-
 // namePattern is what OpenAI and Anthropic accept as a tool name.
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
@@ -160,31 +153,17 @@ func paramsSchema(a *catalog.Action) map[string]any {
 	}
 }
 
-// typeSchema returns the JSON Schema of one field type with its description.
-func typeSchema(t catalog.FieldType, description string) map[string]any {
-	switch t {
-	case catalog.TypeDecimal:
-		return map[string]any{
-			"type":        []any{"string", "number"},
-			"pattern":     DecimalPattern,
-			"description": sentence(description) + "An exact decimal: preferably a string such as \"12.50\" (a JSON number such as 12.5 is also accepted); it is never rounded, and 12.50, 12.5 and \"12.50\" are the same value.",
-		}
-	case catalog.TypeInteger:
-		return map[string]any{
-			"type":        []any{"integer", "string"},
-			"pattern":     IntegerPattern,
-			"description": sentence(description) + "An exact integer, as a JSON number or a string of digits.",
-		}
-	case catalog.TypeBoolean:
-		return map[string]any{"type": "boolean", "description": strings.TrimSpace(description)}
-	default:
-		return map[string]any{"type": "string", "description": strings.TrimSpace(description)}
-	}
-}
-
 // boundSchema is the schema of a bound field.
 func boundSchema(f catalog.Field) map[string]any {
-	s := typeSchema(f.Type, f.Description)
+	var s map[string]any
+	switch f.Type {
+	case catalog.TypeDecimal, catalog.TypeInteger:
+		s = numberSchema(f)
+	case catalog.TypeBoolean:
+		s = map[string]any{"type": "boolean", "description": strings.TrimSpace(f.Description)}
+	default:
+		s = stringSchema(f)
+	}
 	desc := s["description"].(string)
 	desc = sentence(desc) + "Bound: sealed into the fingerprint."
 	if len(f.Normalize) > 0 {
@@ -212,7 +191,7 @@ func boundSchema(f catalog.Field) map[string]any {
 
 // freeSchema is the schema of a free field.
 func freeSchema(f catalog.FreeField) map[string]any {
-	s := typeSchema(f.Type, f.Description)
+	s := freeTypeSchema(f)
 	s["description"] = sentence(s["description"].(string)) + "Free: not bound by the fingerprint; rewording it does not change the operation."
 	return s
 }

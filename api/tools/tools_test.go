@@ -101,8 +101,15 @@ func TestToolsDevCatalog(t *testing.T) {
 	props := params["properties"].(map[string]any)
 	assert.ElementsMatch(t, []string{"amount", "currency", "payee_id", "memo"}, keys(props))
 	amount := props["amount"].(map[string]any)
-	assert.Equal(t, []any{"string", "number"}, amount["type"])
+	assert.Equal(t, "string", amount["type"], "a decimal is a string, no type union")
 	assert.Contains(t, amount["description"], "exact decimal")
+	assert.Contains(t, amount["description"], "Must be greater than 0 and at most 1000000.")
+	currency := props["currency"].(map[string]any)
+	assert.Equal(t, tools.CurrencyPattern, currency["pattern"])
+	payee := props["payee_id"].(map[string]any)
+	assert.Equal(t, 64, payee["maxLength"])
+	assert.Contains(t, payee["description"], "U+200B")
+	assert.Equal(t, 500, props["memo"].(map[string]any)["maxLength"])
 	assert.Contains(t, props["memo"].(map[string]any)["description"], "not bound")
 
 	confirm := m["payments_transfer_confirm"]
@@ -147,20 +154,22 @@ func TestSchemasValidate(t *testing.T) {
 		in     string
 		ok     bool
 	}{
-		{"preview full", preview, `{"params":{"sku":" A-1 ","quantity":2,"gift":true,"price":"12.50","note":"hi","tip":1.5}}`, true},
-		{"preview decimal as number", preview, `{"params":{"sku":"a","quantity":"2","price":12.5}}`, true},
-		{"preview optional left out", preview, `{"params":{"sku":"a","quantity":1,"price":"1"}}`, true},
+		{"preview full", preview, `{"params":{"sku":" A-1 ","quantity":"2","gift":true,"price":"12.50","note":"hi","tip":"-1.5"}}`, true},
+		{"preview decimal as number", preview, `{"params":{"sku":"a","quantity":"2","price":12.5}}`, false},
+		{"preview integer as number", preview, `{"params":{"sku":"a","quantity":2,"price":"12.5"}}`, false},
+		{"preview decimal with exponent", preview, `{"params":{"sku":"a","quantity":"2","price":"1e3"}}`, false},
+		{"preview optional left out", preview, `{"params":{"sku":"a","quantity":"1","price":"1"}}`, true},
 		{"preview missing required", preview, `{"params":{"sku":"a","quantity":1}}`, false},
-		{"preview unknown field", preview, `{"params":{"sku":"a","quantity":1,"price":"1","amount":"9"}}`, false},
+		{"preview unknown field", preview, `{"params":{"sku":"a","quantity":"1","price":"1","amount":"9"}}`, false},
 		{"preview no params", preview, `{}`, false},
-		{"preview extra top-level", preview, `{"params":{"sku":"a","quantity":1,"price":"1"},"fingerprint":"x"}`, false},
-		{"preview decimal not a number", preview, `{"params":{"sku":"a","quantity":1,"price":"twelve"}}`, false},
-		{"preview fractional integer", preview, `{"params":{"sku":"a","quantity":1.5,"price":"1"}}`, false},
-		{"preview boolean as string", preview, `{"params":{"sku":"a","quantity":1,"price":"1","gift":"yes"}}`, false},
-		{"confirm", confirm, `{"fingerprint":"abc.def","params":{"sku":"a","quantity":1,"price":"1"}}`, true},
-		{"confirm ack", confirm, `{"fingerprint":"abc.def","params":{"sku":"a","quantity":1,"price":"1"},"acknowledge_repeat_of":"0123456789abcdef0123456789abcdef"}`, true},
-		{"confirm bad ack", confirm, `{"fingerprint":"abc.def","params":{"sku":"a","quantity":1,"price":"1"},"acknowledge_repeat_of":"op-1"}`, false},
-		{"confirm no fingerprint", confirm, `{"params":{"sku":"a","quantity":1,"price":"1"}}`, false},
+		{"preview extra top-level", preview, `{"params":{"sku":"a","quantity":"1","price":"1"},"fingerprint":"x"}`, false},
+		{"preview decimal not a number", preview, `{"params":{"sku":"a","quantity":"1","price":"twelve"}}`, false},
+		{"preview fractional integer", preview, `{"params":{"sku":"a","quantity":"1.5","price":"1"}}`, false},
+		{"preview boolean as string", preview, `{"params":{"sku":"a","quantity":"1","price":"1","gift":"yes"}}`, false},
+		{"confirm", confirm, `{"fingerprint":"abc.def","params":{"sku":"a","quantity":"1","price":"1"}}`, true},
+		{"confirm ack", confirm, `{"fingerprint":"abc.def","params":{"sku":"a","quantity":"1","price":"1"},"acknowledge_repeat_of":"0123456789abcdef0123456789abcdef"}`, true},
+		{"confirm bad ack", confirm, `{"fingerprint":"abc.def","params":{"sku":"a","quantity":"1","price":"1"},"acknowledge_repeat_of":"op-1"}`, false},
+		{"confirm no fingerprint", confirm, `{"params":{"sku":"a","quantity":"1","price":"1"}}`, false},
 		{"status", status, `{"operation_id":"0123456789abcdef0123456789abcdef"}`, true},
 		{"status upper hex", status, `{"operation_id":"0123456789ABCDEF0123456789ABCDEF"}`, false},
 		{"status missing", status, `{}`, false},

@@ -94,10 +94,26 @@ func TestDevCatalogLoads(t *testing.T) {
 	tr, ok := c.Lookup("payments.transfer")
 	require.True(t, ok)
 	assert.Equal(t, "payments.transfer", tr.Scope)
-	assert.Equal(t, Field{Type: TypeDecimal, Required: true, Description: "Amount to transfer, such as 12.50."}, tr.Bind["amount"])
+	amount := tr.Bind["amount"]
+	assert.Equal(t, TypeDecimal, amount.Type)
+	assert.True(t, amount.Required)
+	lo, loEx := amount.Lower()
+	hi, hiEx := amount.Upper()
+	if assert.NotNil(t, lo) && assert.NotNil(t, hi) {
+		assert.Equal(t, "0", lo.String())
+		assert.True(t, loEx, "amount must be > 0")
+		assert.Equal(t, "1000000", hi.String())
+		assert.False(t, hiEx, "amount may be 1000000")
+	}
+	assert.Equal(t, "currency", amount.ScaleFrom)
+	assert.Nil(t, amount.Scale)
 	assert.Equal(t, []string{"trim", "upper"}, tr.Bind["currency"].Normalize)
+	assert.Equal(t, KindCurrency, tr.Bind["currency"].Kind)
 	assert.Equal(t, []string{"trim"}, tr.Bind["payee_id"].Normalize)
+	assert.Equal(t, KindIdentifier, tr.Bind["payee_id"].Kind)
+	assert.Equal(t, 64, tr.Bind["payee_id"].MaxLength)
 	assert.Equal(t, TypeString, tr.Free["memo"].Type)
+	assert.Equal(t, 500, tr.Free["memo"].MaxLength)
 	assert.Equal(t, 15*time.Minute, tr.FingerprintTTL)
 	assert.Equal(t, 10*time.Minute, tr.InFlightTTL)
 	assert.Equal(t, 720*time.Hour, tr.TerminalTTL)
@@ -287,7 +303,7 @@ func TestUnknownKeysRefused(t *testing.T) {
 		"top level":  "actionz: {}\n",
 		"action":     strings.Replace(string(doc(action("a.b", nil, nil))), "    free:", "    frees: {}\n    free:", 1),
 		"downstream": strings.Replace(string(doc(action("a.b", nil, nil))), "      timeout:", "      retries: 3\n      timeout:", 1),
-		"field":      strings.Replace(string(doc(action("a.b", nil, nil))), "required: true}", "required: true, min: 1}", 1),
+		"field":      strings.Replace(string(doc(action("a.b", nil, nil))), "required: true}", "required: true, minimum: 1}", 1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

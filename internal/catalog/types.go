@@ -4,7 +4,10 @@
 // idempotency guarantee.
 package catalog
 
-import "time"
+import (
+	"regexp"
+	"time"
+)
 
 // FieldType is the type of a bound param.
 type FieldType string
@@ -20,7 +23,21 @@ const (
 	TypeBoolean FieldType = "boolean"
 )
 
-// Field declares one bound param.
+// StringKind refines what a string field may hold.
+type StringKind string
+
+const (
+	// KindCurrency is an active ISO 4217 currency code, such as USD.
+	KindCurrency StringKind = "currency"
+	// KindIdentifier is an identifier: no control, format, invisible,
+	// white-space or compatibility (such as full-width) characters; the
+	// PRECIS IdentifierClass of RFC 8264.
+	KindIdentifier StringKind = "identifier"
+)
+
+// Field declares one bound param. The constraints (Min to Kind) only
+// refuse values; they never change one, so they never change a param_hash.
+// Strings are checked after their normalizers, decimals by exact value.
 type Field struct {
 	// Type is the field's type.
 	Type FieldType `yaml:"type" json:"type"`
@@ -30,7 +47,39 @@ type Field struct {
 	Normalize []string `yaml:"normalize" json:"normalize,omitempty"`
 	// Description is shown in tool schemas.
 	Description string `yaml:"description" json:"description,omitempty"`
+
+	// Min is the smallest allowed value of a decimal or integer (inclusive).
+	Min *Decimal `yaml:"min" json:"min,omitempty"`
+	// ExclusiveMin is a value a decimal or integer must be greater than.
+	ExclusiveMin *Decimal `yaml:"exclusive_min" json:"exclusive_min,omitempty"`
+	// Max is the largest allowed value of a decimal or integer (inclusive).
+	Max *Decimal `yaml:"max" json:"max,omitempty"`
+	// ExclusiveMax is a value a decimal or integer must be less than.
+	ExclusiveMax *Decimal `yaml:"exclusive_max" json:"exclusive_max,omitempty"`
+	// Scale is the most decimal places a decimal may have (trailing zeros
+	// do not count: 12.50 has one).
+	Scale *int `yaml:"scale" json:"scale,omitempty"`
+	// ScaleFrom names a bound currency field whose ISO 4217 minor units
+	// are the most decimal places this decimal may have (2 for USD, 0 for JPY).
+	ScaleFrom string `yaml:"scale_from" json:"scale_from,omitempty"`
+
+	// MaxLength is the most characters (Unicode code points) a string may
+	// have; 0 means no limit.
+	MaxLength int `yaml:"max_length" json:"max_length,omitempty"`
+	// Enum lists the only values a string may take.
+	Enum []string `yaml:"enum" json:"enum,omitempty"`
+	// Pattern is a regular expression (RE2 syntax, unanchored as in JSON
+	// Schema) a string must match.
+	Pattern string `yaml:"pattern" json:"pattern,omitempty"`
+	// Kind refines a string: currency or identifier.
+	Kind StringKind `yaml:"kind" json:"kind,omitempty"`
+
+	// pattern is Pattern compiled at load.
+	pattern *regexp.Regexp
 }
+
+// PatternRegexp returns the compiled Pattern, or nil when there is none.
+func (f Field) PatternRegexp() *regexp.Regexp { return f.pattern }
 
 // FreeField declares a param passed to the downstream but not bound.
 type FreeField struct {
@@ -38,6 +87,9 @@ type FreeField struct {
 	Type FieldType `yaml:"type" json:"type"`
 	// Description is shown in tool schemas.
 	Description string `yaml:"description" json:"description,omitempty"`
+	// MaxLength is the most characters (Unicode code points) a string may
+	// have; 0 means no limit.
+	MaxLength int `yaml:"max_length" json:"max_length,omitempty"`
 }
 
 // Downstream describes the API an action calls.

@@ -190,6 +190,8 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 		if _, both := a.Free[name]; both {
 			p.addf("field %s is both bound and free: declare it once", name)
 		}
+		p.checkConstraints(name, &f, a.Bind)
+		a.Bind[name] = f
 	}
 	for _, name := range slices.Sorted(maps.Keys(a.Free)) {
 		f := a.Free[name]
@@ -200,6 +202,7 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 		if !knownType(f.Type) {
 			p.addf("free.%s: unknown type %q (want string, decimal, integer or boolean)", name, f.Type)
 		}
+		p.checkFreeConstraints(name, f)
 	}
 	if a.SummaryField != "" {
 		_, bound := a.Bind[a.SummaryField]

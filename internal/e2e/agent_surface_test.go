@@ -132,6 +132,7 @@ func (su *surface) check(a answer, method, path, want string) answer {
 		assert.Regexpf(t, `^[0-9a-f]{32}$`, a.str("operation_id"), "%s: operation_id", want)
 	}
 	su.validate(a, method, path)
+	assertNoNumbers(t, a.Raw, want)
 	if su.en != nil && a.Header.Get("Content-Language") != "zh" {
 		if _, seen := su.en[want]; !seen {
 			su.en[want] = a
@@ -306,6 +307,7 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 		f, _ := m["field"].(string)
 		fields[f] = true
 		assert.NotEmpty(t, m["problem"], "errors entry without problem: %v", m)
+		assert.NotEmpty(t, m["rule"], "errors entry without rule: %v", m)
 	}
 	assert.True(t, fields["amount"] && fields["colour"], "errors must name amount and colour: %s", ip)
 

@@ -58,6 +58,8 @@ type inprocStack struct {
 	sim   string
 	rdb   *redis.Client
 	truth *pgstore.Store
+	// simDB is the simulator's database, to count every side effect.
+	simDB *pgxpool.Pool
 }
 
 func startInproc(t *testing.T) *inprocStack {
@@ -111,7 +113,7 @@ func startInproc(t *testing.T) *inprocStack {
 	require.NoError(t, err)
 	gw := httptest.NewServer(srv.Handler())
 	t.Cleanup(gw.Close)
-	return &inprocStack{url: gw.URL, clock: clk, sim: simSrv.URL, rdb: rdb, truth: truth}
+	return &inprocStack{url: gw.URL, clock: clk, sim: simSrv.URL, rdb: rdb, truth: truth, simDB: simPool}
 }
 
 type testWriter struct{ t *testing.T }

@@ -127,6 +127,14 @@ func TestMCPEndToEnd(t *testing.T) {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 		require.NoErrorf(t, err, "call %s", name)
+		raw, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		assertNoNumbers(t, raw, "MCP "+name)
+		for _, c := range res.Content {
+			if text, ok := c.(*mcp.TextContent); ok {
+				assertNoNumbers(t, []byte(text.Text), "MCP text of "+name)
+			}
+		}
 		return res, structured(t, res)
 	}
 
@@ -172,6 +180,23 @@ func TestMCPEndToEnd(t *testing.T) {
 	res, pm := callTool("payments_transfer_confirm", map[string]any{"fingerprint": fp, "params": mismatch})
 	assert.Truef(t, res.IsError, "param_mismatch must be a tool error: %v", pm)
 	assert.Equal(t, "param_mismatch", pm["status"])
+
+	// A decimal sent as a JSON number is answered as a string.
+	res, n := callTool("payments_transfer_preview", map[string]any{"params": map[string]any{"amount": 42.1, "currency": "USD", "payee_id": "mcp-n"}})
+	require.Falsef(t, res.IsError, "preview with a number: %v", n)
+	assert.Equal(t, "42.1", n["preview"].(map[string]any)["params"].(map[string]any)["amount"])
+
+	// A constraint violation is a tool error naming field and rule, in Chinese too.
+	res, ip := callTool("payments_transfer_preview", map[string]any{"params": map[string]any{"amount": "12.505", "currency": "USD", "payee_id": "p-\u200b3"}})
+	assert.True(t, res.IsError)
+	assert.Equal(t, "invalid_params", ip["status"])
+	assert.Equal(t, false, ip["retryable"])
+	rules := map[string]string{}
+	for _, e := range ip["errors"].([]any) {
+		m := e.(map[string]any)
+		rules[m["field"].(string)] = m["rule"].(string)
+	}
+	assert.Equal(t, map[string]string{"amount": "scale", "payee_id": "identifier"}, rules)
 
 	res, uo := callTool("get_operation_status", map[string]any{"operation_id": randomHex(16)})
 	assert.True(t, res.IsError)

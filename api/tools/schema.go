@@ -1,0 +1,205 @@
+package tools
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/iso4217"
+)
+
+// CurrencyPattern is the JSON Schema pattern of a string of kind currency:
+// three upper-case letters (the gateway then requires an active ISO 4217 code).
+const CurrencyPattern = "^[A-Z]{3}$"
+
+// numberShape is what a decimal or integer string may look like, derived
+// from the field's constraints.
+type numberShape struct {
+	// sign is "positive", "nonnegative" or "any".
+	sign string
+	// scale is the most decimal places; -1 for no limit.
+	scale int
+	// intDigits is the most integer digits; -1 for no limit.
+	intDigits int
+}
+
+// shapeOf derives the shape of a decimal or integer bound field.
+func shapeOf(f catalog.Field) numberShape {
+	sh := numberShape{sign: "any", scale: -1, intDigits: -1}
+	lo, loEx := f.Lower()
+	if lo != nil {
+		switch c := lo.Apd().Sign(); {
+		case c > 0, c == 0 && loEx:
+			sh.sign = "positive"
+		case c == 0:
+			sh.sign = "nonnegative"
+		}
+	}
+	switch {
+	case f.Type == catalog.TypeInteger:
+		sh.scale = 0
+	case f.Scale != nil:
+		sh.scale = *f.Scale
+	case f.ScaleFrom != "":
+		sh.scale = iso4217.MaxScale()
+	}
+	hi, _ := f.Upper()
+	if hi != nil && (sh.sign != "any" || lo != nil) {
+		sh.intDigits = max(intDigits(hi.Apd()), 1)
+		if sh.sign == "any" {
+			sh.intDigits = max(sh.intDigits, intDigits(lo.Apd()))
+		}
+	}
+	return sh
+}
+
+// intDigits returns the number of digits of the integer part of |d|.
+func intDigits(d *apd.Decimal) int {
+	text := strings.TrimPrefix(d.Text('f'), "-")
+	whole, _, _ := strings.Cut(text, ".")
+	return len(strings.TrimLeft(whole, "0"))
+}
+
+// pattern returns the anchored pattern of the shape: plain decimals only
+// (no exponent, no plus sign, no leading zeros), the sign the lower bound
+// allows, at most scale decimal places and intDigits integer digits.
+func (sh numberShape) pattern() string {
+	rep := func(n int) string { // [0-9] repeated up to n times (-1: any)
+		switch {
+		case n < 0:
+			return "[0-9]*"
+		case n == 0:
+			return ""
+		case n == 1:
+			return "[0-9]?"
+		}
+		return "[0-9]{0," + strconv.Itoa(n) + "}"
+	}
+	frac := ""
+	switch {
+	case sh.scale < 0:
+		frac = `(\.[0-9]+)?`
+	case sh.scale == 1:
+		frac = `(\.[0-9])?`
+	case sh.scale > 1:
+		frac = `(\.[0-9]{1,` + strconv.Itoa(sh.scale) + `})?`
+	}
+	nonZeroInt := "[1-9]" + rep(sh.intDigits-1)
+	if sh.intDigits < 0 {
+		nonZeroInt = "[1-9][0-9]*"
+	}
+	if sh.sign != "positive" {
+		sign := "-?"
+		if sh.sign == "nonnegative" {
+			sign = ""
+		}
+		return "^" + sign + "(0|" + nonZeroInt + ")" + frac + "$"
+	}
+	// Positive: a non-zero integer part, or 0 followed by a fraction with
+	// a non-zero digit.
+	var small []string
+	switch {
+	case sh.scale < 0:
+		small = []string{"[0-9]*[1-9][0-9]*"}
+	default:
+		for zeros := 0; zeros < sh.scale; zeros++ {
+			small = append(small, strings.Repeat("0", zeros)+"[1-9]"+rep(sh.scale-1-zeros))
+		}
+	}
+	if len(small) == 0 {
+		return "^" + nonZeroInt + "$"
+	}
+	return "^(" + nonZeroInt + frac + `|0\.(` + strings.Join(small, "|") + "))$"
+}
+
+// numberSchema is the schema of a decimal or integer bound field: a string
+// with the pattern of its shape, and a description of its bounds.
+func numberSchema(f catalog.Field) map[string]any {
+	what := "An exact decimal"
+	example := `"12.50"`
+	if f.Type == catalog.TypeInteger {
+		what, example = "An exact integer", `"12"`
+	}
+	desc := sentence(f.Description) + what + " written as a JSON string such as " + example +
+		"; it is never rounded (a JSON number is accepted too, but a string keeps every digit)."
+	if b := boundsText(f); b != "" {
+		desc += " " + b
+	}
+	return map[string]any{"type": "string", "pattern": shapeOf(f).pattern(), "description": desc}
+}
+
+// boundsText describes the bounds and the scale of a decimal or integer.
+func boundsText(f catalog.Field) string {
+	var parts []string
+	if lo, ex := f.Lower(); lo != nil {
+		if ex {
+			parts = append(parts, "greater than "+lo.String())
+		} else {
+			parts = append(parts, "at least "+lo.String())
+		}
+	}
+	if hi, ex := f.Upper(); hi != nil {
+		if ex {
+			parts = append(parts, "less than "+hi.String())
+		} else {
+			parts = append(parts, "at most "+hi.String())
+		}
+	}
+	var out string
+	if len(parts) > 0 {
+		out = "Must be " + strings.Join(parts, " and ") + "."
+	}
+	switch {
+	case f.Scale != nil:
+		out += fmt.Sprintf(" At most %d decimal places.", *f.Scale)
+	case f.ScaleFrom != "":
+		out += fmt.Sprintf(" At most as many decimal places as the currency in %s allows (its ISO 4217 minor units: 2 for USD, 0 for JPY, 3 for BHD).", f.ScaleFrom)
+	}
+	return strings.TrimSpace(out)
+}
+
+// stringSchema is the schema of a string bound field with its constraints.
+func stringSchema(f catalog.Field) map[string]any {
+	s := map[string]any{"type": "string"}
+	desc := strings.TrimSpace(f.Description)
+	switch f.Kind {
+	case catalog.KindCurrency:
+		desc = sentence(desc) + "An active ISO 4217 currency code in upper case, such as USD, EUR or JPY (not XXX, XTS or metals such as XAU)."
+		if f.Pattern == "" && len(f.Enum) == 0 {
+			s["pattern"] = CurrencyPattern
+		}
+	case catalog.KindIdentifier:
+		desc = sentence(desc) + "An identifier: copy it exactly; no spaces, control, invisible (such as U+200B) or full-width characters are accepted, and none is removed for you."
+	}
+	if f.Pattern != "" {
+		s["pattern"] = f.Pattern
+	}
+	if len(f.Enum) > 0 {
+		s["enum"] = append([]string(nil), f.Enum...)
+	}
+	if f.MaxLength > 0 {
+		s["maxLength"] = f.MaxLength
+		desc = sentence(desc) + fmt.Sprintf("At most %d characters.", f.MaxLength)
+	}
+	s["description"] = desc
+	return s
+}
+
+// freeTypeSchema is the schema of a free field.
+func freeTypeSchema(f catalog.FreeField) map[string]any {
+	switch f.Type {
+	case catalog.TypeDecimal, catalog.TypeInteger:
+		return numberSchema(catalog.Field{Type: f.Type, Description: f.Description})
+	case catalog.TypeBoolean:
+		return map[string]any{"type": "boolean", "description": strings.TrimSpace(f.Description)}
+	}
+	s := map[string]any{"type": "string", "description": strings.TrimSpace(f.Description)}
+	if f.MaxLength > 0 {
+		s["maxLength"] = f.MaxLength
+		s["description"] = sentence(f.Description) + fmt.Sprintf("At most %d characters.", f.MaxLength)
+	}
+	return s
+}

@@ -1,0 +1,168 @@
+package fingerprint
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+)
+
+// Rules a FieldProblem names: the catalog's constraint keys, and the rules
+// every params object follows.
+const (
+	// RuleJSON: the params are not acceptable JSON (syntax, limits, duplicate keys).
+	RuleJSON = "json"
+	// RuleRequired: a required field is missing, null or empty.
+	RuleRequired = "required"
+	// RuleType: a value has another type than the declared one.
+	RuleType = "type"
+	// RuleUnknownField: a field the action neither binds nor lists as free.
+	RuleUnknownField = "unknown_field"
+	// RuleMin: a number below the field's min.
+	RuleMin = "min"
+	// RuleExclusiveMin: a number not greater than the field's exclusive_min.
+	RuleExclusiveMin = "exclusive_min"
+	// RuleMax: a number above the field's max.
+	RuleMax = "max"
+	// RuleExclusiveMax: a number not less than the field's exclusive_max.
+	RuleExclusiveMax = "exclusive_max"
+	// RuleScale: a decimal with more decimal places than allowed.
+	RuleScale = "scale"
+	// RuleMaxLength: a string longer than the field's max_length.
+	RuleMaxLength = "max_length"
+	// RuleEnum: a string that is none of the field's enum values.
+	RuleEnum = "enum"
+	// RulePattern: a string that does not match the field's pattern.
+	RulePattern = "pattern"
+	// RuleCurrency: a string of kind currency that is not an active ISO 4217 code.
+	RuleCurrency = "currency"
+	// RuleIdentifier: a string of kind identifier with a forbidden character.
+	RuleIdentifier = "identifier"
+	// RuleCatalog: the catalog itself is inconsistent (unknown type or normalizer).
+	RuleCatalog = "catalog"
+)
+
+// problemTexts are the English texts of every problem code, as
+// text/template strings over the problem's Args. The translations live in
+// api/messages (problems.<lang>.yaml) under the same codes, with the same
+// arguments; a test keeps the two in step.
+var problemTexts = map[string]string{
+	"json.size":          "JSON is {{.bytes}} bytes, more than the limit of {{.limit}}",
+	"json.utf8":          "JSON is not valid UTF-8",
+	"json.trailing":      "invalid JSON: data after the top-level value",
+	"json.eof":           "invalid JSON: unexpected end of input",
+	"json.syntax":        "invalid JSON: {{.detail}}",
+	"json.key":           "invalid JSON: object key is not a string",
+	"json.depth":         "nested deeper than {{.limit}} levels",
+	"json.members":       "more than {{.limit}} members in total",
+	"json.duplicate_key": "duplicate key",
+	"json.object":        "params must be a JSON object, not a JSON {{.got}}",
+	"json.unsupported":   "unsupported value of type {{.got}}",
+	"params.missing":     "params are missing: send the action's params as a JSON object, such as {\"amount\":\"12.50\"}",
+	"number.syntax":      "{{.value}} is not a JSON number (or its exponent exceeds {{.limit}})",
+	"number.inexact":     "{{.value}} is not an exact decimal: {{.detail}}",
+	"number.infinite":    "{{.value}} is not a finite number",
+	"number.digits":      "{{.value}} has more than {{.limit}} digits in plain form",
+	"type.string":        "must be a string, not a JSON {{.got}}",
+	"type.boolean":       "must be a JSON boolean (true or false), not a JSON {{.got}}",
+	"type.number":        "must be {{if eq .type \"integer\"}}an{{else}}a{{end}} {{.type}} (a JSON number or a string holding one), not a JSON {{.got}}",
+	"type.fraction":      "must be an integer: {{.value}} has a fractional part",
+	"required.missing":   "required {{.type}} field is missing",
+	"required.null":      "required {{.type}} field is null",
+	"required.empty":     "required string field is empty",
+	"unknown_field":      "unknown field: not declared by the action, remove it",
+	"no_action":          "no action to validate the params against",
+	"catalog.type":       "the catalog declares an unknown type {{.type}}",
+	"catalog.normalizer": "the catalog declares an unknown normalizer {{.normalizer}}",
+	"catalog.pattern":    "the catalog's pattern {{.pattern}} is not a valid regular expression",
+	"min":                "must be at least {{.limit}}, not {{.value}}",
+	"exclusive_min":      "must be greater than {{.limit}}, not {{.value}}",
+	"max":                "must be at most {{.limit}}, not {{.value}}",
+	"exclusive_max":      "must be less than {{.limit}}, not {{.value}}",
+	"scale":              "has {{.got}} decimal places; at most {{.limit}} are allowed",
+	"scale.currency":     "has {{.got}} decimal places; {{.currency}} allows at most {{.limit}}",
+	"max_length":         "is {{.got}} characters long; at most {{.limit}} are allowed",
+	"enum":               "must be one of {{.values}}, not {{.value}}",
+	"pattern":            "does not match the pattern {{.pattern}}",
+	"currency":           "{{.value}} is not an active ISO 4217 currency code (such as USD, EUR or JPY)",
+	"identifier.chars":   "contains {{.chars}}: an identifier may not hold control, format, invisible, space or full-width (compatibility) characters; ask the user for the exact id instead of removing or replacing characters",
+	"identifier.context": "is not a valid identifier (PRECIS IdentifierClass, RFC 8264): a character is not allowed where it stands, such as right-to-left text mixed with left-to-right text; ask the user for the exact id",
+}
+
+// parsedTexts are problemTexts parsed once.
+var parsedTexts = func() map[string]*template.Template {
+	out := make(map[string]*template.Template, len(problemTexts))
+	for code, text := range problemTexts {
+		out[code] = template.Must(template.New(code).Option("missingkey=error").Parse(text))
+	}
+	return out
+}()
+
+// ProblemCodes returns every problem code, sorted; each has an English
+// text here and a translation in api/messages.
+func ProblemCodes() []string { return slices.Sorted(maps.Keys(problemTexts)) }
+
+// ProblemText returns the English template text of code ("" when unknown).
+func ProblemText(code string) string { return problemTexts[code] }
+
+// argRE finds the arguments a text uses: {{.name}}, also inside actions.
+var argRE = regexp.MustCompile(`\.([a-z_]+)\b`)
+
+// ProblemArgs returns the argument names the English text of code uses,
+// sorted: a translation uses the same ones.
+func ProblemArgs(code string) []string {
+	seen := map[string]bool{}
+	for _, m := range argRE.FindAllStringSubmatch(strings.Join(actionsOf(problemTexts[code]), " "), -1) {
+		seen[m[1]] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// actionsOf returns the {{...}} actions of a template text.
+func actionsOf(text string) []string {
+	var out []string
+	for {
+		i := strings.Index(text, "{{")
+		if i < 0 {
+			return out
+		}
+		j := strings.Index(text[i:], "}}")
+		if j < 0 {
+			return out
+		}
+		out = append(out, text[i+2:i+j])
+		text = text[i+j+2:]
+	}
+}
+
+// newProblem builds the problem of field under rule with the English text
+// of code filled with args (pairs of name and value).
+func newProblem(field, rule, code, expected string, args ...string) FieldProblem {
+	p := FieldProblem{Field: field, Rule: rule, Expected: expected, Code: code}
+	if len(args) > 0 {
+		p.Args = make(map[string]string, len(args)/2)
+		for i := 0; i+1 < len(args); i += 2 {
+			p.Args[args[i]] = args[i+1]
+		}
+	}
+	var b strings.Builder
+	if t, ok := parsedTexts[code]; !ok {
+		b.WriteString(code)
+	} else if err := t.Execute(&b, p.Args); err != nil {
+		b.Reset()
+		fmt.Fprintf(&b, "%s %v", code, p.Args)
+	}
+	p.Problem = b.String()
+	return p
+}
+
+// quoted returns s as a JSON string, shortened to 40 characters, to echo a
+// value inside a problem.
+func quoted(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:40]) + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
