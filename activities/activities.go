@@ -60,6 +60,9 @@ type TruthStore interface {
 	Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error)
 	// MarkNeedsReview moves the record to NEEDS_REVIEW with reason.
 	MarkNeedsReview(ctx context.Context, key, reason string) error
+	// RecordDownstreamState keeps the downstream's business state on an
+	// IN_FLIGHT record.
+	RecordDownstreamState(ctx context.Context, key, state string) error
 }
 
 // Finalizer records a terminal outcome: PostgreSQL first, then the Redis
@@ -260,6 +263,17 @@ func (a *Activities) MarkNeedsReview(ctx context.Context, in workflows.MarkNeeds
 	default:
 		return fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
 	}
+}
+
+// RecordDownstreamState keeps the business state the downstream reported
+// (such as a payout's "pending") on the operation's truth record, where the
+// gateway shows it to agents and operators.
+func (a *Activities) RecordDownstreamState(ctx context.Context, in workflows.RecordDownstreamStateInput) error {
+	if err := a.Truth.RecordDownstreamState(ctx, in.OperationID, in.State); err != nil {
+		return fmt.Errorf("record downstream state %s: %w", in.OperationID, err)
+	}
+	a.logger().Info("downstream state", "operation_id", in.OperationID, "downstream_state", in.State)
+	return nil
 }
 
 // Finalize records the terminal outcome in PostgreSQL, then in Redis,

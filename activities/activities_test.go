@@ -284,18 +284,27 @@ func TestReconcile(t *testing.T) {
 
 // fakeStore is an in-memory TruthStore and Finalizer.
 type fakeStore struct {
-	decision    idemstore.Decision
-	acquireErr  error
-	claims      []idemstore.Claim
-	reviewed    map[string]string
-	reviewErr   error
-	finalized   []idemstore.Finalization
-	finalizeErr error
+	decision         idemstore.Decision
+	acquireErr       error
+	claims           []idemstore.Claim
+	reviewed         map[string]string
+	reviewErr        error
+	finalized        []idemstore.Finalization
+	finalizeErr      error
+	downstreamStates map[string]string
 }
 
 func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Decision, error) {
 	f.claims = append(f.claims, c)
 	return f.decision, f.acquireErr
+}
+
+func (f *fakeStore) RecordDownstreamState(_ context.Context, key, state string) error {
+	if f.downstreamStates == nil {
+		f.downstreamStates = map[string]string{}
+	}
+	f.downstreamStates[key] = state
+	return nil
 }
 
 func (f *fakeStore) MarkNeedsReview(_ context.Context, key, reason string) error {

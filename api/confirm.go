@@ -398,6 +398,8 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 			return opReply(StatusNeedsManualReview, nonce)
 		case idemstore.StateDone, idemstore.StateFailed:
 			return terminalReply(rec, replay)
+		default:
+			return s.inFlightReply(rec)
 		}
 	}
 	return opReply(StatusInProgress, nonce)

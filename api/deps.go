@@ -28,6 +28,9 @@ type OperationStore interface {
 	// FindRecent finds the subject's latest identical operation since a time
 	// (the amnesia guard); a read only. idemstore.ErrNotFound when none.
 	FindRecent(ctx context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error)
+	// RecordWebhook remembers a downstream's webhook event by its signature
+	// and reports whether it is new (false: a replay).
+	RecordWebhook(ctx context.Context, scope, signature string) (bool, error)
 	// Degraded reports whether the Redis fast path is bypassed.
 	Degraded() bool
 	// Ready returns an error when the PostgreSQL truth cannot be reached.

@@ -28,6 +28,7 @@ type fakeStore struct {
 	writes      int
 	reads       int
 	finalFast   []idemstore.Finalization
+	webhooks    map[string]bool
 	unavailable bool
 	notReady    bool
 	degraded    bool
@@ -132,6 +133,19 @@ func (f *fakeStore) List(_ context.Context, state idemstore.State, limit int) ([
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+func (f *fakeStore) RecordWebhook(_ context.Context, scope, signature string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.webhooks == nil {
+		f.webhooks = map[string]bool{}
+	}
+	if f.webhooks[scope+" "+signature] {
+		return false, nil
+	}
+	f.webhooks[scope+" "+signature] = true
+	return true, nil
 }
 
 func (f *fakeStore) FindRecent(_ context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error) {

@@ -12,6 +12,7 @@ type metrics struct {
 	security  *prometheus.CounterVec
 	responses *prometheus.CounterVec
 	claims    *prometheus.CounterVec
+	webhooks  *prometheus.CounterVec
 }
 
 // newMetrics registers the collectors on reg (reusing ones already registered).
@@ -29,6 +30,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "oncegate_claims_total",
 			Help: "Claims decided at confirm, by outcome (ACQUIRED, IN_FLIGHT, DONE, FAILED, PARAM_MISMATCH).",
 		}, []string{"outcome"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncegate_webhooks_total",
+			Help: "Downstream webhook events, by action and result (accepted, refused).",
+		}, []string{"scope", "result"}),
 	}
 	var err error
 	if m.security, err = register(reg, m.security); err != nil {
@@ -43,6 +48,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.claims, err = register(reg, m.claims); err != nil {
+		return nil, err
+	}
+	if m.webhooks, err = register(reg, m.webhooks); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -173,6 +173,9 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	v1.GET("/ops/operations", s.handleOpsList, authed, operator)
 	v1.GET("/ops/operations/:id", s.handleOpsGet, authed, operator)
 	v1.POST("/ops/operations/:id/resolve", s.handleOpsResolve, authed, operator)
+	// Downstreams report business states here, authenticated by their
+	// signature (not by a bearer token).
+	v1.POST("/webhooks/:scope", s.handleWebhook)
 
 	// The agent surface: tool definitions, the same tools over MCP (each tool
 	// call goes through this very handler, so there is one implementation of

@@ -70,6 +70,10 @@ const (
 	StatusOperationFound = "operation_found"
 	// StatusInvalidRequest means GET /v1/tools with an unknown format (answered by package tools).
 	StatusInvalidRequest = "invalid_request"
+	// StatusWebhookAccepted means a downstream's signed webhook event was verified and delivered.
+	StatusWebhookAccepted = "webhook_accepted"
+	// StatusWebhookRefused means a webhook event was refused (unsigned, bad signature, stale, unknown operation, replayed).
+	StatusWebhookRefused = "webhook_refused"
 	// StatusAlive means liveness.
 	StatusAlive = "alive"
 	// StatusReady means readiness: the truth database answers.
@@ -126,6 +130,8 @@ var Statuses = map[string]StatusInfo{
 	StatusOperationsListed:       {http.StatusOK, false, "`operations`, `count`", "ops: the list of operations"},
 	StatusOperationFound:         {http.StatusOK, false, "`operation`", "ops: one operation's full record"},
 	StatusInvalidRequest:         {http.StatusBadRequest, false, "", "`GET /v1/tools` with an unknown `format`"},
+	StatusWebhookAccepted:        {http.StatusOK, false, "", "`POST /v1/webhooks/{scope}`: a downstream's signed event was verified and delivered to the operation's workflow"},
+	StatusWebhookRefused:         {http.StatusBadRequest, false, "`reason`", "`POST /v1/webhooks/{scope}`: an unsigned, wrongly signed, stale, unknown or replayed event; nothing changed"},
 	StatusAlive:                  {http.StatusOK, false, "", "`GET /healthz`: the process runs"},
 	StatusReady:                  {http.StatusOK, false, "`postgres`, `redis`", "`GET /readyz`: the truth database answers"},
 	StatusNotReady:               {http.StatusServiceUnavailable, false, "`postgres`, `redis`", "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule"},
@@ -135,6 +141,7 @@ var Statuses = map[string]StatusInfo{
 const (
 	keyPreviewReadyRepeat = "preview_ready_repeat"
 	keyInvalidFilter      = "invalid_filter"
+	keyInProgressPending  = "in_progress_pending"
 )
 
 // altKeys lists, by status, the message keys other than its name that
@@ -143,6 +150,7 @@ var altKeys = map[string][]string{
 	StatusPreviewReady:           {keyPreviewReadyRepeat},
 	StatusTemporarilyUnavailable: {keyQuoteUnavailable},
 	StatusInvalidResolution:      {keyInvalidFilter},
+	StatusInProgress:             {keyInProgressPending},
 }
 
 // messageKeys returns every message key that renders status.

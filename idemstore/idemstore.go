@@ -195,6 +195,9 @@ type Record struct {
 	ResolvedBy string `json:"resolved_by,omitempty"`
 	// ResolutionNote is the operator's note.
 	ResolutionNote string `json:"resolution_note,omitempty"`
+	// DownstreamState is the business state the downstream last reported
+	// for an operation in flight (such as a payout's "pending").
+	DownstreamState string `json:"downstream_state,omitempty"`
 	// CreatedAt is when the record was created (zero when unknown, as in Redis).
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	// UpdatedAt is when the record last changed (for terminal records: when it completed).

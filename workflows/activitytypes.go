@@ -24,6 +24,9 @@ const (
 	ActivityMarkNeedsReview = "MarkNeedsReview"
 	// ActivityFinalize records the terminal outcome: PostgreSQL, then Redis.
 	ActivityFinalize = "Finalize"
+	// ActivityRecordDownstreamState keeps the downstream's reported business
+	// state (such as "pending") on the truth record.
+	ActivityRecordDownstreamState = "RecordDownstreamState"
 )
 
 // Application error types the activities return and the workflow tells apart.
@@ -120,6 +123,14 @@ type ReconcileResult struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// ResultRef is the business reference extracted from Result.
 	ResultRef string `json:"result_ref,omitempty"`
+}
+
+// RecordDownstreamStateInput is the input of the RecordDownstreamState activity.
+type RecordDownstreamStateInput struct {
+	// OperationID is the truth record's key.
+	OperationID string `json:"operation_id"`
+	// State is the downstream's business state, such as pending.
+	State string `json:"state"`
 }
 
 // MarkNeedsReviewInput is the input of the MarkNeedsReview activity.

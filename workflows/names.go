@@ -18,6 +18,9 @@ const (
 	OperationWorkflowName = "Operation"
 	// SignalResolve is the signal an operator sends to resolve NEEDS_REVIEW.
 	SignalResolve = "resolve"
+	// SignalDownstreamState is the signal the gateway sends when a verified
+	// webhook reports the downstream's state of a pending operation.
+	SignalDownstreamState = "downstream_state"
 	// QueryState is the query that answers the workflow's current state.
 	QueryState = "state"
 )
@@ -90,6 +93,15 @@ type Resolution struct {
 	Note string `json:"note,omitempty"`
 }
 
+// DownstreamEvent is the payload of the downstream_state signal: the
+// downstream's record of the operation, as a verified webhook carried it.
+type DownstreamEvent struct {
+	// Record is the downstream's record (read with the catalog's business_state).
+	Record json.RawMessage `json:"record"`
+	// EventType is the webhook event's type, such as payout.paid, for logs.
+	EventType string `json:"event_type,omitempty"`
+}
+
 // StateView is the answer of the state query.
 type StateView struct {
 	// State is the current state.
@@ -98,4 +110,7 @@ type StateView struct {
 	Reason string `json:"reason,omitempty"`
 	// ResultRef is set once DONE.
 	ResultRef string `json:"result_ref,omitempty"`
+	// DownstreamState is the business state the downstream last reported
+	// while the operation is in flight (such as a payout's "pending").
+	DownstreamState string `json:"downstream_state,omitempty"`
 }

@@ -45,6 +45,13 @@ const truthTimeout = 30 * time.Second
 // declared window. Histories recorded before it replay the old path.
 const ChangeNotFoundWindow = "not-found-after-processing-window"
 
+// ChangeBusinessState is the workflow.GetVersion change ID of business
+// states: from its version 1 on, a downstream that declares business_state
+// is DONE only when its answer says succeeded, FAILED when it says failed,
+// and waited for (polling and webhooks) while it says pending. It is asked
+// only for such downstreams, which no history before it has.
+const ChangeBusinessState = "business-state"
+
 // StartSearchAttributes returns the search attributes a workflow of in is
 // started with: IdemState=IN_FLIGHT, IdemScope and IdemSubject.
 func StartSearchAttributes(in OperationInput) temporal.SearchAttributes {
@@ -128,6 +135,11 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 		if err != nil {
 			return OperationResult{}, err
 		}
+		if v.pending != nil {
+			if v, err = awaitFinal(ctx, reconcileCtx, truthCtx, in, &view, v.pending); err != nil {
+				return OperationResult{}, err
+			}
+		}
 		out, reviewReason = v.result, v.unknown
 	}
 
@@ -184,11 +196,20 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 	return out, nil
 }
 
-// verdict is what executing (and reconciling) decided: a terminal result, or
-// unknown with the reason a person must look at it.
+// verdict is what executing (and reconciling) decided: a terminal result,
+// unknown with the reason a person must look at it, or pending: accepted by
+// the downstream, whose answer (kept here) says the outcome comes later.
 type verdict struct {
 	result  OperationResult
 	unknown string
+	pending *pendingAnswer
+}
+
+// pendingAnswer is a downstream answer whose business state is pending, and
+// when it was received.
+type pendingAnswer struct {
+	record json.RawMessage
+	at     time.Time
 }
 
 // execute sends the operation downstream and, after an unknown answer,
@@ -201,7 +222,7 @@ func execute(ctx, executeCtx, reconcileCtx workflow.Context, in OperationInput) 
 	// context (and the HTTP request) ends with it. So this bounds the last send.
 	lastSent := workflow.Now(ctx)
 	if err == nil {
-		return verdict{result: OperationResult{State: idemstore.StateDone, Result: res.Result, ResultRef: res.ResultRef}}, nil
+		return interpret(ctx, in, res.Result, res.ResultRef), nil
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
@@ -248,6 +269,122 @@ func keyRetentionRanOut(err error) bool {
 	return errors.As(err, &actErr) && actErr.RetryState() == enumspb.RETRY_STATE_TIMEOUT
 }
 
+// interpret decides what a downstream's record of the operation (an execute
+// answer or a status answer) means: DONE for a downstream whose 2xx is the
+// outcome; with a declared business_state, DONE, FAILED (a definite refusal,
+// even a late one), pending, or unknown for a state the catalog does not list.
+func interpret(ctx workflow.Context, in OperationInput, record json.RawMessage, resultRef string) verdict {
+	bs := in.Downstream.BusinessState
+	if bs == nil {
+		return verdict{result: OperationResult{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
+	}
+	_ = workflow.GetVersion(ctx, ChangeBusinessState, workflow.DefaultVersion, 1)
+	state, phase, reason := bs.Classify(record)
+	switch phase {
+	case catalog.PhaseSucceeded:
+		return verdict{result: OperationResult{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
+	case catalog.PhaseFailed:
+		return verdict{result: failed(idemstore.FailureRefused, reason)}
+	case catalog.PhasePending:
+		return verdict{pending: &pendingAnswer{record: record, at: workflow.Now(ctx)}}
+	default:
+		return verdict{unknown: fmt.Sprintf("the downstream answered a business state %q that the catalog does not list as succeeded, failed or pending", state)}
+	}
+}
+
+// awaitFinal waits, durably, for the final business state of an operation
+// the downstream accepted as pending: it asks the status endpoint on a timer
+// (poll_interval, doubling up to catalog.MaxReconcilePoll) and takes the
+// downstream_state signal of a verified webhook, whichever reports a final
+// state first (the other is then ignored). Past completion_deadline a person
+// decides. The reported state is kept on the truth record and in the state
+// query while it waits.
+func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput, view *StateView, p *pendingAnswer) (verdict, error) {
+	logger := workflow.GetLogger(ctx)
+	ds := in.Downstream
+	state, _, _ := ds.BusinessState.Classify(p.record)
+	report := func(st string) error {
+		view.DownstreamState = st
+		setDetails(ctx, in, *view)
+		err := workflow.ExecuteActivity(truthCtx, ActivityRecordDownstreamState, RecordDownstreamStateInput{
+			OperationID: in.OperationID, State: st,
+		}).Get(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("record downstream state %s: %w", in.OperationID, err)
+		}
+		return nil
+	}
+	if err := report(state); err != nil {
+		return verdict{}, err
+	}
+	deadline := p.at.Add(ds.CompletionDeadline)
+	interval := ds.PollInterval
+	events := workflow.GetSignalChannel(ctx, SignalDownstreamState)
+	for {
+		now := workflow.Now(ctx)
+		if !now.Before(deadline) {
+			return verdict{unknown: fmt.Sprintf("the downstream still reports %q %s after accepting it (completion_deadline)",
+				state, ds.CompletionDeadline)}, nil
+		}
+		wait := min(interval, deadline.Sub(now))
+		interval = min(2*interval, catalog.MaxReconcilePoll)
+
+		timerCtx, cancelTimer := workflow.WithCancel(ctx)
+		var (
+			event    DownstreamEvent
+			signaled bool
+		)
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(events, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &event); signaled = true })
+		sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) {})
+		sel.Select(ctx)
+		cancelTimer()
+		if err := ctx.Err(); err != nil {
+			return verdict{}, fmt.Errorf("await final state %s: %w", in.OperationID, err)
+		}
+
+		var record json.RawMessage
+		switch {
+		case signaled:
+			logger.Info("Downstream state reported by webhook", "EventType", event.EventType)
+			record = event.Record
+		case ds.Status == "":
+			continue // only a webhook can tell
+		default:
+			var rec ReconcileResult
+			if err := workflow.ExecuteActivity(reconcileCtx, ActivityReconcile, in).Get(ctx, &rec); err != nil {
+				if temporal.IsCanceledError(err) {
+					return verdict{}, fmt.Errorf("await final state %s: %w", in.OperationID, err)
+				}
+				logger.Warn("Status query of a pending operation failed; asking again later", "Error", err)
+				continue
+			}
+			if !rec.Found {
+				logger.Warn("The status endpoint does not know a pending operation; asking again later")
+				continue
+			}
+			record = rec.Result
+		}
+		st, phase, reason := ds.BusinessState.Classify(record)
+		switch phase {
+		case catalog.PhaseSucceeded:
+			return verdict{result: OperationResult{State: idemstore.StateDone, Result: record,
+				ResultRef: ExtractResultRef(record, ds.ResultRef)}}, nil
+		case catalog.PhaseFailed:
+			return verdict{result: failed(idemstore.FailureRefused, reason)}, nil
+		case catalog.PhasePending:
+			if st != state {
+				state = st
+				if err := report(st); err != nil {
+					return verdict{}, err
+				}
+			}
+		default:
+			logger.Warn("Ignoring a business state the catalog does not list", "State", st)
+		}
+	}
+}
+
 // failed is a FAILED result known in the way kind says.
 func failed(kind idemstore.FailureKind, reason string) OperationResult {
 	return OperationResult{State: idemstore.StateFailed, Reason: reason, FailureKind: kind}
@@ -284,7 +421,7 @@ func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string
 			return verdict{unknown: why + "; the status endpoint gave no answer: " + causeOf(err)}, nil
 		}
 		if rec.Found {
-			return verdict{result: OperationResult{State: idemstore.StateDone, Result: rec.Result, ResultRef: rec.ResultRef}}, nil
+			return interpret(ctx, in, rec.Result, rec.ResultRef), nil
 		}
 		switch {
 		case version == workflow.DefaultVersion:
@@ -426,7 +563,7 @@ func upsertStart(ctx workflow.Context, in OperationInput) error {
 
 // transition records a new state: the query view, IdemState and the UI details.
 func transition(ctx workflow.Context, in OperationInput, view *StateView, state idemstore.State, reason, resultRef string) error {
-	*view = StateView{State: state, Reason: reason, ResultRef: resultRef}
+	*view = StateView{State: state, Reason: reason, ResultRef: resultRef, DownstreamState: view.DownstreamState}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, StateKey.ValueSet(string(state))); err != nil {
 		return fmt.Errorf("upsert %s %s: %w", SearchAttrState, in.OperationID, err)
 	}
@@ -443,6 +580,9 @@ func setDetails(ctx workflow.Context, in OperationInput, view StateView) {
 	details := fmt.Sprintf("**%s** — %s", summary, view.State)
 	if view.ResultRef != "" {
 		details += " (" + view.ResultRef + ")"
+	}
+	if view.DownstreamState != "" && !view.State.Terminal() {
+		details += " — downstream: " + view.DownstreamState
 	}
 	if view.Reason != "" {
 		details += "\n\n" + view.Reason

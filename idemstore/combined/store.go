@@ -479,6 +479,12 @@ func (s *Store) FindRecent(ctx context.Context, subject, scope, paramHash string
 	return s.truth.FindRecent(ctx, subject, scope, paramHash, since)
 }
 
+// RecordWebhook remembers a webhook event in the truth; see
+// pgstore.Store.RecordWebhook.
+func (s *Store) RecordWebhook(ctx context.Context, scope, signature string) (bool, error) {
+	return s.truth.RecordWebhook(ctx, scope, signature)
+}
+
 // Reap deletes expired terminal truth records; see pgstore.Store.Reap.
 func (s *Store) Reap(ctx context.Context, now time.Time) (int64, error) {
 	return s.truth.Reap(ctx, now)

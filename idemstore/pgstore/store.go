@@ -60,14 +60,14 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // recordColumns are the columns scanRecord reads, in order.
 const recordColumns = `idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
-	failure_kind, resolved_by, resolution_note, fingerprint_exp, claimed_at, created_at, updated_at`
+	failure_kind, resolved_by, resolution_note, downstream_state, fingerprint_exp, claimed_at, created_at, updated_at`
 
 // scanRecord reads one row of recordColumns.
 func scanRecord(row pgx.Row) (idemstore.Record, error) {
 	var rec idemstore.Record
 	var result []byte
 	err := row.Scan(&rec.Key, &rec.Subject, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
-		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.FingerprintExp,
+		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.DownstreamState, &rec.FingerprintExp,
 		&rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt)
 	if err != nil {
 		return idemstore.Record{}, err
@@ -286,6 +286,36 @@ func (s *Store) MarkNeedsReview(ctx context.Context, key, reason string) error {
 	default:
 		return fmt.Errorf("mark needs review %s: state changed concurrently to %s", key, rec.State)
 	}
+}
+
+// RecordDownstreamState keeps state, the business state the downstream
+// reported, on the IN_FLIGHT record of key. A record no longer in flight is
+// left alone (its outcome is known); a missing one is ErrNotFound.
+func (s *Store) RecordDownstreamState(ctx context.Context, key, state string) error {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE write_record SET downstream_state = $2, updated_at = now()
+		WHERE idem_key = $1 AND state = 'IN_FLIGHT'`, key, state)
+	if err != nil {
+		return fmt.Errorf("record downstream state %s: %w", key, interpretError(err))
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if _, err := s.get(ctx, key); err != nil {
+		return fmt.Errorf("record downstream state %s: %w", key, err)
+	}
+	return nil
+}
+
+// RecordWebhook remembers a webhook event of scope by its signature and
+// reports whether it is the first time: false means a replay.
+func (s *Store) RecordWebhook(ctx context.Context, scope, signature string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO webhook_receipt (signature, scope) VALUES ($1, $2) ON CONFLICT (signature) DO NOTHING`, signature, scope)
+	if err != nil {
+		return false, fmt.Errorf("record webhook %s: %w", scope, interpretError(err))
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // Get reads the record of key; ErrNotFound when there is none.

@@ -230,6 +230,28 @@ func TestPostgresSpecifics(t *testing.T) {
 		require.ErrorIs(t, err, idemstore.ErrNotFound, "created before since")
 	})
 
+	t.Run("DownstreamStateAndWebhookReceipts", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.NoError(t, s.RecordDownstreamState(ctx, c.Key, "pending"))
+		rec, err := s.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, "pending", rec.DownstreamState)
+		require.NoError(t, s.Finalize(ctx, storetest.Done(c, "owner-a")))
+		require.NoError(t, s.RecordDownstreamState(ctx, c.Key, "pending"), "a late report on a finished record is ignored")
+		require.ErrorIs(t, s.RecordDownstreamState(ctx, "missing", "pending"), idemstore.ErrNotFound)
+
+		first, err := s.RecordWebhook(ctx, "payments.payout", "t=1,v1=ab")
+		require.NoError(t, err)
+		assert.True(t, first)
+		again, err := s.RecordWebhook(ctx, "payments.payout", "t=1,v1=ab")
+		require.NoError(t, err)
+		assert.False(t, again, "the same event twice is a replay")
+	})
+
 	t.Run("Reap", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)

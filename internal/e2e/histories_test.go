@@ -114,6 +114,23 @@ func TestRecordHistories(t *testing.T) {
 		recordHistory(t, s, id, filepath.Join(dir, "legacy_late_commit_completed.json"))
 	})
 
+	recording(t, "payout_pending_paid", func(t *testing.T) {
+		params := transferParams("46.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.payout", fp, id, params)
+		require.Equal(t, "completed", done.str("status"), done.String())
+		recordHistory(t, s, id, filepath.Join(dir, "payout_pending_paid.json"))
+	})
+
+	recording(t, "payout_pending_failed", func(t *testing.T) {
+		params := transferParams("47.00")
+		params["payee_id"] = "fail-47"
+		fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.payout", fp, id, params)
+		require.Equal(t, "failed", done.str("status"), done.String())
+		recordHistory(t, s, id, filepath.Join(dir, "payout_pending_failed.json"))
+	})
+
 	recording(t, "legacy_not_executed_after_window", func(t *testing.T) {
 		params := transferParams("45.00")
 		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
