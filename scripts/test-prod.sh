@@ -4,11 +4,11 @@
 # it again afterwards in that case; a profile that was already up stays up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-started=
-if ! ./scripts/prod.sh status >/dev/null 2>&1 || ./scripts/prod.sh status | grep -q stopped; then
-  started=yes
+# Nothing of the profile running before: stop it all again at the end.
+before=$(./scripts/prod.sh status)
+if ! grep -q ': running' <<<"$before"; then
+  trap './scripts/prod.sh down' EXIT
 fi
-if [ -n "$started" ]; then trap './scripts/prod.sh down' EXIT; fi
 ./scripts/prod.sh up
 SECONDS=0
 set +e
