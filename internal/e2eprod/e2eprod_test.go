@@ -247,6 +247,27 @@ func TestManualReview(t *testing.T) {
 	assert.Equal(t, 1, p.executions(t, id))
 }
 
+// TestThroughput measures the profile without faults: 200 operations by 8
+// agents over both gateways, each preview + confirm until settled. It logs
+// operations per second and the agents' latency percentiles (the numbers
+// docs/deploy.md's capacity arithmetic starts from) and checks exactly once.
+func TestThroughput(t *testing.T) {
+	p := loadProfile(t)
+	start := time.Now()
+	outs, _ := p.load(t, 200, 8, 0, nil)
+	elapsed := time.Since(start)
+	p.requireExactlyOnce(t, outs)
+	took := make([]time.Duration, 0, len(outs))
+	for _, o := range outs {
+		took = append(took, o.Took)
+	}
+	slices.Sort(took)
+	pct := func(q float64) time.Duration { return took[int(q*float64(len(took)-1))] }
+	t.Logf("throughput: %d operations in %s = %.1f operations/s with 8 agents; preview→settled p50 %s, p90 %s, p99 %s",
+		len(outs), elapsed.Round(time.Millisecond), float64(len(outs))/elapsed.Seconds(),
+		pct(0.5).Round(time.Millisecond), pct(0.9).Round(time.Millisecond), pct(0.99).Round(time.Millisecond))
+}
+
 // TestGatewayKilledMidLoad: agents use both gateways; gateway-1 is killed
 // with SIGKILL mid-load; its agents resend to gateway-2. Every operation
 // settles completed, each executed exactly once.

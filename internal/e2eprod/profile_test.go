@@ -274,6 +274,7 @@ type outcome struct {
 	Status string // completed, failed, needs_manual_review
 	Ref    string
 	Err    error
+	Took   time.Duration // preview to settled, in load
 }
 
 // terminal lists the answers after which an agent stops.
@@ -388,7 +389,10 @@ func (p *profile) load(t *testing.T, n, agents, after int, during func()) ([]out
 	for a := range agents {
 		go func() {
 			for i := range jobs {
-				results <- p.agent(ctx, a%len(p.gateways), "payments.transfer", params(fmt.Sprintf("%d.%02d", 10+i, a)))
+				start := time.Now()
+				o := p.agent(ctx, a%len(p.gateways), "payments.transfer", params(fmt.Sprintf("%d.%02d", 10+i, a)))
+				o.Took = time.Since(start)
+				results <- o
 			}
 		}()
 	}
