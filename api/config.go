@@ -35,8 +35,11 @@ type Config struct {
 	ListenAddr string
 	// DatabaseURL is the PostgreSQL truth (DATABASE_URL, required).
 	DatabaseURL string
-	// RedisURL is the Redis fast path (REDIS_URL, required).
+	// RedisURL is the Redis fast path (REDIS_URL; required unless RedisAddrs is set).
 	RedisURL string
+	// RedisAddrs lists Redis Cluster nodes, host:port comma-separated
+	// (REDIS_ADDRS); set, the cluster client is used (redisstore.Connect).
+	RedisAddrs string
 	// TemporalAddress is host:port of the Temporal frontend (TEMPORAL_ADDRESS).
 	TemporalAddress string
 	// TemporalNamespace is the Temporal namespace (TEMPORAL_NAMESPACE).
@@ -136,7 +139,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c := Config{
 		DatabaseURL:       required("DATABASE_URL"),
-		RedisURL:          required("REDIS_URL"),
+		RedisURL:          get("REDIS_URL", ""),
+		RedisAddrs:        get("REDIS_ADDRS", ""),
 		FingerprintKeys:   required("ONCEGATE_FINGERPRINT_KEYS"),
 		TemporalAddress:   get("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		TemporalNamespace: get("TEMPORAL_NAMESPACE", "default"),
@@ -151,6 +155,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ClaimGrace:        duration("ONCEGATE_CLAIM_GRACE", DefaultClaimGrace),
 		PollAfter:         duration("ONCEGATE_POLL_AFTER", DefaultPollAfter),
 		Failpoint:         get("ONCEGATE_FAILPOINT", ""),
+	}
+	if c.RedisURL == "" && c.RedisAddrs == "" {
+		errs = append(errs, errors.New("REDIS_URL (one server) or REDIS_ADDRS (Redis Cluster nodes) is required"))
 	}
 	addr, err := listenAddr(get("GATEWAY_URL", DefaultGatewayURL))
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
@@ -72,12 +71,11 @@ func run(logger *slog.Logger) error {
 		truth.Close()
 		return fmt.Errorf("migrate truth database: %w", err)
 	}
-	redisOpts, err := redis.ParseURL(cfg.RedisURL)
+	rdb, err := redisstore.Connect(cfg.RedisURL, cfg.RedisAddrs)
 	if err != nil {
 		truth.Close()
-		return fmt.Errorf("REDIS_URL: %w", err)
+		return err
 	}
-	rdb := redis.NewClient(redisOpts)
 	defer rdb.Close()
 	store := combined.New(redisstore.New(rdb), truth, combined.Options{Logger: logger, Registerer: reg})
 	defer store.Close()

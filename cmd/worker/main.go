@@ -1,7 +1,8 @@
 // Command worker runs the Temporal worker of oncegate: the operation
 // workflow and its activities, which alone call the downstream APIs.
 //
-// Environment: DATABASE_URL and REDIS_URL (required), TEMPORAL_ADDRESS
+// Environment: DATABASE_URL (required), REDIS_URL or REDIS_ADDRS (Redis
+// Cluster nodes, comma-separated; one of them required), TEMPORAL_ADDRESS
 // (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
 // ONCEGATE_TASK_QUEUE (default oncegate), ONCEGATE_REAP_INTERVAL (how often
 // expired terminal truth records are deleted, a Go duration; default 10m, 0
@@ -18,7 +19,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 	temporallog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -38,10 +38,14 @@ func main() {
 	ctx := context.Background()
 
 	databaseURL := os.Getenv("DATABASE_URL")
-	redisURL := os.Getenv("REDIS_URL")
-	if databaseURL == "" || redisURL == "" {
-		log.Fatal("DATABASE_URL and REDIS_URL are required")
+	if databaseURL == "" {
+		log.Fatal("DATABASE_URL is required")
 	}
+	rdb, err := redisstore.Connect(os.Getenv("REDIS_URL"), os.Getenv("REDIS_ADDRS"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
 	reapInterval, err := reapIntervalFromEnv()
 	if err != nil {
 		log.Fatal(err)
@@ -51,12 +55,6 @@ func main() {
 	if err != nil {
 		log.Fatalf("open truth: %v", err)
 	}
-	redisOpts, err := redis.ParseURL(redisURL)
-	if err != nil {
-		log.Fatalf("parse REDIS_URL: %v", err)
-	}
-	rdb := redis.NewClient(redisOpts)
-	defer rdb.Close()
 	store := combined.New(redisstore.New(rdb), pg, combined.Options{
 		Logger:     logger,
 		Registerer: prometheus.DefaultRegisterer,
