@@ -1,0 +1,42 @@
+package client_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/oncegate/oncegate/api"
+	"github.com/oncegate/oncegate/client"
+)
+
+// opsOnly are the gateway's statuses an agent-facing call never answers
+// (ops, health): the client does not mirror them.
+var opsOnly = map[string]bool{
+	api.StatusNotAwaitingReview: true, api.StatusInvalidResolution: true, api.StatusResolutionSent: true,
+	api.StatusOperationsListed: true, api.StatusOperationFound: true,
+	api.StatusAlive: true, api.StatusReady: true, api.StatusNotReady: true,
+}
+
+// TestStatusesMirrorTheGateway keeps the client's status table and the
+// gateway's registry in step: every agent-facing status of the gateway is
+// known to the client with the same HTTP code.
+func TestStatusesMirrorTheGateway(t *testing.T) {
+	t.Parallel()
+	mine := client.Statuses()
+	for name, info := range api.Statuses {
+		if opsOnly[name] {
+			continue
+		}
+		code, ok := mine[client.Status(name)]
+		if assert.Truef(t, ok, "gateway status %q is missing from the client", name) {
+			assert.Equalf(t, info.Code, code, "HTTP code of %q", name)
+		}
+	}
+	for name := range mine {
+		if _, ok := api.Statuses[string(name)]; !ok {
+			// downstream_refused is in CONTRACT §4; the gateway's
+			// registry gains it with the quote refusal work.
+			assert.Equalf(t, client.StatusDownstreamRefused, name, "client status %q is not the gateway's", name)
+		}
+	}
+}
