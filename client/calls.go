@@ -71,7 +71,7 @@ func (c *Client) Wait(ctx context.Context, operationID string) (*Answer, error) 
 			return last, nil
 		}
 		if last != nil && last.Status == StatusNeedsManualReview {
-			return last, fmt.Errorf("wait %s: %w", operationID, &Error{Answer: *last, class: ErrNeedsManualReview})
+			return last, fmt.Errorf("wait %s: %w", operationID, &Error{Answer: *last, class: last.Status.Class()})
 		}
 		pause := DefaultPollAfter
 		if last != nil && last.PollAfterMS > 0 {

@@ -117,9 +117,9 @@ type RecentOperation struct {
 
 // errorOf turns a decoded refusal into an *Error.
 func errorOf(a Answer) error {
-	info, ok := statuses[a.Status]
-	if !ok || info.class == nil {
-		return &Error{Answer: a, class: ErrUnexpectedAnswer}
+	class := a.Status.Class()
+	if class == nil {
+		class = ErrUnexpectedAnswer
 	}
-	return &Error{Answer: a, class: info.class}
+	return &Error{Answer: a, class: class}
 }

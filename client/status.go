@@ -135,3 +135,18 @@ func (s Status) Failed() bool {
 func (s Status) Replayed() bool {
 	return s == StatusAlreadyCompleted || s == StatusAlreadyFailed
 }
+
+// Class returns the sentinel error a refusal with status s matches
+// (ErrSecurity for param_mismatch, ...), ErrNeedsManualReview for
+// needs_manual_review, ErrUnexpectedAnswer for an unknown status, and nil
+// for the other operation states.
+func (s Status) Class() error {
+	if s == StatusNeedsManualReview {
+		return ErrNeedsManualReview
+	}
+	info, ok := statuses[s]
+	if !ok {
+		return ErrUnexpectedAnswer
+	}
+	return info.class
+}
