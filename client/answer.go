@@ -134,7 +134,7 @@ func (f Fields) Decimal(name string) (Decimal, bool) {
 type Decimal string
 
 // decimalPattern is a plain or exponent decimal literal.
-var decimalPattern = regexp.MustCompile(`^-?(0|[1-9][0-9]*|[0-9]+)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+var decimalPattern = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
 
 // UnmarshalJSON accepts "12.50" and 12.50 alike.
 func (d *Decimal) UnmarshalJSON(b []byte) error {

@@ -17,6 +17,11 @@ var opsOnly = map[string]bool{
 	api.StatusAlive: true, api.StatusReady: true, api.StatusNotReady: true,
 }
 
+func TestReplayHeaderIsTheGateways(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, api.HeaderReplayed, client.HeaderReplayed)
+}
+
 // TestStatusesMirrorTheGateway keeps the client's status table and the
 // gateway's registry in step: every agent-facing status of the gateway is
 // known to the client with the same HTTP code.

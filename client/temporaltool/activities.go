@@ -99,6 +99,10 @@ func (a *Activities) Preview(ctx context.Context, req PreviewRequest) (Preview, 
 	if err != nil {
 		return Preview{}, activityError("preview "+req.Scope, err)
 	}
+	if ans.Status != client.StatusPreviewReady || ans.Fingerprint == "" {
+		return Preview{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("preview %s: answer %s without a fingerprint", req.Scope, ans.Status), string(client.StatusInternalError), nil)
+	}
 	return Preview{
 		Scope: req.Scope, Params: req.Params, OperationID: ans.OperationID, Fingerprint: ans.Fingerprint,
 		ExpiresAt: ans.ExpiresAt, Detail: ans.Preview, Meaning: ans.Meaning, Instruction: ans.Instruction,

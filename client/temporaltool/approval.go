@@ -19,7 +19,7 @@ func AwaitApproval(ctx workflow.Context, p Preview) (Approval, error) {
 	ctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	expired := false
-	timer := workflow.NewTimer(ctx, max(p.ExpiresAt.Sub(workflow.Now(ctx)), 0))
+	var timerErr error
 	signals := workflow.GetSignalChannel(ctx, SignalApproval)
 	var got Approval
 	sel := workflow.NewSelector(ctx)
@@ -32,11 +32,17 @@ func AwaitApproval(ctx workflow.Context, p Preview) (Approval, error) {
 		}
 		workflow.GetLogger(ctx).Warn("approval of another operation ignored", "operation_id", a.OperationID, "pending", p.OperationID)
 	})
-	sel.AddFuture(timer, func(workflow.Future) { expired = true })
+	if !p.ExpiresAt.IsZero() {
+		timer := workflow.NewTimer(ctx, max(p.ExpiresAt.Sub(workflow.Now(ctx)), 0))
+		sel.AddFuture(timer, func(f workflow.Future) { expired, timerErr = true, f.Get(ctx, nil) })
+	}
 	for got.OperationID == "" && !expired {
 		sel.Select(ctx)
 	}
-	if expired {
+	switch {
+	case timerErr != nil: // the workflow was canceled
+		return Approval{OperationID: p.OperationID}, timerErr
+	case expired:
 		return Approval{OperationID: p.OperationID}, ErrApprovalExpired
 	}
 	return got, nil

@@ -24,8 +24,6 @@ const (
 	// always safe (the same fingerprint); giving up leaves the call's state
 	// to be asked with Wait.
 	DefaultConfirmWithin = 24 * time.Hour
-	// DefaultPollAfter is the wait between polls when the gateway names none.
-	DefaultPollAfter = time.Second
 	// DefaultMaxPollAfter caps the wait between polls.
 	DefaultMaxPollAfter = time.Minute
 )
@@ -160,7 +158,7 @@ func wait(ctx workflow.Context, last Outcome, o Options) (Outcome, error) {
 		if last.Status == client.StatusNeedsManualReview {
 			return last, fmt.Errorf("operation %s: %w", last.OperationID, client.ErrNeedsManualReview)
 		}
-		pause := DefaultPollAfter
+		pause := client.DefaultPollAfter
 		if last.PollAfterMS > 0 {
 			pause = time.Duration(last.PollAfterMS) * time.Millisecond
 		}

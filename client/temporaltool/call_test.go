@@ -189,3 +189,14 @@ func TestCallRefusalKeepsItsClass(t *testing.T) {
 	assert.True(t, rep.Security, rep.Error)
 	assert.Len(t, f.confirms, 1, "a refusal is not retried")
 }
+
+func TestCallApprovalCanceled(t *testing.T) {
+	t.Parallel()
+	f := &fakeGateway{}
+	env := setup(t, f)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+	rep := run(t, env)
+	assert.False(t, rep.Expired, "a canceled wait is not an expiry")
+	assert.Contains(t, rep.Error, "canceled")
+	assert.Empty(t, f.confirms)
+}

@@ -74,6 +74,9 @@ func Agent(ctx workflow.Context, task Task) (Report, error) {
 	var rep Report
 	for _, step := range steps {
 		res, err := temporaltool.Call(ctx, step.Scope, step.Params, temporaltool.AwaitApproval)
+		if ctx.Err() != nil {
+			return rep, ctx.Err() // canceled: no further step
+		}
 		c := CallReport{Step: step, OperationID: res.Preview.OperationID, Status: string(res.Outcome.Status),
 			ResultRef: res.Outcome.ResultRef, Reason: res.Outcome.Reason}
 		if err != nil {
