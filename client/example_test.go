@@ -78,6 +78,9 @@ func ExampleClient_Confirm() {
 	}
 	// Show p to the user; once they approve, confirm with its fingerprint.
 	done, err := c.Confirm(ctx, "payments.transfer", p.Fingerprint, params)
+	if err == nil && done.Status == client.StatusInProgress {
+		done, err = c.Wait(ctx, done.OperationID) // the downstream was slow
+	}
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -146,7 +149,7 @@ func ExampleClient_Status() {
 		fmt.Println(err)
 		return
 	}
-	if _, err := c.Confirm(ctx, "payments.transfer", p.Fingerprint, params); err != nil {
+	if err := confirmAndWait(ctx, c, p.Fingerprint, params); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -214,7 +217,7 @@ func Example_repeat() {
 		fmt.Println(err)
 		return
 	}
-	if _, err := c.Confirm(ctx, "payments.transfer", first.Fingerprint, params); err != nil {
+	if err := confirmAndWait(ctx, c, first.Fingerprint, params); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -234,6 +237,9 @@ func Example_repeat() {
 
 	// Only because the user asked to pay again:
 	done, err := c.Confirm(ctx, "payments.transfer", again.Fingerprint, params, client.AcknowledgeRepeatOf(first.OperationID))
+	if err == nil && done.Status == client.StatusInProgress {
+		done, err = c.Wait(ctx, done.OperationID)
+	}
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -243,6 +249,15 @@ func Example_repeat() {
 	// recent: true completed
 	// unacknowledged: true
 	// completed
+}
+
+// confirmAndWait confirms a payments.transfer and waits until it is final.
+func confirmAndWait(ctx context.Context, c *client.Client, fingerprint string, params transfer) error {
+	a, err := c.Confirm(ctx, "payments.transfer", fingerprint, params)
+	if err == nil && !a.Status.Terminal() {
+		_, err = c.Wait(ctx, a.OperationID)
+	}
+	return err
 }
 
 // setFaults sets the downstream simulator's faults.
