@@ -61,7 +61,10 @@ ONCEGATE_PAYOUT_WEBHOOK_SECRET=${ONCEGATE_PAYOUT_WEBHOOK_SECRET:-$(cat "$RUN/pay
 # stack.env: `export KEY=value` lines, so that `source .run/stack.env` passes
 # them on to the commands a user runs next. A value with characters the shell
 # would interpret is single-quoted.
-ENV_KEYS=(GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
+# The dev stack's environment: its token file and generated keys are
+# accepted only here (a deployment refuses them).
+ONCEGATE_ENV=dev
+ENV_KEYS=(ONCEGATE_ENV GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
   SIMULATOR_DATABASE_URL REDIS_URL ONCEGATE_FINGERPRINT_KEYS ONCEGATE_CATALOG ONCEGATE_TOKENS
   ONCEGATE_PAYOUT_WEBHOOK_SECRET)
 ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml

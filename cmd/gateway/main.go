@@ -80,15 +80,13 @@ func run(logger *slog.Logger) error {
 	store := combined.New(redisstore.New(rdb), truth, combined.Options{Logger: logger, Registerer: reg})
 	defer store.Close()
 
-	tc, err := client.Dial(client.Options{
+	tc, err := client.Dial(cfg.Temporal.Apply(client.Options{
 		// Carries the HTTP request's traceparent into workflows and activities.
 		ContextPropagators: []workflow.ContextPropagator{workflows.TracePropagator{}},
-		HostPort:           cfg.TemporalAddress,
-		Namespace:          cfg.TemporalNamespace,
 		Logger:             tlog.NewStructuredLogger(logger.With("component", "temporal")),
-	})
+	}))
 	if err != nil {
-		return fmt.Errorf("dial temporal %s: %w", cfg.TemporalAddress, err)
+		return fmt.Errorf("dial temporal %s: %w", cfg.Temporal.Address, err)
 	}
 	defer tc.Close()
 
@@ -115,7 +113,7 @@ func run(logger *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() {
 		logger.Info("gateway listening", "addr", cfg.ListenAddr, "instance", srv.InstanceID(),
-			"task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress)
+			"task_queue", cfg.TaskQueue, "temporal", cfg.Temporal.Address, "env", cfg.Env)
 		errc <- hs.ListenAndServe()
 	}()
 	select {
@@ -123,12 +121,15 @@ func run(logger *slog.Logger) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	logger.Info("gateway shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	// Drain: stop accepting, let every request in flight get its answer
+	// (a confirm waits at most its confirm wait), then close the stores.
+	logger.Info("gateway shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	logger.Info("gateway drained")
 	return nil
 }
 

@@ -4,9 +4,13 @@
 // Environment: DATABASE_URL (required), REDIS_URL or REDIS_ADDRS (Redis
 // Cluster nodes, comma-separated; one of them required), TEMPORAL_ADDRESS
 // (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
-// ONCEGATE_TASK_QUEUE (default oncegate), ONCEGATE_REAP_INTERVAL (how often
-// expired terminal truth records are deleted, a Go duration; default 10m, 0
-// disables). It runs until SIGINT or SIGTERM.
+// TEMPORAL_TLS, TEMPORAL_TLS_CA_FILE, TEMPORAL_TLS_CERT_FILE,
+// TEMPORAL_TLS_KEY_FILE, TEMPORAL_TLS_SERVER_NAME (TLS and mTLS, see package
+// temporalconn), ONCEGATE_TASK_QUEUE (default oncegate),
+// ONCEGATE_REAP_INTERVAL (how often expired terminal truth records are
+// deleted, a Go duration; default 10m, 0 disables),
+// ONCEGATE_WORKER_STOP_TIMEOUT (how long running activities may finish at
+// SIGTERM; default 30s). It runs until SIGINT or SIGTERM.
 package main
 
 import (
@@ -28,6 +32,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
+	"github.com/oncegate/oncegate/internal/temporalconn"
 	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -61,13 +66,19 @@ func main() {
 	})
 	defer store.Close()
 
-	c, err := client.Dial(client.Options{
+	conn, err := temporalconn.FromEnv(os.Getenv)
+	if err != nil {
+		log.Fatal(err)
+	}
+	stopTimeout, err := stopTimeoutFromEnv()
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := client.Dial(conn.Apply(client.Options{
 		// Carries the HTTP request's traceparent into workflows and activities.
 		ContextPropagators: []workflow.ContextPropagator{workflows.TracePropagator{}},
-		HostPort:           envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		Namespace:          envOr("TEMPORAL_NAMESPACE", "default"),
 		Logger:             temporallog.NewStructuredLogger(logger),
-	})
+	}))
 	if err != nil {
 		log.Fatalf("dial temporal: %v", err)
 	}
@@ -91,7 +102,10 @@ func main() {
 		logger.Info("reaper disabled", "env", "ONCEGATE_REAP_INTERVAL")
 	}
 
-	w := worker.New(c, envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue), acts, sdkworker.Options{})
+	// At SIGTERM the worker stops polling and lets the activities it runs
+	// finish (a downstream call in flight gets its answer recorded) for up to
+	// stopTimeout; then they are cancelled and Temporal retries or reconciles.
+	w := worker.New(c, envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue), acts, sdkworker.Options{WorkerStopTimeout: stopTimeout})
 	logger.Info("worker starting", "task_queue", envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue))
 	if err := w.Run(sdkworker.InterruptCh()); err != nil {
 		stopReaper()
@@ -126,6 +140,24 @@ func reapIntervalFromEnv() (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
 		return 0, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable", v)
+	}
+	return d, nil
+}
+
+// defaultStopTimeout is how long a stopping worker lets running activities
+// finish when ONCEGATE_WORKER_STOP_TIMEOUT is unset: longer than a downstream
+// call's timeout in the dev catalog.
+const defaultStopTimeout = 30 * time.Second
+
+// stopTimeoutFromEnv reads ONCEGATE_WORKER_STOP_TIMEOUT, a positive Go duration.
+func stopTimeoutFromEnv() (time.Duration, error) {
+	v := os.Getenv("ONCEGATE_WORKER_STOP_TIMEOUT")
+	if v == "" {
+		return defaultStopTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("ONCEGATE_WORKER_STOP_TIMEOUT=%q: want a positive Go duration such as 30s", v)
 	}
 	return d, nil
 }

@@ -130,6 +130,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		catalogPath = filepath.Join(root, "deployments", "catalog.dev.yaml")
 	}
 	s.Env = []string{
+		"ONCEGATE_ENV=dev",
 		"GATEWAY_URL=" + s.GatewayURL,
 		"DOWNSTREAM_URL=" + s.DownstreamURL,
 		"DATABASE_URL=" + s.DatabaseURL,
