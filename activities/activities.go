@@ -97,6 +97,7 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 		InFlightTTL:    in.InFlightTTL,
 		TerminalTTL:    in.TerminalTTL,
 		FingerprintExp: in.FingerprintExp,
+		BoundParams:    in.BoundParams,
 	})
 	if err != nil {
 		return workflows.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
@@ -112,10 +113,14 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 			a.logger().Warn("truth record held by another gateway claim; the workflow finalizes it as that owner",
 				"operation_id", in.OperationID, "owner", in.Owner, "truth_owner", owner)
 		}
-		if rec.State == idemstore.StateNeedsReview {
-			return workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: rec.Reason, Owner: owner}, nil
+		claimedAt := rec.ClaimedAt
+		if claimedAt.IsZero() {
+			claimedAt = d.ClaimedAt
 		}
-		return workflows.ClaimResult{State: idemstore.StateInFlight, Owner: owner}, nil
+		if rec.State == idemstore.StateNeedsReview {
+			return workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: rec.Reason, Owner: owner, ClaimedAt: claimedAt}, nil
+		}
+		return workflows.ClaimResult{State: idemstore.StateInFlight, Owner: owner, ClaimedAt: claimedAt}, nil
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
 		state := idemstore.StateDone
 		if d.Outcome == idemstore.OutcomeFailed {
@@ -284,6 +289,8 @@ func (a *Activities) Finalize(ctx context.Context, in workflows.FinalizeInput) e
 		FailureKind:    in.FailureKind,
 		ResolvedBy:     in.ResolvedBy,
 		ResolutionNote: in.ResolutionNote,
+		EvidenceURL:    in.EvidenceURL,
+		ResolvedAt:     in.ResolvedAt,
 		TerminalTTL:    in.TerminalTTL,
 	})
 	log := a.logger().With("operation_id", in.OperationID, "state", in.State)

@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
-	"github.com/oncegate/oncegate/workflows"
 )
 
 // List limits of GET /v1/ops/operations.
@@ -41,6 +42,15 @@ func (s *Server) handleOpsList(c echo.Context) error {
 		}
 		state = st
 	}
+	var olderThan time.Duration
+	if q := c.QueryParam("older_than"); q != "" {
+		d, err := time.ParseDuration(q)
+		if err != nil || d <= 0 {
+			return s.render(c, newReply(StatusInvalidResolution).withProblems("invalid_filter",
+				[]fingerprint.FieldProblem{{Field: "older_than", Problem: "must be a positive Go duration such as 10m or 1h30m"}}))
+		}
+		olderThan = d
+	}
 	limit := defaultListLimit
 	if q := c.QueryParam("limit"); q != "" {
 		n, err := strconv.Atoi(q)
@@ -50,7 +60,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 		}
 		limit = min(n, maxListLimit)
 	}
-	recs, err := s.store.List(c.Request().Context(), state, limit)
+	recs, err := s.store.List(c.Request().Context(), idemstore.ListFilter{State: state, OlderThan: olderThan, Limit: limit})
 	if err != nil {
 		return s.render(c, s.storeErrorReply("", "", fmt.Errorf("list operations: %w", err)))
 	}
@@ -95,6 +105,8 @@ type resolveRequest struct {
 	Reason string `json:"reason,omitempty"`
 	// Note is the operator's free note.
 	Note string `json:"note,omitempty"`
+	// EvidenceURL links the operator's evidence (an absolute http or https URL).
+	EvidenceURL string `json:"evidence_url,omitempty"`
 }
 
 // validate returns one problem per inconsistency.
@@ -118,45 +130,10 @@ func (req resolveRequest) validate() []fingerprint.FieldProblem {
 	default:
 		out = append(out, fingerprint.FieldProblem{Field: "outcome", Problem: `must be "completed" or "failed"`})
 	}
+	if req.EvidenceURL != "" {
+		if u, err := url.Parse(req.EvidenceURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			out = append(out, fingerprint.FieldProblem{Field: "evidence_url", Problem: "must be an absolute http or https URL"})
+		}
+	}
 	return out
-}
-
-// handleOpsResolve serves POST /v1/ops/operations/:id/resolve: it signals
-// the waiting workflow with the operator's decision.
-func (s *Server) handleOpsResolve(c echo.Context) error {
-	ctx := c.Request().Context()
-	opID := c.Param("id")
-	var req resolveRequest
-	if r, ok := decodeBody(c, &req); !ok {
-		r.opID = opID
-		return s.render(c, r)
-	}
-	if problems := req.validate(); len(problems) > 0 {
-		return s.render(c, opReply(StatusInvalidResolution, opID).with("errors", problems))
-	}
-	rec, err := s.store.Get(ctx, opID)
-	switch {
-	case errors.Is(err, idemstore.ErrNotFound):
-		return s.render(c, opReply(StatusUnknownOperation, opID))
-	case err != nil:
-		return s.render(c, s.storeErrorReply("", opID, fmt.Errorf("resolve %s: %w", opID, err)))
-	}
-	if rec.State != idemstore.StateNeedsReview {
-		r := opReply(StatusNotAwaitingReview, opID).with("state", rec.State)
-		r.data.State = string(rec.State)
-		return s.render(c, r)
-	}
-	operator := identityOf(c).Subject
-	res := workflows.Resolution{Outcome: req.Outcome, Result: req.Result, Reason: req.Reason, Operator: operator, Note: req.Note}
-	sctx, cancel := temporalContext(ctx)
-	defer cancel()
-	if err := s.temporal.SignalWorkflow(sctx, opID, "", workflows.SignalResolve, res); err != nil {
-		r := opReply(StatusTemporarilyUnavailable, opID)
-		r.err = fmt.Errorf("signal resolve %s: %w", opID, err)
-		r.data.Detail = "the workflow engine could not be reached"
-		return s.render(c, r)
-	}
-	s.log.InfoContext(ctx, "resolution sent", "operation_id", opID, "operator", operator, "outcome", req.Outcome,
-		"trace_id", traceIDOf(c))
-	return s.render(c, opReply(StatusResolutionSent, opID).with("outcome", req.Outcome))
 }

@@ -68,8 +68,14 @@ const (
 	StatusNotAwaitingReview = "not_awaiting_review"
 	// StatusInvalidResolution means a resolve body that is incomplete or inconsistent.
 	StatusInvalidResolution = "invalid_resolution"
-	// StatusResolutionSent means the resolve signal was delivered.
+	// StatusResolutionSent means the decision was accepted but its outcome
+	// was not recorded within the wait.
 	StatusResolutionSent = "resolution_sent"
+	// StatusResolved means the decision was the first and the operation is
+	// now in its final state.
+	StatusResolved = "resolved"
+	// StatusAlreadyResolved means another decision was made first; it is named.
+	StatusAlreadyResolved = "already_resolved"
 	// StatusOperationsListed means the ops list.
 	StatusOperationsListed = "operations_listed"
 	// StatusOperationFound means the ops view of one operation.
@@ -119,6 +125,8 @@ var Statuses = map[string]StatusInfo{
 	StatusNotAwaitingReview:      {http.StatusConflict, false},
 	StatusInvalidResolution:      {http.StatusBadRequest, true},
 	StatusResolutionSent:         {http.StatusAccepted, false},
+	StatusResolved:               {http.StatusOK, false},
+	StatusAlreadyResolved:        {http.StatusConflict, false},
 	StatusOperationsListed:       {http.StatusOK, false},
 	StatusOperationFound:         {http.StatusOK, false},
 	StatusAlive:                  {http.StatusOK, false},

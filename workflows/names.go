@@ -16,8 +16,13 @@ const (
 	TaskQueue = "oncegate"
 	// OperationWorkflowName is the registered name of the operation workflow.
 	OperationWorkflowName = "Operation"
-	// SignalResolve is the signal an operator sends to resolve NEEDS_REVIEW.
+	// SignalResolve is the signal an operator sends to resolve NEEDS_REVIEW
+	// (Web UI, temporal workflow signal): the first decision wins, a later
+	// one is refused and shown in the state query and details.
 	SignalResolve = "resolve"
+	// UpdateResolve is the Update the ops API sends to resolve NEEDS_REVIEW:
+	// its validator refuses a second decision, and it answers the final state.
+	UpdateResolve = "resolve-once"
 	// QueryState is the query that answers the workflow's current state.
 	QueryState = "state"
 )
@@ -48,6 +53,9 @@ type OperationInput struct {
 	Owner string `json:"owner"`
 	// Params is the JSON body sent downstream: normalized bound params plus free params.
 	Params json.RawMessage `json:"params"`
+	// BoundParams are the canonical bound params (param_hash is their
+	// SHA-256), kept in the truth at claim for operators.
+	BoundParams json.RawMessage `json:"bound_params,omitempty"`
 	// FingerprintExp is the fingerprint's expiry.
 	FingerprintExp time.Time `json:"fingerprint_exp"`
 	// InFlightTTL is the action's in_flight_ttl.
@@ -88,6 +96,8 @@ type Resolution struct {
 	Operator string `json:"operator"`
 	// Note is the operator's free note.
 	Note string `json:"note,omitempty"`
+	// EvidenceURL links the operator's evidence (a bank statement, a ticket).
+	EvidenceURL string `json:"evidence_url,omitempty"`
 }
 
 // StateView is the answer of the state query.
@@ -98,4 +108,8 @@ type StateView struct {
 	Reason string `json:"reason,omitempty"`
 	// ResultRef is set once DONE.
 	ResultRef string `json:"result_ref,omitempty"`
+	// Decision is the operator's decision, once one was accepted.
+	Decision *Decision `json:"decision,omitempty"`
+	// Refused lists the decisions refused (the latest few).
+	Refused []RefusedResolution `json:"refused,omitempty"`
 }
