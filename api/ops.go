@@ -1,18 +1,24 @@
 package api
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/workflows"
 )
 
 // List limits of GET /v1/ops/operations.
@@ -91,8 +97,91 @@ func (s *Server) handleOpsGet(c echo.Context) error {
 	}
 	rec.Key = opID
 	r := opReply(StatusOperationFound, opID).with("operation", rec)
+	if params, err := decimalsAsStrings(rec.BoundParams); err == nil && params != nil {
+		r = r.with("params", params)
+	}
+	timeline, herr := s.timeline(c.Request().Context(), rec)
+	r = r.with("timeline", timeline)
+	if herr != nil {
+		r = r.with("timeline_incomplete", "the workflow history could not be read: "+herr.Error())
+	}
 	r.data.State = string(rec.State)
 	return s.render(c, r)
+}
+
+// historyTimeout bounds reading an operation's workflow history.
+const historyTimeout = 10 * time.Second
+
+// timeline merges the truth's steps of rec (claimed, waiting for review,
+// decided, completed) with the workflow history's, in time order. The
+// truth's steps are always there; an error says the history's are missing.
+func (s *Server) timeline(ctx context.Context, rec idemstore.Record) ([]workflows.TimelineEntry, error) {
+	truth := func(at time.Time, event, detail string) workflows.TimelineEntry {
+		return workflows.TimelineEntry{At: at, Source: "truth", Event: event, Detail: detail}
+	}
+	out := []workflows.TimelineEntry{truth(rec.ClaimedAt, "claimed", "claimed IN_FLIGHT by "+rec.Owner)}
+	if rec.State == idemstore.StateNeedsReview {
+		// Terminal records keep the outcome's reason; the history shows MarkNeedsReview.
+		out = append(out, truth(rec.UpdatedAt, "needs_review", "waiting for a person: "+rec.Reason))
+	}
+	if d, ok := decisionOfRecord(rec); ok {
+		out = append(out, truth(d.DecidedAt, "decided", fmt.Sprintf("%s decided %s: %s %s", d.Operator, d.Outcome, d.Note, d.EvidenceURL)))
+	}
+	if rec.State.Terminal() {
+		detail := string(rec.State) + " " + rec.ResultRef + rec.Reason
+		if rec.FailureKind != "" {
+			detail += " (" + string(rec.FailureKind) + ")"
+		}
+		out = append(out, truth(rec.CompletedAt, "completed", detail))
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), historyTimeout)
+	defer cancel()
+	var events []*historypb.HistoryEvent
+	iter := s.temporal.GetWorkflowHistory(hctx, rec.Key, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var herr error
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			herr = fmt.Errorf("read history of %s: %w", rec.Key, err)
+			break
+		}
+		events = append(events, ev)
+	}
+	out = append(out, workflows.HistoryTimeline(events)...)
+	slices.SortStableFunc(out, func(a, b workflows.TimelineEntry) int { return a.At.Compare(b.At) })
+	return out, herr
+}
+
+// decimalsAsStrings decodes canonical params with every number as a JSON
+// string, as every answer writes decimals; nil for no params.
+func decimalsAsStrings(raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("decode params: %w", err)
+	}
+	return numbersToStrings(v), nil
+}
+
+// numbersToStrings replaces every json.Number in v by its text.
+func numbersToStrings(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		return x.String()
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbersToStrings(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbersToStrings(e)
+		}
+	}
+	return v
 }
 
 // resolveRequest is the body of POST /v1/ops/operations/{id}/resolve.
