@@ -81,6 +81,8 @@ type Activities struct {
 	HTTP *http.Client
 	// Logger logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Metrics receives the activities' measurements; nil records nothing.
+	Metrics *Metrics
 }
 
 // ClaimTruth inserts the operation's truth record IN_FLIGHT, or reads back
@@ -173,7 +175,9 @@ func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (
 		attempt = activity.GetInfo(ctx).Attempt
 	}
 	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt, "traceparent", tp)
+	began := time.Now()
 	status, respBody, err := a.do(ctx, req)
+	a.Metrics.observeDownstream(in.Scope, "execute", status, time.Since(began))
 	if err != nil {
 		log.Warn("execute: no answer from the downstream", "error", err)
 		return workflows.ExecuteResult{}, temporal.NewApplicationErrorWithCause(
@@ -226,14 +230,18 @@ func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput)
 	req.Header.Set("Accept", "application/json")
 
 	log := a.logger().With("operation_id", in.OperationID)
+	began := time.Now()
 	status, respBody, err := a.do(ctx, req)
+	a.Metrics.observeDownstream(in.Scope, "reconcile", status, time.Since(began))
 	if err != nil {
+		a.Metrics.observeReconcile(in.Scope, "error")
 		log.Warn("reconcile: no answer from the status endpoint", "error", err)
 		return workflows.ReconcileResult{}, temporal.NewApplicationErrorWithCause(
 			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeDownstreamUnavailable, err)
 	}
 	switch status {
 	case http.StatusOK:
+		a.Metrics.observeReconcile(in.Scope, "found")
 		result := asJSON(respBody)
 		log.Info("reconcile: found")
 		return workflows.ReconcileResult{
@@ -242,9 +250,11 @@ func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput)
 			ResultRef: workflows.ExtractResultRef(result, in.Downstream.ResultRef),
 		}, nil
 	case http.StatusNotFound:
+		a.Metrics.observeReconcile(in.Scope, "not_found")
 		log.Info("reconcile: not found")
 		return workflows.ReconcileResult{Found: false}, nil
 	default:
+		a.Metrics.observeReconcile(in.Scope, "error")
 		log.Warn("reconcile: status endpoint unavailable", "status", status)
 		return workflows.ReconcileResult{}, temporal.NewApplicationError(
 			fmt.Sprintf("reconcile %s: status endpoint answered HTTP %d", in.OperationID, status), ErrTypeDownstreamUnavailable)
@@ -296,6 +306,7 @@ func (a *Activities) Finalize(ctx context.Context, in workflows.FinalizeInput) e
 	log := a.logger().With("operation_id", in.OperationID, "state", in.State)
 	switch {
 	case err == nil:
+		a.Metrics.observeInFlight(in.Scope, string(in.State), in.ClaimedAt)
 		log.Info("finalized")
 		return nil
 	case errors.Is(err, idemstore.ErrFastPathNotOwner):

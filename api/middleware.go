@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -16,7 +17,22 @@ import (
 const (
 	ctxTraceID  = "oncegate.trace_id"
 	ctxIdentity = "oncegate.identity"
+	ctxStatus   = "oncegate.status"
 )
+
+// timeConfirm records how long a confirm took, by the status it answered.
+func (s *Server) timeConfirm(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		began := time.Now()
+		err := next(c)
+		status, _ := c.Get(ctxStatus).(string)
+		if status == "" {
+			status = "unknown"
+		}
+		s.metrics.confirm.WithLabelValues(status).Observe(time.Since(began).Seconds())
+		return err
+	}
+}
 
 // traceIDOf returns the request's trace id.
 func traceIDOf(c echo.Context) string {

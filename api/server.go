@@ -129,6 +129,16 @@ func New(deps Deps) (*Server, error) {
 	if s.metrics, err = newMetrics(reg); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
+	ttls := map[string]float64{}
+	for scope, a := range s.cat.Actions {
+		ttls[scope] = a.InFlightTTL.Seconds()
+	}
+	if err := reg.Register(newCatalogCollector(ttls)); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, fmt.Errorf("api: register catalog metrics: %w", err)
+		}
+	}
 	s.echo = s.routes(gath)
 	return s, nil
 }
@@ -168,7 +178,7 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	authed, operator := s.authMiddleware, s.operatorOnly
 	v1 := e.Group("/v1")
 	v1.POST("/actions/:scope/preview", s.handlePreview, authed)
-	v1.POST("/actions/:scope/confirm", s.handleConfirm, authed)
+	v1.POST("/actions/:scope/confirm", s.handleConfirm, s.timeConfirm, authed)
 	v1.GET("/operations/:id", s.handleStatus, authed)
 	v1.GET("/ops/operations", s.handleOpsList, authed, operator)
 	v1.GET("/ops/operations/:id", s.handleOpsGet, authed, operator)

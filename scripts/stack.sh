@@ -24,6 +24,7 @@ PGPORT=${PGPORT:-55432}
 DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT}/oncegate?sslmode=disable}
 SIMULATOR_DATABASE_URL=${SIMULATOR_DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT}/oncegate_sim?sslmode=disable}
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:56379/0}
+WORKER_METRICS_URL=${WORKER_METRICS_URL:-http://127.0.0.1:9091/metrics}
 
 port_of() { # url or host:port -> port
   local s=${1#*://}; s=${s%%/*}; s=${s##*@}; echo "${s##*:}"
@@ -50,6 +51,7 @@ TEMPORAL_NAMESPACE=$TEMPORAL_NAMESPACE
 DATABASE_URL=$DATABASE_URL
 SIMULATOR_DATABASE_URL=$SIMULATOR_DATABASE_URL
 REDIS_URL=$REDIS_URL
+WORKER_METRICS_URL=$WORKER_METRICS_URL
 ONCEGATE_FINGERPRINT_KEYS=$ONCEGATE_FINGERPRINT_KEYS
 ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
 ONCEGATE_TOKENS=$ROOT/deployments/tokens.dev.yaml

@@ -169,6 +169,8 @@ type FinalizeInput struct {
 	EvidenceURL string `json:"evidence_url,omitempty"`
 	// ResolvedAt is when the operator's decision was accepted.
 	ResolvedAt time.Time `json:"resolved_at,omitzero"`
+	// Scope is the action (a metrics label).
+	Scope string `json:"scope,omitempty"`
 	// ClaimedAt is when the truth claimed the operation (for the time spent
 	// IN_FLIGHT); zero when unknown.
 	ClaimedAt time.Time `json:"claimed_at,omitzero"`

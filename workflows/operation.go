@@ -181,6 +181,7 @@ func run(ctx workflow.Context, in OperationInput, view *StateView, res *resolver
 		Reason:      out.Reason,
 		FailureKind: out.FailureKind,
 		ResolvedBy:  out.ResolvedBy,
+		Scope:       in.Scope,
 		ClaimedAt:   claim.ClaimedAt,
 		TerminalTTL: in.TerminalTTL,
 	}

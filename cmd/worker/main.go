@@ -5,7 +5,8 @@
 // (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
 // ONCEGATE_TASK_QUEUE (default oncegate), ONCEGATE_REAP_INTERVAL (how often
 // expired terminal truth records are deleted, a Go duration; default 10m, 0
-// disables). It runs until SIGINT or SIGTERM.
+// disables), WORKER_METRICS_URL (where Prometheus metrics are served;
+// default http://127.0.0.1:9091/metrics). It runs until SIGINT or SIGTERM.
 package main
 
 import (
@@ -17,7 +18,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 	temporallog "go.temporal.io/sdk/log"
@@ -57,11 +57,27 @@ func main() {
 	}
 	rdb := redis.NewClient(redisOpts)
 	defer rdb.Close()
+	reg := worker.NewRegistry()
 	store := combined.New(redisstore.New(rdb), pg, combined.Options{
 		Logger:     logger,
-		Registerer: prometheus.DefaultRegisterer,
+		Registerer: reg,
 	})
 	defer store.Close()
+	reg.MustRegister(worker.NewTruthCollector(pg))
+	actMetrics, err := activities.NewMetrics(reg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sdkMetrics, meters, err := worker.SDKMetrics(reg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = meters.Shutdown(context.Background()) }()
+	metricsCtx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	if err := worker.ServeMetrics(metricsCtx, envOr("WORKER_METRICS_URL", worker.DefaultMetricsURL), reg, logger); err != nil {
+		log.Fatal(err)
+	}
 
 	c, err := client.Dial(client.Options{
 		// Carries the HTTP request's traceparent into workflows and activities.
@@ -69,6 +85,7 @@ func main() {
 		HostPort:           envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		Namespace:          envOr("TEMPORAL_NAMESPACE", "default"),
 		Logger:             temporallog.NewStructuredLogger(logger),
+		MetricsHandler:     sdkMetrics,
 	})
 	if err != nil {
 		log.Fatalf("dial temporal: %v", err)
@@ -76,10 +93,11 @@ func main() {
 	defer c.Close()
 
 	acts := &activities.Activities{
-		Truth:  store.Truth(),
-		Store:  store,
-		HTTP:   &http.Client{},
-		Logger: logger,
+		Truth:   store.Truth(),
+		Store:   store,
+		HTTP:    &http.Client{},
+		Logger:  logger,
+		Metrics: actMetrics,
 	}
 	// Stopped when the worker stops (Run returns on SIGINT/SIGTERM).
 	reapCtx, stopReaper := context.WithCancel(ctx)

@@ -61,6 +61,8 @@ type Stack struct {
 	GatewayURL string
 	// DownstreamURL is the simulator's base URL.
 	DownstreamURL string
+	// WorkerMetricsURL is where the worker serves its Prometheus metrics.
+	WorkerMetricsURL string
 	// DatabaseURL is the gateway's truth database.
 	DatabaseURL string
 	// SimulatorDatabaseURL is the simulator's database.
@@ -116,6 +118,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	s := &Stack{
 		GatewayURL:           fmt.Sprintf("http://127.0.0.1:%d", MustFreePort(t)),
 		DownstreamURL:        fmt.Sprintf("http://127.0.0.1:%d", MustFreePort(t)),
+		WorkerMetricsURL:     fmt.Sprintf("http://127.0.0.1:%d/metrics", MustFreePort(t)),
 		DatabaseURL:          dbURL,
 		SimulatorDatabaseURL: simURL,
 		Redis:                StartRedis(t),
@@ -132,6 +135,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	s.Env = []string{
 		"GATEWAY_URL=" + s.GatewayURL,
 		"DOWNSTREAM_URL=" + s.DownstreamURL,
+		"WORKER_METRICS_URL=" + s.WorkerMetricsURL,
 		"DATABASE_URL=" + s.DatabaseURL,
 		"SIMULATOR_DATABASE_URL=" + s.SimulatorDatabaseURL,
 		"REDIS_URL=" + s.Redis.URL,
