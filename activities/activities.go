@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -77,7 +78,8 @@ type Activities struct {
 	Truth TruthStore
 	// Store finalizes into the truth and the fast path.
 	Store Finalizer
-	// HTTP calls the downstream; nil means http.DefaultClient.
+	// HTTP calls the downstream; nil means http.DefaultClient. Its transport
+	// carries the activity's trace to the downstream (otelhttp in the worker).
 	HTTP *http.Client
 	// Logger logs; nil means slog.Default().
 	Logger *slog.Logger
@@ -165,16 +167,12 @@ func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(HeaderIdempotencyKey, in.OperationID)
-	tp := workflows.Traceparent(ctx)
-	if tp != "" {
-		req.Header.Set(workflows.TraceHeader, tp)
-	}
 
 	attempt := int32(1)
 	if activity.IsActivity(ctx) {
 		attempt = activity.GetInfo(ctx).Attempt
 	}
-	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt, "traceparent", tp)
+	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt, "trace_id", telemetry.TraceID(ctx))
 	began := time.Now()
 	status, respBody, err := a.do(ctx, req)
 	a.Metrics.observeDownstream(in.Scope, "execute", status, time.Since(began))
@@ -229,7 +227,7 @@ func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput)
 	}
 	req.Header.Set("Accept", "application/json")
 
-	log := a.logger().With("operation_id", in.OperationID)
+	log := a.logger().With("operation_id", in.OperationID, "trace_id", telemetry.TraceID(ctx))
 	began := time.Now()
 	status, respBody, err := a.do(ctx, req)
 	a.Metrics.observeDownstream(in.Scope, "reconcile", status, time.Since(began))

@@ -272,7 +272,6 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	// The start must not be abandoned when the agent hangs up.
 	sctx, cancel := temporalContext(ctx)
 	defer cancel()
-	sctx = workflows.WithTraceparent(sctx, traceparent(call.traceID, "01"))
 	run, err := s.startWorkflow(sctx, opts, in)
 	attached := false
 	if err != nil {

@@ -19,15 +19,17 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	temporallog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
+	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -79,13 +81,22 @@ func main() {
 		log.Fatal(err)
 	}
 
+	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-worker")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = tracer.Shutdown(context.Background()) }()
+	tracing, err := telemetry.TemporalInterceptor(tracer)
+	if err != nil {
+		log.Fatal(err)
+	}
 	c, err := client.Dial(client.Options{
-		// Carries the HTTP request's traceparent into workflows and activities.
-		ContextPropagators: []workflow.ContextPropagator{workflows.TracePropagator{}},
-		HostPort:           envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		Namespace:          envOr("TEMPORAL_NAMESPACE", "default"),
-		Logger:             temporallog.NewStructuredLogger(logger),
-		MetricsHandler:     sdkMetrics,
+		// The workflow and its activities continue the gateway's trace.
+		Interceptors:   []interceptor.ClientInterceptor{tracing},
+		HostPort:       envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		Namespace:      envOr("TEMPORAL_NAMESPACE", "default"),
+		Logger:         temporallog.NewStructuredLogger(logger),
+		MetricsHandler: sdkMetrics,
 	})
 	if err != nil {
 		log.Fatalf("dial temporal: %v", err)
@@ -93,9 +104,11 @@ func main() {
 	defer c.Close()
 
 	acts := &activities.Activities{
-		Truth:   store.Truth(),
-		Store:   store,
-		HTTP:    &http.Client{},
+		Truth: store.Truth(),
+		Store: store,
+		// The downstream call continues the activity's trace (traceparent).
+		HTTP: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport,
+			otelhttp.WithTracerProvider(tracer), otelhttp.WithPropagators(telemetry.Propagator))},
 		Logger:  logger,
 		Metrics: actMetrics,
 	}

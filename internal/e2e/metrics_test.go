@@ -47,7 +47,7 @@ func TestWorkerMetrics(t *testing.T) {
 	for _, want := range []string{
 		"temporal_workflow_task_queue_poll_succeed",
 		"temporal_activity_execution_latency",
-		`oncegate_downstream_request_duration_seconds_count{action="payments.transfer",call="execute",status="200"}`,
+		`oncegate_downstream_request_duration_seconds_count{action="payments.transfer",call="execute",status="201"}`,
 		"oncegate_truth_scrape_success 1",
 		"oncegate_idemstore_degraded",
 	} {
