@@ -8,6 +8,9 @@ echo "== go vet"
 go vet ./...
 echo "== go test"
 go test -count=1 -timeout 45m ./...
+echo "== alert rules (promtool)"
+promtool check rules deployments/observability/alerts.yml
+promtool test rules deployments/observability/alerts_test.yml
 echo "== fuzz (short runs)"
 for target in FuzzCanonicalize FuzzParseFingerprint; do
   go test -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-10s}" ./fingerprint/
