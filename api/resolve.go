@@ -123,7 +123,7 @@ func (s *Server) handleOpsResolve(c echo.Context) error {
 	defer cancelGet()
 	var ans workflows.ResolveAnswer
 	if err := handle.Get(gctx, &ans); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.DeadlineExceeded) || gctx.Err() != nil {
 			// Accepted: the decision stands; its outcome is being recorded.
 			log.InfoContext(ctx, "resolution accepted, outcome not recorded yet")
 			return s.render(c, opReply(StatusResolutionSent, opID).with("outcome", req.Outcome))
