@@ -13,6 +13,7 @@ type metrics struct {
 	responses *prometheus.CounterVec
 	claims    *prometheus.CounterVec
 	webhooks  *prometheus.CounterVec
+	confirm   *prometheus.HistogramVec
 }
 
 // newMetrics registers the collectors on reg (reusing ones already registered).
@@ -34,6 +35,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "oncegate_webhooks_total",
 			Help: "Downstream webhook events, by action and result (accepted, refused).",
 		}, []string{"scope", "result"}),
+	}
+	m.confirm = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "oncegate_confirm_duration_seconds",
+		Help:    "Time to answer a confirm, by outcome (the answer's status).",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"outcome"})
+	if err := reg.Register(m.confirm); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		m.confirm = are.ExistingCollector.(*prometheus.HistogramVec)
 	}
 	var err error
 	if m.security, err = register(reg, m.security); err != nil {
@@ -68,4 +81,27 @@ func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	return c, nil
+}
+
+// catalogCollector exports each action's in_flight_ttl, so that an alert
+// can compare the oldest IN_FLIGHT operation's age with it.
+type catalogCollector struct {
+	ttl  *prometheus.Desc
+	ttls map[string]float64
+}
+
+// newCatalogCollector returns the collector of oncegate_action_in_flight_ttl_seconds.
+func newCatalogCollector(ttls map[string]float64) *catalogCollector {
+	return &catalogCollector{ttls: ttls, ttl: prometheus.NewDesc("oncegate_action_in_flight_ttl_seconds",
+		"The in_flight_ttl of each action of the catalog.", []string{"action"}, nil)}
+}
+
+// Describe sends the descriptor.
+func (c *catalogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.ttl }
+
+// Collect sends one gauge per action.
+func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
+	for action, ttl := range c.ttls {
+		ch <- prometheus.MustNewConstMetric(c.ttl, prometheus.GaugeValue, ttl, action)
+	}
 }

@@ -159,6 +159,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 		h.Set("Content-Language", "en")
 	}
 	s.metrics.responses.WithLabelValues(r.status).Inc()
+	c.Set(ctxStatus, r.status)
 	return c.JSONBlob(info.Code, body)
 }
 

@@ -554,9 +554,14 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"completed"}`)
 	assert.Equal(t, 400, r.code)
 	assert.Equal(t, StatusInvalidResolution, r.status())
+	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed","evidence_url":"ftp://x"}`)
+	assert.Equal(t, 400, r.code)
+	assert.Contains(t, r.raw, "evidence_url")
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed","note":"checked bank statement"}`)
-	assert.Equal(t, 202, r.code)
-	require.Equal(t, StatusResolutionSent, r.status(), r.raw)
+	assert.Equal(t, 200, r.code)
+	require.Equal(t, StatusResolved, r.status(), r.raw)
+	assert.Equal(t, "FAILED", r.str("state"), "the answer is the final state")
+	assert.Equal(t, "ops", r.body["decision"].(map[string]any)["operator"])
 	require.Eventually(t, func() bool {
 		return b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").status() == StatusFailed
 	}, 2*time.Second, 10*time.Millisecond)
@@ -564,10 +569,12 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 	assert.Equal(t, "ops", b.tmp.signals[0].Operator)
 	assert.Equal(t, "checked bank statement", b.tmp.signals[0].Note)
 
-	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"x"}`)
+	// A second decision is refused, naming the first.
+	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"completed","result":{"id":"x"}}`)
 	assert.Equal(t, 409, r.code)
-	assert.Equal(t, StatusNotAwaitingReview, r.status())
-	assert.Equal(t, "FAILED", r.str("state"))
+	assert.Equal(t, StatusAlreadyResolved, r.status())
+	assert.Equal(t, "ops", r.body["decision"].(map[string]any)["operator"])
+	assert.Contains(t, r.str("meaning"), "by ops as failed")
 }
 
 func TestSecurityEvents(t *testing.T) {

@@ -62,8 +62,14 @@ const (
 	StatusNotAwaitingReview = "not_awaiting_review"
 	// StatusInvalidResolution means a resolve body or an ops list filter that is incomplete or inconsistent.
 	StatusInvalidResolution = "invalid_resolution"
-	// StatusResolutionSent means the resolve signal was delivered.
+	// StatusResolutionSent means the decision was accepted but its outcome
+	// was not recorded within the wait.
 	StatusResolutionSent = "resolution_sent"
+	// StatusResolved means the decision was the first and the operation is
+	// now in its final state.
+	StatusResolved = "resolved"
+	// StatusAlreadyResolved means another decision was made first; it is named.
+	StatusAlreadyResolved = "already_resolved"
 	// StatusOperationsListed means the ops list.
 	StatusOperationsListed = "operations_listed"
 	// StatusOperationFound means the ops view of one operation.
@@ -126,7 +132,9 @@ var Statuses = map[string]StatusInfo{
 	StatusInternalError:          {http.StatusInternalServerError, false, "", "an unexpected error; report the `trace_id`"},
 	StatusNotAwaitingReview:      {http.StatusConflict, false, "`state`", "ops: a resolve for an operation that is not waiting for review"},
 	StatusInvalidResolution:      {http.StatusBadRequest, false, "`errors`", "ops: a resolve body, or a list filter, that is incomplete or inconsistent"},
-	StatusResolutionSent:         {http.StatusAccepted, false, "`outcome`", "ops: the decision was delivered to the operation's workflow"},
+	StatusResolutionSent:         {http.StatusAccepted, false, "`outcome`", "ops: the decision was accepted by the operation's workflow but its outcome was not recorded within the wait"},
+	StatusResolved:               {http.StatusOK, false, "`state`, `decision`, `result`/`reason`", "ops: this decision was the first; the operation is now in its final state"},
+	StatusAlreadyResolved:        {http.StatusConflict, false, "`decision` (who decided what and when)", "ops: another decision was made first; this one is refused"},
 	StatusOperationsListed:       {http.StatusOK, false, "`operations`, `count`", "ops: the list of operations"},
 	StatusOperationFound:         {http.StatusOK, false, "`operation`", "ops: one operation's full record"},
 	StatusInvalidRequest:         {http.StatusBadRequest, false, "", "`GET /v1/tools` with an unknown `format`"},

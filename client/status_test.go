@@ -14,7 +14,7 @@ import (
 // not mirror them.
 var opsOnly = map[string]bool{
 	api.StatusNotAwaitingReview: true, api.StatusInvalidResolution: true, api.StatusResolutionSent: true,
-	api.StatusOperationsListed: true, api.StatusOperationFound: true,
+	api.StatusOperationsListed: true, api.StatusOperationFound: true, api.StatusResolved: true, api.StatusAlreadyResolved: true,
 	api.StatusAlive: true, api.StatusReady: true, api.StatusNotReady: true,
 	api.StatusWebhookAccepted: true, api.StatusWebhookRefused: true, api.StatusInvalidRequest: true,
 }

@@ -97,17 +97,34 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 		RetryPolicy:         retryPolicy(ds.ReconcileRetry(), ErrTypeNoStatusEndpoint),
 	})
 
-	logger := workflow.GetLogger(ctx)
 	view := StateView{State: idemstore.StateInFlight}
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (StateView, error) {
 		return view, nil
 	}); err != nil {
 		return OperationResult{}, fmt.Errorf("register query %s: %w", QueryState, err)
 	}
+	res := &resolver{in: in, view: &view}
+	if err := res.register(ctx); err != nil {
+		return OperationResult{}, err
+	}
+	out, err := run(ctx, in, &view, res, truthCtx, executeCtx, reconcileCtx)
+	if err != nil {
+		return OperationResult{}, err
+	}
+	if err := res.finish(ctx, out); err != nil {
+		return OperationResult{}, err
+	}
+	return out, nil
+}
+
+// run is the operation up to its terminal outcome.
+func run(ctx workflow.Context, in OperationInput, view *StateView, res *resolver,
+	truthCtx, executeCtx, reconcileCtx workflow.Context) (OperationResult, error) {
+	logger := workflow.GetLogger(ctx)
 	if err := upsertStart(ctx, in); err != nil {
 		return OperationResult{}, err
 	}
-	setDetails(ctx, in, view)
+	setDetails(ctx, in, *view)
 
 	var claim ClaimResult
 	if err := workflow.ExecuteActivity(truthCtx, ActivityClaimTruth, in).Get(ctx, &claim); err != nil {
@@ -117,7 +134,7 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 		// Already decided: answer the first outcome, never execute again.
 		logger.Info("Operation already terminal in the truth", "State", claim.State)
 		out := claimOutcome(claim)
-		if err := transition(ctx, in, &view, out.State, out.Reason, out.ResultRef); err != nil {
+		if err := transition(ctx, in, view, out.State, out.Reason, out.ResultRef); err != nil {
 			return OperationResult{}, err
 		}
 		return out, nil
@@ -136,14 +153,13 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 			return OperationResult{}, err
 		}
 		if v.pending != nil {
-			if v, err = awaitFinal(ctx, reconcileCtx, truthCtx, in, &view, v.pending); err != nil {
+			if v, err = awaitFinal(ctx, reconcileCtx, truthCtx, in, view, v.pending); err != nil {
 				return OperationResult{}, err
 			}
 		}
 		out, reviewReason = v.result, v.unknown
 	}
 
-	var note string
 	if out.State == "" {
 		// The outcome cannot be determined automatically: a person decides.
 		if !marked {
@@ -152,45 +168,49 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 				Reason:      reviewReason,
 			}).Get(ctx, nil)
 			if isErrType(err, ErrTypeAlreadyTerminal) {
-				return readTerminal(ctx, truthCtx, in, &view)
+				return readTerminal(ctx, truthCtx, in, view)
 			}
 			if err != nil {
 				return OperationResult{}, fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
 			}
 		}
 		logger.Warn("Operation needs manual review", "Reason", reviewReason)
-		if err := transition(ctx, in, &view, idemstore.StateNeedsReview, reviewReason, ""); err != nil {
+		if err := transition(ctx, in, view, idemstore.StateNeedsReview, reviewReason, ""); err != nil {
 			return OperationResult{}, err
 		}
 		var err error
-		out, note, err = waitForResolution(ctx, ds.ResultRef)
-		if err != nil {
+		if out, err = res.wait(ctx); err != nil {
 			return OperationResult{}, err
 		}
 	}
+	fin := FinalizeInput{
+		OperationID: in.OperationID,
+		Owner:       in.Owner,
+		TruthOwner:  truthOwner(claim, in),
+		State:       out.State,
+		Result:      out.Result,
+		ResultRef:   out.ResultRef,
+		Reason:      out.Reason,
+		FailureKind: out.FailureKind,
+		ResolvedBy:  out.ResolvedBy,
+		Scope:       in.Scope,
+		ClaimedAt:   claim.ClaimedAt,
+		TerminalTTL: in.TerminalTTL,
+	}
+	if d := res.decision; d != nil {
+		fin.ResolutionNote, fin.EvidenceURL, fin.ResolvedAt = d.Note, d.EvidenceURL, d.DecidedAt
+	}
 
-	err := workflow.ExecuteActivity(truthCtx, ActivityFinalize, FinalizeInput{
-		OperationID:    in.OperationID,
-		Owner:          in.Owner,
-		TruthOwner:     truthOwner(claim, in),
-		State:          out.State,
-		Result:         out.Result,
-		ResultRef:      out.ResultRef,
-		Reason:         out.Reason,
-		FailureKind:    out.FailureKind,
-		ResolvedBy:     out.ResolvedBy,
-		ResolutionNote: note,
-		TerminalTTL:    in.TerminalTTL,
-	}).Get(ctx, nil)
+	err := workflow.ExecuteActivity(truthCtx, ActivityFinalize, fin).Get(ctx, nil)
 	if isErrType(err, ErrTypeAlreadyTerminal) {
 		// Truth is never overwritten: answer what it holds.
 		logger.Warn("Truth already terminal with another outcome", "Wanted", out.State)
-		return readTerminal(ctx, truthCtx, in, &view)
+		return readTerminal(ctx, truthCtx, in, view)
 	}
 	if err != nil {
 		return OperationResult{}, fmt.Errorf("finalize %s: %w", in.OperationID, err)
 	}
-	if err := transition(ctx, in, &view, out.State, out.Reason, out.ResultRef); err != nil {
+	if err := transition(ctx, in, view, out.State, out.Reason, out.ResultRef); err != nil {
 		return OperationResult{}, err
 	}
 	return out, nil
@@ -451,33 +471,6 @@ func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string
 	}
 }
 
-// waitForResolution blocks until a well-formed resolve signal arrives and
-// returns its outcome and note. Malformed signals are logged and ignored.
-func waitForResolution(ctx workflow.Context, resultRefField string) (OperationResult, string, error) {
-	logger := workflow.GetLogger(ctx)
-	ch := workflow.GetSignalChannel(ctx, SignalResolve)
-	for {
-		var (
-			r        Resolution
-			canceled bool
-		)
-		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &r) })
-		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { canceled = true })
-		sel.Select(ctx)
-		if canceled {
-			return OperationResult{}, "", fmt.Errorf("wait for %s: %w", SignalResolve, ctx.Err())
-		}
-		out, err := resolutionOutcome(r, resultRefField)
-		if err != nil {
-			logger.Warn("Ignoring malformed resolve signal", "Error", err, "Outcome", r.Outcome, "Operator", r.Operator)
-			continue
-		}
-		logger.Info("Operation resolved by an operator", "Outcome", r.Outcome, "Operator", r.Operator)
-		return out, r.Note, nil
-	}
-}
-
 // resolutionOutcome turns an operator's resolution into the terminal result,
 // or says why it is malformed.
 func resolutionOutcome(r Resolution, resultRefField string) (OperationResult, error) {
@@ -563,7 +556,7 @@ func upsertStart(ctx workflow.Context, in OperationInput) error {
 
 // transition records a new state: the query view, IdemState and the UI details.
 func transition(ctx workflow.Context, in OperationInput, view *StateView, state idemstore.State, reason, resultRef string) error {
-	*view = StateView{State: state, Reason: reason, ResultRef: resultRef, DownstreamState: view.DownstreamState}
+	view.State, view.Reason, view.ResultRef = state, reason, resultRef
 	if err := workflow.UpsertTypedSearchAttributes(ctx, StateKey.ValueSet(string(state))); err != nil {
 		return fmt.Errorf("upsert %s %s: %w", SearchAttrState, in.OperationID, err)
 	}
@@ -586,6 +579,20 @@ func setDetails(ctx workflow.Context, in OperationInput, view StateView) {
 	}
 	if view.Reason != "" {
 		details += "\n\n" + view.Reason
+	}
+	if d := view.Decision; d != nil {
+		details += fmt.Sprintf("\n\nDecided **%s** by %s at %s (%s)", d.Outcome, d.Operator,
+			d.DecidedAt.UTC().Format(time.RFC3339), d.Via)
+		if d.Note != "" {
+			details += ": " + d.Note
+		}
+		if d.EvidenceURL != "" {
+			details += " — evidence: " + d.EvidenceURL
+		}
+	}
+	for _, r := range view.Refused {
+		details += fmt.Sprintf("\n\nRefused %s %s from %s at %s: %s", r.Via, r.Outcome, r.Operator,
+			r.At.UTC().Format(time.RFC3339), r.Message)
 	}
 	workflow.SetCurrentDetails(ctx, details)
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/api/auth"
@@ -27,7 +27,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
-	"github.com/oncegate/oncegate/workflows"
+	"github.com/oncegate/oncegate/internal/telemetry"
 )
 
 func main() {
@@ -80,10 +80,19 @@ func run(logger *slog.Logger) error {
 	store := combined.New(redisstore.New(rdb), truth, combined.Options{Logger: logger, Registerer: reg})
 	defer store.Close()
 
+	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-gateway")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tracer.Shutdown(context.Background()) }()
+	tracing, err := telemetry.TemporalInterceptor(tracer)
+	if err != nil {
+		return err
+	}
 	tc, err := client.Dial(cfg.Temporal.Apply(client.Options{
-		// Carries the HTTP request's traceparent into workflows and activities.
-		ContextPropagators: []workflow.ContextPropagator{workflows.TracePropagator{}},
-		Logger:             tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		// The request's trace continues into the workflow and its activities.
+		Interceptors: []interceptor.ClientInterceptor{tracing},
+		Logger:       tlog.NewStructuredLogger(logger.With("component", "temporal")),
 	}))
 	if err != nil {
 		return fmt.Errorf("dial temporal %s: %w", cfg.Temporal.Address, err)
@@ -96,7 +105,7 @@ func run(logger *slog.Logger) error {
 	}
 	srv, err := api.New(api.Deps{
 		Catalog: cat, Keyring: keys, Store: store, Temporal: tc, Authenticator: authn,
-		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg,
+		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg, TracerProvider: tracer,
 	})
 	if err != nil {
 		return err

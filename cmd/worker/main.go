@@ -10,7 +10,9 @@
 // ONCEGATE_REAP_INTERVAL (how often expired terminal truth records are
 // deleted, a Go duration; default 10m, 0 disables),
 // ONCEGATE_WORKER_STOP_TIMEOUT (how long running activities may finish at
-// SIGTERM; default 30s). It runs until SIGINT or SIGTERM.
+// SIGTERM; default 30s), WORKER_METRICS_URL (where Prometheus metrics are
+// served; default http://127.0.0.1:9091/metrics). It runs until SIGINT or
+// SIGTERM.
 package main
 
 import (
@@ -22,16 +24,17 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	temporallog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
+	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/internal/temporalconn"
 	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/workflows"
@@ -60,12 +63,37 @@ func main() {
 	if err != nil {
 		log.Fatalf("open truth: %v", err)
 	}
+	reg := worker.NewRegistry()
 	store := combined.New(redisstore.New(rdb), pg, combined.Options{
 		Logger:     logger,
-		Registerer: prometheus.DefaultRegisterer,
+		Registerer: reg,
 	})
 	defer store.Close()
+	reg.MustRegister(worker.NewTruthCollector(pg))
+	actMetrics, err := activities.NewMetrics(reg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sdkMetrics, meters, err := worker.SDKMetrics(reg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = meters.Shutdown(context.Background()) }()
+	metricsCtx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	if err := worker.ServeMetrics(metricsCtx, envOr("WORKER_METRICS_URL", worker.DefaultMetricsURL), reg, logger); err != nil {
+		log.Fatal(err)
+	}
 
+	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-worker")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = tracer.Shutdown(context.Background()) }()
+	tracing, err := telemetry.TemporalInterceptor(tracer)
+	if err != nil {
+		log.Fatal(err)
+	}
 	conn, err := temporalconn.FromEnv(os.Getenv)
 	if err != nil {
 		log.Fatal(err)
@@ -75,9 +103,10 @@ func main() {
 		log.Fatal(err)
 	}
 	c, err := client.Dial(conn.Apply(client.Options{
-		// Carries the HTTP request's traceparent into workflows and activities.
-		ContextPropagators: []workflow.ContextPropagator{workflows.TracePropagator{}},
-		Logger:             temporallog.NewStructuredLogger(logger),
+		// The workflow and its activities continue the gateway's trace.
+		Interceptors:   []interceptor.ClientInterceptor{tracing},
+		Logger:         temporallog.NewStructuredLogger(logger),
+		MetricsHandler: sdkMetrics,
 	}))
 	if err != nil {
 		log.Fatalf("dial temporal: %v", err)
@@ -85,10 +114,13 @@ func main() {
 	defer c.Close()
 
 	acts := &activities.Activities{
-		Truth:  store.Truth(),
-		Store:  store,
-		HTTP:   &http.Client{},
-		Logger: logger,
+		Truth: store.Truth(),
+		Store: store,
+		// The downstream call continues the activity's trace (traceparent).
+		HTTP: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport,
+			otelhttp.WithTracerProvider(tracer), otelhttp.WithPropagators(telemetry.Propagator))},
+		Logger:  logger,
+		Metrics: actMetrics,
 	}
 	// Stopped when the worker stops (Run returns on SIGINT/SIGTERM).
 	reapCtx, stopReaper := context.WithCancel(ctx)

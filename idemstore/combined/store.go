@@ -469,9 +469,9 @@ func (s *Store) MarkNeedsReview(ctx context.Context, key, reason string) error {
 	return s.truth.MarkNeedsReview(ctx, key, reason)
 }
 
-// List lists truth records in state (all when empty), newest first.
-func (s *Store) List(ctx context.Context, state idemstore.State, limit int) ([]idemstore.Record, error) {
-	return s.truth.List(ctx, state, limit)
+// List lists the truth records f selects (see pgstore.Store.List).
+func (s *Store) List(ctx context.Context, f idemstore.ListFilter) ([]idemstore.Record, error) {
+	return s.truth.List(ctx, f)
 }
 
 // FindRecent finds the most recent truth record of the same intent; see pgstore.Store.FindRecent.
