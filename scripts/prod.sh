@@ -37,6 +37,9 @@ REDIS_NODES=${REDIS_NODES:-6}       # masters + replicas
 REDIS_REPLICAS=${REDIS_REPLICAS:-1} # replicas per master
 REDIS_BASE_PORT=${REDIS_BASE_PORT:-57001}
 REDIS_BUS_BASE_PORT=${REDIS_BUS_BASE_PORT:-57101}
+# worker-N serves Prometheus metrics on WORKER_METRICS_BASE_PORT + N - 1.
+WORKER_METRICS_BASE_PORT=${WORKER_METRICS_BASE_PORT:-19091}
+WORKER_METRICS_URL=http://127.0.0.1:${WORKER_METRICS_BASE_PORT}/metrics
 REDIS_NODE_TIMEOUT_MS=${REDIS_NODE_TIMEOUT_MS:-3000}
 
 port_of() { # url or host:port -> port
@@ -94,6 +97,7 @@ export DATABASE_URL=$DATABASE_URL
 export SIMULATOR_DATABASE_URL=$SIMULATOR_DATABASE_URL
 export REDIS_URL=$REDIS_URL
 export REDIS_ADDRS=$REDIS_ADDRS
+export WORKER_METRICS_URL=$WORKER_METRICS_URL
 export ONCEGATE_FINGERPRINT_KEYS=$(cat "$RUN/fingerprint.keys")
 export ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
 export ONCEGATE_TOKENS=$RUN/tokens.yaml
@@ -317,7 +321,7 @@ start_downstream() {
   wait_until 30 downstream healthy "$DOWNSTREAM_URL"
 }
 start_worker() { # n
-  start_binary "worker-$1" worker
+  start_binary "worker-$1" worker "WORKER_METRICS_URL=http://127.0.0.1:$((WORKER_METRICS_BASE_PORT + $1 - 1))/metrics"
   sleep 1
   alive "worker-$1" || { echo "prod: worker-$1 exited; see $RUN/worker-$1.log" >&2; tail -n 20 "$RUN/worker-$1.log" >&2; return 1; }
 }
