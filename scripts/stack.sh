@@ -20,7 +20,7 @@ DOWNSTREAM_URL=${DOWNSTREAM_URL:-http://127.0.0.1:8090}
 TEMPORAL_ADDRESS=${TEMPORAL_ADDRESS:-127.0.0.1:7233}
 TEMPORAL_UI_URL=${TEMPORAL_UI_URL:-http://127.0.0.1:8233}
 TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
-REDIS_URL=${REDIS_URL:-redis://127.0.0.1:56379/0}
+REDIS_URL=${REDIS_URL:-redis://127.0.0.1:16379/0}
 WORKER_METRICS_URL=${WORKER_METRICS_URL:-http://127.0.0.1:9091/metrics}
 
 port_of() { # url or host:port -> port
@@ -30,13 +30,13 @@ db_of() { # postgres url -> database name
   local s=${1#*://}; s=${s#*/}; echo "${s%%\?*}"
 }
 # The dev stack runs one PostgreSQL, on the port of DATABASE_URL when that
-# is given (else PGPORT, else 55432). The simulator's database lives on that
+# is given (else PGPORT, else 15432). The simulator's database lives on that
 # same server unless SIMULATOR_DATABASE_URL says otherwise, so moving
 # DATABASE_URL alone never points the simulator at another stack's server.
 if [ -n "${DATABASE_URL:-}" ]; then
   PGPORT=$(port_of "$DATABASE_URL")
 else
-  PGPORT=${PGPORT:-55432}
+  PGPORT=${PGPORT:-15432}
   DATABASE_URL=postgres://postgres@127.0.0.1:${PGPORT}/oncegate?sslmode=disable
 fi
 SIMULATOR_DATABASE_URL=${SIMULATOR_DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT}/oncegate_sim?sslmode=disable}
