@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -157,6 +158,9 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 // ErrTypeBusinessRefusal whose details are a workflows.BusinessRefusal; a
 // 5xx, 408, 429 or transport error is a retryable ErrTypeDownstreamUnavailable.
 func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (workflows.ExecuteResult, error) {
+	if in.Downstream.Kind == catalog.KindMCP {
+		return a.executeMCP(ctx, in)
+	}
 	body, err := withClientReference(in.Params, in.OperationID)
 	if err != nil {
 		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
@@ -214,6 +218,9 @@ func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput)
 	if in.Downstream.Status == "" {
 		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("reconcile %s: no status endpoint", in.OperationID), ErrTypeNoStatusEndpoint, nil)
+	}
+	if in.Downstream.Kind == catalog.KindMCP {
+		return a.reconcileMCP(ctx, in)
 	}
 	u, err := url.Parse(in.Downstream.Status)
 	if err != nil {

@@ -165,8 +165,14 @@ type rawAction struct {
 
 // rawDownstream mirrors Downstream.
 type rawDownstream struct {
+	Kind                 string            `yaml:"kind"`
+	Tool                 string            `yaml:"tool"`
+	IdempotencyArgument  string            `yaml:"idempotency_argument"`
+	StatusTool           string            `yaml:"status_tool"`
+	StatusArguments      map[string]string `yaml:"status_arguments"`
+	AuthEnv              string            `yaml:"auth_env"`
 	Execute              string            `yaml:"execute"`
-	HonorsIdempotencyKey bool              `yaml:"honors_idempotency_key"`
+	HonorsIdempotencyKey *bool             `yaml:"honors_idempotency_key"`
 	Status               string            `yaml:"status"`
 	Quote                string            `yaml:"quote"`
 	Timeout              string            `yaml:"timeout"`
