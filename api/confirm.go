@@ -145,7 +145,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		if earlier && d.Record.State == idemstore.StateNeedsReview {
 			return opReply(StatusNeedsManualReview, p.Nonce)
 		}
-		return s.startAndAwait(ctx, call, earlier)
+		return s.startAndAwait(ctx, call, earlier, d.TruthFound && !earlier)
 	case idemstore.OutcomeInFlight:
 		return s.confirmInFlight(ctx, call, d)
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
@@ -233,7 +233,7 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 			case err == nil:
 				s.log.WarnContext(ctx, "took over orphaned claim", "operation_id", nonce, "from", d.Owner,
 					"to", call.owner, "claimed_at", d.ClaimedAt, "trace_id", call.traceID)
-				return s.startAndAwait(ctx, call, false)
+				return s.startAndAwait(ctx, call, false, false)
 			case !errors.Is(err, idemstore.ErrNotOwner):
 				return s.storeErrorReply(call.action.Scope, nonce, fmt.Errorf("takeover %s: %w", nonce, err))
 			}
@@ -249,8 +249,11 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 // startAndAwait starts the operation's workflow (or attaches to an existing
 // one of the same ID) and waits a short budget for its outcome. earlier
 // marks an operation that an earlier call already started, so that its
-// outcome is answered as a replay.
-func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bool) reply {
+// outcome is answered as a replay. truthClaimed says this call's claim
+// inserted the truth record itself: the workflow then reads it instead of
+// claiming it again, and finalizes the fast path under this very claim, so
+// the answer does not refill it a second time.
+func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier, truthClaimed bool) reply {
 	nonce := call.payload.Nonce
 	params, err := call.bound.downstreamParams()
 	if err != nil {
@@ -263,7 +266,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 		OperationID: nonce, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
 		Owner: call.owner, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		Downstream: call.action.Downstream, Summary: summary,
+		Downstream: call.action.Downstream, Summary: summary, TruthClaimed: truthClaimed,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       nonce,
@@ -298,7 +301,11 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	}
 	s.log.InfoContext(ctx, "operation started", "operation_id", nonce, "scope", call.action.Scope,
 		"subject", call.id.Subject, "attached", attached, "trace_id", call.traceID)
-	return s.await(ctx, call, run, call.owner, attached || earlier)
+	refillOwner := call.owner
+	if truthClaimed && !attached {
+		refillOwner = "" // the workflow's Finalize writes the fast path under this claim
+	}
+	return s.await(ctx, call, run, refillOwner, attached || earlier)
 }
 
 // temporalContext detaches a Temporal call from the caller's cancellation

@@ -619,3 +619,21 @@ func TestOperation_ReconciledFailedStateIsFailed(t *testing.T) {
 	assert.Equal(t, idemstore.StateFailed, out.State, "a record that says failed is never completed")
 	env.AssertExpectations(t)
 }
+
+func TestOperation_TheGatewaysClaimIsTheClaim(t *testing.T) {
+	env, states := newEnv(t)
+	in := input(true)
+	in.TruthClaimed = true
+	transfer := json.RawMessage(`{"id":"tr_1"}`)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+		return f.ResultRef == "tr_1" && f.TruthOwner == ""
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, in)
+
+	assert.Equal(t, idemstore.StateDone, result(t, env).State)
+	env.AssertActivityNotCalled(t, workflows.ActivityClaimTruth, mock.Anything, mock.Anything)
+	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
+	env.AssertExpectations(t)
+}
