@@ -19,6 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 RUN=$ROOT/.run-prod
+TAG=prod
+STOP_WAIT=150
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 BIN=$ROOT/bin
 mkdir -p "$RUN"
 
@@ -42,9 +46,6 @@ WORKER_METRICS_BASE_PORT=${WORKER_METRICS_BASE_PORT:-19091}
 WORKER_METRICS_URL=http://127.0.0.1:${WORKER_METRICS_BASE_PORT}/metrics
 REDIS_NODE_TIMEOUT_MS=${REDIS_NODE_TIMEOUT_MS:-3000}
 
-port_of() { # url or host:port -> port
-  local s=${1#*://}; s=${s%%/*}; s=${s##*@}; echo "${s##*:}"
-}
 TEMPORAL_PORT=$(port_of "$TEMPORAL_ADDRESS")
 TEMPORAL_UI_PORT=$(port_of "$TEMPORAL_UI_URL")
 # The Temporal server's other ports sit at fixed offsets from the frontend's.
@@ -109,15 +110,6 @@ EOF
 }
 
 # ---------- process helpers
-alive() { # name -> 0 when its pid file names a live process (a zombie is dead)
-  local f=$RUN/$1.pid pid state
-  [ -s "$f" ] || return 1
-  pid=$(cat "$f")
-  kill -0 "$pid" 2>/dev/null || return 1
-  state=$(ps -o stat= -p "$pid" 2>/dev/null || true)
-  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
-}
-
 wait_until() { # seconds name command...: poll until the command succeeds
   local secs=$1 name=$2 i
   shift 2
@@ -131,12 +123,6 @@ wait_until() { # seconds name command...: poll until the command succeeds
 }
 
 tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-spawn() { # name cmd... : start detached, pid into .run-prod/name.pid
-  local name=$1; shift
-  setsid "$@" >>"$RUN/$name.log" 2>&1 </dev/null &
-  echo $! >"$RUN/$name.pid"
-}
 
 # ---------- builds (cached in bin/)
 go_install_as() { # name package@version: go install into bin/<name>
@@ -174,29 +160,10 @@ temporal_schema_dir() {
 }
 
 # ---------- PostgreSQL: a cluster of the profile's own, run as the postgres user
-pg_bin() { dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)"; }
 
 # PostgreSQL refuses to run as root, and the postgres user may not be able to
 # traverse the checkout's parent folders: then the data lives in a folder of
 # its own under /var/tmp and .run-prod/postgres links to it.
-pg_data_dir() {
-  local dir=$RUN/postgres
-  if [ "$(id -u)" -eq 0 ] && [ ! -e "$dir" ]; then
-    if ! runuser -u postgres -- test -x "$RUN" 2>/dev/null; then
-      local ext
-      ext=/var/tmp/oncegate-prod-$(echo -n "$ROOT" | sha256sum | cut -c1-12)/postgres
-      mkdir -p "$ext"
-      ln -s "$ext" "$dir"
-    fi
-  fi
-  mkdir -p "$dir/"
-  echo "$dir"
-}
-
-as_pg() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-
 psql_q() { as_pg "$(pg_bin)/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "$1" "${2:-postgres}"; }
 
 start_postgres() {
@@ -372,29 +339,6 @@ oncegate (production-like profile) is up.
 EOF
 }
 
-stop_one() { # name
-  local f=$RUN/$1.pid pid i
-  [ -s "$f" ] || return 0
-  pid=$(cat "$f")
-  if alive "$1"; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 150; i++)); do
-      alive "$1" || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    echo "prod: stopped $1"
-  fi
-  rm -f "$f"
-}
-
-down() {
-  local i
-  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-    stop_one "${COMPONENTS[$i]}"
-  done
-}
-
 start() { # name...
   [ -s "$RUN/stack.env" ] || { echo "prod: no $RUN/stack.env; run prod.sh up first" >&2; return 1; }
   local c
@@ -404,10 +348,7 @@ start() { # name...
 }
 
 status() {
-  local c
-  for c in "${COMPONENTS[@]}"; do
-    if alive "$c"; then echo "$c: running (pid $(cat "$RUN/$c.pid"))"; else echo "$c: stopped"; fi
-  done
+  component_status
   cluster_ok && echo "redis cluster: cluster_state:ok" || echo "redis cluster: not ok"
 }
 

@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 RUN=$ROOT/.run
+TAG=stack
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 mkdir -p "$RUN"
 
 COMPONENTS=(postgres redis temporal downstream worker gateway)
@@ -23,9 +26,6 @@ TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:16379/0}
 WORKER_METRICS_URL=${WORKER_METRICS_URL:-http://127.0.0.1:9091/metrics}
 
-port_of() { # url or host:port -> port
-  local s=${1#*://}; s=${s%%/*}; s=${s%%\?*}; s=${s##*@}; echo "${s##*:}"
-}
 db_of() { # postgres url -> database name
   local s=${1#*://}; s=${s#*/}; echo "${s%%\?*}"
 }
@@ -94,15 +94,6 @@ write_env() {
 }
 
 # ---------- process helpers
-alive() { # name -> 0 when its pid file names a live process (a zombie is dead)
-  local f=$RUN/$1.pid pid state
-  [ -s "$f" ] || return 1
-  pid=$(cat "$f")
-  kill -0 "$pid" 2>/dev/null || return 1
-  state=$(ps -o stat= -p "$pid" 2>/dev/null || true)
-  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
-}
-
 wait_tcp() { # port seconds name
   local i
   for ((i = 0; i < $2 * 10; i++)); do
@@ -125,35 +116,10 @@ wait_http() { # url seconds name
   return 1
 }
 
-spawn() { # name cmd... : start detached, pid into .run/name.pid
-  local name=$1; shift
-  setsid "$@" >>"$RUN/$name.log" 2>&1 < /dev/null &
-  echo $! >"$RUN/$name.pid"
-}
-
-pg_bin() { dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)"; }
 
 # PostgreSQL refuses to run as root, and the postgres user may not be able to
 # traverse the checkout's parent folders: then the data lives in a folder of
 # its own under /var/tmp and .run/postgres links to it.
-pg_data_dir() {
-  local dir=$RUN/postgres
-  if [ "$(id -u)" -eq 0 ] && [ ! -e "$dir" ]; then
-    if ! runuser -u postgres -- test -x "$RUN" 2>/dev/null; then
-      local ext
-      ext=/var/tmp/oncegate-$(echo -n "$ROOT" | sha256sum | cut -c1-12)/postgres
-      mkdir -p "$ext"
-      ln -s "$ext" "$dir"
-    fi
-  fi
-  mkdir -p "$dir/"
-  echo "$dir"
-}
-
-as_pg() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-
 start_postgres() {
   local dir data bin
   dir=$(cd "$(pg_data_dir)" && pwd -P)
@@ -258,35 +224,7 @@ oncegate is up.
 EOF
 }
 
-stop_one() { # name
-  local f=$RUN/$1.pid pid i
-  [ -s "$f" ] || return 0
-  pid=$(cat "$f")
-  if alive "$1"; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-      alive "$1" || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    echo "stack: stopped $1"
-  fi
-  rm -f "$f"
-}
-
-down() {
-  local i
-  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-    stop_one "${COMPONENTS[$i]}"
-  done
-}
-
-status() {
-  local c
-  for c in "${COMPONENTS[@]}"; do
-    if alive "$c"; then echo "$c: running (pid $(cat "$RUN/$c.pid"))"; else echo "$c: stopped"; fi
-  done
-}
+status() { component_status; }
 
 # run: the stack in the foreground. Ctrl-C (also while it starts) stops every
 # component and the log follower: bash starts a script's background commands
