@@ -12,7 +12,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/fingerprint"
@@ -24,13 +23,6 @@ import (
 // startTimeout bounds the store and Temporal calls that must finish even
 // when the agent hangs up (starting the workflow, refilling the fast path).
 const startTimeout = 10 * time.Second
-
-// Search attribute keys set at start.
-var (
-	saState   = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrState)
-	saScope   = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrScope)
-	saSubject = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSubject)
-)
 
 // confirmRequest is the body of POST /v1/actions/{scope}/confirm.
 type confirmRequest struct {
@@ -273,11 +265,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier, t
 		TaskQueue:                s.cfg.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			saState.ValueSet(string(idemstore.StateInFlight)),
-			saScope.ValueSet(call.action.Scope),
-			saSubject.ValueSet(call.id.Subject),
-		),
+		TypedSearchAttributes: workflows.StartSearchAttributes(in),
 		StaticSummary: summary,
 		Memo:          map[string]any{"trace_id": call.traceID},
 	}
