@@ -38,7 +38,9 @@ func Binaries(t testing.TB) string {
 			return
 		}
 		registerShared(func() { _ = os.RemoveAll(dir) })
-		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/gateway", "./cmd/worker", "./cmd/downstream", "./cmd/oncegate-ops")
+		// -tags failpoint: the crash tests kill the gateway at a named point
+		// (ONCEGATE_FAILPOINT); production builds leave it out.
+		cmd := exec.Command("go", "build", "-tags", "failpoint", "-o", dir+"/", "./cmd/gateway", "./cmd/worker", "./cmd/downstream", "./cmd/oncegate-ops")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			builtBinaries.err = fmt.Errorf("go build: %w\n%s", err, out)
