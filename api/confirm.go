@@ -329,14 +329,14 @@ func (s *Server) startWorkflow(ctx context.Context, opts client.StartWorkflowOpt
 	}
 }
 
-// transientStartError reports whether a refused start is worth repeating.
+// transientStartError reports whether a refused start is worth repeating
+// here: only what the SDK does not retry itself (its gRPC interceptor
+// already retries Unavailable, ResourceExhausted, Aborted and Unknown
+// within the call's deadline): a namespace a frontend that just started does
+// not know yet.
 func transientStartError(err error) bool {
-	var (
-		unavailable *serviceerror.Unavailable
-		exhausted   *serviceerror.ResourceExhausted
-		nsNotFound  *serviceerror.NamespaceNotFound
-	)
-	return errors.As(err, &unavailable) || errors.As(err, &exhausted) || errors.As(err, &nsNotFound)
+	var nsNotFound *serviceerror.NamespaceNotFound
+	return errors.As(err, &nsNotFound)
 }
 
 // releaseUnstarted gives the claim back after a failed start, so that
