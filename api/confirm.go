@@ -137,7 +137,14 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		if earlier && d.Record.State == idemstore.StateNeedsReview {
 			return opReply(StatusNeedsManualReview, p.Nonce)
 		}
-		return s.startAndAwait(ctx, call, earlier, d.TruthFound && !earlier)
+		claimedAt := time.Time{}
+		if d.TruthFound && !earlier {
+			claimedAt = d.ClaimedAt
+			if claimedAt.IsZero() {
+				claimedAt = s.now()
+			}
+		}
+		return s.startAndAwait(ctx, call, earlier, claimedAt)
 	case idemstore.OutcomeInFlight:
 		return s.confirmInFlight(ctx, call, d)
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
@@ -225,7 +232,7 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 			case err == nil:
 				s.log.WarnContext(ctx, "took over orphaned claim", "operation_id", nonce, "from", d.Owner,
 					"to", call.owner, "claimed_at", d.ClaimedAt, "trace_id", call.traceID)
-				return s.startAndAwait(ctx, call, false, false)
+				return s.startAndAwait(ctx, call, false, time.Time{})
 			case !errors.Is(err, idemstore.ErrNotOwner):
 				return s.storeErrorReply(call.action.Scope, nonce, fmt.Errorf("takeover %s: %w", nonce, err))
 			}
@@ -241,11 +248,13 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 // startAndAwait starts the operation's workflow (or attaches to an existing
 // one of the same ID) and waits a short budget for its outcome. earlier
 // marks an operation that an earlier call already started, so that its
-// outcome is answered as a replay. truthClaimed says this call's claim
-// inserted the truth record itself: the workflow then reads it instead of
-// claiming it again, and finalizes the fast path under this very claim, so
-// the answer does not refill it a second time.
-func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier, truthClaimed bool) reply {
+// outcome is answered as a replay. truthClaimedAt, when set, says this
+// call's claim inserted the truth record itself at that time: the workflow
+// then takes it as its claim instead of claiming it again, and finalizes the
+// fast path under this very claim, so the answer does not refill it a
+// second time.
+func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bool, truthClaimedAt time.Time) reply {
+	truthClaimed := !truthClaimedAt.IsZero()
 	nonce := call.payload.Nonce
 	params, err := call.bound.downstreamParams()
 	if err != nil {
@@ -258,7 +267,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier, t
 		OperationID: nonce, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
 		Owner: call.owner, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		Downstream: call.action.Downstream, Summary: summary, TruthClaimed: truthClaimed,
+		Downstream: call.action.Downstream, Summary: summary, TruthClaimed: truthClaimed, ClaimedAt: truthClaimedAt,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       nonce,

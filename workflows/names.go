@@ -60,6 +60,8 @@ type OperationInput struct {
 	// IN_FLIGHT under Owner itself (a fresh claim), so the workflow need
 	// not claim it again; false for takeovers of orphaned claims.
 	TruthClaimed bool `json:"truth_claimed,omitempty"`
+	// ClaimedAt is when the gateway's claim was taken (with TruthClaimed).
+	ClaimedAt time.Time `json:"claimed_at,omitzero"`
 	// BoundParams are the canonical bound params (param_hash is their
 	// SHA-256), kept in the truth at claim for operators.
 	BoundParams json.RawMessage `json:"bound_params,omitempty"`

@@ -137,7 +137,7 @@ func run(ctx workflow.Context, in OperationInput, view *StateView, res *resolver
 		// The gateway's claim is the claim: it inserted the truth record
 		// IN_FLIGHT under in.Owner just before starting this workflow, and
 		// no one else can have changed it (only this workflow moves it on).
-		claim = ClaimResult{State: idemstore.StateInFlight, Owner: in.Owner}
+		claim = ClaimResult{State: idemstore.StateInFlight, Owner: in.Owner, ClaimedAt: in.ClaimedAt}
 	} else if err := workflow.ExecuteActivity(truthCtx, ActivityClaimTruth, in).Get(ctx, &claim); err != nil {
 		return OperationResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
 	}

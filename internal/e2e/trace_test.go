@@ -97,7 +97,6 @@ func TestTraceEndToEnd(t *testing.T) {
 		"oncegate-gateway: POST /v1/actions/:scope/confirm",
 		"oncegate-gateway: StartWorkflow:Operation",
 		"oncegate-worker: RunWorkflow:Operation",
-		"oncegate-worker: RunActivity:ClaimTruth",
 		"oncegate-worker: RunActivity:Execute",
 		"oncegate-worker: RunActivity:Finalize",
 	}
