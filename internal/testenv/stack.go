@@ -27,29 +27,35 @@ var builtBinaries struct {
 func Binaries(t testing.TB) string {
 	t.Helper()
 	builtBinaries.once.Do(func() {
-		root, err := RepoRoot()
-		if err != nil {
-			builtBinaries.err = err
-			return
-		}
 		dir, err := os.MkdirTemp("", "oncegate-bin-")
 		if err != nil {
 			builtBinaries.err = err
 			return
 		}
 		registerShared(func() { _ = os.RemoveAll(dir) })
-		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/gateway", "./cmd/worker", "./cmd/downstream", "./cmd/oncegate-ops")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			builtBinaries.err = fmt.Errorf("go build: %w\n%s", err, out)
-			return
+		if builtBinaries.err = BuildBinaries(dir); builtBinaries.err == nil {
+			builtBinaries.dir = dir
 		}
-		builtBinaries.dir = dir
 	})
 	if builtBinaries.err != nil {
 		t.Fatal(builtBinaries.err)
 	}
 	return builtBinaries.dir
+}
+
+// BuildBinaries builds the project's binaries (gateway, worker, downstream,
+// oncegate-ops) into dir.
+func BuildBinaries(dir string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/gateway", "./cmd/worker", "./cmd/downstream", "./cmd/oncegate-ops")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
 }
 
 // Stack is the whole oncegate stack started for one test: private Redis,
@@ -166,8 +172,16 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 // WaitHealthy waits until url answers 200, failing t with the process log otherwise.
 func (s *Stack) WaitHealthy(t testing.TB, url string, p *Process) {
 	t.Helper()
-	err := WaitFor(context.Background(), 30*time.Second, func(ctx context.Context) error {
-		if !p.Running() {
+	if err := WaitHealthy(url, p, 30*time.Second); err != nil {
+		t.Fatalf("%s not healthy: %v\n%s", p.Name, err, p.Log())
+	}
+}
+
+// WaitHealthy waits up to timeout until url answers 200; p, when not nil,
+// must not exit meanwhile.
+func WaitHealthy(url string, p *Process, timeout time.Duration) error {
+	return WaitFor(context.Background(), timeout, func(ctx context.Context) error {
+		if p != nil && !p.Running() {
 			return fmt.Errorf("%s exited", p.Name)
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -181,9 +195,6 @@ func (s *Stack) WaitHealthy(t testing.TB, url string, p *Process) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatalf("%s not healthy: %v\n%s", p.Name, err, p.Log())
-	}
 }
 
 // RestartWorker kills the worker with SIGKILL and starts a new one.
