@@ -57,16 +57,21 @@ var finalStatuses = []string{"completed", "already_completed", "failed", "alread
 func succeeded(status string) bool { return status == "completed" || status == "already_completed" }
 
 // agent is one scripted agent; it plays episodes one after the other.
+// Its choices (episode kind, action, params, how many duplicates and lost
+// answers) come from a source seeded by the run's seed, the agent and the
+// episode number, so a seed replays the same episodes whatever the timing;
+// only the jitter of its waits comes from a source of its own.
 type agent struct {
-	id      int
-	c       *client
-	led     *ledger
-	rng     *rand.Rand
-	rngMu   sync.Mutex
-	scopes  []string
-	subject string
-	token   string
-	seed    uint64
+	id       int
+	c        *client
+	led      *ledger
+	choices  *rand.Rand
+	jitter   *rand.Rand
+	jitterMu sync.Mutex
+	scopes   []string
+	subject  string
+	token    string
+	seed     uint64
 }
 
 // subjects are the dev identities the agents act as.
@@ -77,35 +82,28 @@ func newAgent(i int, seed uint64, c *client, led *ledger, scopes []string) *agen
 	s := subjects[i%len(subjects)]
 	return &agent{
 		id: i, c: c, led: led, scopes: scopes, subject: s.name, token: s.token, seed: seed,
-		rng: rand.New(rand.NewPCG(seed, uint64(i)+1)),
+		jitter: rand.New(rand.NewPCG(seed, uint64(i)+1)),
 	}
 }
 
-// intn draws from the agent's seeded source (goroutines of one episode
-// share it).
-func (a *agent) intn(n int) int {
-	a.rngMu.Lock()
-	defer a.rngMu.Unlock()
-	return a.rng.IntN(n)
-}
-
-// float draws a number in [0, 1).
-func (a *agent) float() float64 {
-	a.rngMu.Lock()
-	defer a.rngMu.Unlock()
-	return a.rng.Float64()
-}
+// intn draws one of the episode's choices (only the episode's own
+// goroutine draws them).
+func (a *agent) intn(n int) int { return a.choices.IntN(n) }
 
 // pause waits between d and 2d, or until ctx ends; it reports whether ctx
 // is still alive.
 func (a *agent) pause(ctx context.Context, d time.Duration) bool {
-	return sleep(ctx, d+time.Duration(a.intn(int(d.Milliseconds())+1))*time.Millisecond)
+	a.jitterMu.Lock()
+	extra := time.Duration(a.jitter.Int64N(int64(d) + 1))
+	a.jitterMu.Unlock()
+	return sleep(ctx, d+extra)
 }
 
 // run plays episodes until load ends; the episode under way is followed to
 // its end (ctx bounds that).
 func (a *agent) run(load, ctx context.Context, budget func() bool) {
 	for n := 0; load.Err() == nil && budget(); n++ {
+		a.choices = rand.New(rand.NewPCG(a.seed, uint64(a.id)<<32|uint64(n)))
 		kind := episodeKinds[a.intn(len(episodeKinds))]
 		a.led.episode(kind)
 		a.play(ctx, kind, n)
@@ -152,7 +150,7 @@ func (a *agent) play(ctx context.Context, kind string, n int) {
 // (so the amnesia guard sees only the repeats the episode makes).
 func (a *agent) params(n int) map[string]any {
 	cents := 100 + a.intn(500_000)
-	if a.float() < refusedShare {
+	if a.choices.Float64() < refusedShare {
 		cents = 1_000_100 + a.intn(1_000_000)
 	}
 	return map[string]any{
@@ -186,9 +184,14 @@ func (a *agent) preview(ctx context.Context, scope, kind string, params map[stri
 			return op, ans.Fingerprint
 		}
 		a.led.tally(ans.Status)
-		if ans.Status != "temporarily_unavailable" {
-			// downstream_refused (the quote refused the amount) is a
-			// definite answer at preview: the episode ends here.
+		switch ans.Status {
+		case "temporarily_unavailable":
+		case "downstream_refused":
+			// The quote refused the amount: a definite answer at preview,
+			// the episode ends here.
+			return nil, ""
+		default:
+			a.led.violate(violation("", checkAnswer, "preview of valid params got %s (HTTP %d)", ans.Status, ans.Code))
 			return nil, ""
 		}
 		sleep(ctx, clampWait(ans.RetryAfterMS))

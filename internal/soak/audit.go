@@ -152,12 +152,13 @@ type evidence struct {
 	temporal   temporalView
 }
 
-// refusedForGood are statuses the agents must never see: they send only
-// valid, unchanged requests of their own subject, within the fingerprint's
-// lifetime.
-var refusedForGood = []string{
-	"param_mismatch", "subject_mismatch", "scope_mismatch", "fingerprint_invalid", "fingerprint_expired",
-	"invalid_params", "unauthenticated", "unknown_action",
+// expectedStatuses are the only statuses a confirm or a status query of
+// the agents may get: they send valid, unchanged requests of their own
+// subject within the fingerprint's lifetime, so param_mismatch,
+// fingerprint_expired, internal_error and the like are violations.
+var expectedStatuses = []string{
+	"completed", "already_completed", "failed", "already_failed", "in_progress", "needs_manual_review",
+	"repeat_unacknowledged", "temporarily_unavailable", "unknown_operation",
 }
 
 // checkOperation applies every per-operation check to what was read.
@@ -294,7 +295,7 @@ func checkAnswers(e evidence) []Violation {
 			if known {
 				add(s, "an earlier answer said the operation exists")
 			}
-		case slices.Contains(refusedForGood, s.Status):
+		case s.Request != "preview" && !slices.Contains(expectedStatuses, s.Status):
 			add(s, "the agent sent a valid, unchanged request of its own")
 		}
 		if e.op.Intent == intentUnacknowledgedRepeat && s.Request != "preview" &&

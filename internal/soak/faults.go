@@ -81,7 +81,9 @@ type FaultEvent struct {
 }
 
 // Schedule draws the fault schedule of a run of duration d from seed: the
-// same seed and duration give the same schedule.
+// same seed and duration give the same schedule. The first round has every
+// kind once, in a drawn order, so that a short run (about a minute) still
+// injects each of them; the rest are drawn by weight.
 func Schedule(seed uint64, d time.Duration) []FaultEvent {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	total := 0
@@ -91,16 +93,21 @@ func Schedule(seed uint64, d time.Duration) []FaultEvent {
 	between := func(lo, hi time.Duration) time.Duration {
 		return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
 	}
+	firstRound := rng.Perm(len(faultKinds))
 	var out []FaultEvent
 	for at := firstFault; at < d; at += between(minGap, maxGap) {
-		n := rng.IntN(total)
-		k := faultKinds[0]
-		for _, c := range faultKinds {
-			if n < c.weight {
-				k = c
-				break
+		var k faultKind
+		if i := len(out); i < len(firstRound) {
+			k = faultKinds[firstRound[i]]
+		} else {
+			n := rng.IntN(total)
+			for _, c := range faultKinds {
+				if n < c.weight {
+					k = c
+					break
+				}
+				n -= c.weight
 			}
-			n -= c.weight
 		}
 		ev := FaultEvent{At: at, Kind: k.name}
 		if k.maxHold > 0 {
