@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help run up down status test bench build lint fuzz deps
+.PHONY: help run up down status test bench build lint fuzz soak deps
 
 help: ## list the targets
 	@grep -E '^[a-z/]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -21,6 +21,13 @@ status: ## show which components run
 
 test: ## every test: unit, integration against real Redis/PostgreSQL/Temporal, short fuzzing
 	@./scripts/test.sh
+
+soak: ## chaos soak: agents retry while every component is killed; audits every operation (SOAK_DURATION, SOAK_SEED, SOAK_AGENTS)
+	@./scripts/deps.sh
+	go run ./cmd/soak
+
+fuzz: ## every fuzz target for FUZZTIME each (default 10m), results in .run/fuzz/
+	@./scripts/fuzz.sh
 
 bench: ## benchmarks (fingerprint, stores)
 	go test -run='^$$' -bench=. -benchmem ./fingerprint/ ./idemstore/...
