@@ -146,6 +146,9 @@ func readRedis(ctx context.Context, rdb *redis.Client, id string) (redisView, er
 type evidence struct {
 	op         *opRecord
 	executions int
+	// transferID is the id of the downstream's transfer of the operation
+	// (read when it executed).
+	transferID string
 	truth      truthRow
 	inTruth    bool
 	redis      redisView
@@ -166,7 +169,7 @@ func checkOperation(e evidence) []Violation {
 	var out []Violation
 	id := e.op.ID
 	add := func(check, format string, args ...any) { out = append(out, violation(id, check, format, args...)) }
-	// Executions.
+	// Executions, and the transfer that ran is the one the truth names.
 	switch {
 	case e.executions > 1:
 		add(checkExecutions, "executed %d times downstream, want at most 1", e.executions)
@@ -176,6 +179,8 @@ func checkOperation(e evidence) []Violation {
 		add(checkExecutions, "DONE in the truth but executed %d times downstream, want 1", e.executions)
 	case e.truth.state == string(idemstore.StateFailed) && e.executions != 0:
 		add(checkExecutions, "FAILED (%s) in the truth but executed %d times downstream, want 0", e.truth.failureKind, e.executions)
+	case e.truth.state == string(idemstore.StateDone) && e.transferID != e.truth.resultRef:
+		add(checkExecutions, "DONE with result_ref %q but the downstream's transfer is %q", e.truth.resultRef, e.transferID)
 	}
 	if e.op.Intent == intentUnacknowledgedRepeat && e.inTruth {
 		add(checkAmnesia, "an unacknowledged repeat of %s has a truth record (%s); it must never run", e.op.RepeatOf, e.truth.state)
@@ -320,13 +325,9 @@ func resolveReview(ctx context.Context, c *client, id string) (string, error) {
 	body := map[string]any{"outcome": "failed", "reason": "soak audit: the downstream has no execution of it",
 		"note": "decided by the soak audit from GET /_sim/executions"}
 	if n > 0 {
-		var transfer map[string]any
-		code, err := c.downstreamJSON(ctx, http.MethodGet, "/legacy/transfers?client_reference="+id, nil, &transfer)
+		transfer, err := transferOf(ctx, c, id)
 		if err != nil {
 			return "", err
-		}
-		if code != http.StatusOK {
-			return "", fmt.Errorf("transfer of %s: HTTP %d", id, code)
 		}
 		body = map[string]any{"outcome": "completed", "result": transfer,
 			"note": "decided by the soak audit from GET /legacy/transfers"}
@@ -339,6 +340,20 @@ func resolveReview(ctx context.Context, c *client, id string) (string, error) {
 		return "", fmt.Errorf("resolve %s: %s (HTTP %d)", id, ans.Status, ans.Code)
 	}
 	return body["outcome"].(string), nil
+}
+
+// transferOf returns the downstream's transfer of operation id (its
+// client_reference), as GET /legacy/transfers answers it for both kinds.
+func transferOf(ctx context.Context, c *client, id string) (map[string]any, error) {
+	var transfer map[string]any
+	code, err := c.downstreamJSON(ctx, http.MethodGet, "/legacy/transfers?client_reference="+id, nil, &transfer)
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("transfer of %s: HTTP %d", id, code)
+	}
+	return transfer, nil
 }
 
 // opsToken is the dev operator's token.

@@ -22,6 +22,7 @@ func done() evidence {
 			{Request: "confirm", answer: answer{Status: "already_completed", ResultRef: "tr_1"}},
 		}},
 		executions: 1,
+		transferID: "tr_1",
 		inTruth:    true,
 		truth:      truthRow{state: "DONE", paramHash: "h", resultRef: "tr_1"},
 		redis:      redisView{found: true, state: "DONE", paramHash: "h", resultRef: "tr_1"},
@@ -33,7 +34,7 @@ func done() evidence {
 // failed is a consistent refused operation.
 func failed() evidence {
 	e := done()
-	e.executions = 0
+	e.executions, e.transferID = 0, ""
 	e.truth = truthRow{state: "FAILED", paramHash: "h", failureKind: "downstream_refused"}
 	e.redis = redisView{found: true, state: "FAILED", paramHash: "h"}
 	e.temporal.idemState = "FAILED"
@@ -69,6 +70,7 @@ func TestCheckOperationFindsEachViolation(t *testing.T) {
 	}{
 		{"executed twice", func(e *evidence) { e.executions = 2 }, checkExecutions},
 		{"done without execution", func(e *evidence) { e.executions = 0 }, checkExecutions},
+		{"done with another transfer", func(e *evidence) { e.transferID = "tr_2" }, checkExecutions},
 		{"executed without a claim", func(e *evidence) { *e = evidence{op: e.op, executions: 1} }, checkExecutions},
 		{"still in flight", func(e *evidence) {
 			e.truth.state = "IN_FLIGHT"

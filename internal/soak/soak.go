@@ -397,6 +397,13 @@ func (a *auditor) audit(led *ledger, r *Report) error {
 		if e.executions, err = a.c.executions(ctx, op.ID); err != nil {
 			return fmt.Errorf("soak: %w", err)
 		}
+		if e.executions > 0 {
+			transfer, err := transferOf(ctx, a.c, op.ID)
+			if err != nil {
+				return fmt.Errorf("soak: %w", err)
+			}
+			e.transferID, _ = transfer["id"].(string)
+		}
 		if e.redis, err = readRedis(ctx, a.rdb, op.ID); err != nil {
 			return fmt.Errorf("soak: %w", err)
 		}
