@@ -71,6 +71,9 @@ type Report struct {
 	Workflows int `json:"workflows"`
 	// Violations is every broken expectation; a sound run has none.
 	Violations []Violation `json:"violations"`
+	// Evidence is, for the first maxEvidence operations with a violation,
+	// what the agents did and were told, to read beside the logs.
+	Evidence []*opRecord `json:"evidence,omitempty"`
 	// Replay is the command that replays the run.
 	Replay string `json:"replay"`
 	// Schedule is the fault schedule that was drawn.
@@ -99,6 +102,9 @@ func (r *Report) Write(dir string) (jsonPath, mdPath string, err error) {
 
 // maxListed bounds the violations a markdown summary lists.
 const maxListed = 20
+
+// maxEvidence bounds the operations whose answers the JSON report holds.
+const maxEvidence = 50
 
 // Markdown is the short summary.
 func (r *Report) Markdown() string {

@@ -410,7 +410,11 @@ func (a *auditor) audit(led *ledger, r *Report) error {
 		if e.temporal, err = readTemporal(ctx, a.tc, op.ID); err != nil {
 			return fmt.Errorf("soak: %w", err)
 		}
-		r.Violations = append(r.Violations, checkOperation(e)...)
+		vs := checkOperation(e)
+		r.Violations = append(r.Violations, vs...)
+		if len(vs) > 0 && len(r.Evidence) < maxEvidence {
+			r.Evidence = append(r.Evidence, op)
+		}
 		r.Operations++
 		r.ByScope[op.Scope]++
 		r.ByIntent[op.Intent]++
