@@ -2,10 +2,10 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help run up down status test bench build lint fuzz soak deps
+.PHONY: help run up down status test bench build lint fuzz soak deps prod-up prod-down prod-status test-prod
 
 help: ## list the targets
-	@grep -E '^[a-z/]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 run: ## install what is missing, start the stack, follow the logs (Ctrl-C stops it)
 	@./scripts/stack.sh run
@@ -18,6 +18,18 @@ down: ## stop the stack
 
 status: ## show which components run
 	@./scripts/stack.sh status
+
+prod-up: ## the production-like profile: Temporal server on PostgreSQL, Web UI, Redis Cluster, 2 gateways, 2 workers
+	@./scripts/prod.sh up
+
+prod-down: ## stop the production-like profile
+	@./scripts/prod.sh down
+
+prod-status: ## show which components of the production-like profile run
+	@./scripts/prod.sh status
+
+test-prod: ## the end-to-end and crash tests against the production-like profile (starts it when it is not up)
+	@./scripts/test-prod.sh
 
 test: ## every test: unit, integration against real Redis/PostgreSQL/Temporal, short fuzzing
 	@./scripts/test.sh

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -60,6 +61,9 @@ type TruthStore interface {
 	Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error)
 	// MarkNeedsReview moves the record to NEEDS_REVIEW with reason.
 	MarkNeedsReview(ctx context.Context, key, reason string) error
+	// RecordDownstreamState keeps the downstream's business state on an
+	// IN_FLIGHT record.
+	RecordDownstreamState(ctx context.Context, key, state string) error
 }
 
 // Finalizer records a terminal outcome: PostgreSQL first, then the Redis
@@ -77,10 +81,13 @@ type Activities struct {
 	Truth TruthStore
 	// Store finalizes into the truth and the fast path.
 	Store Finalizer
-	// HTTP calls the downstream; nil means http.DefaultClient.
+	// HTTP calls the downstream; nil means http.DefaultClient. Its transport
+	// carries the activity's trace to the downstream (otelhttp in the worker).
 	HTTP *http.Client
 	// Logger logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Metrics receives the activities' measurements; nil records nothing.
+	Metrics *Metrics
 }
 
 // ClaimTruth inserts the operation's truth record IN_FLIGHT, or reads back
@@ -97,6 +104,7 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 		InFlightTTL:    in.InFlightTTL,
 		TerminalTTL:    in.TerminalTTL,
 		FingerprintExp: in.FingerprintExp,
+		BoundParams:    in.BoundParams,
 	})
 	if err != nil {
 		return workflows.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
@@ -112,10 +120,14 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 			a.logger().Warn("truth record held by another gateway claim; the workflow finalizes it as that owner",
 				"operation_id", in.OperationID, "owner", in.Owner, "truth_owner", owner)
 		}
-		if rec.State == idemstore.StateNeedsReview {
-			return workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: rec.Reason, Owner: owner}, nil
+		claimedAt := rec.ClaimedAt
+		if claimedAt.IsZero() {
+			claimedAt = d.ClaimedAt
 		}
-		return workflows.ClaimResult{State: idemstore.StateInFlight, Owner: owner}, nil
+		if rec.State == idemstore.StateNeedsReview {
+			return workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: rec.Reason, Owner: owner, ClaimedAt: claimedAt}, nil
+		}
+		return workflows.ClaimResult{State: idemstore.StateInFlight, Owner: owner, ClaimedAt: claimedAt}, nil
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
 		state := idemstore.StateDone
 		if d.Outcome == idemstore.OutcomeFailed {
@@ -158,17 +170,15 @@ func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(HeaderIdempotencyKey, in.OperationID)
-	tp := workflows.Traceparent(ctx)
-	if tp != "" {
-		req.Header.Set(workflows.TraceHeader, tp)
-	}
 
 	attempt := int32(1)
 	if activity.IsActivity(ctx) {
 		attempt = activity.GetInfo(ctx).Attempt
 	}
-	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt, "traceparent", tp)
+	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt, "trace_id", telemetry.TraceID(ctx))
+	began := time.Now()
 	status, respBody, err := a.do(ctx, req)
+	a.Metrics.observeDownstream(in.Scope, "execute", status, time.Since(began))
 	if err != nil {
 		log.Warn("execute: no answer from the downstream", "error", err)
 		return workflows.ExecuteResult{}, temporal.NewApplicationErrorWithCause(
@@ -220,15 +230,19 @@ func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput)
 	}
 	req.Header.Set("Accept", "application/json")
 
-	log := a.logger().With("operation_id", in.OperationID)
+	log := a.logger().With("operation_id", in.OperationID, "trace_id", telemetry.TraceID(ctx))
+	began := time.Now()
 	status, respBody, err := a.do(ctx, req)
+	a.Metrics.observeDownstream(in.Scope, "reconcile", status, time.Since(began))
 	if err != nil {
+		a.Metrics.observeReconcile(in.Scope, "error")
 		log.Warn("reconcile: no answer from the status endpoint", "error", err)
 		return workflows.ReconcileResult{}, temporal.NewApplicationErrorWithCause(
 			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeDownstreamUnavailable, err)
 	}
 	switch status {
 	case http.StatusOK:
+		a.Metrics.observeReconcile(in.Scope, "found")
 		result := asJSON(respBody)
 		log.Info("reconcile: found")
 		return workflows.ReconcileResult{
@@ -237,9 +251,11 @@ func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput)
 			ResultRef: workflows.ExtractResultRef(result, in.Downstream.ResultRef),
 		}, nil
 	case http.StatusNotFound:
+		a.Metrics.observeReconcile(in.Scope, "not_found")
 		log.Info("reconcile: not found")
 		return workflows.ReconcileResult{Found: false}, nil
 	default:
+		a.Metrics.observeReconcile(in.Scope, "error")
 		log.Warn("reconcile: status endpoint unavailable", "status", status)
 		return workflows.ReconcileResult{}, temporal.NewApplicationError(
 			fmt.Sprintf("reconcile %s: status endpoint answered HTTP %d", in.OperationID, status), ErrTypeDownstreamUnavailable)
@@ -260,6 +276,17 @@ func (a *Activities) MarkNeedsReview(ctx context.Context, in workflows.MarkNeeds
 	default:
 		return fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
 	}
+}
+
+// RecordDownstreamState keeps the business state the downstream reported
+// (such as a payout's "pending") on the operation's truth record, where the
+// gateway shows it to agents and operators.
+func (a *Activities) RecordDownstreamState(ctx context.Context, in workflows.RecordDownstreamStateInput) error {
+	if err := a.Truth.RecordDownstreamState(ctx, in.OperationID, in.State); err != nil {
+		return fmt.Errorf("record downstream state %s: %w", in.OperationID, err)
+	}
+	a.logger().Info("downstream state", "operation_id", in.OperationID, "downstream_state", in.State)
+	return nil
 }
 
 // Finalize records the terminal outcome in PostgreSQL, then in Redis,
@@ -284,11 +311,14 @@ func (a *Activities) Finalize(ctx context.Context, in workflows.FinalizeInput) e
 		FailureKind:    in.FailureKind,
 		ResolvedBy:     in.ResolvedBy,
 		ResolutionNote: in.ResolutionNote,
+		EvidenceURL:    in.EvidenceURL,
+		ResolvedAt:     in.ResolvedAt,
 		TerminalTTL:    in.TerminalTTL,
 	})
 	log := a.logger().With("operation_id", in.OperationID, "state", in.State)
 	switch {
 	case err == nil:
+		a.Metrics.observeInFlight(in.Scope, string(in.State), in.ClaimedAt)
 		log.Info("finalized")
 		return nil
 	case errors.Is(err, idemstore.ErrFastPathNotOwner):

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	commonpb "go.temporal.io/api/common/v1"
-	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/workflow"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,12 +14,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -284,18 +284,27 @@ func TestReconcile(t *testing.T) {
 
 // fakeStore is an in-memory TruthStore and Finalizer.
 type fakeStore struct {
-	decision    idemstore.Decision
-	acquireErr  error
-	claims      []idemstore.Claim
-	reviewed    map[string]string
-	reviewErr   error
-	finalized   []idemstore.Finalization
-	finalizeErr error
+	decision         idemstore.Decision
+	acquireErr       error
+	claims           []idemstore.Claim
+	reviewed         map[string]string
+	reviewErr        error
+	finalized        []idemstore.Finalization
+	finalizeErr      error
+	downstreamStates map[string]string
 }
 
 func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Decision, error) {
 	f.claims = append(f.claims, c)
 	return f.decision, f.acquireErr
+}
+
+func (f *fakeStore) RecordDownstreamState(_ context.Context, key, state string) error {
+	if f.downstreamStates == nil {
+		f.downstreamStates = map[string]string{}
+	}
+	f.downstreamStates[key] = state
+	return nil
 }
 
 func (f *fakeStore) MarkNeedsReview(_ context.Context, key, reason string) error {
@@ -459,20 +468,18 @@ func TestFinalizeAsTruthOwner(t *testing.T) {
 	assert.Equal(t, "gw-2/req-9", store.finalized[0].Owner)
 }
 
-// TestExecuteForwardsTraceparent: the traceparent the gateway put in the
-// workflow's header reaches the downstream.
+// TestExecuteForwardsTraceparent: with the worker's otelhttp transport,
+// the activity's trace reaches the downstream as a traceparent.
 func TestExecuteForwardsTraceparent(t *testing.T) {
 	d := newDownstream(t, answer{http.StatusCreated, `{"id":"tr_1"}`})
-	acts := &activities.Activities{HTTP: &http.Client{}}
-	env := newActivityEnv(acts)
-	env.SetContextPropagators([]workflow.ContextPropagator{workflows.TracePropagator{}})
-	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	payload, err := converter.GetDefaultDataConverter().ToPayload(tp)
-	require.NoError(t, err)
-	env.SetHeader(&commonpb.Header{Fields: map[string]*commonpb.Payload{workflows.TraceHeader: payload}})
+	tp := sdktrace.NewTracerProvider()
+	acts := &activities.Activities{HTTP: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport,
+		otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(telemetry.Propagator))}}
+	ctx, span := tp.Tracer("test").Start(context.Background(), "activity")
+	defer span.End()
 
-	_, err = env.ExecuteActivity(acts.Execute, input(d))
+	_, err := acts.Execute(ctx, input(d))
 	require.NoError(t, err)
 	require.Len(t, d.requests, 1)
-	assert.Equal(t, tp, d.requests[0].Header.Get("traceparent"))
+	assert.Contains(t, d.requests[0].Header.Get("traceparent"), span.SpanContext().TraceID().String())
 }

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/oncegate/oncegate/internal/temporalconn"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -26,30 +29,54 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultGatewayURL is where the gateway listens by default.
 	DefaultGatewayURL = "http://127.0.0.1:8080"
+	// DefaultShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// EnvDev is the ONCEGATE_ENV of the dev stack and the tests. Unset or any
+// other value is a deployment, which refuses the dev stack's credentials.
+const EnvDev = "dev"
+
+// Dev credentials: the dev token file, and the key ids the dev stack and
+// the tests generate their fingerprint keys under.
+const (
+	// DevTokensFile is the dev token file's name (deployments/tokens.dev.yaml).
+	DevTokensFile = "tokens.dev.yaml"
+	// DevKeyPrefix starts the key id of every key the dev stack generates.
+	DevKeyPrefix = "dev-"
 )
 
 // Config is the gateway's configuration (ARCHITECTURE.md, Configuration).
 // New uses the behaviour fields; cmd/gateway uses the connection fields.
 type Config struct {
+	// Env is ONCEGATE_ENV: EnvDev in the dev stack and the tests; anything
+	// else (unset included) is a deployment.
+	Env string
 	// ListenAddr is host:port, taken from GATEWAY_URL.
 	ListenAddr string
 	// DatabaseURL is the PostgreSQL truth (DATABASE_URL, required).
 	DatabaseURL string
-	// RedisURL is the Redis fast path (REDIS_URL, required).
+	// RedisURL is the Redis fast path (REDIS_URL; required unless RedisAddrs is set).
 	RedisURL string
-	// TemporalAddress is host:port of the Temporal frontend (TEMPORAL_ADDRESS).
-	TemporalAddress string
-	// TemporalNamespace is the Temporal namespace (TEMPORAL_NAMESPACE).
-	TemporalNamespace string
+	// RedisAddrs lists Redis Cluster nodes, host:port comma-separated
+	// (REDIS_ADDRS); set, the cluster client is used (redisstore.Connect).
+	RedisAddrs string
+	// Temporal is where and how the Temporal client connects
+	// (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS*).
+	Temporal temporalconn.Config
 	// TaskQueue is the workflows' task queue (ONCEGATE_TASK_QUEUE).
 	TaskQueue string
-	// FingerprintKeys is the keyring spec kid:base64secret[,...] (ONCEGATE_FINGERPRINT_KEYS, required).
+	// FingerprintKeys is the keyring spec kid:base64secret[,...]
+	// (ONCEGATE_FINGERPRINT_KEYS, or the file ONCEGATE_FINGERPRINT_KEYS_FILE
+	// names, such as a mounted secret; one of them required).
 	FingerprintKeys string
 	// CatalogPath is the action catalog (ONCEGATE_CATALOG).
 	CatalogPath string
-	// TokensPath is the static token file (ONCEGATE_TOKENS); empty disables it.
+	// TokensPath is the static token file (ONCEGATE_TOKENS); empty disables
+	// it. It defaults to the dev token file in the dev environment only.
 	TokensPath string
-	// JWTHS256Secret enables HS256 JWTs (ONCEGATE_JWT_HS256_SECRET).
+	// JWTHS256Secret enables HS256 JWTs (ONCEGATE_JWT_HS256_SECRET, or the
+	// file ONCEGATE_JWT_HS256_SECRET_FILE names).
 	JWTHS256Secret string
 	// JWTPublicKeysPath is a PEM file enabling RS256/ES256 JWTs (ONCEGATE_JWT_PUBLIC_KEYS).
 	JWTPublicKeysPath string
@@ -67,6 +94,9 @@ type Config struct {
 	RetryAfter time.Duration
 	// RequestTimeout bounds one request.
 	RequestTimeout time.Duration
+	// ShutdownTimeout bounds the drain of in-flight requests at SIGTERM
+	// (ONCEGATE_SHUTDOWN_TIMEOUT).
+	ShutdownTimeout time.Duration
 	// Failpoint makes the gateway kill itself at a named point, for crash
 	// tests only (ONCEGATE_FAILPOINT). FailpointAfterClaim: right after a
 	// claim was acquired, before any workflow was started. Empty in every
@@ -102,6 +132,9 @@ func (c Config) withDefaults() Config {
 	if c.RequestTimeout <= c.ConfirmWait {
 		c.RequestTimeout = c.ConfirmWait + 10*time.Second
 	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
 	return c
 }
 
@@ -134,23 +167,58 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		return d
 	}
+	// secret reads NAME, or the file NAME_FILE names (a mounted secret).
+	secret := func(name string) string {
+		v, file := get(name, ""), get(name+"_FILE", "")
+		switch {
+		case v != "" && file != "":
+			errs = append(errs, fmt.Errorf("set %s or %s_FILE, not both", name, name))
+		case file != "":
+			b, err := os.ReadFile(file)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s_FILE: %w", name, err))
+			}
+			v = strings.TrimSpace(string(b))
+		}
+		return v
+	}
+	env := get("ONCEGATE_ENV", "")
+	tokensDefault := ""
+	if env == EnvDev {
+		tokensDefault = "deployments/" + DevTokensFile
+	}
+	temporal, err := temporalconn.FromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	c := Config{
+		Env:               env,
 		DatabaseURL:       required("DATABASE_URL"),
-		RedisURL:          required("REDIS_URL"),
-		FingerprintKeys:   required("ONCEGATE_FINGERPRINT_KEYS"),
-		TemporalAddress:   get("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		TemporalNamespace: get("TEMPORAL_NAMESPACE", "default"),
+		RedisURL:          get("REDIS_URL", ""),
+		RedisAddrs:        get("REDIS_ADDRS", ""),
+		FingerprintKeys:   secret("ONCEGATE_FINGERPRINT_KEYS"),
+		Temporal:          temporal,
 		TaskQueue:         get("ONCEGATE_TASK_QUEUE", workflows.TaskQueue),
 		CatalogPath:       get("ONCEGATE_CATALOG", "deployments/catalog.dev.yaml"),
-		TokensPath:        get("ONCEGATE_TOKENS", "deployments/tokens.dev.yaml"),
-		JWTHS256Secret:    get("ONCEGATE_JWT_HS256_SECRET", ""),
+		TokensPath:        get("ONCEGATE_TOKENS", tokensDefault),
+		JWTHS256Secret:    secret("ONCEGATE_JWT_HS256_SECRET"),
 		JWTPublicKeysPath: get("ONCEGATE_JWT_PUBLIC_KEYS", ""),
 		JWTAudience:       get("ONCEGATE_JWT_AUDIENCE", ""),
 		AlertWebhook:      get("ONCEGATE_ALERT_WEBHOOK", ""),
 		ConfirmWait:       duration("ONCEGATE_CONFIRM_WAIT", DefaultConfirmWait),
 		ClaimGrace:        duration("ONCEGATE_CLAIM_GRACE", DefaultClaimGrace),
 		PollAfter:         duration("ONCEGATE_POLL_AFTER", DefaultPollAfter),
+		ShutdownTimeout:   duration("ONCEGATE_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout),
 		Failpoint:         get("ONCEGATE_FAILPOINT", ""),
+	}
+	if c.FingerprintKeys == "" && get("ONCEGATE_FINGERPRINT_KEYS_FILE", "") == "" {
+		errs = append(errs, errors.New("ONCEGATE_FINGERPRINT_KEYS (or ONCEGATE_FINGERPRINT_KEYS_FILE) is required"))
+	}
+	if env != EnvDev {
+		errs = append(errs, deploymentGuards(c)...)
+	}
+	if c.RedisURL == "" && c.RedisAddrs == "" {
+		errs = append(errs, errors.New("REDIS_URL (one server) or REDIS_ADDRS (Redis Cluster nodes) is required"))
 	}
 	addr, err := listenAddr(get("GATEWAY_URL", DefaultGatewayURL))
 	if err != nil {
@@ -166,6 +234,37 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("gateway config: %w", err)
 	}
 	return c.withDefaults(), nil
+}
+
+// deploymentGuards lists what a deployment (ONCEGATE_ENV other than dev)
+// must not run with: the dev token file, keys generated by the dev stack,
+// no authentication at all, a crash failpoint. Each names what to set.
+func deploymentGuards(c Config) []error {
+	env := c.Env
+	if env == "" {
+		env = "unset"
+	}
+	var errs []error
+	if c.TokensPath != "" && filepath.Base(c.TokensPath) == DevTokensFile {
+		errs = append(errs, fmt.Errorf("ONCEGATE_TOKENS=%s is the dev token file, refused in a deployment (ONCEGATE_ENV %s): "+
+			"set ONCEGATE_TOKENS to your own token file, or use JWTs (ONCEGATE_JWT_HS256_SECRET[_FILE] or ONCEGATE_JWT_PUBLIC_KEYS); "+
+			"for the dev stack set ONCEGATE_ENV=dev", c.TokensPath, env))
+	}
+	if c.TokensPath == "" && c.JWTHS256Secret == "" && c.JWTPublicKeysPath == "" {
+		errs = append(errs, fmt.Errorf("no authentication configured (ONCEGATE_ENV %s): set ONCEGATE_JWT_HS256_SECRET[_FILE], "+
+			"ONCEGATE_JWT_PUBLIC_KEYS or ONCEGATE_TOKENS", env))
+	}
+	for _, spec := range strings.Split(c.FingerprintKeys, ",") {
+		if kid, _, _ := strings.Cut(strings.TrimSpace(spec), ":"); strings.HasPrefix(kid, DevKeyPrefix) {
+			errs = append(errs, fmt.Errorf("fingerprint key %q was generated by the dev stack, refused in a deployment (ONCEGATE_ENV %s): "+
+				"generate your own keys into ONCEGATE_FINGERPRINT_KEYS[_FILE] (kid:base64secret, a kid not starting with %q)",
+				kid, env, DevKeyPrefix))
+		}
+	}
+	if c.Failpoint != "" {
+		errs = append(errs, fmt.Errorf("ONCEGATE_FAILPOINT is for crash tests only, refused in a deployment (ONCEGATE_ENV %s): unset it", env))
+	}
+	return errs
 }
 
 // listenAddr takes host:port from a URL such as http://127.0.0.1:8080.

@@ -128,6 +128,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	d, err := s.store.Acquire(actx, idemstore.Claim{
 		Key: p.Nonce, ParamHash: bp.paramHash, Owner: call.owner, Subject: id.Subject, Scope: action.Scope,
 		InFlightTTL: action.InFlightTTL, TerminalTTL: action.TerminalTTL, FingerprintExp: p.ExpiresAt(),
+		BoundParams: bp.canonical,
 	})
 	if err != nil {
 		return s.storeErrorReply(action.Scope, "", fmt.Errorf("confirm %s: %w", p.Nonce, err))
@@ -260,7 +261,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	summary := workflows.Summary(call.action.Scope, params, call.action.SummaryField)
 	in := workflows.OperationInput{
 		OperationID: nonce, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
-		Owner: call.owner, Params: params, FingerprintExp: call.payload.ExpiresAt(),
+		Owner: call.owner, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
 		Downstream: call.action.Downstream, Summary: summary,
 	}
@@ -280,7 +281,6 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	// The start must not be abandoned when the agent hangs up.
 	sctx, cancel := temporalContext(ctx)
 	defer cancel()
-	sctx = workflows.WithTraceparent(sctx, traceparent(call.traceID, "01"))
 	run, err := s.startWorkflow(sctx, opts, in)
 	attached := false
 	if err != nil {
@@ -398,6 +398,8 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 			return opReply(StatusNeedsManualReview, nonce)
 		case idemstore.StateDone, idemstore.StateFailed:
 			return terminalReply(rec, replay)
+		default:
+			return s.inFlightReply(rec)
 		}
 	}
 	return opReply(StatusInProgress, nonce)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -23,11 +24,14 @@ type OperationStore interface {
 	Release(ctx context.Context, key, owner string) error
 	// FinalizeFast refills the fast path with a terminal outcome, owner-checked.
 	FinalizeFast(ctx context.Context, f idemstore.Finalization) error
-	// List returns up to limit operations in state (all states when empty).
-	List(ctx context.Context, state idemstore.State, limit int) ([]idemstore.Record, error)
+	// List returns the operations f selects.
+	List(ctx context.Context, f idemstore.ListFilter) ([]idemstore.Record, error)
 	// FindRecent finds the subject's latest identical operation since a time
 	// (the amnesia guard); a read only. idemstore.ErrNotFound when none.
 	FindRecent(ctx context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error)
+	// RecordWebhook remembers a downstream's webhook event by its signature
+	// and reports whether it is new (false: a replay).
+	RecordWebhook(ctx context.Context, scope, signature string) (bool, error)
 	// Degraded reports whether the Redis fast path is bypassed.
 	Degraded() bool
 	// Ready returns an error when the PostgreSQL truth cannot be reached.
@@ -45,6 +49,11 @@ type Temporal interface {
 	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
 	// SignalWorkflow sends a signal to a running workflow.
 	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+	// UpdateWorkflow sends an Update to a running workflow.
+	UpdateWorkflow(ctx context.Context, options client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error)
+	// GetWorkflowHistory iterates over a workflow's history.
+	GetWorkflowHistory(ctx context.Context, workflowID, runID string, isLongPoll bool,
+		filterType enumspb.HistoryEventFilterType) client.HistoryEventIterator
 }
 
 var _ Temporal = client.Client(nil)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -28,6 +30,7 @@ type fakeStore struct {
 	writes      int
 	reads       int
 	finalFast   []idemstore.Finalization
+	webhooks    map[string]bool
 	unavailable bool
 	notReady    bool
 	degraded    bool
@@ -117,13 +120,14 @@ func (f *fakeStore) FinalizeFast(_ context.Context, fin idemstore.Finalization) 
 	return nil
 }
 
-func (f *fakeStore) List(_ context.Context, state idemstore.State, limit int) ([]idemstore.Record, error) {
+func (f *fakeStore) List(_ context.Context, filter idemstore.ListFilter) ([]idemstore.Record, error) {
+	state, limit := filter.State, filter.Limit
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
 	var out []idemstore.Record
 	for _, r := range f.recs {
-		if state == "" || r.State == state {
+		if (state == "" || r.State == state) && (filter.OlderThan == 0 || time.Since(r.UpdatedAt) >= filter.OlderThan) {
 			out = append(out, r.Record)
 		}
 	}
@@ -132,6 +136,19 @@ func (f *fakeStore) List(_ context.Context, state idemstore.State, limit int) ([
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+func (f *fakeStore) RecordWebhook(_ context.Context, scope, signature string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.webhooks == nil {
+		f.webhooks = map[string]bool{}
+	}
+	if f.webhooks[scope+" "+signature] {
+		return false, nil
+	}
+	f.webhooks[scope+" "+signature] = true
+	return true, nil
 }
 
 func (f *fakeStore) FindRecent(_ context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error) {
@@ -301,6 +318,49 @@ func (t *fakeTemporal) SignalWorkflow(_ context.Context, id, _, name string, arg
 	default:
 	}
 	return nil
+}
+
+// UpdateWorkflow delivers the resolve Update like the signal and answers
+// the run's result once it is done.
+func (t *fakeTemporal) UpdateWorkflow(ctx context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	res := o.Args[0].(workflows.Resolution)
+	if err := t.SignalWorkflow(ctx, o.WorkflowID, "", workflows.SignalResolve, res); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	r := t.runs[o.WorkflowID]
+	t.mu.Unlock()
+	return &fakeUpdate{run: r, decision: workflows.Decision{Outcome: res.Outcome, Operator: res.Operator,
+		Via: workflows.ViaUpdate, Note: res.Note, EvidenceURL: res.EvidenceURL}}, nil
+}
+
+// GetWorkflowHistory has no events in the fake.
+func (t *fakeTemporal) GetWorkflowHistory(context.Context, string, string, bool, enumspb.HistoryEventFilterType) client.HistoryEventIterator {
+	return emptyHistory{}
+}
+
+// emptyHistory is a history without events.
+type emptyHistory struct{}
+
+func (emptyHistory) HasNext() bool                          { return false }
+func (emptyHistory) Next() (*historypb.HistoryEvent, error) { return nil, errors.New("no events") }
+
+// fakeUpdate is the handle of a resolve Update.
+type fakeUpdate struct {
+	run      *fakeRun
+	decision workflows.Decision
+}
+
+func (u *fakeUpdate) WorkflowID() string { return u.run.id }
+func (u *fakeUpdate) RunID() string      { return u.run.GetRunID() }
+func (u *fakeUpdate) UpdateID() string   { return "update-1" }
+func (u *fakeUpdate) Get(ctx context.Context, v any) error {
+	var res workflows.OperationResult
+	if err := u.run.Get(ctx, &res); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(workflows.ResolveAnswer{Result: res, Decision: u.decision})
+	return json.Unmarshal(b, v)
 }
 
 func (t *fakeTemporal) started() int {

@@ -12,6 +12,8 @@ type metrics struct {
 	security  *prometheus.CounterVec
 	responses *prometheus.CounterVec
 	claims    *prometheus.CounterVec
+	webhooks  *prometheus.CounterVec
+	confirm   *prometheus.HistogramVec
 }
 
 // newMetrics registers the collectors on reg (reusing ones already registered).
@@ -29,6 +31,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "oncegate_claims_total",
 			Help: "Claims decided at confirm, by outcome (ACQUIRED, IN_FLIGHT, DONE, FAILED, PARAM_MISMATCH).",
 		}, []string{"outcome"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncegate_webhooks_total",
+			Help: "Downstream webhook events, by action and result (accepted, refused).",
+		}, []string{"scope", "result"}),
+	}
+	m.confirm = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "oncegate_confirm_duration_seconds",
+		Help:    "Time to answer a confirm, by outcome (the answer's status).",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"outcome"})
+	if err := reg.Register(m.confirm); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		m.confirm = are.ExistingCollector.(*prometheus.HistogramVec)
 	}
 	var err error
 	if m.security, err = register(reg, m.security); err != nil {
@@ -43,6 +61,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.claims, err = register(reg, m.claims); err != nil {
+		return nil, err
+	}
+	if m.webhooks, err = register(reg, m.webhooks); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -60,4 +81,27 @@ func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	return c, nil
+}
+
+// catalogCollector exports each action's in_flight_ttl, so that an alert
+// can compare the oldest IN_FLIGHT operation's age with it.
+type catalogCollector struct {
+	ttl  *prometheus.Desc
+	ttls map[string]float64
+}
+
+// newCatalogCollector returns the collector of oncegate_action_in_flight_ttl_seconds.
+func newCatalogCollector(ttls map[string]float64) *catalogCollector {
+	return &catalogCollector{ttls: ttls, ttl: prometheus.NewDesc("oncegate_action_in_flight_ttl_seconds",
+		"The in_flight_ttl of each action of the catalog.", []string{"action"}, nil)}
+}
+
+// Describe sends the descriptor.
+func (c *catalogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.ttl }
+
+// Collect sends one gauge per action.
+func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
+	for action, ttl := range c.ttls {
+		ch <- prometheus.MustNewConstMetric(c.ttl, prometheus.GaugeValue, ttl, action)
+	}
 }

@@ -6,17 +6,35 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/internal/telemetry"
 )
 
 // Context keys of echo.Context.
 const (
 	ctxTraceID  = "oncegate.trace_id"
 	ctxIdentity = "oncegate.identity"
+	ctxStatus   = "oncegate.status"
 )
+
+// timeConfirm records how long a confirm took, by the status it answered.
+func (s *Server) timeConfirm(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		began := time.Now()
+		err := next(c)
+		status, _ := c.Get(ctxStatus).(string)
+		if status == "" {
+			status = "unknown"
+		}
+		s.metrics.confirm.WithLabelValues(status).Observe(time.Since(began).Seconds())
+		return err
+	}
+}
 
 // traceIDOf returns the request's trace id.
 func traceIDOf(c echo.Context) string {
@@ -32,17 +50,17 @@ func identityOf(c echo.Context) auth.Identity {
 	return id
 }
 
-// traceMiddleware takes the trace id from a valid traceparent, or makes one,
-// and echoes it in Traceparent and X-Trace-Id.
+// traceMiddleware runs after otelecho's, which continues the caller's
+// trace from a valid traceparent or starts a new one, with the request's
+// span: the request's trace id is that span's, in every answer and log line,
+// and it is echoed in Traceparent and X-Trace-Id.
 func (s *Server) traceMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		traceID, flags := traceFromHeader(c.Request().Header.Get("Traceparent"))
-		if traceID == "" {
-			traceID = newTraceID()
-		}
+		ctx := c.Request().Context()
+		traceID := telemetry.TraceID(ctx)
 		c.Set(ctxTraceID, traceID)
 		h := c.Response().Header()
-		h.Set("Traceparent", traceparent(traceID, flags))
+		telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(h))
 		h.Set("X-Trace-Id", traceID)
 		return next(c)
 	}

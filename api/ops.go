@@ -1,13 +1,20 @@
 package api
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
@@ -41,6 +48,15 @@ func (s *Server) handleOpsList(c echo.Context) error {
 		}
 		state = st
 	}
+	var olderThan time.Duration
+	if q := c.QueryParam("older_than"); q != "" {
+		d, err := time.ParseDuration(q)
+		if err != nil || d <= 0 {
+			return s.render(c, newReply(StatusInvalidResolution).withProblems("invalid_filter",
+				[]fingerprint.FieldProblem{{Field: "older_than", Problem: "must be a positive Go duration such as 10m or 1h30m"}}))
+		}
+		olderThan = d
+	}
 	limit := defaultListLimit
 	if q := c.QueryParam("limit"); q != "" {
 		n, err := strconv.Atoi(q)
@@ -50,7 +66,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 		}
 		limit = min(n, maxListLimit)
 	}
-	recs, err := s.store.List(c.Request().Context(), state, limit)
+	recs, err := s.store.List(c.Request().Context(), idemstore.ListFilter{State: state, OlderThan: olderThan, Limit: limit})
 	if err != nil {
 		return s.render(c, s.storeErrorReply("", "", fmt.Errorf("list operations: %w", err)))
 	}
@@ -81,8 +97,91 @@ func (s *Server) handleOpsGet(c echo.Context) error {
 	}
 	rec.Key = opID
 	r := opReply(StatusOperationFound, opID).with("operation", rec)
+	if params, err := decimalsAsStrings(rec.BoundParams); err == nil && params != nil {
+		r = r.with("params", params)
+	}
+	timeline, herr := s.timeline(c.Request().Context(), rec)
+	r = r.with("timeline", timeline)
+	if herr != nil {
+		r = r.with("timeline_incomplete", "the workflow history could not be read: "+herr.Error())
+	}
 	r.data.State = string(rec.State)
 	return s.render(c, r)
+}
+
+// historyTimeout bounds reading an operation's workflow history.
+const historyTimeout = 10 * time.Second
+
+// timeline merges the truth's steps of rec (claimed, waiting for review,
+// decided, completed) with the workflow history's, in time order. The
+// truth's steps are always there; an error says the history's are missing.
+func (s *Server) timeline(ctx context.Context, rec idemstore.Record) ([]workflows.TimelineEntry, error) {
+	truth := func(at time.Time, event, detail string) workflows.TimelineEntry {
+		return workflows.TimelineEntry{At: at, Source: "truth", Event: event, Detail: detail}
+	}
+	out := []workflows.TimelineEntry{truth(rec.ClaimedAt, "claimed", "claimed IN_FLIGHT by "+rec.Owner)}
+	if rec.State == idemstore.StateNeedsReview {
+		// Terminal records keep the outcome's reason; the history shows MarkNeedsReview.
+		out = append(out, truth(rec.UpdatedAt, "needs_review", "waiting for a person: "+rec.Reason))
+	}
+	if d, ok := decisionOfRecord(rec); ok {
+		out = append(out, truth(d.DecidedAt, "decided", fmt.Sprintf("%s decided %s: %s %s", d.Operator, d.Outcome, d.Note, d.EvidenceURL)))
+	}
+	if rec.State.Terminal() {
+		detail := string(rec.State) + " " + rec.ResultRef + rec.Reason
+		if rec.FailureKind != "" {
+			detail += " (" + string(rec.FailureKind) + ")"
+		}
+		out = append(out, truth(rec.CompletedAt, "completed", detail))
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), historyTimeout)
+	defer cancel()
+	var events []*historypb.HistoryEvent
+	iter := s.temporal.GetWorkflowHistory(hctx, rec.Key, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var herr error
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			herr = fmt.Errorf("read history of %s: %w", rec.Key, err)
+			break
+		}
+		events = append(events, ev)
+	}
+	out = append(out, workflows.HistoryTimeline(events)...)
+	slices.SortStableFunc(out, func(a, b workflows.TimelineEntry) int { return a.At.Compare(b.At) })
+	return out, herr
+}
+
+// decimalsAsStrings decodes canonical params with every number as a JSON
+// string, as every answer writes decimals; nil for no params.
+func decimalsAsStrings(raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("decode params: %w", err)
+	}
+	return numbersToStrings(v), nil
+}
+
+// numbersToStrings replaces every json.Number in v by its text.
+func numbersToStrings(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		return x.String()
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbersToStrings(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbersToStrings(e)
+		}
+	}
+	return v
 }
 
 // resolveRequest is the body of POST /v1/ops/operations/{id}/resolve.
@@ -95,6 +194,8 @@ type resolveRequest struct {
 	Reason string `json:"reason,omitempty"`
 	// Note is the operator's free note.
 	Note string `json:"note,omitempty"`
+	// EvidenceURL links the operator's evidence (an absolute http or https URL).
+	EvidenceURL string `json:"evidence_url,omitempty"`
 }
 
 // validate returns one problem per inconsistency.
@@ -118,45 +219,10 @@ func (req resolveRequest) validate() []fingerprint.FieldProblem {
 	default:
 		out = append(out, fingerprint.FieldProblem{Field: "outcome", Rule: fingerprint.RuleEnum, Problem: `must be "completed" or "failed"`})
 	}
+	if req.EvidenceURL != "" {
+		if u, err := url.Parse(req.EvidenceURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			out = append(out, fingerprint.FieldProblem{Field: "evidence_url", Problem: "must be an absolute http or https URL"})
+		}
+	}
 	return out
-}
-
-// handleOpsResolve serves POST /v1/ops/operations/:id/resolve: it signals
-// the waiting workflow with the operator's decision.
-func (s *Server) handleOpsResolve(c echo.Context) error {
-	ctx := c.Request().Context()
-	opID := c.Param("id")
-	var req resolveRequest
-	if r, ok := decodeBody(c, &req); !ok {
-		r.opID = opID
-		return s.render(c, r)
-	}
-	if problems := req.validate(); len(problems) > 0 {
-		return s.render(c, opReply(StatusInvalidResolution, opID).with("errors", problems))
-	}
-	rec, err := s.store.Get(ctx, opID)
-	switch {
-	case errors.Is(err, idemstore.ErrNotFound):
-		return s.render(c, opReply(StatusUnknownOperation, opID))
-	case err != nil:
-		return s.render(c, s.storeErrorReply("", opID, fmt.Errorf("resolve %s: %w", opID, err)))
-	}
-	if rec.State != idemstore.StateNeedsReview {
-		r := opReply(StatusNotAwaitingReview, opID).with("state", rec.State)
-		r.data.State = string(rec.State)
-		return s.render(c, r)
-	}
-	operator := identityOf(c).Subject
-	res := workflows.Resolution{Outcome: req.Outcome, Result: req.Result, Reason: req.Reason, Operator: operator, Note: req.Note}
-	sctx, cancel := temporalContext(ctx)
-	defer cancel()
-	if err := s.temporal.SignalWorkflow(sctx, opID, "", workflows.SignalResolve, res); err != nil {
-		r := opReply(StatusTemporarilyUnavailable, opID)
-		r.err = fmt.Errorf("signal resolve %s: %w", opID, err)
-		r.detail = detailWorkflowEngine
-		return s.render(c, r)
-	}
-	s.log.InfoContext(ctx, "resolution sent", "operation_id", opID, "operator", operator, "outcome", req.Outcome,
-		"trace_id", traceIDOf(c))
-	return s.render(c, opReply(StatusResolutionSent, opID).with("outcome", req.Outcome))
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -38,6 +39,8 @@ type reply struct {
 	detail string
 	// header holds extra response headers.
 	header http.Header
+	// pollAfter overrides the configured poll_after_ms when positive.
+	pollAfter time.Duration
 	// err is an internal error, logged with the trace id.
 	err error
 }
@@ -98,6 +101,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 	d.PreviewTool, d.ConfirmTool = toolNames(d.Scope)
 	d.PollWith = PollWith
 	d.PollAfterMS = s.cfg.PollAfter.Milliseconds()
+	if r.pollAfter > 0 {
+		d.PollAfterMS = r.pollAfter.Milliseconds()
+	}
 	d.PollAfterSeconds = seconds(d.PollAfterMS)
 	d.RetryAfterMS = s.cfg.RetryAfter.Milliseconds()
 	d.RetryAfterSeconds = seconds(d.RetryAfterMS)
@@ -153,6 +159,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 		h.Set("Content-Language", "en")
 	}
 	s.metrics.responses.WithLabelValues(r.status).Inc()
+	c.Set(ctxStatus, r.status)
 	return c.JSONBlob(info.Code, body)
 }
 

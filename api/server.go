@@ -6,6 +6,8 @@ package api
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +18,9 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/api/mcpserver"
@@ -24,6 +29,7 @@ import (
 	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/telemetry"
 )
 
 // BodyLimit is the largest request body accepted (larger → request_too_large).
@@ -56,6 +62,9 @@ type Deps struct {
 	AlertHook AlertHook
 	// Config holds the behaviour settings; zero fields take their defaults.
 	Config Config
+	// TracerProvider makes the request spans; nil means one that records
+	// trace ids and exports nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the gateway's HTTP server.
@@ -72,6 +81,7 @@ type Server struct {
 	cfg      Config
 	msgs     *messages.Catalog
 	metrics  *metrics
+	tracer   trace.TracerProvider
 	instance string
 	echo     *echo.Echo
 }
@@ -98,6 +108,10 @@ func New(deps Deps) (*Server, error) {
 		cat: deps.Catalog, keys: deps.Keyring, store: deps.Store, temporal: deps.Temporal,
 		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
 		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
+		tracer: deps.TracerProvider,
+	}
+	if s.tracer == nil {
+		s.tracer = sdktrace.NewTracerProvider()
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -129,6 +143,16 @@ func New(deps Deps) (*Server, error) {
 	if s.metrics, err = newMetrics(reg); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
+	ttls := map[string]float64{}
+	for scope, a := range s.cat.Actions {
+		ttls[scope] = a.InFlightTTL.Seconds()
+	}
+	if err := reg.Register(newCatalogCollector(ttls)); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, fmt.Errorf("api: register catalog metrics: %w", err)
+		}
+	}
 	s.echo = s.routes(gath)
 	return s, nil
 }
@@ -146,6 +170,8 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
+	e.Use(otelecho.Middleware("oncegate-gateway", otelecho.WithTracerProvider(s.tracer),
+		otelecho.WithPropagators(telemetry.Propagator)))
 	e.Use(s.traceMiddleware)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisablePrintStack: true,
@@ -168,11 +194,14 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	authed, operator := s.authMiddleware, s.operatorOnly
 	v1 := e.Group("/v1")
 	v1.POST("/actions/:scope/preview", s.handlePreview, authed)
-	v1.POST("/actions/:scope/confirm", s.handleConfirm, authed)
+	v1.POST("/actions/:scope/confirm", s.handleConfirm, s.timeConfirm, authed)
 	v1.GET("/operations/:id", s.handleStatus, authed)
 	v1.GET("/ops/operations", s.handleOpsList, authed, operator)
 	v1.GET("/ops/operations/:id", s.handleOpsGet, authed, operator)
 	v1.POST("/ops/operations/:id/resolve", s.handleOpsResolve, authed, operator)
+	// Downstreams report business states here, authenticated by their
+	// signature (not by a bearer token).
+	v1.POST("/webhooks/:scope", s.handleWebhook)
 
 	// The agent surface: tool definitions, the same tools over MCP (each tool
 	// call goes through this very handler, so there is one implementation of
@@ -187,4 +216,11 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	})))
 	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()))
 	return e
+}
+
+// randomHex returns n random bytes as lowercase hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
 }

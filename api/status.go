@@ -34,7 +34,7 @@ func (s *Server) handleStatus(c echo.Context) error {
 	case idemstore.StateNeedsReview:
 		r = opReply(StatusNeedsManualReview, opID)
 	default:
-		r = opReply(StatusInProgress, opID)
+		r = s.inFlightReply(rec)
 	}
 	r.scope = rec.Scope
 	return s.render(c, r)

@@ -62,14 +62,24 @@ const (
 	StatusNotAwaitingReview = "not_awaiting_review"
 	// StatusInvalidResolution means a resolve body or an ops list filter that is incomplete or inconsistent.
 	StatusInvalidResolution = "invalid_resolution"
-	// StatusResolutionSent means the resolve signal was delivered.
+	// StatusResolutionSent means the decision was accepted but its outcome
+	// was not recorded within the wait.
 	StatusResolutionSent = "resolution_sent"
+	// StatusResolved means the decision was the first and the operation is
+	// now in its final state.
+	StatusResolved = "resolved"
+	// StatusAlreadyResolved means another decision was made first; it is named.
+	StatusAlreadyResolved = "already_resolved"
 	// StatusOperationsListed means the ops list.
 	StatusOperationsListed = "operations_listed"
 	// StatusOperationFound means the ops view of one operation.
 	StatusOperationFound = "operation_found"
 	// StatusInvalidRequest means GET /v1/tools with an unknown format (answered by package tools).
 	StatusInvalidRequest = "invalid_request"
+	// StatusWebhookAccepted means a downstream's signed webhook event was verified and delivered.
+	StatusWebhookAccepted = "webhook_accepted"
+	// StatusWebhookRefused means a webhook event was refused (unsigned, bad signature, stale, unknown operation, replayed).
+	StatusWebhookRefused = "webhook_refused"
 	// StatusAlive means liveness.
 	StatusAlive = "alive"
 	// StatusReady means readiness: the truth database answers.
@@ -122,10 +132,14 @@ var Statuses = map[string]StatusInfo{
 	StatusInternalError:          {http.StatusInternalServerError, false, "", "an unexpected error; report the `trace_id`"},
 	StatusNotAwaitingReview:      {http.StatusConflict, false, "`state`", "ops: a resolve for an operation that is not waiting for review"},
 	StatusInvalidResolution:      {http.StatusBadRequest, false, "`errors`", "ops: a resolve body, or a list filter, that is incomplete or inconsistent"},
-	StatusResolutionSent:         {http.StatusAccepted, false, "`outcome`", "ops: the decision was delivered to the operation's workflow"},
+	StatusResolutionSent:         {http.StatusAccepted, false, "`outcome`", "ops: the decision was accepted by the operation's workflow but its outcome was not recorded within the wait"},
+	StatusResolved:               {http.StatusOK, false, "`state`, `decision`, `result`/`reason`", "ops: this decision was the first; the operation is now in its final state"},
+	StatusAlreadyResolved:        {http.StatusConflict, false, "`decision` (who decided what and when)", "ops: another decision was made first; this one is refused"},
 	StatusOperationsListed:       {http.StatusOK, false, "`operations`, `count`", "ops: the list of operations"},
 	StatusOperationFound:         {http.StatusOK, false, "`operation`", "ops: one operation's full record"},
 	StatusInvalidRequest:         {http.StatusBadRequest, false, "", "`GET /v1/tools` with an unknown `format`"},
+	StatusWebhookAccepted:        {http.StatusOK, false, "", "`POST /v1/webhooks/{scope}`: a downstream's signed event was verified and delivered to the operation's workflow"},
+	StatusWebhookRefused:         {http.StatusBadRequest, false, "`reason`", "`POST /v1/webhooks/{scope}`: an unsigned, wrongly signed, stale, unknown or replayed event; nothing changed"},
 	StatusAlive:                  {http.StatusOK, false, "", "`GET /healthz`: the process runs"},
 	StatusReady:                  {http.StatusOK, false, "`postgres`, `redis`", "`GET /readyz`: the truth database answers"},
 	StatusNotReady:               {http.StatusServiceUnavailable, false, "`postgres`, `redis`", "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule"},
@@ -135,6 +149,7 @@ var Statuses = map[string]StatusInfo{
 const (
 	keyPreviewReadyRepeat = "preview_ready_repeat"
 	keyInvalidFilter      = "invalid_filter"
+	keyInProgressPending  = "in_progress_pending"
 )
 
 // altKeys lists, by status, the message keys other than its name that
@@ -143,6 +158,7 @@ var altKeys = map[string][]string{
 	StatusPreviewReady:           {keyPreviewReadyRepeat},
 	StatusTemporarilyUnavailable: {keyQuoteUnavailable},
 	StatusInvalidResolution:      {keyInvalidFilter},
+	StatusInProgress:             {keyInProgressPending},
 }
 
 // messageKeys returns every message key that renders status.

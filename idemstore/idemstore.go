@@ -120,6 +120,10 @@ type Claim struct {
 	TerminalTTL time.Duration
 	// FingerprintExp is the fingerprint's exp; the truth record is never reaped before it.
 	FingerprintExp time.Time
+	// BoundParams are the canonical bound params (the bytes param_hash is
+	// the SHA-256 of), kept by the truth so an operator sees what the
+	// operation is; optional.
+	BoundParams json.RawMessage
 }
 
 // Decision is the answer of Acquire.
@@ -164,6 +168,10 @@ type Finalization struct {
 	ResolvedBy string
 	// ResolutionNote is the operator's note.
 	ResolutionNote string
+	// EvidenceURL is the operator's evidence link (a ticket, a statement).
+	EvidenceURL string
+	// ResolvedAt is when the operator decided (zero when no person did).
+	ResolvedAt time.Time
 	// TerminalTTL is how long the result is replayed from the fast path.
 	TerminalTTL time.Duration
 }
@@ -195,6 +203,18 @@ type Record struct {
 	ResolvedBy string `json:"resolved_by,omitempty"`
 	// ResolutionNote is the operator's note.
 	ResolutionNote string `json:"resolution_note,omitempty"`
+	// DownstreamState is the business state the downstream last reported
+	// for an operation in flight (such as a payout's "pending").
+	DownstreamState string `json:"downstream_state,omitempty"`
+	// EvidenceURL is the operator's evidence link.
+	EvidenceURL string `json:"evidence_url,omitempty"`
+	// ResolvedAt is when the operator decided (zero when no person did).
+	ResolvedAt time.Time `json:"resolved_at,omitzero"`
+	// BoundParams are the canonical bound params of the claim (the truth
+	// only; empty for records claimed before they were kept).
+	BoundParams json.RawMessage `json:"bound_params,omitempty"`
+	// CompletedAt is when the record turned terminal (the truth only).
+	CompletedAt time.Time `json:"completed_at,omitzero"`
 	// CreatedAt is when the record was created (zero when unknown, as in Redis).
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	// UpdatedAt is when the record last changed (for terminal records: when it completed).
@@ -204,6 +224,19 @@ type Record struct {
 	// FingerprintExp is the exp of the fingerprint that created the record
 	// (zero when unknown); the truth record is never reaped before it.
 	FingerprintExp time.Time `json:"fingerprint_exp,omitzero"`
+}
+
+// ListFilter selects the records an operator lists.
+type ListFilter struct {
+	// State keeps only records in this state; empty means every state.
+	State State
+	// OlderThan keeps only records that entered their current state at
+	// least this long ago (updated_at: for IN_FLIGHT, when it was claimed or
+	// taken over; for NEEDS_REVIEW, when it was marked); zero means any age.
+	// With it the oldest come first, else the newest.
+	OlderThan time.Duration
+	// Limit bounds the number of records; <= 0 means the backend's default.
+	Limit int
 }
 
 // Store is the state machine every backend implements with the same semantics.

@@ -21,6 +21,7 @@ TEMPORAL_ADDRESS=${TEMPORAL_ADDRESS:-127.0.0.1:7233}
 TEMPORAL_UI_URL=${TEMPORAL_UI_URL:-http://127.0.0.1:8233}
 TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:56379/0}
+WORKER_METRICS_URL=${WORKER_METRICS_URL:-http://127.0.0.1:9091/metrics}
 
 port_of() { # url or host:port -> port
   local s=${1#*://}; s=${s%%/*}; s=${s%%\?*}; s=${s##*@}; echo "${s##*:}"
@@ -49,12 +50,24 @@ if [ ! -s "$RUN/fingerprint.keys" ]; then
   umask 022
 fi
 ONCEGATE_FINGERPRINT_KEYS=${ONCEGATE_FINGERPRINT_KEYS:-$(cat "$RUN/fingerprint.keys")}
+# The secret the simulator signs its payout webhooks with, and the gateway
+# verifies them with (the dev catalog's payments.payout webhook.secret_env).
+if [ ! -s "$RUN/payout-webhook.secret" ]; then
+  umask 077
+  head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' >"$RUN/payout-webhook.secret"
+  umask 022
+fi
+ONCEGATE_PAYOUT_WEBHOOK_SECRET=${ONCEGATE_PAYOUT_WEBHOOK_SECRET:-$(cat "$RUN/payout-webhook.secret")}
 
 # stack.env: `export KEY=value` lines, so that `source .run/stack.env` passes
 # them on to the commands a user runs next. A value with characters the shell
 # would interpret is single-quoted.
-ENV_KEYS=(GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
-  SIMULATOR_DATABASE_URL REDIS_URL ONCEGATE_FINGERPRINT_KEYS ONCEGATE_CATALOG ONCEGATE_TOKENS)
+# The dev stack's environment: its token file and generated keys are
+# accepted only here (a deployment refuses them).
+ONCEGATE_ENV=dev
+ENV_KEYS=(ONCEGATE_ENV GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
+  SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL ONCEGATE_FINGERPRINT_KEYS ONCEGATE_CATALOG ONCEGATE_TOKENS
+  ONCEGATE_PAYOUT_WEBHOOK_SECRET)
 ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
 ONCEGATE_TOKENS=$ROOT/deployments/tokens.dev.yaml
 
@@ -203,7 +216,13 @@ start_worker() {
   sleep 1
   alive worker || { echo "stack: worker exited; see $RUN/worker.log" >&2; tail -n 20 "$RUN/worker.log" >&2; return 1; }
 }
-start_gateway() { start_binary gateway; wait_http "$GATEWAY_URL/healthz" 30 gateway; }
+start_gateway() {
+  start_binary gateway
+  wait_http "$GATEWAY_URL/healthz" 30 gateway
+  # The simulator reports settled payouts to the gateway's webhook.
+  curl -fsS -X PUT "$DOWNSTREAM_URL/_sim/webhook" -H 'Content-Type: application/json' \
+    -d "{\"url\":\"$GATEWAY_URL/v1/webhooks/payments.payout\",\"secret\":\"$ONCEGATE_PAYOUT_WEBHOOK_SECRET\"}" >/dev/null
+}
 
 build() {
   ./scripts/deps.sh

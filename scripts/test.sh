@@ -8,6 +8,11 @@ echo "== go vet"
 go vet ./...
 echo "== go test"
 go test -count=1 -timeout 45m ./...
+echo "== deployments: compose file and kustomize overlays, offline (own module: deployments/validate)"
+(cd deployments/validate && go vet ./... && go test -count=1 ./...)
+echo "== alert rules (promtool)"
+promtool check rules deployments/observability/alerts.yml
+promtool test rules deployments/observability/alerts_test.yml
 echo "== fuzz (short runs)"
 for target in FuzzCanonicalize FuzzParseFingerprint; do
   go test -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-10s}" ./fingerprint/

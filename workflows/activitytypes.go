@@ -24,6 +24,9 @@ const (
 	ActivityMarkNeedsReview = "MarkNeedsReview"
 	// ActivityFinalize records the terminal outcome: PostgreSQL, then Redis.
 	ActivityFinalize = "Finalize"
+	// ActivityRecordDownstreamState keeps the downstream's reported business
+	// state (such as "pending") on the truth record.
+	ActivityRecordDownstreamState = "RecordDownstreamState"
 )
 
 // Application error types the activities return and the workflow tells apart.
@@ -50,6 +53,14 @@ const (
 	// ErrTypeNotOwner means the truth record belongs to another owner.
 	// Non-retryable.
 	ErrTypeNotOwner = "NotOwner"
+	// ErrTypeAlreadyResolved refuses a resolution after the first decision;
+	// its details are the Decision.
+	ErrTypeAlreadyResolved = "AlreadyResolved"
+	// ErrTypeNotAwaitingReview refuses a resolution of an operation that is
+	// not NEEDS_REVIEW; its details are a NotAwaitingReview.
+	ErrTypeNotAwaitingReview = "NotAwaitingReview"
+	// ErrTypeInvalidResolution refuses a malformed resolution.
+	ErrTypeInvalidResolution = "InvalidResolution"
 )
 
 // ReasonNotExecuted is the FAILED reason (the start of it) when
@@ -71,6 +82,9 @@ type ClaimResult struct {
 	FailureKind idemstore.FailureKind `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator who resolved the operation, if one did.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// ClaimedAt is when the truth record was claimed (zero in histories
+	// recorded before it was returned).
+	ClaimedAt time.Time `json:"claimed_at,omitzero"`
 	// Owner is the truth record's owner. It differs from the input's Owner
 	// only when two gateway claims raced while Redis was failing (one on
 	// Redis, one on PostgreSQL); the workflow then finalizes the truth as
@@ -122,6 +136,14 @@ type ReconcileResult struct {
 	ResultRef string `json:"result_ref,omitempty"`
 }
 
+// RecordDownstreamStateInput is the input of the RecordDownstreamState activity.
+type RecordDownstreamStateInput struct {
+	// OperationID is the truth record's key.
+	OperationID string `json:"operation_id"`
+	// State is the downstream's business state, such as pending.
+	State string `json:"state"`
+}
+
 // MarkNeedsReviewInput is the input of the MarkNeedsReview activity.
 type MarkNeedsReviewInput struct {
 	// OperationID is the truth record's key.
@@ -154,6 +176,15 @@ type FinalizeInput struct {
 	ResolvedBy string `json:"resolved_by,omitempty"`
 	// ResolutionNote is the operator's note.
 	ResolutionNote string `json:"resolution_note,omitempty"`
+	// EvidenceURL is the operator's evidence link.
+	EvidenceURL string `json:"evidence_url,omitempty"`
+	// ResolvedAt is when the operator's decision was accepted.
+	ResolvedAt time.Time `json:"resolved_at,omitzero"`
+	// Scope is the action (a metrics label).
+	Scope string `json:"scope,omitempty"`
+	// ClaimedAt is when the truth claimed the operation (for the time spent
+	// IN_FLIGHT); zero when unknown.
+	ClaimedAt time.Time `json:"claimed_at,omitzero"`
 	// TerminalTTL is how long the fast path replays the outcome.
 	TerminalTTL time.Duration `json:"terminal_ttl"`
 }

@@ -16,8 +16,16 @@ const (
 	TaskQueue = "oncegate"
 	// OperationWorkflowName is the registered name of the operation workflow.
 	OperationWorkflowName = "Operation"
-	// SignalResolve is the signal an operator sends to resolve NEEDS_REVIEW.
+	// SignalResolve is the signal an operator sends to resolve NEEDS_REVIEW
+	// (Web UI, temporal workflow signal): the first decision wins, a later
+	// one is refused and shown in the state query and details.
 	SignalResolve = "resolve"
+	// SignalDownstreamState is the signal the gateway sends when a verified
+	// webhook reports the downstream's state of a pending operation.
+	SignalDownstreamState = "downstream_state"
+	// UpdateResolve is the Update the ops API sends to resolve NEEDS_REVIEW:
+	// its validator refuses a second decision, and it answers the final state.
+	UpdateResolve = "resolve-once"
 	// QueryState is the query that answers the workflow's current state.
 	QueryState = "state"
 )
@@ -48,6 +56,9 @@ type OperationInput struct {
 	Owner string `json:"owner"`
 	// Params is the JSON body sent downstream: normalized bound params plus free params.
 	Params json.RawMessage `json:"params"`
+	// BoundParams are the canonical bound params (param_hash is their
+	// SHA-256), kept in the truth at claim for operators.
+	BoundParams json.RawMessage `json:"bound_params,omitempty"`
 	// FingerprintExp is the fingerprint's expiry.
 	FingerprintExp time.Time `json:"fingerprint_exp"`
 	// InFlightTTL is the action's in_flight_ttl.
@@ -88,6 +99,17 @@ type Resolution struct {
 	Operator string `json:"operator"`
 	// Note is the operator's free note.
 	Note string `json:"note,omitempty"`
+	// EvidenceURL links the operator's evidence (a bank statement, a ticket).
+	EvidenceURL string `json:"evidence_url,omitempty"`
+}
+
+// DownstreamEvent is the payload of the downstream_state signal: the
+// downstream's record of the operation, as a verified webhook carried it.
+type DownstreamEvent struct {
+	// Record is the downstream's record (read with the catalog's business_state).
+	Record json.RawMessage `json:"record"`
+	// EventType is the webhook event's type, such as payout.paid, for logs.
+	EventType string `json:"event_type,omitempty"`
 }
 
 // StateView is the answer of the state query.
@@ -98,4 +120,11 @@ type StateView struct {
 	Reason string `json:"reason,omitempty"`
 	// ResultRef is set once DONE.
 	ResultRef string `json:"result_ref,omitempty"`
+	// DownstreamState is the business state the downstream last reported
+	// while the operation is in flight (such as a payout's "pending").
+	DownstreamState string `json:"downstream_state,omitempty"`
+	// Decision is the operator's decision, once one was accepted.
+	Decision *Decision `json:"decision,omitempty"`
+	// Refused lists the decisions refused (the latest few).
+	Refused []RefusedResolution `json:"refused,omitempty"`
 }

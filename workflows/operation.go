@@ -45,6 +45,13 @@ const truthTimeout = 30 * time.Second
 // declared window. Histories recorded before it replay the old path.
 const ChangeNotFoundWindow = "not-found-after-processing-window"
 
+// ChangeBusinessState is the workflow.GetVersion change ID of business
+// states: from its version 1 on, a downstream that declares business_state
+// is DONE only when its answer says succeeded, FAILED when it says failed,
+// and waited for (polling and webhooks) while it says pending. It is asked
+// only for such downstreams, which no history before it has.
+const ChangeBusinessState = "business-state"
+
 // StartSearchAttributes returns the search attributes a workflow of in is
 // started with: IdemState=IN_FLIGHT, IdemScope and IdemSubject.
 func StartSearchAttributes(in OperationInput) temporal.SearchAttributes {
@@ -90,17 +97,34 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 		RetryPolicy:         retryPolicy(ds.ReconcileRetry(), ErrTypeNoStatusEndpoint),
 	})
 
-	logger := workflow.GetLogger(ctx)
 	view := StateView{State: idemstore.StateInFlight}
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (StateView, error) {
 		return view, nil
 	}); err != nil {
 		return OperationResult{}, fmt.Errorf("register query %s: %w", QueryState, err)
 	}
+	res := &resolver{in: in, view: &view}
+	if err := res.register(ctx); err != nil {
+		return OperationResult{}, err
+	}
+	out, err := run(ctx, in, &view, res, truthCtx, executeCtx, reconcileCtx)
+	if err != nil {
+		return OperationResult{}, err
+	}
+	if err := res.finish(ctx, out); err != nil {
+		return OperationResult{}, err
+	}
+	return out, nil
+}
+
+// run is the operation up to its terminal outcome.
+func run(ctx workflow.Context, in OperationInput, view *StateView, res *resolver,
+	truthCtx, executeCtx, reconcileCtx workflow.Context) (OperationResult, error) {
+	logger := workflow.GetLogger(ctx)
 	if err := upsertStart(ctx, in); err != nil {
 		return OperationResult{}, err
 	}
-	setDetails(ctx, in, view)
+	setDetails(ctx, in, *view)
 
 	var claim ClaimResult
 	if err := workflow.ExecuteActivity(truthCtx, ActivityClaimTruth, in).Get(ctx, &claim); err != nil {
@@ -110,7 +134,7 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 		// Already decided: answer the first outcome, never execute again.
 		logger.Info("Operation already terminal in the truth", "State", claim.State)
 		out := claimOutcome(claim)
-		if err := transition(ctx, in, &view, out.State, out.Reason, out.ResultRef); err != nil {
+		if err := transition(ctx, in, view, out.State, out.Reason, out.ResultRef); err != nil {
 			return OperationResult{}, err
 		}
 		return out, nil
@@ -128,10 +152,14 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 		if err != nil {
 			return OperationResult{}, err
 		}
+		if v.pending != nil {
+			if v, err = awaitFinal(ctx, reconcileCtx, truthCtx, in, view, v.pending); err != nil {
+				return OperationResult{}, err
+			}
+		}
 		out, reviewReason = v.result, v.unknown
 	}
 
-	var note string
 	if out.State == "" {
 		// The outcome cannot be determined automatically: a person decides.
 		if !marked {
@@ -140,55 +168,68 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 				Reason:      reviewReason,
 			}).Get(ctx, nil)
 			if isErrType(err, ErrTypeAlreadyTerminal) {
-				return readTerminal(ctx, truthCtx, in, &view)
+				return readTerminal(ctx, truthCtx, in, view)
 			}
 			if err != nil {
 				return OperationResult{}, fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
 			}
 		}
 		logger.Warn("Operation needs manual review", "Reason", reviewReason)
-		if err := transition(ctx, in, &view, idemstore.StateNeedsReview, reviewReason, ""); err != nil {
+		if err := transition(ctx, in, view, idemstore.StateNeedsReview, reviewReason, ""); err != nil {
 			return OperationResult{}, err
 		}
 		var err error
-		out, note, err = waitForResolution(ctx, ds.ResultRef)
-		if err != nil {
+		if out, err = res.wait(ctx); err != nil {
 			return OperationResult{}, err
 		}
 	}
+	fin := FinalizeInput{
+		OperationID: in.OperationID,
+		Owner:       in.Owner,
+		TruthOwner:  truthOwner(claim, in),
+		State:       out.State,
+		Result:      out.Result,
+		ResultRef:   out.ResultRef,
+		Reason:      out.Reason,
+		FailureKind: out.FailureKind,
+		ResolvedBy:  out.ResolvedBy,
+		Scope:       in.Scope,
+		ClaimedAt:   claim.ClaimedAt,
+		TerminalTTL: in.TerminalTTL,
+	}
+	if d := res.decision; d != nil {
+		fin.ResolutionNote, fin.EvidenceURL, fin.ResolvedAt = d.Note, d.EvidenceURL, d.DecidedAt
+	}
 
-	err := workflow.ExecuteActivity(truthCtx, ActivityFinalize, FinalizeInput{
-		OperationID:    in.OperationID,
-		Owner:          in.Owner,
-		TruthOwner:     truthOwner(claim, in),
-		State:          out.State,
-		Result:         out.Result,
-		ResultRef:      out.ResultRef,
-		Reason:         out.Reason,
-		FailureKind:    out.FailureKind,
-		ResolvedBy:     out.ResolvedBy,
-		ResolutionNote: note,
-		TerminalTTL:    in.TerminalTTL,
-	}).Get(ctx, nil)
+	err := workflow.ExecuteActivity(truthCtx, ActivityFinalize, fin).Get(ctx, nil)
 	if isErrType(err, ErrTypeAlreadyTerminal) {
 		// Truth is never overwritten: answer what it holds.
 		logger.Warn("Truth already terminal with another outcome", "Wanted", out.State)
-		return readTerminal(ctx, truthCtx, in, &view)
+		return readTerminal(ctx, truthCtx, in, view)
 	}
 	if err != nil {
 		return OperationResult{}, fmt.Errorf("finalize %s: %w", in.OperationID, err)
 	}
-	if err := transition(ctx, in, &view, out.State, out.Reason, out.ResultRef); err != nil {
+	if err := transition(ctx, in, view, out.State, out.Reason, out.ResultRef); err != nil {
 		return OperationResult{}, err
 	}
 	return out, nil
 }
 
-// verdict is what executing (and reconciling) decided: a terminal result, or
-// unknown with the reason a person must look at it.
+// verdict is what executing (and reconciling) decided: a terminal result,
+// unknown with the reason a person must look at it, or pending: accepted by
+// the downstream, whose answer (kept here) says the outcome comes later.
 type verdict struct {
 	result  OperationResult
 	unknown string
+	pending *pendingAnswer
+}
+
+// pendingAnswer is a downstream answer whose business state is pending, and
+// when it was received.
+type pendingAnswer struct {
+	record json.RawMessage
+	at     time.Time
 }
 
 // execute sends the operation downstream and, after an unknown answer,
@@ -201,7 +242,7 @@ func execute(ctx, executeCtx, reconcileCtx workflow.Context, in OperationInput) 
 	// context (and the HTTP request) ends with it. So this bounds the last send.
 	lastSent := workflow.Now(ctx)
 	if err == nil {
-		return verdict{result: OperationResult{State: idemstore.StateDone, Result: res.Result, ResultRef: res.ResultRef}}, nil
+		return interpret(ctx, in, res.Result, res.ResultRef), nil
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
@@ -248,6 +289,122 @@ func keyRetentionRanOut(err error) bool {
 	return errors.As(err, &actErr) && actErr.RetryState() == enumspb.RETRY_STATE_TIMEOUT
 }
 
+// interpret decides what a downstream's record of the operation (an execute
+// answer or a status answer) means: DONE for a downstream whose 2xx is the
+// outcome; with a declared business_state, DONE, FAILED (a definite refusal,
+// even a late one), pending, or unknown for a state the catalog does not list.
+func interpret(ctx workflow.Context, in OperationInput, record json.RawMessage, resultRef string) verdict {
+	bs := in.Downstream.BusinessState
+	if bs == nil {
+		return verdict{result: OperationResult{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
+	}
+	_ = workflow.GetVersion(ctx, ChangeBusinessState, workflow.DefaultVersion, 1)
+	state, phase, reason := bs.Classify(record)
+	switch phase {
+	case catalog.PhaseSucceeded:
+		return verdict{result: OperationResult{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
+	case catalog.PhaseFailed:
+		return verdict{result: failed(idemstore.FailureRefused, reason)}
+	case catalog.PhasePending:
+		return verdict{pending: &pendingAnswer{record: record, at: workflow.Now(ctx)}}
+	default:
+		return verdict{unknown: fmt.Sprintf("the downstream answered a business state %q that the catalog does not list as succeeded, failed or pending", state)}
+	}
+}
+
+// awaitFinal waits, durably, for the final business state of an operation
+// the downstream accepted as pending: it asks the status endpoint on a timer
+// (poll_interval, doubling up to catalog.MaxReconcilePoll) and takes the
+// downstream_state signal of a verified webhook, whichever reports a final
+// state first (the other is then ignored). Past completion_deadline a person
+// decides. The reported state is kept on the truth record and in the state
+// query while it waits.
+func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput, view *StateView, p *pendingAnswer) (verdict, error) {
+	logger := workflow.GetLogger(ctx)
+	ds := in.Downstream
+	state, _, _ := ds.BusinessState.Classify(p.record)
+	report := func(st string) error {
+		view.DownstreamState = st
+		setDetails(ctx, in, *view)
+		err := workflow.ExecuteActivity(truthCtx, ActivityRecordDownstreamState, RecordDownstreamStateInput{
+			OperationID: in.OperationID, State: st,
+		}).Get(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("record downstream state %s: %w", in.OperationID, err)
+		}
+		return nil
+	}
+	if err := report(state); err != nil {
+		return verdict{}, err
+	}
+	deadline := p.at.Add(ds.CompletionDeadline)
+	interval := ds.PollInterval
+	events := workflow.GetSignalChannel(ctx, SignalDownstreamState)
+	for {
+		now := workflow.Now(ctx)
+		if !now.Before(deadline) {
+			return verdict{unknown: fmt.Sprintf("the downstream still reports %q %s after accepting it (completion_deadline)",
+				state, ds.CompletionDeadline)}, nil
+		}
+		wait := min(interval, deadline.Sub(now))
+		interval = min(2*interval, catalog.MaxReconcilePoll)
+
+		timerCtx, cancelTimer := workflow.WithCancel(ctx)
+		var (
+			event    DownstreamEvent
+			signaled bool
+		)
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(events, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &event); signaled = true })
+		sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) {})
+		sel.Select(ctx)
+		cancelTimer()
+		if err := ctx.Err(); err != nil {
+			return verdict{}, fmt.Errorf("await final state %s: %w", in.OperationID, err)
+		}
+
+		var record json.RawMessage
+		switch {
+		case signaled:
+			logger.Info("Downstream state reported by webhook", "EventType", event.EventType)
+			record = event.Record
+		case ds.Status == "":
+			continue // only a webhook can tell
+		default:
+			var rec ReconcileResult
+			if err := workflow.ExecuteActivity(reconcileCtx, ActivityReconcile, in).Get(ctx, &rec); err != nil {
+				if temporal.IsCanceledError(err) {
+					return verdict{}, fmt.Errorf("await final state %s: %w", in.OperationID, err)
+				}
+				logger.Warn("Status query of a pending operation failed; asking again later", "Error", err)
+				continue
+			}
+			if !rec.Found {
+				logger.Warn("The status endpoint does not know a pending operation; asking again later")
+				continue
+			}
+			record = rec.Result
+		}
+		st, phase, reason := ds.BusinessState.Classify(record)
+		switch phase {
+		case catalog.PhaseSucceeded:
+			return verdict{result: OperationResult{State: idemstore.StateDone, Result: record,
+				ResultRef: ExtractResultRef(record, ds.ResultRef)}}, nil
+		case catalog.PhaseFailed:
+			return verdict{result: failed(idemstore.FailureRefused, reason)}, nil
+		case catalog.PhasePending:
+			if st != state {
+				state = st
+				if err := report(st); err != nil {
+					return verdict{}, err
+				}
+			}
+		default:
+			logger.Warn("Ignoring a business state the catalog does not list", "State", st)
+		}
+	}
+}
+
 // failed is a FAILED result known in the way kind says.
 func failed(kind idemstore.FailureKind, reason string) OperationResult {
 	return OperationResult{State: idemstore.StateFailed, Reason: reason, FailureKind: kind}
@@ -284,7 +441,7 @@ func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string
 			return verdict{unknown: why + "; the status endpoint gave no answer: " + causeOf(err)}, nil
 		}
 		if rec.Found {
-			return verdict{result: OperationResult{State: idemstore.StateDone, Result: rec.Result, ResultRef: rec.ResultRef}}, nil
+			return interpret(ctx, in, rec.Result, rec.ResultRef), nil
 		}
 		switch {
 		case version == workflow.DefaultVersion:
@@ -311,33 +468,6 @@ func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string
 				return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)
 			}
 		}
-	}
-}
-
-// waitForResolution blocks until a well-formed resolve signal arrives and
-// returns its outcome and note. Malformed signals are logged and ignored.
-func waitForResolution(ctx workflow.Context, resultRefField string) (OperationResult, string, error) {
-	logger := workflow.GetLogger(ctx)
-	ch := workflow.GetSignalChannel(ctx, SignalResolve)
-	for {
-		var (
-			r        Resolution
-			canceled bool
-		)
-		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &r) })
-		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { canceled = true })
-		sel.Select(ctx)
-		if canceled {
-			return OperationResult{}, "", fmt.Errorf("wait for %s: %w", SignalResolve, ctx.Err())
-		}
-		out, err := resolutionOutcome(r, resultRefField)
-		if err != nil {
-			logger.Warn("Ignoring malformed resolve signal", "Error", err, "Outcome", r.Outcome, "Operator", r.Operator)
-			continue
-		}
-		logger.Info("Operation resolved by an operator", "Outcome", r.Outcome, "Operator", r.Operator)
-		return out, r.Note, nil
 	}
 }
 
@@ -426,7 +556,7 @@ func upsertStart(ctx workflow.Context, in OperationInput) error {
 
 // transition records a new state: the query view, IdemState and the UI details.
 func transition(ctx workflow.Context, in OperationInput, view *StateView, state idemstore.State, reason, resultRef string) error {
-	*view = StateView{State: state, Reason: reason, ResultRef: resultRef}
+	view.State, view.Reason, view.ResultRef = state, reason, resultRef
 	if err := workflow.UpsertTypedSearchAttributes(ctx, StateKey.ValueSet(string(state))); err != nil {
 		return fmt.Errorf("upsert %s %s: %w", SearchAttrState, in.OperationID, err)
 	}
@@ -444,8 +574,25 @@ func setDetails(ctx workflow.Context, in OperationInput, view StateView) {
 	if view.ResultRef != "" {
 		details += " (" + view.ResultRef + ")"
 	}
+	if view.DownstreamState != "" && !view.State.Terminal() {
+		details += " — downstream: " + view.DownstreamState
+	}
 	if view.Reason != "" {
 		details += "\n\n" + view.Reason
+	}
+	if d := view.Decision; d != nil {
+		details += fmt.Sprintf("\n\nDecided **%s** by %s at %s (%s)", d.Outcome, d.Operator,
+			d.DecidedAt.UTC().Format(time.RFC3339), d.Via)
+		if d.Note != "" {
+			details += ": " + d.Note
+		}
+		if d.EvidenceURL != "" {
+			details += " — evidence: " + d.EvidenceURL
+		}
+	}
+	for _, r := range view.Refused {
+		details += fmt.Sprintf("\n\nRefused %s %s from %s at %s: %s", r.Via, r.Outcome, r.Operator,
+			r.At.UTC().Format(time.RFC3339), r.Message)
 	}
 	workflow.SetCurrentDetails(ctx, details)
 }

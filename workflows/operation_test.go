@@ -510,3 +510,112 @@ func startOptions(in workflows.OperationInput) client.StartWorkflowOptions {
 		StaticSummary:         in.Summary,
 	}
 }
+
+// payoutInput is an operation of a downstream whose answers carry a
+// business state (payments.payout): pending, then paid or failed.
+func payoutInput() workflows.OperationInput {
+	in := input(true)
+	in.Scope = "payments.payout"
+	in.Downstream.Execute = "http://downstream/v1/payouts"
+	in.Downstream.Status = "http://downstream/v1/payouts"
+	in.Downstream.BusinessState = &catalog.BusinessState{Field: "status", Succeeded: []string{"paid"},
+		Failed: []string{"failed"}, Pending: []string{"pending"}, ReasonField: "failure_reason"}
+	in.Downstream.CompletionDeadline = time.Hour
+	in.Downstream.PollInterval = time.Second
+	return in
+}
+
+var (
+	payoutPending = json.RawMessage(`{"id":"po_1","status":"pending"}`)
+	payoutPaid    = json.RawMessage(`{"id":"po_1","status":"paid"}`)
+	payoutFailed  = json.RawMessage(`{"id":"po_1","status":"failed","failure_reason":"account_closed"}`)
+)
+
+func TestOperation_PendingPolledUntilPaid(t *testing.T) {
+	env, states := newEnv(t)
+	var recorded []string
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.RecordDownstreamState, mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
+		recorded = append(recorded, args.Get(1).(workflows.RecordDownstreamStateInput).State)
+	}).Return(nil)
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: true, Result: payoutPending}, nil).Twice()
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: true, Result: payoutPaid}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+		return f.ResultRef == "po_1" && string(f.Result) == string(payoutPaid)
+	})).Return(nil).Once()
+	var during workflows.StateView
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(workflows.QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&during))
+	}, 1500*time.Millisecond)
+
+	env.ExecuteWorkflow(workflows.Operation, payoutInput())
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateDone, out.State, "a 2xx that says pending is not done; paid is")
+	assert.Equal(t, "po_1", out.ResultRef)
+	assert.Equal(t, []string{"pending"}, recorded)
+	assert.Equal(t, idemstore.StateInFlight, during.State)
+	assert.Equal(t, "pending", during.DownstreamState)
+	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states, "IdemState stays IN_FLIGHT while pending")
+	env.AssertExpectations(t)
+}
+
+func TestOperation_PendingWebhookFailsBeforeTheNextPoll(t *testing.T) {
+	env, _ := newEnv(t)
+	in := payoutInput()
+	in.Downstream.PollInterval = time.Hour
+	in.Downstream.CompletionDeadline = 24 * time.Hour
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.RecordDownstreamState, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+		return f.Reason == "account_closed" && f.FailureKind == idemstore.FailureRefused
+	})).Return(nil).Once()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalDownstreamState, workflows.DownstreamEvent{Record: payoutFailed, EventType: "payout.failed"})
+	}, time.Minute)
+
+	env.ExecuteWorkflow(workflows.Operation, in)
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateFailed, out.State)
+	assert.Equal(t, "account_closed", out.Reason)
+	env.AssertActivityNotCalled(t, workflows.ActivityReconcile, mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+func TestOperation_PendingPastTheDeadlineNeedsReview(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.RecordDownstreamState, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: true, Result: payoutPending}, nil)
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m workflows.MarkNeedsReviewInput) bool {
+		return strings.Contains(m.Reason, "completion_deadline")
+	})).Return(nil).Once()
+	env.RegisterDelayedCallback(env.CancelWorkflow, 3*time.Hour)
+
+	env.ExecuteWorkflow(workflows.Operation, payoutInput())
+
+	env.AssertNotCalled(t, "Finalize", mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+func TestOperation_ReconciledFailedStateIsFailed(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: true, Result: payoutFailed, ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+		return f.Reason == "account_closed"
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, payoutInput())
+
+	out := result(t, env)
+	assert.Equal(t, idemstore.StateFailed, out.State, "a record that says failed is never completed")
+	env.AssertExpectations(t)
+}

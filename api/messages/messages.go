@@ -72,6 +72,12 @@ type Data struct {
 	// empty when not recorded); the texts claim "nothing was executed" only
 	// for the kinds that prove it.
 	FailureKind string
+	// DecidedBy is the operator whose decision was first.
+	DecidedBy string
+	// DecidedOutcome is that decision's outcome (completed or failed).
+	DecidedOutcome string
+	// DecidedAt is when it was made (RFC 3339).
+	DecidedAt string
 	// Detail is a short technical detail (such as a JSON syntax error),
 	// usually a rendered fragment (see Fragment).
 	Detail string

@@ -41,7 +41,7 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 		"fingerprint_expired", "fingerprint_invalid", "invalid_params", "unauthenticated", "unknown_action",
 		"repeat_unacknowledged", "temporarily_unavailable", "unknown_operation", "not_found",
 		"method_not_allowed", "malformed_request", "request_too_large", "internal_error", "forbidden",
-		"not_awaiting_review", "resolution_sent", "downstream_refused"} {
+		"not_awaiting_review", "resolution_sent", "downstream_refused", "resolved", "already_resolved"} {
 		assert.Contains(t, statuses, s)
 	}
 	assert.Contains(t, doc.Components.SecuritySchemes, "bearer")
@@ -158,6 +158,10 @@ func TestValidateResponse(t *testing.T) {
 			`{"status":"resolution_sent",` + base + `,"retryable":false,` + op + `}`, true},
 		{"resolve conflict", "POST", "/v1/ops/operations/0123456789abcdef0123456789abcdef/resolve", 409, nil,
 			`{"status":"not_awaiting_review",` + base + `,"retryable":false}`, true},
+		{"resolved", "POST", "/v1/ops/operations/0123456789abcdef0123456789abcdef/resolve", 200, nil,
+			`{"status":"resolved",` + base + `,"retryable":false,` + op + `,"state":"DONE","decision":{"operator":"ops","outcome":"completed"}}`, true},
+		{"already resolved", "POST", "/v1/ops/operations/0123456789abcdef0123456789abcdef/resolve", 409, nil,
+			`{"status":"already_resolved",` + base + `,"retryable":false,"decision":{"operator":"ops","outcome":"completed"}}`, true},
 		{"unknown path", "GET", "/v2/nothing", 200, nil, `{}`, false},
 	}
 	for _, tc := range tests {

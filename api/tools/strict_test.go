@@ -103,7 +103,7 @@ var strictCases = []struct {
 
 func TestStrictDefinitions(t *testing.T) {
 	defs := strictDefs(t)
-	require.Len(t, defs, 5)
+	require.Len(t, defs, devToolCount(t))
 	compiled := map[string]*jsonschema.Schema{}
 	for _, d := range defs {
 		fn := d["function"].(map[string]any)
@@ -181,7 +181,7 @@ func TestHandlerStrict(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code)
 	var got []map[string]any
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
-	require.Len(t, got, 5)
+	require.Len(t, got, devToolCount(t))
 	assert.Equal(t, true, got[0]["function"].(map[string]any)["strict"])
 
 	rec = get("/v1/tools?format=openai&strict=false")

@@ -102,6 +102,7 @@ func run(ctx context.Context, cfg config, logger *slog.Logger, ready chan<- stri
 	if err != nil {
 		return fmt.Errorf("start simulator: %w", err)
 	}
+	defer sim.Close()
 	ln, err := net.Listen("tcp", cfg.listenAddr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

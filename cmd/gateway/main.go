@@ -16,10 +16,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/api/auth"
@@ -28,7 +27,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
-	"github.com/oncegate/oncegate/workflows"
+	"github.com/oncegate/oncegate/internal/telemetry"
 )
 
 func main() {
@@ -72,25 +71,31 @@ func run(logger *slog.Logger) error {
 		truth.Close()
 		return fmt.Errorf("migrate truth database: %w", err)
 	}
-	redisOpts, err := redis.ParseURL(cfg.RedisURL)
+	rdb, err := redisstore.Connect(cfg.RedisURL, cfg.RedisAddrs)
 	if err != nil {
 		truth.Close()
-		return fmt.Errorf("REDIS_URL: %w", err)
+		return err
 	}
-	rdb := redis.NewClient(redisOpts)
 	defer rdb.Close()
 	store := combined.New(redisstore.New(rdb), truth, combined.Options{Logger: logger, Registerer: reg})
 	defer store.Close()
 
-	tc, err := client.Dial(client.Options{
-		// Carries the HTTP request's traceparent into workflows and activities.
-		ContextPropagators: []workflow.ContextPropagator{workflows.TracePropagator{}},
-		HostPort:           cfg.TemporalAddress,
-		Namespace:          cfg.TemporalNamespace,
-		Logger:             tlog.NewStructuredLogger(logger.With("component", "temporal")),
-	})
+	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-gateway")
 	if err != nil {
-		return fmt.Errorf("dial temporal %s: %w", cfg.TemporalAddress, err)
+		return err
+	}
+	defer func() { _ = tracer.Shutdown(context.Background()) }()
+	tracing, err := telemetry.TemporalInterceptor(tracer)
+	if err != nil {
+		return err
+	}
+	tc, err := client.Dial(cfg.Temporal.Apply(client.Options{
+		// The request's trace continues into the workflow and its activities.
+		Interceptors: []interceptor.ClientInterceptor{tracing},
+		Logger:       tlog.NewStructuredLogger(logger.With("component", "temporal")),
+	}))
+	if err != nil {
+		return fmt.Errorf("dial temporal %s: %w", cfg.Temporal.Address, err)
 	}
 	defer tc.Close()
 
@@ -100,7 +105,7 @@ func run(logger *slog.Logger) error {
 	}
 	srv, err := api.New(api.Deps{
 		Catalog: cat, Keyring: keys, Store: store, Temporal: tc, Authenticator: authn,
-		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg,
+		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg, TracerProvider: tracer,
 	})
 	if err != nil {
 		return err
@@ -117,7 +122,7 @@ func run(logger *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() {
 		logger.Info("gateway listening", "addr", cfg.ListenAddr, "instance", srv.InstanceID(),
-			"task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress)
+			"task_queue", cfg.TaskQueue, "temporal", cfg.Temporal.Address, "env", cfg.Env)
 		errc <- hs.ListenAndServe()
 	}()
 	select {
@@ -125,12 +130,15 @@ func run(logger *slog.Logger) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	logger.Info("gateway shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	// Drain: stop accepting, let every request in flight get its answer
+	// (a confirm waits at most its confirm wait), then close the stores.
+	logger.Info("gateway shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	logger.Info("gateway drained")
 	return nil
 }
 

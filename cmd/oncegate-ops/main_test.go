@@ -76,14 +76,43 @@ func TestListBareArrayWithoutState(t *testing.T) {
 }
 
 func TestShow(t *testing.T) {
-	getenv, reqs := gateway(t, http.StatusOK, `{"operation_id":"op1","state":"DONE"}`)
+	answer := `{"status":"operation_found","operation":{"operation_id":"op1","scope":"payments.transfer","state":"DONE",` +
+		`"resolved_by":"ops","resolution_note":"seen in the ledger"},` +
+		`"params":{"amount":"12.5","currency":"USD","payee_id":"p-1"},` +
+		`"timeline":[{"at":"2026-01-01T00:00:00Z","source":"truth","event":"claimed","detail":"claimed IN_FLIGHT"}]}`
+	getenv, reqs := gateway(t, http.StatusOK, answer)
 
 	code, out, _ := runCLI(getenv, "show", "op1")
 
 	require.Equal(t, 0, code)
 	assert.Equal(t, "/v1/ops/operations/op1", (*reqs)[0].path)
 	assert.Equal(t, "Bearer tok-ops", (*reqs)[0].auth)
-	assert.JSONEq(t, `{"operation_id":"op1","state":"DONE"}`, out)
+	for _, want := range []string{"payments.transfer", "amount", "12.5", "USD", "p-1", "decided_by", "ops", "claimed IN_FLIGHT"} {
+		assert.Contains(t, out, want)
+	}
+
+	code, out, _ = runCLI(getenv, "show", "op1", "--json")
+	require.Equal(t, 0, code)
+	assert.JSONEq(t, answer, out)
+}
+
+func TestListOlderThan(t *testing.T) {
+	getenv, reqs := gateway(t, http.StatusOK, `{"operations":[]}`)
+
+	code, _, errOut := runCLI(getenv, "list", "--state", "in_flight", "--older-than", "10m", "--json")
+
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "older_than=10m0s&state=in_flight", (*reqs)[0].query)
+}
+
+func TestResolveRefusedExitsNonZero(t *testing.T) {
+	getenv, _ := gateway(t, http.StatusConflict, `{"status":"already_resolved","meaning":"Operation op1 was already decided by bob as failed."}`)
+
+	code, _, errOut := runCLI(getenv, "resolve", "op1", "--outcome", "failed", "--reason", "x", "--note", "n")
+
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "already_resolved")
+	assert.Contains(t, errOut, "by bob as failed")
 }
 
 func TestResolve(t *testing.T) {

@@ -19,9 +19,14 @@ import (
 const usage = `usage: oncegate-ops <command> [flags]
 
 commands:
-  list [--state needs_manual_review|in_flight|completed|failed]
-  show <operation_id>
+  list [--state needs_manual_review|in_flight|completed|failed] [--older-than DURATION] [--json]
+  show <operation_id> [--json]
   resolve <operation_id> --outcome completed|failed [--result JSON] [--reason TEXT] --note TEXT
+          [--evidence-url URL] [--json]
+
+Every command exits 0 on success, 1 when the gateway refuses (such as
+already_resolved: another decision was first) or cannot be reached, 2 on a
+usage error. --json prints the gateway's answer as it is.
 
 environment:
   GATEWAY_URL          the gateway (default http://127.0.0.1:8080)
@@ -100,6 +105,8 @@ type operation struct {
 func (c *cli) list(ctx context.Context, args []string) error {
 	fs := newFlagSet("list", c.stderr)
 	state := fs.String("state", "", "only operations in this state: needs_manual_review, in_flight, completed, failed")
+	olderThan := fs.Duration("older-than", 0, "only operations that entered their state at least this long ago (such as 10m)")
+	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -107,29 +114,42 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return fmt.Errorf("%w: list takes no arguments, got %q", errUsage, pos)
 	}
-	path := "/v1/ops/operations"
+	q := url.Values{}
 	if *state != "" {
-		path += "?state=" + url.QueryEscape(*state)
+		q.Set("state", *state)
+	}
+	if *olderThan > 0 {
+		q.Set("older_than", olderThan.String())
+	}
+	path := "/v1/ops/operations"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	body, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		return c.printJSON(body)
 	}
 	ops, err := decodeList(body)
 	if err != nil {
 		return fmt.Errorf("list: %w", err)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "OPERATION_ID\tSTATE\tSCOPE\tSUBJECT\tUPDATED_AT\tREASON")
+	fmt.Fprintln(tw, "OPERATION_ID\tSTATE\tSCOPE\tSUBJECT\tUPDATED_AT\tAGE\tREASON")
 	for _, o := range ops {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.OperationID, o.State, o.Scope, o.Subject, o.UpdatedAt, oneLine(o.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.OperationID, o.State, o.Scope, o.Subject, o.UpdatedAt,
+			age(o.UpdatedAt), oneLine(o.Reason))
 	}
 	return tw.Flush()
 }
 
-// show prints one operation as JSON.
+// show prints one operation: what it is (action, bound params), where it
+// stands, its decision and its timeline.
 func (c *cli) show(ctx context.Context, args []string) error {
 	fs := newFlagSet("show", c.stderr)
+	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -141,7 +161,10 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.printJSON(body)
+	if *asJSON {
+		return c.printJSON(body)
+	}
+	return printShow(c.stdout, body)
 }
 
 // resolveRequest is the body of POST /v1/ops/operations/{id}/resolve.
@@ -150,6 +173,8 @@ type resolveRequest struct {
 	Result  json.RawMessage `json:"result,omitempty"`
 	Reason  string          `json:"reason,omitempty"`
 	Note    string          `json:"note"`
+	// EvidenceURL links the evidence.
+	EvidenceURL string `json:"evidence_url,omitempty"`
 }
 
 // resolve sends an operator's decision for an operation awaiting review.
@@ -159,6 +184,8 @@ func (c *cli) resolve(ctx context.Context, args []string) error {
 	result := fs.String("result", "", "the operation's result as JSON (completed)")
 	reason := fs.String("reason", "", "why it failed (required when failed)")
 	note := fs.String("note", "", "what you checked and why you decided so (required)")
+	evidence := fs.String("evidence-url", "", "a link to the evidence (statement, ticket)")
+	_ = fs.Bool("json", false, "print the gateway's JSON answer (resolve always does)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -166,7 +193,7 @@ func (c *cli) resolve(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: resolve takes one operation_id", errUsage)
 	}
-	req := resolveRequest{Outcome: *outcome, Reason: *reason, Note: *note}
+	req := resolveRequest{Outcome: *outcome, Reason: *reason, Note: *note, EvidenceURL: *evidence}
 	switch *outcome {
 	case "completed":
 	case "failed":
@@ -319,6 +346,15 @@ func envOr(getenv func(string) string, key, def string) string {
 		return v
 	}
 	return def
+}
+
+// age is how long ago the RFC 3339 time ts was, rounded to seconds, or "".
+func age(ts string) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return ""
+	}
+	return time.Since(t).Round(time.Second).String()
 }
 
 // oneLine folds a multi-line text into one table cell.

@@ -1,11 +1,18 @@
 // Command worker runs the Temporal worker of oncegate: the operation
 // workflow and its activities, which alone call the downstream APIs.
 //
-// Environment: DATABASE_URL and REDIS_URL (required), TEMPORAL_ADDRESS
+// Environment: DATABASE_URL (required), REDIS_URL or REDIS_ADDRS (Redis
+// Cluster nodes, comma-separated; one of them required), TEMPORAL_ADDRESS
 // (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
-// ONCEGATE_TASK_QUEUE (default oncegate), ONCEGATE_REAP_INTERVAL (how often
-// expired terminal truth records are deleted, a Go duration; default 10m, 0
-// disables). It runs until SIGINT or SIGTERM.
+// TEMPORAL_TLS, TEMPORAL_TLS_CA_FILE, TEMPORAL_TLS_CERT_FILE,
+// TEMPORAL_TLS_KEY_FILE, TEMPORAL_TLS_SERVER_NAME (TLS and mTLS, see package
+// temporalconn), ONCEGATE_TASK_QUEUE (default oncegate),
+// ONCEGATE_REAP_INTERVAL (how often expired terminal truth records are
+// deleted, a Go duration; default 10m, 0 disables),
+// ONCEGATE_WORKER_STOP_TIMEOUT (how long running activities may finish at
+// SIGTERM; default 30s), WORKER_METRICS_URL (where Prometheus metrics are
+// served; default http://127.0.0.1:9091/metrics). It runs until SIGINT or
+// SIGTERM.
 package main
 
 import (
@@ -17,17 +24,18 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	temporallog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
+	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/internal/temporalconn"
 	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -38,10 +46,14 @@ func main() {
 	ctx := context.Background()
 
 	databaseURL := os.Getenv("DATABASE_URL")
-	redisURL := os.Getenv("REDIS_URL")
-	if databaseURL == "" || redisURL == "" {
-		log.Fatal("DATABASE_URL and REDIS_URL are required")
+	if databaseURL == "" {
+		log.Fatal("DATABASE_URL is required")
 	}
+	rdb, err := redisstore.Connect(os.Getenv("REDIS_URL"), os.Getenv("REDIS_ADDRS"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rdb.Close()
 	reapInterval, err := reapIntervalFromEnv()
 	if err != nil {
 		log.Fatal(err)
@@ -51,35 +63,64 @@ func main() {
 	if err != nil {
 		log.Fatalf("open truth: %v", err)
 	}
-	redisOpts, err := redis.ParseURL(redisURL)
-	if err != nil {
-		log.Fatalf("parse REDIS_URL: %v", err)
-	}
-	rdb := redis.NewClient(redisOpts)
-	defer rdb.Close()
+	reg := worker.NewRegistry()
 	store := combined.New(redisstore.New(rdb), pg, combined.Options{
 		Logger:     logger,
-		Registerer: prometheus.DefaultRegisterer,
+		Registerer: reg,
 	})
 	defer store.Close()
+	reg.MustRegister(worker.NewTruthCollector(pg))
+	actMetrics, err := activities.NewMetrics(reg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sdkMetrics, meters, err := worker.SDKMetrics(reg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = meters.Shutdown(context.Background()) }()
+	metricsCtx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	if err := worker.ServeMetrics(metricsCtx, envOr("WORKER_METRICS_URL", worker.DefaultMetricsURL), reg, logger); err != nil {
+		log.Fatal(err)
+	}
 
-	c, err := client.Dial(client.Options{
-		// Carries the HTTP request's traceparent into workflows and activities.
-		ContextPropagators: []workflow.ContextPropagator{workflows.TracePropagator{}},
-		HostPort:           envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		Namespace:          envOr("TEMPORAL_NAMESPACE", "default"),
-		Logger:             temporallog.NewStructuredLogger(logger),
-	})
+	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-worker")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = tracer.Shutdown(context.Background()) }()
+	tracing, err := telemetry.TemporalInterceptor(tracer)
+	if err != nil {
+		log.Fatal(err)
+	}
+	conn, err := temporalconn.FromEnv(os.Getenv)
+	if err != nil {
+		log.Fatal(err)
+	}
+	stopTimeout, err := stopTimeoutFromEnv()
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := client.Dial(conn.Apply(client.Options{
+		// The workflow and its activities continue the gateway's trace.
+		Interceptors:   []interceptor.ClientInterceptor{tracing},
+		Logger:         temporallog.NewStructuredLogger(logger),
+		MetricsHandler: sdkMetrics,
+	}))
 	if err != nil {
 		log.Fatalf("dial temporal: %v", err)
 	}
 	defer c.Close()
 
 	acts := &activities.Activities{
-		Truth:  store.Truth(),
-		Store:  store,
-		HTTP:   &http.Client{},
-		Logger: logger,
+		Truth: store.Truth(),
+		Store: store,
+		// The downstream call continues the activity's trace (traceparent).
+		HTTP: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport,
+			otelhttp.WithTracerProvider(tracer), otelhttp.WithPropagators(telemetry.Propagator))},
+		Logger:  logger,
+		Metrics: actMetrics,
 	}
 	// Stopped when the worker stops (Run returns on SIGINT/SIGTERM).
 	reapCtx, stopReaper := context.WithCancel(ctx)
@@ -93,7 +134,10 @@ func main() {
 		logger.Info("reaper disabled", "env", "ONCEGATE_REAP_INTERVAL")
 	}
 
-	w := worker.New(c, envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue), acts, sdkworker.Options{})
+	// At SIGTERM the worker stops polling and lets the activities it runs
+	// finish (a downstream call in flight gets its answer recorded) for up to
+	// stopTimeout; then they are cancelled and Temporal retries or reconciles.
+	w := worker.New(c, envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue), acts, sdkworker.Options{WorkerStopTimeout: stopTimeout})
 	logger.Info("worker starting", "task_queue", envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue))
 	if err := w.Run(sdkworker.InterruptCh()); err != nil {
 		stopReaper()
@@ -128,6 +172,24 @@ func reapIntervalFromEnv() (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
 		return 0, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable", v)
+	}
+	return d, nil
+}
+
+// defaultStopTimeout is how long a stopping worker lets running activities
+// finish when ONCEGATE_WORKER_STOP_TIMEOUT is unset: longer than a downstream
+// call's timeout in the dev catalog.
+const defaultStopTimeout = 30 * time.Second
+
+// stopTimeoutFromEnv reads ONCEGATE_WORKER_STOP_TIMEOUT, a positive Go duration.
+func stopTimeoutFromEnv() (time.Duration, error) {
+	v := os.Getenv("ONCEGATE_WORKER_STOP_TIMEOUT")
+	if v == "" {
+		return defaultStopTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("ONCEGATE_WORKER_STOP_TIMEOUT=%q: want a positive Go duration such as 30s", v)
 	}
 	return d, nil
 }

@@ -469,14 +469,20 @@ func (s *Store) MarkNeedsReview(ctx context.Context, key, reason string) error {
 	return s.truth.MarkNeedsReview(ctx, key, reason)
 }
 
-// List lists truth records in state (all when empty), newest first.
-func (s *Store) List(ctx context.Context, state idemstore.State, limit int) ([]idemstore.Record, error) {
-	return s.truth.List(ctx, state, limit)
+// List lists the truth records f selects (see pgstore.Store.List).
+func (s *Store) List(ctx context.Context, f idemstore.ListFilter) ([]idemstore.Record, error) {
+	return s.truth.List(ctx, f)
 }
 
 // FindRecent finds the most recent truth record of the same intent; see pgstore.Store.FindRecent.
 func (s *Store) FindRecent(ctx context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error) {
 	return s.truth.FindRecent(ctx, subject, scope, paramHash, since)
+}
+
+// RecordWebhook remembers a webhook event in the truth; see
+// pgstore.Store.RecordWebhook.
+func (s *Store) RecordWebhook(ctx context.Context, scope, signature string) (bool, error) {
+	return s.truth.RecordWebhook(ctx, scope, signature)
 }
 
 // Reap deletes expired terminal truth records; see pgstore.Store.Reap.

@@ -275,7 +275,7 @@ func TestCombined(t *testing.T) {
 		rec, err := b.store.Get(ctx, c.Key)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateNeedsReview, rec.State)
-		list, err := b.store.List(ctx, idemstore.StateNeedsReview, 10)
+		list, err := b.store.List(ctx, idemstore.ListFilter{State: idemstore.StateNeedsReview, Limit: 10})
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 	})

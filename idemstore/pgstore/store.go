@@ -60,20 +60,31 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // recordColumns are the columns scanRecord reads, in order.
 const recordColumns = `idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
-	failure_kind, resolved_by, resolution_note, fingerprint_exp, claimed_at, created_at, updated_at`
+	failure_kind, resolved_by, resolution_note, downstream_state, resolution_evidence_url, resolved_at, bound_params,
+	fingerprint_exp, claimed_at, created_at, updated_at, completed_at`
 
 // scanRecord reads one row of recordColumns.
 func scanRecord(row pgx.Row) (idemstore.Record, error) {
 	var rec idemstore.Record
-	var result []byte
+	var result, bound []byte
+	var resolvedAt, completedAt *time.Time
 	err := row.Scan(&rec.Key, &rec.Subject, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
-		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.FingerprintExp,
-		&rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt)
+		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.DownstreamState, &rec.EvidenceURL,
+		&resolvedAt, &bound, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
 	if err != nil {
 		return idemstore.Record{}, err
 	}
 	if len(result) > 0 {
 		rec.Result = result
+	}
+	if len(bound) > 0 {
+		rec.BoundParams = bound
+	}
+	if resolvedAt != nil {
+		rec.ResolvedAt = *resolvedAt
+	}
+	if completedAt != nil {
+		rec.CompletedAt = *completedAt
 	}
 	return rec, nil
 }
@@ -114,11 +125,14 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decis
 	// is then tried again (once is enough in practice; three is generous).
 	for range 3 {
 		rec, err := scanRecord(s.pool.QueryRow(ctx, `
-			INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, fingerprint_exp, terminal_ttl)
-			VALUES ($1, $2, $3, $4, 'IN_FLIGHT', $5, coalesce($6, now()), coalesce($7::bigint * interval '1 microsecond', interval '0'))
+			INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, fingerprint_exp, terminal_ttl,
+				bound_params)
+			VALUES ($1, $2, $3, $4, 'IN_FLIGHT', $5, coalesce($6, now()), coalesce($7::bigint * interval '1 microsecond', interval '0'),
+				$8::jsonb)
 			ON CONFLICT (idem_key) DO NOTHING
 			RETURNING `+recordColumns,
-			c.Key, c.Subject, c.Scope, c.ParamHash, c.Owner, timeOrNil(c.FingerprintExp), micros(c.TerminalTTL)))
+			c.Key, c.Subject, c.Scope, c.ParamHash, c.Owner, timeOrNil(c.FingerprintExp), micros(c.TerminalTTL),
+			jsonOrNil(c.BoundParams)))
 		if err == nil {
 			return idemstore.Decision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt,
 				Record: rec, TruthFound: true}, nil
@@ -164,13 +178,13 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE write_record SET
 			state = $3, result = $4::jsonb, result_ref = $5, reason = $6, resolved_by = $7, resolution_note = $8,
-			failure_kind = $10,
+			failure_kind = $10, resolution_evidence_url = $11, resolved_at = $12,
 			terminal_ttl = coalesce($9::bigint * interval '1 microsecond', terminal_ttl),
 			reap_after = greatest(now() + coalesce($9::bigint * interval '1 microsecond', terminal_ttl), fingerprint_exp),
 			completed_at = now(), updated_at = now()
 		WHERE idem_key = $1 AND owner = $2 AND state IN ('IN_FLIGHT', 'NEEDS_REVIEW')`,
 		f.Key, f.Owner, string(f.State), jsonOrNil(f.Result), f.ResultRef, f.Reason, f.ResolvedBy, f.ResolutionNote,
-		micros(f.TerminalTTL), string(f.FailureKind))
+		micros(f.TerminalTTL), string(f.FailureKind), f.EvidenceURL, timeOrNil(f.ResolvedAt))
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", f.Key, interpretError(err))
 	}
@@ -208,15 +222,17 @@ func (s *Store) FinalizeClaim(ctx context.Context, claim idemstore.Record, f ide
 	}
 	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
-			resolved_by, resolution_note, fingerprint_exp, terminal_ttl, reap_after, claimed_at, completed_at, failure_kind)
+			resolved_by, resolution_note, fingerprint_exp, terminal_ttl, reap_after, claimed_at, completed_at, failure_kind,
+			resolution_evidence_url, resolved_at, bound_params)
 		SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, e.exp, t.ttl, greatest(now() + t.ttl, e.exp),
-			coalesce($14, now()), now(), $15
+			coalesce($14, now()), now(), $15, $16, $17, $18::jsonb
 		FROM (SELECT coalesce($12::timestamptz, now()) AS exp) e,
 			(SELECT coalesce($13::bigint * interval '1 microsecond', interval '0') AS ttl) t
 		ON CONFLICT (idem_key) DO NOTHING`,
 		f.Key, claim.Subject, claim.Scope, claim.ParamHash, string(f.State), f.Owner, jsonOrNil(f.Result), f.ResultRef,
 		f.Reason, f.ResolvedBy, f.ResolutionNote, timeOrNil(claim.FingerprintExp), micros(f.TerminalTTL),
-		timeOrNil(claim.ClaimedAt), string(f.FailureKind))
+		timeOrNil(claim.ClaimedAt), string(f.FailureKind), f.EvidenceURL, timeOrNil(f.ResolvedAt),
+		jsonOrNil(claim.BoundParams))
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", f.Key, interpretError(err))
 	}
@@ -288,6 +304,36 @@ func (s *Store) MarkNeedsReview(ctx context.Context, key, reason string) error {
 	}
 }
 
+// RecordDownstreamState keeps state, the business state the downstream
+// reported, on the IN_FLIGHT record of key. A record no longer in flight is
+// left alone (its outcome is known); a missing one is ErrNotFound.
+func (s *Store) RecordDownstreamState(ctx context.Context, key, state string) error {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE write_record SET downstream_state = $2, updated_at = now()
+		WHERE idem_key = $1 AND state = 'IN_FLIGHT'`, key, state)
+	if err != nil {
+		return fmt.Errorf("record downstream state %s: %w", key, interpretError(err))
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if _, err := s.get(ctx, key); err != nil {
+		return fmt.Errorf("record downstream state %s: %w", key, err)
+	}
+	return nil
+}
+
+// RecordWebhook remembers a webhook event of scope by its signature and
+// reports whether it is the first time: false means a replay.
+func (s *Store) RecordWebhook(ctx context.Context, scope, signature string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO webhook_receipt (signature, scope) VALUES ($1, $2) ON CONFLICT (signature) DO NOTHING`, signature, scope)
+	if err != nil {
+		return false, fmt.Errorf("record webhook %s: %w", scope, interpretError(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // Get reads the record of key; ErrNotFound when there is none.
 func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	rec, err := s.get(ctx, key)
@@ -309,21 +355,61 @@ func (s *Store) get(ctx context.Context, key string) (idemstore.Record, error) {
 // DefaultListLimit is the number of records List returns when limit <= 0.
 const DefaultListLimit = 100
 
-// List returns up to limit records in state (every state when empty), newest first.
-func (s *Store) List(ctx context.Context, state idemstore.State, limit int) ([]idemstore.Record, error) {
+// List returns up to f.Limit records in f.State (every state when empty)
+// that entered it at least f.OlderThan ago: the newest first, or, with
+// f.OlderThan, the oldest (the longest stuck) first.
+func (s *Store) List(ctx context.Context, f idemstore.ListFilter) ([]idemstore.Record, error) {
+	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
+	order := `created_at DESC, id DESC`
+	if f.OlderThan > 0 {
+		order = `updated_at ASC, id ASC`
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM write_record
-		WHERE ($1 = '' OR state = $1) ORDER BY created_at DESC, id DESC LIMIT $2`, string(state), limit)
+		WHERE ($1 = '' OR state = $1) AND ($2::bigint IS NULL OR updated_at <= now() - $2::bigint * interval '1 microsecond')
+		ORDER BY `+order+` LIMIT $3`, string(f.State), micros(f.OlderThan), limit)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", state, interpretError(err))
+		return nil, fmt.Errorf("list %s: %w", f.State, interpretError(err))
 	}
 	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (idemstore.Record, error) { return scanRecord(row) })
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", state, interpretError(err))
+		return nil, fmt.Errorf("list %s: %w", f.State, interpretError(err))
 	}
 	return recs, nil
+}
+
+// StateAge is how many records are in one state of one action and how long
+// the oldest of them has been in it.
+type StateAge struct {
+	// State is the state.
+	State idemstore.State
+	// Scope is the action.
+	Scope string
+	// Count is the number of records.
+	Count int
+	// Oldest is when the oldest of them entered the state (updated_at).
+	Oldest time.Time
+}
+
+// StateAges counts the records in the non-terminal states (IN_FLIGHT and
+// NEEDS_REVIEW) by action, with the oldest one's age, for the metrics.
+func (s *Store) StateAges(ctx context.Context) ([]StateAge, error) {
+	rows, err := s.pool.Query(ctx, `SELECT state, scope, count(*), min(updated_at) FROM write_record
+		WHERE state IN ('IN_FLIGHT', 'NEEDS_REVIEW') GROUP BY state, scope`)
+	if err != nil {
+		return nil, fmt.Errorf("state ages: %w", interpretError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StateAge, error) {
+		var a StateAge
+		err := row.Scan(&a.State, &a.Scope, &a.Count, &a.Oldest)
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state ages: %w", interpretError(err))
+	}
+	return out, nil
 }
 
 // FindRecent returns the most recent record of subject, scope and paramHash

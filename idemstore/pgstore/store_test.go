@@ -155,22 +155,70 @@ func TestPostgresSpecifics(t *testing.T) {
 			}
 		}
 
-		all, err := s.List(ctx, "", 0)
+		all, err := s.List(ctx, idemstore.ListFilter{})
 		require.NoError(t, err)
 		require.Len(t, all, 4)
 		assert.Equal(t, []string{keys[3], keys[2], keys[1], keys[0]}, recordKeys(all), "newest first")
 
-		inFlight, err := s.List(ctx, idemstore.StateInFlight, 10)
+		inFlight, err := s.List(ctx, idemstore.ListFilter{State: idemstore.StateInFlight, Limit: 10})
 		require.NoError(t, err)
 		assert.Equal(t, []string{keys[3], keys[0]}, recordKeys(inFlight))
 
-		review, err := s.List(ctx, idemstore.StateNeedsReview, 10)
+		review, err := s.List(ctx, idemstore.ListFilter{State: idemstore.StateNeedsReview, Limit: 10})
 		require.NoError(t, err)
 		assert.Equal(t, []string{keys[2]}, recordKeys(review))
 
-		limited, err := s.List(ctx, "", 2)
+		limited, err := s.List(ctx, idemstore.ListFilter{Limit: 2})
 		require.NoError(t, err)
 		assert.Equal(t, []string{keys[3], keys[2]}, recordKeys(limited))
+	})
+
+	t.Run("ListOlderThanAndStateAges", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		old, fresh := storetest.NewClaim(t, "owner-a"), storetest.NewClaim(t, "owner-a")
+		for _, c := range []idemstore.Claim{old, fresh} {
+			_, err := s.Acquire(ctx, c)
+			require.NoError(t, err)
+		}
+		_, err := s.Pool().Exec(ctx, `UPDATE write_record SET updated_at = now() - interval '10 minutes' WHERE idem_key = $1`, old.Key)
+		require.NoError(t, err)
+
+		stuck, err := s.List(ctx, idemstore.ListFilter{State: idemstore.StateInFlight, OlderThan: 5 * time.Minute})
+		require.NoError(t, err)
+		assert.Equal(t, []string{old.Key}, recordKeys(stuck))
+		none, err := s.List(ctx, idemstore.ListFilter{State: idemstore.StateInFlight, OlderThan: time.Hour})
+		require.NoError(t, err)
+		assert.Empty(t, none)
+
+		ages, err := s.StateAges(ctx)
+		require.NoError(t, err)
+		require.Len(t, ages, 1, "one action, one non-terminal state")
+		assert.Equal(t, idemstore.StateInFlight, ages[0].State)
+		assert.Equal(t, 2, ages[0].Count)
+		assert.WithinDuration(t, time.Now().Add(-10*time.Minute), ages[0].Oldest, time.Minute)
+	})
+
+	t.Run("BoundParamsAndEvidenceKept", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		c := storetest.NewClaim(t, "owner-a")
+		c.BoundParams = []byte(`{"amount":12.5,"currency":"USD","payee_id":"p-1"}`)
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.NoError(t, s.MarkNeedsReview(ctx, c.Key, "status unavailable"))
+		decided := time.Now().Add(-time.Second).UTC().Truncate(time.Microsecond)
+		f := storetest.Failed(c, "owner-a")
+		f.ResolvedBy, f.ResolutionNote, f.EvidenceURL, f.ResolvedAt = "ops", "bank says no", "https://tickets.example/1", decided
+		require.NoError(t, s.Finalize(ctx, f))
+
+		rec, err := s.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(c.BoundParams), string(rec.BoundParams))
+		assert.Equal(t, "https://tickets.example/1", rec.EvidenceURL)
+		assert.Equal(t, "bank says no", rec.ResolutionNote)
+		assert.True(t, decided.Equal(rec.ResolvedAt), "resolved_at %s, want %s", rec.ResolvedAt, decided)
+		assert.False(t, rec.CompletedAt.IsZero())
 	})
 
 	t.Run("FindRecent", func(t *testing.T) {
@@ -228,6 +276,28 @@ func TestPostgresSpecifics(t *testing.T) {
 		}
 		_, err = s.FindRecent(ctx, "alice", "payments.transfer", first.ParamHash, time.Now().Add(time.Hour))
 		require.ErrorIs(t, err, idemstore.ErrNotFound, "created before since")
+	})
+
+	t.Run("DownstreamStateAndWebhookReceipts", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.NoError(t, s.RecordDownstreamState(ctx, c.Key, "pending"))
+		rec, err := s.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, "pending", rec.DownstreamState)
+		require.NoError(t, s.Finalize(ctx, storetest.Done(c, "owner-a")))
+		require.NoError(t, s.RecordDownstreamState(ctx, c.Key, "pending"), "a late report on a finished record is ignored")
+		require.ErrorIs(t, s.RecordDownstreamState(ctx, "missing", "pending"), idemstore.ErrNotFound)
+
+		first, err := s.RecordWebhook(ctx, "payments.payout", "t=1,v1=ab")
+		require.NoError(t, err)
+		assert.True(t, first)
+		again, err := s.RecordWebhook(ctx, "payments.payout", "t=1,v1=ab")
+		require.NoError(t, err)
+		assert.False(t, again, "the same event twice is a replay")
 	})
 
 	t.Run("Reap", func(t *testing.T) {

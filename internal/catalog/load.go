@@ -28,6 +28,15 @@ const (
 	// DefaultRetryInterval is the first retry interval when backoff is left
 	// out or zero (Temporal's own default initial interval).
 	DefaultRetryInterval = time.Second
+	// DefaultPollInterval is the first wait between status queries of a
+	// pending operation.
+	DefaultPollInterval = 2 * time.Second
+	// DefaultWebhookTolerance bounds the age of a webhook event's timestamp.
+	DefaultWebhookTolerance = 5 * time.Minute
+	// DefaultWebhookReferenceField is where a webhook event carries the operation id.
+	DefaultWebhookReferenceField = "data.client_reference"
+	// DefaultWebhookObjectField is where a webhook event carries the downstream's record.
+	DefaultWebhookObjectField = "data"
 )
 
 // Load reads the catalog file at path and parses it as Parse does.
@@ -156,18 +165,40 @@ type rawAction struct {
 
 // rawDownstream mirrors Downstream.
 type rawDownstream struct {
-	Execute              string `yaml:"execute"`
-	HonorsIdempotencyKey bool   `yaml:"honors_idempotency_key"`
-	Status               string `yaml:"status"`
-	Quote                string `yaml:"quote"`
-	Timeout              string `yaml:"timeout"`
-	Attempts             *int   `yaml:"attempts"`
-	Backoff              string `yaml:"backoff"`
-	BackoffMax           string `yaml:"backoff_max"`
-	ResultRef            string `yaml:"result_ref"`
-	ReconcileDelay       string `yaml:"reconcile_delay"`
-	ReconcileAttempts    *int   `yaml:"reconcile_attempts"`
-	MaxProcessingTime    string `yaml:"max_processing_time"`
-	StatusLag            string `yaml:"status_lag"`
-	KeyRetention         string `yaml:"idempotency_key_retention"`
+	Execute              string            `yaml:"execute"`
+	HonorsIdempotencyKey bool              `yaml:"honors_idempotency_key"`
+	Status               string            `yaml:"status"`
+	Quote                string            `yaml:"quote"`
+	Timeout              string            `yaml:"timeout"`
+	Attempts             *int              `yaml:"attempts"`
+	Backoff              string            `yaml:"backoff"`
+	BackoffMax           string            `yaml:"backoff_max"`
+	ResultRef            string            `yaml:"result_ref"`
+	ReconcileDelay       string            `yaml:"reconcile_delay"`
+	ReconcileAttempts    *int              `yaml:"reconcile_attempts"`
+	MaxProcessingTime    string            `yaml:"max_processing_time"`
+	StatusLag            string            `yaml:"status_lag"`
+	KeyRetention         string            `yaml:"idempotency_key_retention"`
+	BusinessState        *rawBusinessState `yaml:"business_state"`
+	CompletionDeadline   string            `yaml:"completion_deadline"`
+	PollInterval         string            `yaml:"poll_interval"`
+	Webhook              *rawWebhook       `yaml:"webhook"`
+}
+
+// rawBusinessState mirrors BusinessState.
+type rawBusinessState struct {
+	Field       string   `yaml:"field"`
+	Succeeded   []string `yaml:"succeeded"`
+	Failed      []string `yaml:"failed"`
+	Pending     []string `yaml:"pending"`
+	ReasonField string   `yaml:"reason_field"`
+}
+
+// rawWebhook mirrors Webhook with the tolerance as a string.
+type rawWebhook struct {
+	SecretEnv       string `yaml:"secret_env"`
+	SignatureHeader string `yaml:"signature_header"`
+	Tolerance       string `yaml:"tolerance"`
+	ReferenceField  string `yaml:"reference_field"`
+	ObjectField     string `yaml:"object_field"`
 }

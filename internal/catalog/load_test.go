@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,8 +89,18 @@ func TestDevCatalogLoads(t *testing.T) {
 	t.Setenv("DOWNSTREAM_URL", "http://127.0.0.1:8090")
 	c, err := Load(filepath.Join("..", "..", "deployments", "catalog.dev.yaml"), gatewayWait)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"payments.legacy_transfer", "payments.transfer"}, c.Scopes())
+	assert.Equal(t, []string{"payments.legacy_transfer", "payments.payout", "payments.transfer"}, c.Scopes())
 	assert.Equal(t, gatewayWait, c.GatewayWait)
+
+	po, ok := c.Lookup("payments.payout")
+	require.True(t, ok)
+	assert.Equal(t, &BusinessState{Field: "status", Succeeded: []string{"paid"}, Failed: []string{"failed"},
+		Pending: []string{"pending"}, ReasonField: "failure_reason"}, po.Downstream.BusinessState)
+	assert.Equal(t, 15*time.Minute, po.Downstream.CompletionDeadline)
+	assert.Equal(t, &Webhook{SecretEnv: "ONCEGATE_PAYOUT_WEBHOOK_SECRET", SignatureHeader: "Sim-Signature", Tolerance: 5 * time.Minute,
+		ReferenceField: DefaultWebhookReferenceField, ObjectField: DefaultWebhookObjectField}, po.Downstream.Webhook)
+	assert.Greater(t, po.InFlightTTL, po.WorstCase(gatewayWait), "the pending wait counts in the worst case")
+	assert.GreaterOrEqual(t, po.WorstCase(gatewayWait), po.Downstream.CompletionDeadline)
 
 	tr, ok := c.Lookup("payments.transfer")
 	require.True(t, ok)
@@ -392,5 +403,25 @@ func TestFmtDur(t *testing.T) {
 		90 * time.Minute: "1h30m", 0: "0s", 500 * time.Millisecond: "500ms",
 	} {
 		assert.Equal(t, want, fmtDur(d))
+	}
+}
+
+func TestBusinessStateRefusals(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"status": "http://x/status"}
+	for name, tc := range map[string]struct {
+		extra string
+		want  string
+	}{
+		"no field":             {"      business_state: {succeeded: [paid], failed: [failed]}\n", "business_state.field is required"},
+		"no failed values":     {"      business_state: {field: status, succeeded: [paid]}\n", "needs succeeded and failed values"},
+		"a value twice":        {"      business_state: {field: status, succeeded: [paid], failed: [paid]}\n", `"paid" is listed under both succeeded and failed`},
+		"pending, no deadline": {"      business_state: {field: status, succeeded: [paid], failed: [failed], pending: [pending]}\n", "completion_deadline is required"},
+		"deadline alone":       {"      completion_deadline: 5m\n", "completion_deadline needs downstream.business_state"},
+		"webhook without env":  {"      business_state: {field: status, succeeded: [paid], failed: [failed]}\n      webhook: {signature_header: S}\n", "webhook.secret_env"},
+	} {
+		_, err := parse(append(doc(action("payments.payout", nil, base)), tc.extra...), gatewayWait, devEnv)
+		got := problemsOf(t, err)
+		assert.True(t, slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, tc.want) }), "%s: %v", name, got)
 	}
 }

@@ -136,6 +136,54 @@ type Downstream struct {
 	// long it remembers a key after its first use. No attempt is sent after
 	// that: a resend could execute the operation again.
 	IdempotencyKeyRetention time.Duration `yaml:"idempotency_key_retention" json:"idempotency_key_retention,omitempty"`
+	// BusinessState, for a downstream whose answer carries its own verdict
+	// (payouts: pending, then paid or failed), says where it is and what it
+	// means; a 2xx alone is then not "done". Nil for a downstream whose 2xx
+	// is the outcome.
+	BusinessState *BusinessState `yaml:"business_state" json:"business_state,omitempty"`
+	// CompletionDeadline is how long after the execute call a pending
+	// operation may stay pending; past it, a person decides.
+	CompletionDeadline time.Duration `yaml:"completion_deadline" json:"completion_deadline,omitempty"`
+	// PollInterval is the first wait between status queries of a pending
+	// operation; it doubles up to MaxReconcilePoll.
+	PollInterval time.Duration `yaml:"poll_interval" json:"poll_interval,omitempty"`
+	// Webhook, when set, lets the downstream report a final state by a
+	// signed POST to /v1/webhooks/{scope}.
+	Webhook *Webhook `yaml:"webhook" json:"webhook,omitempty"`
+}
+
+// BusinessState says where a downstream's answer holds its business state
+// and which values mean succeeded, failed and pending.
+type BusinessState struct {
+	// Field is the dotted path of the state in the answer, such as "status".
+	Field string `json:"field"`
+	// Succeeded lists the values that mean the operation is done.
+	Succeeded []string `json:"succeeded"`
+	// Failed lists the values that mean it definitely failed.
+	Failed []string `json:"failed"`
+	// Pending lists the values that mean it is still on its way.
+	Pending []string `json:"pending"`
+	// ReasonField is the dotted path of a failure's reason, such as "failure_reason".
+	ReasonField string `json:"reason_field,omitempty"`
+}
+
+// Webhook describes how a downstream signs the events it POSTs: the
+// simulator's and Stripe's scheme, a header "t=<unix>,v1=<hex HMAC-SHA256
+// of "<t>.<body>">".
+type Webhook struct {
+	// SecretEnv names the environment variable holding the signing secret
+	// (the secret itself never enters the catalog or a workflow's history).
+	SecretEnv string `json:"secret_env"`
+	// SignatureHeader is the header carrying the signature.
+	SignatureHeader string `json:"signature_header"`
+	// Tolerance bounds the age of an event's timestamp (and its lead).
+	Tolerance time.Duration `json:"tolerance"`
+	// ReferenceField is the dotted path of the operation id (the
+	// client_reference oncegate sent) in the event.
+	ReferenceField string `json:"reference_field"`
+	// ObjectField is the dotted path of the downstream's record in the event,
+	// read with BusinessState like a status answer.
+	ObjectField string `json:"object_field"`
 }
 
 // Action is one scope of the catalog.

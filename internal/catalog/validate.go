@@ -40,11 +40,12 @@ func (c *Catalog) Scopes() []string { return slices.Sorted(maps.Keys(c.Actions))
 // its outcome is known or it goes to manual review: the execute call with
 // all its retries (Downstream.ExecuteRetry), gatewayWait, and the
 // reconciliation after an unknown answer (Downstream.ReconcileWorst). It is
-// computed from the same schedules the workflow runs. in_flight_ttl must
-// exceed it.
+// computed from the same schedules the workflow runs; plus, for a
+// downstream whose answers can be pending, its completion deadline.
+// in_flight_ttl must exceed it.
 func (a *Action) WorstCase(gatewayWait time.Duration) time.Duration {
 	d := &a.Downstream
-	return satAdd(satAdd(d.ExecuteRetry().Worst(), gatewayWait), d.ReconcileWorst())
+	return satAdd(satAdd(satAdd(d.ExecuteRetry().Worst(), gatewayWait), d.ReconcileWorst()), d.pendingWorst())
 }
 
 func satAdd(a, b time.Duration) time.Duration {
@@ -240,6 +241,9 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 					msg += fmt.Sprintf(" + max processing time %s + status lag %s + one more status query", fmtDur(d.MaxProcessingTime), fmtDur(d.StatusLag))
 				}
 			}
+			if pw := d.pendingWorst(); pw > 0 {
+				msg += fmt.Sprintf(" + completion deadline %s + one status query", fmtDur(d.CompletionDeadline))
+			}
 			p.addf("%s)", msg)
 		}
 	}
@@ -309,7 +313,8 @@ func buildDownstream(p problems, d *Downstream, r rawDownstream) bool {
 		p.addf("downstream.reconcile_attempts %d must be between 1 and %d", d.ReconcileAttempts, MaxAttempts)
 		rdOK = false
 	}
-	return ok && rdOK && buildLateCommit(p, d, r)
+	lateOK := buildLateCommit(p, d, r)
+	return ok && rdOK && lateOK && buildBusinessState(p, d, r)
 }
 
 // buildLateCommit fills the settings that say when a downstream may commit

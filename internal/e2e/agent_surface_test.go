@@ -456,8 +456,8 @@ func TestEveryStatusOverHTTP(t *testing.T) {
 	setFaults(t, s, noFaults)
 	res := call(t, post, gw.GatewayURL+"/v1/ops/operations/"+reviewID+"/resolve", "dev-ops",
 		map[string]any{"outcome": "completed", "result": map[string]any{"id": "manual-" + run, "status": "executed"}, "note": "checked the ledger"})
-	require.Equalf(t, http.StatusAccepted, res.Code, "resolve: %s", res)
-	require.Equal(t, "resolution_sent", res.str("status"))
+	require.Equalf(t, http.StatusOK, res.Code, "resolve: %s", res)
+	require.Equal(t, "resolved", res.str("status"))
 	su.validate(res, post, "/v1/ops/operations/"+reviewID+"/resolve")
 	done := su.check(waitStatus(t, gw, "dev-alice", reviewID, "completed", "failed"), get, opPath(reviewID), "completed")
 	assert.Equal(t, "manual-"+run, done.str("result_ref"))

@@ -103,6 +103,27 @@ func TestRecordHistories(t *testing.T) {
 		recordHistory(t, s, id, filepath.Join(dir, "legacy_needs_review_resolved.json"))
 	})
 
+	recording(t, "legacy_needs_review_update_resolved", func(t *testing.T) {
+		id := toNeedsReview(t, s, "46.00")
+		res := call(t, http.MethodPost, s.GatewayURL+"/v1/ops/operations/"+id+"/resolve", "dev-ops", map[string]any{
+			"outcome":      "completed",
+			"result":       map[string]any{"id": "tr_manual_2"},
+			"note":         "found in the bank statement",
+			"evidence_url": "https://tickets.example/42",
+		})
+		require.Equal(t, http.StatusOK, res.Code, res.String())
+		require.Equal(t, "resolved", res.str("status"), res.String())
+		again := call(t, http.MethodPost, s.GatewayURL+"/v1/ops/operations/"+id+"/resolve", "dev-ops", map[string]any{
+			"outcome": "failed", "reason": "second thoughts",
+		})
+		require.Equal(t, "already_resolved", again.str("status"), again.String())
+		// A refused signal inside the grace is in the history too.
+		out, err := s.TemporalCLI(t, "workflow", "signal", "--workflow-id", id, "--name", workflows.SignalResolve,
+			"--input", `{"outcome":"failed","reason":"typo","operator":"web-ui-op"}`)
+		require.NoError(t, err, out)
+		recordHistory(t, s, id, filepath.Join(dir, "legacy_needs_review_update_resolved.json"))
+	})
+
 	recording(t, "legacy_late_commit_completed", func(t *testing.T) {
 		params := transferParams("44.00")
 		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
@@ -112,6 +133,23 @@ func TestRecordHistories(t *testing.T) {
 		require.Equal(t, "completed", done.str("status"), done.String())
 		require.Equal(t, 1, executions(t, s, id))
 		recordHistory(t, s, id, filepath.Join(dir, "legacy_late_commit_completed.json"))
+	})
+
+	recording(t, "payout_pending_paid", func(t *testing.T) {
+		params := transferParams("46.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.payout", fp, id, params)
+		require.Equal(t, "completed", done.str("status"), done.String())
+		recordHistory(t, s, id, filepath.Join(dir, "payout_pending_paid.json"))
+	})
+
+	recording(t, "payout_pending_failed", func(t *testing.T) {
+		params := transferParams("47.00")
+		params["payee_id"] = "fail-47"
+		fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.payout", fp, id, params)
+		require.Equal(t, "failed", done.str("status"), done.String())
+		recordHistory(t, s, id, filepath.Join(dir, "payout_pending_failed.json"))
 	})
 
 	recording(t, "legacy_not_executed_after_window", func(t *testing.T) {

@@ -75,6 +75,7 @@ func startInproc(t *testing.T) *inprocStack {
 	t.Cleanup(simPool.Close)
 	sim, err := simulator.New(ctx, simPool, logger)
 	require.NoError(t, err)
+	t.Cleanup(sim.Close)
 	simSrv := httptest.NewServer(sim.Handler())
 	t.Cleanup(simSrv.Close)
 	t.Setenv("DOWNSTREAM_URL", simSrv.URL)

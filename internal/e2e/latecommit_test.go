@@ -30,6 +30,29 @@ const (
 // legacyShortWindow, derived from its payments.legacy_transfer, to a file
 // and returns its path.
 func lateCommitCatalog(t *testing.T) string {
+	return catalogWith(t, map[string]derivation{
+		legacyNoWindow: {from: "payments.legacy_transfer", change: func(d map[string]any) {
+			delete(d, "max_processing_time")
+			delete(d, "status_lag")
+		}},
+		legacyShortWindow: {from: "payments.legacy_transfer", change: func(d map[string]any) {
+			d["max_processing_time"] = "3s"
+			delete(d, "status_lag")
+			d["reconcile_delay"] = "1s"
+		}},
+	})
+}
+
+// derivation is an action copied from the dev catalog's action from, with
+// change applied to its downstream.
+type derivation struct {
+	from   string
+	change func(downstream map[string]any)
+}
+
+// catalogWith writes the dev catalog plus the derived actions (by scope)
+// to a file and returns its path.
+func catalogWith(t *testing.T, derived map[string]derivation) string {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
@@ -39,28 +62,19 @@ func lateCommitCatalog(t *testing.T) string {
 		Actions map[string]map[string]any `yaml:"actions"`
 	}
 	require.NoError(t, yaml.Unmarshal(raw, &doc))
-	legacy := doc.Actions["payments.legacy_transfer"]
-	require.NotNil(t, legacy)
-	derive := func(change func(down map[string]any)) map[string]any {
-		b, err := yaml.Marshal(legacy)
+	for scope, d := range derived {
+		from := doc.Actions[d.from]
+		require.NotNil(t, from, d.from)
+		b, err := yaml.Marshal(from)
 		require.NoError(t, err)
 		var a map[string]any
 		require.NoError(t, yaml.Unmarshal(b, &a))
-		change(a["downstream"].(map[string]any))
-		return a
+		d.change(a["downstream"].(map[string]any))
+		doc.Actions[scope] = a
 	}
-	doc.Actions[legacyNoWindow] = derive(func(d map[string]any) {
-		delete(d, "max_processing_time")
-		delete(d, "status_lag")
-	})
-	doc.Actions[legacyShortWindow] = derive(func(d map[string]any) {
-		d["max_processing_time"] = "3s"
-		delete(d, "status_lag")
-		d["reconcile_delay"] = "1s"
-	})
 	out, err := yaml.Marshal(doc)
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "catalog.latecommit.yaml")
+	path := filepath.Join(t.TempDir(), "catalog.derived.yaml")
 	require.NoError(t, os.WriteFile(path, out, 0o644))
 	return path
 }

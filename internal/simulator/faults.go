@@ -37,6 +37,9 @@ type Faults struct {
 	// QuoteFailNext is how many of the next quote requests answer 503
 	// unavailable; each such request decrements it.
 	QuoteFailNext int `json:"quote_fail_next"`
+	// PayoutSettleMS is how long after its creation a payout settles (paid
+	// or failed); 0 means DefaultPayoutSettle.
+	PayoutSettleMS int `json:"payout_settle_ms"`
 }
 
 // faultsRequest is the body of PUT /_sim/faults: absent fields are zero.
@@ -49,6 +52,7 @@ type faultsRequest struct {
 	StatusLagMS       *int  `json:"status_lag_ms"`
 	FailAfterCommit   *int  `json:"fail_after_commit"`
 	QuoteFailNext     *int  `json:"quote_fail_next"`
+	PayoutSettleMS    *int  `json:"payout_settle_ms"`
 }
 
 // loadFaults reads the current fault set; a missing row is no fault.
@@ -56,9 +60,9 @@ func (s *Server) loadFaults(ctx context.Context) (Faults, error) {
 	var f Faults
 	err := s.pool.QueryRow(ctx, `
 		SELECT latency_ms, fail_next, hang_after_commit_ms, status_unavailable,
-			commit_delay_ms, status_lag_ms, fail_after_commit, quote_fail_next
+			commit_delay_ms, status_lag_ms, fail_after_commit, quote_fail_next, payout_settle_ms
 		FROM sim_faults WHERE id`).Scan(&f.LatencyMS, &f.FailNext, &f.HangAfterCommitMS, &f.StatusUnavailable,
-		&f.CommitDelayMS, &f.StatusLagMS, &f.FailAfterCommit, &f.QuoteFailNext)
+		&f.CommitDelayMS, &f.StatusLagMS, &f.FailAfterCommit, &f.QuoteFailNext, &f.PayoutSettleMS)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Faults{}, nil
 	}
@@ -72,14 +76,15 @@ func (s *Server) loadFaults(ctx context.Context) (Faults, error) {
 func (s *Server) storeFaults(ctx context.Context, f Faults) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO sim_faults (id, latency_ms, fail_next, hang_after_commit_ms, status_unavailable,
-			commit_delay_ms, status_lag_ms, fail_after_commit, quote_fail_next)
-		VALUES (true, $1, $2, $3, $4, $5, $6, $7, $8)
+			commit_delay_ms, status_lag_ms, fail_after_commit, quote_fail_next, payout_settle_ms)
+		VALUES (true, $1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (id) DO UPDATE SET latency_ms = EXCLUDED.latency_ms, fail_next = EXCLUDED.fail_next,
 			hang_after_commit_ms = EXCLUDED.hang_after_commit_ms, status_unavailable = EXCLUDED.status_unavailable,
 			commit_delay_ms = EXCLUDED.commit_delay_ms, status_lag_ms = EXCLUDED.status_lag_ms,
-			fail_after_commit = EXCLUDED.fail_after_commit, quote_fail_next = EXCLUDED.quote_fail_next`,
+			fail_after_commit = EXCLUDED.fail_after_commit, quote_fail_next = EXCLUDED.quote_fail_next,
+			payout_settle_ms = EXCLUDED.payout_settle_ms`,
 		f.LatencyMS, f.FailNext, f.HangAfterCommitMS, f.StatusUnavailable, f.CommitDelayMS, f.StatusLagMS, f.FailAfterCommit,
-		f.QuoteFailNext)
+		f.QuoteFailNext, f.PayoutSettleMS)
 	if err != nil {
 		return fmt.Errorf("store faults: %w", err)
 	}
@@ -88,8 +93,9 @@ func (s *Server) storeFaults(ctx context.Context, f Faults) error {
 
 // Counting faults: columns of sim_faults that consumeFailure decrements.
 const (
-	failNextColumn      = "fail_next"
-	quoteFailNextColumn = "quote_fail_next"
+	failNextColumn        = "fail_next"
+	quoteFailNextColumn   = "quote_fail_next"
+	failAfterCommitColumn = "fail_after_commit"
 )
 
 // consumeFailure atomically takes one injected failure of column (one of
@@ -100,16 +106,6 @@ func (s *Server) consumeFailure(ctx context.Context, column string) (bool, error
 	tag, err := s.pool.Exec(ctx, `UPDATE sim_faults SET `+column+` = `+column+` - 1 WHERE id AND `+column+` > 0`)
 	if err != nil {
 		return false, fmt.Errorf("consume %s: %w", column, err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
-// consumeFailAfterCommit atomically takes one fail_after_commit, as
-// consumeFailNext does for fail_next.
-func (s *Server) consumeFailAfterCommit(ctx context.Context) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE sim_faults SET fail_after_commit = fail_after_commit - 1 WHERE id AND fail_after_commit > 0`)
-	if err != nil {
-		return false, fmt.Errorf("consume fail_after_commit: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -162,7 +158,7 @@ func (s *Server) answerCommitted(w http.ResponseWriter, r *http.Request, f Fault
 		return
 	}
 	if c.executed {
-		failed, err := s.consumeFailAfterCommit(r.Context())
+		failed, err := s.consumeFailure(r.Context(), failAfterCommitColumn)
 		if err != nil {
 			s.internalError(w, r, err)
 			return
@@ -269,6 +265,7 @@ func (s *Server) handlePutFaults(w http.ResponseWriter, r *http.Request) {
 		{"status_lag_ms", req.StatusLagMS, &f.StatusLagMS},
 		{"fail_after_commit", req.FailAfterCommit, &f.FailAfterCommit},
 		{"quote_fail_next", req.QuoteFailNext, &f.QuoteFailNext},
+		{"payout_settle_ms", req.PayoutSettleMS, &f.PayoutSettleMS},
 	} {
 		if field.in == nil {
 			continue

@@ -55,6 +55,7 @@ type Server struct {
 	quoteTTL time.Duration
 	now      func() time.Time
 	mux      *http.ServeMux
+	stop     context.CancelFunc
 }
 
 // Option configures a Server.
@@ -84,8 +85,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, opts ...O
 		return nil, fmt.Errorf("simulator: %w", err)
 	}
 	s.routes()
+	settleCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	go s.settleLoop(settleCtx)
 	return s, nil
 }
+
+// Close stops settling payouts in the background. Handlers still work (a
+// payout status request settles what is due itself).
+func (s *Server) Close() { s.stop() }
 
 // routes registers the endpoints of CONTRACT §6.
 func (s *Server) routes() {
@@ -95,6 +103,10 @@ func (s *Server) routes() {
 	mux.HandleFunc("POST /v1/transfers", s.handleTransfer)
 	mux.HandleFunc("POST /legacy/transfers", s.handleLegacyTransfer)
 	mux.HandleFunc("GET /legacy/transfers", s.handleLegacyStatus)
+	mux.HandleFunc("POST /v1/payouts", s.handlePayout)
+	mux.HandleFunc("GET /v1/payouts", s.handlePayoutStatus)
+	mux.HandleFunc("PUT /_sim/webhook", s.handlePutWebhook)
+	mux.HandleFunc("DELETE /_sim/webhook", s.handleDeleteWebhook)
 	mux.HandleFunc("GET /_sim/executions", s.handleExecutions)
 	mux.HandleFunc("GET /_sim/faults", s.handleGetFaults)
 	mux.HandleFunc("PUT /_sim/faults", s.handlePutFaults)

@@ -43,6 +43,7 @@ func startServer(ctx context.Context, t *testing.T, pool *pgxpool.Pool, opts ...
 	t.Helper()
 	s, err := simulator.New(ctx, pool, slog.New(slog.DiscardHandler), opts...)
 	require.NoError(t, err)
+	t.Cleanup(s.Close)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	return ts.URL
@@ -421,10 +422,10 @@ func TestFaults(t *testing.T) {
 		b.setFaults(t, `{"latency_ms":5,"fail_next":3,"hang_after_commit_ms":7,"status_unavailable":true}`)
 		b.setFaults(t, `{"fail_next":1}`)
 		got := b.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0,"payout_settle_ms":0}`, string(got.body))
 		assert.Equal(t, http.StatusOK, b.do(t, http.MethodDelete, "/_sim/faults", nil, nil).status)
 		got = b.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":0,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":0,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0,"payout_settle_ms":0}`, string(got.body))
 
 		bad := b.do(t, http.MethodPut, "/_sim/faults", `{"fail_next":-1}`, nil)
 		assert.Equal(t, http.StatusBadRequest, bad.status)
@@ -445,7 +446,7 @@ func TestFaults(t *testing.T) {
 		b.setFaults(t, `{"fail_next":1,"status_unavailable":true,"commit_delay_ms":5}`)
 		other := &testBundle{url: startServer(ctx, t, b.pool), client: b.client}
 		got := other.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":true,"commit_delay_ms":5,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":true,"commit_delay_ms":5,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0,"payout_settle_ms":0}`, string(got.body))
 		assert.Equal(t, http.StatusServiceUnavailable, other.do(t, http.MethodPost, "/v1/transfers", transferBody("1"), key("k-s")).status)
 		assert.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/transfers", transferBody("1"), key("k-s")).status)
 	})
@@ -549,4 +550,74 @@ func TestBadRequests(t *testing.T) {
 	}
 	assert.Equal(t, 0, b.count(t, "k-bad"))
 	assert.Equal(t, http.StatusOK, b.do(t, http.MethodGet, "/healthz", nil, nil).status)
+}
+
+func TestPayouts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("pending, then paid; a repeat replays the first answer", func(t *testing.T) {
+		t.Parallel()
+		b := setup(ctx, t)
+		b.setFaults(t, `{"payout_settle_ms":600}`)
+		first := b.do(t, http.MethodPost, "/v1/payouts", `{"amount":"25.00","currency":"EUR","payee_id":"p-9","client_reference":"op-po"}`, key("k-po"))
+		require.Equal(t, http.StatusAccepted, first.status, "%s", first.body)
+		po := first.json(t)
+		assert.Regexp(t, `^po_[0-9a-f]{24}$`, po["id"])
+		assert.Equal(t, "pending", po["status"])
+		assert.Equal(t, "25", po["amount"])
+		again := b.do(t, http.MethodPost, "/v1/payouts", `{"amount":"25.00","currency":"EUR","payee_id":"p-9","client_reference":"op-po"}`, key("k-po"))
+		assert.Equal(t, string(first.body), string(again.body))
+		assert.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+		assert.Equal(t, 1, b.count(t, "op-po"))
+
+		status := func() map[string]any {
+			a := b.do(t, http.MethodGet, "/v1/payouts?client_reference=op-po", nil, nil)
+			require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+			return a.json(t)
+		}
+		assert.Equal(t, "pending", status()["status"])
+		require.Eventually(t, func() bool { return status()["status"] == "paid" }, 10*time.Second, 50*time.Millisecond)
+		assert.Equal(t, po["id"], status()["id"])
+		assert.Equal(t, http.StatusNotFound, b.do(t, http.MethodGet, "/v1/payouts?client_reference=nope", nil, nil).status)
+	})
+
+	t.Run("a fail- payee fails with a reason, and the webhook is signed", func(t *testing.T) {
+		t.Parallel()
+		b := setup(ctx, t)
+		events := make(chan answer, 4)
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			events <- answer{status: 200, header: r.Header.Clone(), body: body}
+		}))
+		t.Cleanup(hook.Close)
+		require.Equal(t, http.StatusOK, b.do(t, http.MethodPut, "/_sim/webhook", map[string]string{"url": hook.URL, "secret": "s3cret"}, nil).status)
+		b.setFaults(t, `{"payout_settle_ms":300}`)
+		a := b.do(t, http.MethodPost, "/v1/payouts", `{"amount":"5","currency":"EUR","payee_id":"fail-1","client_reference":"op-f"}`, key("k-f"))
+		require.Equal(t, http.StatusAccepted, a.status, "%s", a.body)
+		var ev answer
+		select {
+		case ev = <-events:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no webhook event")
+		}
+		var event simulator.WebhookEvent
+		require.NoError(t, json.Unmarshal(ev.body, &event))
+		assert.Equal(t, "payout.failed", event.Type)
+		assert.Equal(t, "failed", event.Data.Status)
+		assert.Equal(t, "account_closed", event.Data.FailureReason)
+		assert.Equal(t, "op-f", event.Data.ClientReference)
+		sig := ev.header.Get(simulator.SignatureHeader)
+		require.Regexp(t, `^t=\d+,v1=[0-9a-f]{64}$`, sig)
+		var ts int64
+		_, err := fmt.Sscanf(sig, "t=%d,", &ts)
+		require.NoError(t, err)
+		assert.Equal(t, simulator.Sign("s3cret", time.Unix(ts, 0), ev.body), sig, "HMAC-SHA256 of <t>.<body>")
+		assert.Equal(t, 1, b.count(t, "op-f"))
+		select {
+		case extra := <-events:
+			t.Fatalf("a second event for one settlement: %s", extra.body)
+		case <-time.After(500 * time.Millisecond):
+		}
+	})
 }

@@ -88,13 +88,8 @@ func insufficientFunds(p transferParams) errorBody {
 // response and replays it; so exactly one execution is recorded per key,
 // across requests and across simulator processes.
 func (s *Server) handleTransfer(w http.ResponseWriter, r *http.Request) {
-	key := r.Header.Get(IdempotencyKeyHeader)
-	if strings.TrimSpace(key) == "" {
-		writeError(w, http.StatusBadRequest, CodeMissingIdempotencyKey, "the Idempotency-Key header is required")
-		return
-	}
-	if len(key) > maxKeyLength {
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("Idempotency-Key is longer than %d bytes", maxKeyLength))
+	key, ok := idempotencyKey(w, r)
+	if !ok {
 		return
 	}
 	p, err := readTransfer(r, false)
@@ -107,11 +102,17 @@ func (s *Server) handleTransfer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, ok := s.commitDetached(r, faults, func(ctx context.Context) committed {
-		status, body, executed, replayed, err := s.executeOnce(ctx, key, p)
-		if executed {
+		c := s.onceForKey(ctx, key, p, http.StatusCreated, func(tx pgx.Tx) ([]byte, error) {
+			t := s.newTransfer(p)
+			if err := insertTransfer(ctx, tx, kindIdempotent, key, t); err != nil {
+				return nil, err
+			}
+			return json.Marshal(t)
+		})
+		if c.executed {
 			s.logger.InfoContext(ctx, "transfer executed", "kind", kindIdempotent, "idempotency_key", key)
 		}
-		return committed{status: status, body: body, executed: executed, replayed: replayed, err: err}
+		return c
 	})
 	if !ok {
 		return
@@ -124,38 +125,57 @@ func (s *Server) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	s.answerCommitted(w, r, faults, c)
 }
 
+// idempotencyKey reads the request's Idempotency-Key, answering 400 itself
+// (and returning false) when it is missing or too long.
+func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	key := r.Header.Get(IdempotencyKeyHeader)
+	if strings.TrimSpace(key) == "" {
+		writeError(w, http.StatusBadRequest, CodeMissingIdempotencyKey, "the Idempotency-Key header is required")
+		return "", false
+	}
+	if len(key) > maxKeyLength {
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, fmt.Sprintf("Idempotency-Key is longer than %d bytes", maxKeyLength))
+		return "", false
+	}
+	return key, true
+}
+
 // errKeyReuse is an Idempotency-Key sent again with other parameters.
 var errKeyReuse = errors.New("idempotency key reused with different parameters")
 
-// executeOnce executes p under key unless the key already has a response,
-// and returns the key's response: status, body, whether this call executed a
-// transfer, and whether it is a replay.
-func (s *Server) executeOnce(ctx context.Context, key string, p transferParams) (status int, body []byte, executed, replayed bool, err error) {
+// onceForKey executes p under key unless the key already has a response,
+// and returns the key's response. create records the side effect in tx and
+// returns the success body (answered with status); an amount above the
+// balance is refused 422 instead, and that refusal is the key's response
+// too.
+//
+// The key's first response is stored in sim_idempotency_key in the same
+// transaction as the side effect. A concurrent request with the same key
+// blocks on the unique index until that transaction ends, then finds the
+// stored response and replays it; so exactly one execution is recorded per
+// key, across requests and across simulator processes.
+func (s *Server) onceForKey(ctx context.Context, key string, p transferParams, status int,
+	create func(tx pgx.Tx) ([]byte, error)) committed {
 	hash := p.hash()
-	var t Transfer
-	if p.exceedsFunds {
-		status = http.StatusUnprocessableEntity
-		body, err = json.Marshal(insufficientFunds(p))
-	} else {
-		status = http.StatusCreated
-		t = s.newTransfer(p)
-		body, err = json.Marshal(t)
-	}
-	if err != nil {
-		return 0, nil, false, false, fmt.Errorf("encode response: %w", err)
-	}
-
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, nil, false, false, fmt.Errorf("begin: %w", err)
+		return committed{err: fmt.Errorf("begin: %w", err)}
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// Take the key before the side effect: a concurrent first request waits here.
+	var body []byte
+	if p.exceedsFunds {
+		status = http.StatusUnprocessableEntity
+		if body, err = json.Marshal(insufficientFunds(p)); err != nil {
+			return committed{err: fmt.Errorf("encode response: %w", err)}
+		}
+	}
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO sim_idempotency_key (idem_key, request_hash, status_code, response_body)
-		VALUES ($1, $2, $3, $4)
-		ON CONFLICT (idem_key) DO NOTHING`, key, hash, status, body)
+		VALUES ($1, $2, $3, ''::bytea)
+		ON CONFLICT (idem_key) DO NOTHING`, key, hash, status)
 	if err != nil {
-		return 0, nil, false, false, fmt.Errorf("claim idempotency key: %w", err)
+		return committed{err: fmt.Errorf("claim idempotency key: %w", err)}
 	}
 	if tag.RowsAffected() == 0 {
 		// The key's first request committed (ON CONFLICT waited for it):
@@ -164,22 +184,26 @@ func (s *Server) executeOnce(ctx context.Context, key string, p transferParams) 
 		if err := tx.QueryRow(ctx, `
 			SELECT request_hash, status_code, response_body FROM sim_idempotency_key WHERE idem_key = $1`,
 			key).Scan(&storedHash, &status, &body); err != nil {
-			return 0, nil, false, false, fmt.Errorf("read idempotency key: %w", err)
+			return committed{err: fmt.Errorf("read idempotency key: %w", err)}
 		}
 		if storedHash != hash {
-			return 0, nil, false, false, errKeyReuse
+			return committed{err: errKeyReuse}
 		}
-		return status, body, false, true, nil
+		return committed{status: status, body: body, replayed: true}
 	}
-	if status == http.StatusCreated {
-		if err := insertTransfer(ctx, tx, kindIdempotent, key, t); err != nil {
-			return 0, nil, false, false, err
+	executed := !p.exceedsFunds
+	if executed {
+		if body, err = create(tx); err != nil {
+			return committed{err: err}
 		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE sim_idempotency_key SET response_body = $2 WHERE idem_key = $1`, key, body); err != nil {
+		return committed{err: fmt.Errorf("store response: %w", err)}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, nil, false, false, fmt.Errorf("commit: %w", err)
+		return committed{err: fmt.Errorf("commit: %w", err)}
 	}
-	return status, body, status == http.StatusCreated, false, nil
+	return committed{status: status, body: body, executed: executed}
 }
 
 // handleLegacyTransfer is POST /legacy/transfers: it ignores Idempotency-Key
@@ -272,7 +296,8 @@ func (s *Server) handleExecutions(w http.ResponseWriter, r *http.Request) {
 	}
 	var n int64
 	if err := s.pool.QueryRow(r.Context(), `
-		SELECT count(*) FROM sim_transfer WHERE idempotency_key = $1 OR client_reference = $1`, ref).Scan(&n); err != nil {
+		SELECT (SELECT count(*) FROM sim_transfer WHERE idempotency_key = $1 OR client_reference = $1)
+			+ (SELECT count(*) FROM sim_payout WHERE idempotency_key = $1 OR client_reference = $1)`, ref).Scan(&n); err != nil {
 		s.internalError(w, r, fmt.Errorf("count executions: %w", err))
 		return
 	}
@@ -287,12 +312,12 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(r.Context())) }()
-	if _, err := tx.Exec(r.Context(), `TRUNCATE sim_transfer, sim_idempotency_key`); err != nil {
+	if _, err := tx.Exec(r.Context(), `TRUNCATE sim_transfer, sim_idempotency_key, sim_payout`); err != nil {
 		s.internalError(w, r, fmt.Errorf("truncate: %w", err))
 		return
 	}
 	if _, err := tx.Exec(r.Context(), `UPDATE sim_faults SET latency_ms = 0, fail_next = 0, hang_after_commit_ms = 0, status_unavailable = false,
-		commit_delay_ms = 0, status_lag_ms = 0, fail_after_commit = 0, quote_fail_next = 0`); err != nil {
+		commit_delay_ms = 0, status_lag_ms = 0, fail_after_commit = 0, quote_fail_next = 0, payout_settle_ms = 0`); err != nil {
 		s.internalError(w, r, fmt.Errorf("clear faults: %w", err))
 		return
 	}

@@ -107,6 +107,10 @@ func (p *Process) Running() bool {
 // Kill sends SIGKILL to the process group and waits for the exit.
 func (p *Process) Kill() { p.signal(syscall.SIGKILL, 10*time.Second) }
 
+// Terminate sends SIGTERM and waits up to wait for the process to exit by
+// itself, reporting whether it did (a graceful shutdown).
+func (p *Process) Terminate(wait time.Duration) bool { return p.signal(syscall.SIGTERM, wait) }
+
 // Stop sends SIGTERM, then SIGKILL after a grace period, and waits for the exit.
 func (p *Process) Stop() {
 	if !p.signal(syscall.SIGTERM, 10*time.Second) {

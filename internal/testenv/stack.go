@@ -67,6 +67,8 @@ type Stack struct {
 	GatewayURL string
 	// DownstreamURL is the simulator's base URL.
 	DownstreamURL string
+	// WorkerMetricsURL is where the worker serves its Prometheus metrics.
+	WorkerMetricsURL string
 	// DatabaseURL is the gateway's truth database.
 	DatabaseURL string
 	// SimulatorDatabaseURL is the simulator's database.
@@ -91,6 +93,8 @@ type Stack struct {
 type StackOptions struct {
 	// ExtraGatewayEnv is appended to the gateway's environment (KEY=value).
 	ExtraGatewayEnv []string
+	// ExtraWorkerEnv is appended to the worker's environment (KEY=value).
+	ExtraWorkerEnv []string
 	// Catalog is the catalog file the gateway and the worker load; empty is
 	// deployments/catalog.dev.yaml.
 	Catalog string
@@ -122,6 +126,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	s := &Stack{
 		GatewayURL:           fmt.Sprintf("http://127.0.0.1:%d", MustFreePort(t)),
 		DownstreamURL:        fmt.Sprintf("http://127.0.0.1:%d", MustFreePort(t)),
+		WorkerMetricsURL:     fmt.Sprintf("http://127.0.0.1:%d/metrics", MustFreePort(t)),
 		DatabaseURL:          dbURL,
 		SimulatorDatabaseURL: simURL,
 		Redis:                StartRedis(t),
@@ -136,8 +141,10 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		catalogPath = filepath.Join(root, "deployments", "catalog.dev.yaml")
 	}
 	s.Env = []string{
+		"ONCEGATE_ENV=dev",
 		"GATEWAY_URL=" + s.GatewayURL,
 		"DOWNSTREAM_URL=" + s.DownstreamURL,
+		"WORKER_METRICS_URL=" + s.WorkerMetricsURL,
 		"DATABASE_URL=" + s.DatabaseURL,
 		"SIMULATOR_DATABASE_URL=" + s.SimulatorDatabaseURL,
 		"REDIS_URL=" + s.Redis.URL,
@@ -163,7 +170,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	}
 	s.Downstream = start("downstream", nil)
 	s.WaitHealthy(t, s.DownstreamURL+"/healthz", s.Downstream)
-	s.Worker = start("worker", nil)
+	s.Worker = start("worker", opts.ExtraWorkerEnv)
 	s.Gateway = start("gateway", opts.ExtraGatewayEnv)
 	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
 	return s

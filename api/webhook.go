@@ -1,0 +1,188 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/workflows"
+)
+
+// Why a webhook is refused (the reply's reason; each is logged).
+var (
+	errWebhookUnsigned = errors.New("no signature header, or not of the form t=<unix>,v1=<hex>")
+	errWebhookStale    = errors.New("the signature's timestamp is outside the tolerance")
+	errWebhookBadSig   = errors.New("the signature does not match the body")
+	errWebhookNoSecret = errors.New("the gateway has no signing secret for this action")
+)
+
+// handleWebhook serves POST /v1/webhooks/:scope: a downstream reports the
+// final (or a new) business state of an operation. It is authenticated by
+// the downstream's signature, not by a bearer token: the signature must
+// verify with the secret of the action's webhook.secret_env, within its
+// tolerance, in constant time; the event must name an operation of this
+// action (its client_reference is the operation_id) and must not have been
+// accepted before. Then the operation's workflow is signalled; the first
+// final state it learns, by webhook or by polling, wins. A refused event
+// changes nothing.
+func (s *Server) handleWebhook(c echo.Context) error {
+	ctx := c.Request().Context()
+	scope := c.Param("scope")
+	action, ok := s.cat.Lookup(scope)
+	if !ok || action.Downstream.Webhook == nil {
+		r := newReply(StatusUnknownAction)
+		r.scope = scope
+		return s.render(c, r)
+	}
+	wh := action.Downstream.Webhook
+	refuse := func(why error) error {
+		s.log.WarnContext(ctx, "webhook refused", "scope", scope, "reason", why.Error())
+		s.metrics.webhooks.WithLabelValues(scope, "refused").Inc()
+		r := newReply(StatusWebhookRefused).with("reason", why.Error())
+		r.scope = scope
+		r.data.Reason = why.Error()
+		return s.render(c, r)
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return refuse(fmt.Errorf("read body: %w", err))
+	}
+	secret := os.Getenv(wh.SecretEnv)
+	if secret == "" {
+		s.log.ErrorContext(ctx, "webhook secret not set", "scope", scope, "env", wh.SecretEnv)
+		return refuse(errWebhookNoSecret)
+	}
+	signature := c.Request().Header.Get(wh.SignatureHeader)
+	if err := verifySignature(signature, body, secret, s.now(), wh.Tolerance); err != nil {
+		return refuse(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var event any
+	if err := dec.Decode(&event); err != nil {
+		return refuse(fmt.Errorf("the body is not JSON: %w", err))
+	}
+	opID, _ := catalog.Lookup(event, wh.ReferenceField).(string)
+	if opID == "" {
+		return refuse(fmt.Errorf("no operation reference at %s", wh.ReferenceField))
+	}
+	record, err := json.Marshal(catalog.Lookup(event, wh.ObjectField))
+	if err != nil {
+		return refuse(fmt.Errorf("no downstream record at %s", wh.ObjectField))
+	}
+	rec, err := s.store.Get(ctx, opID)
+	switch {
+	case errors.Is(err, idemstore.ErrNotFound) || (err == nil && rec.Scope != scope):
+		return refuse(fmt.Errorf("unknown operation %q for %s", opID, scope))
+	case err != nil:
+		return s.render(c, s.storeErrorReply(scope, "", fmt.Errorf("webhook %s: %w", opID, err)))
+	}
+	first, err := s.store.RecordWebhook(ctx, scope, signature)
+	if err != nil {
+		return s.render(c, s.storeErrorReply(scope, "", fmt.Errorf("webhook %s: %w", opID, err)))
+	}
+	if !first {
+		return refuse(fmt.Errorf("replayed: this event was already accepted"))
+	}
+	eventType, _ := catalog.Lookup(event, "type").(string)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	err = s.temporal.SignalWorkflow(sctx, opID, "", workflows.SignalDownstreamState,
+		workflows.DownstreamEvent{Record: record, EventType: eventType})
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		// The workflow has finished: its first final state stands.
+		s.log.InfoContext(ctx, "webhook for a finished operation ignored", "scope", scope, "operation_id", opID)
+	case err != nil:
+		// Polling still learns the state; the receipt keeps a resend out.
+		r := newReply(StatusTemporarilyUnavailable)
+		r.scope, r.opID, r.err = scope, opID, fmt.Errorf("signal webhook %s: %w", opID, err)
+		return s.render(c, r)
+	}
+	s.log.InfoContext(ctx, "webhook accepted", "scope", scope, "operation_id", opID, "event_type", eventType)
+	s.metrics.webhooks.WithLabelValues(scope, "accepted").Inc()
+	r := opReply(StatusWebhookAccepted, opID)
+	r.scope = scope
+	return s.render(c, r)
+}
+
+// verifySignature checks header, "t=<unix>,v1=<hex>[,v1=<hex>...]", against
+// HMAC-SHA256(secret, "<t>.<body>"): the timestamp within tolerance of now,
+// some v1 equal in constant time.
+func verifySignature(header string, body []byte, secret string, now time.Time, tolerance time.Duration) error {
+	var (
+		ts   string
+		sigs [][]byte
+	)
+	for _, part := range strings.Split(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		switch {
+		case !ok:
+			return errWebhookUnsigned
+		case k == "t":
+			ts = v
+		case k == "v1":
+			sig, err := hex.DecodeString(v)
+			if err != nil {
+				return errWebhookUnsigned
+			}
+			sigs = append(sigs, sig)
+		}
+	}
+	unix, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || len(sigs) == 0 {
+		return errWebhookUnsigned
+	}
+	if age := now.Sub(time.Unix(unix, 0)); age > tolerance || age < -tolerance {
+		return errWebhookStale
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts + "."))
+	mac.Write(body)
+	want := mac.Sum(nil)
+	for _, sig := range sigs {
+		if hmac.Equal(sig, want) {
+			return nil
+		}
+	}
+	return errWebhookBadSig
+}
+
+// MaxPendingPollAfter caps the poll_after_ms told for a pending operation.
+const MaxPendingPollAfter = time.Minute
+
+// inFlightReply answers an operation still in flight: in_progress, and, when
+// the downstream reported a business state (a payout "pending"), that state
+// and a poll interval that grows with the wait (a quarter of the time waited
+// so far, from the configured poll_after up to MaxPendingPollAfter).
+func (s *Server) inFlightReply(rec idemstore.Record) reply {
+	r := opReply(StatusInProgress, rec.Key)
+	if rec.DownstreamState == "" {
+		return r
+	}
+	r.key = keyInProgressPending
+	r = r.with("downstream_state", rec.DownstreamState)
+	r.data.State = rec.DownstreamState
+	waited := time.Duration(0)
+	if !rec.CreatedAt.IsZero() {
+		waited = s.now().Sub(rec.CreatedAt)
+	}
+	r.pollAfter = min(max(s.cfg.PollAfter, waited/4), MaxPendingPollAfter)
+	return r
+}

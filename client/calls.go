@@ -1,0 +1,84 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// Preview validates params for the action scope and returns the answer
+// with the Fingerprint to confirm (status preview_ready). It writes
+// nothing: previewing again is harmless, and each preview is a new
+// fingerprint, a new operation.
+func (c *Client) Preview(ctx context.Context, scope string, params any) (*Answer, error) {
+	return c.do(ctx, http.MethodPost, "/v1/actions/"+url.PathEscape(scope)+"/preview", map[string]any{"params": params})
+}
+
+// ConfirmOption adds to a confirm.
+type ConfirmOption func(*confirmBody)
+
+// confirmBody is the body of a confirm.
+type confirmBody struct {
+	Fingerprint         string `json:"fingerprint"`
+	Params              any    `json:"params"`
+	AcknowledgeRepeatOf string `json:"acknowledge_repeat_of,omitempty"`
+}
+
+// AcknowledgeRepeatOf confirms a preview that named an identical recent
+// operation (RecentOperation.OperationID): the user asked to do it again.
+func AcknowledgeRepeatOf(operationID string) ConfirmOption {
+	return func(b *confirmBody) { b.AcknowledgeRepeatOf = operationID }
+}
+
+// Confirm executes, at most once, the operation that fingerprint was issued
+// for; params must bind to what was previewed. It answers completed, failed,
+// in_progress or needs_manual_review (or a replay of the first outcome, on
+// any later confirm of the same fingerprint); call Wait when the outcome is
+// not final yet. A lost answer and temporarily_unavailable are retried with
+// the same fingerprint.
+func (c *Client) Confirm(ctx context.Context, scope, fingerprint string, params any, opts ...ConfirmOption) (*Answer, error) {
+	b := confirmBody{Fingerprint: fingerprint, Params: params}
+	for _, o := range opts {
+		o(&b)
+	}
+	return c.do(ctx, http.MethodPost, "/v1/actions/"+url.PathEscape(scope)+"/confirm", b)
+}
+
+// Status asks the current state of one of the caller's operations:
+// completed, failed, in_progress or needs_manual_review.
+func (c *Client) Status(ctx context.Context, operationID string) (*Answer, error) {
+	return c.do(ctx, http.MethodGet, "/v1/operations/"+url.PathEscape(operationID), nil)
+}
+
+// Wait polls Status, waiting poll_after_ms between polls, until the
+// operation is completed or failed, and returns that answer. It stops early
+// with the last answer and an error that matches ErrNeedsManualReview when a
+// person has to decide, and with ctx's error when ctx is done. A poll that
+// fails transiently (after the client's retries) is polled again.
+func (c *Client) Wait(ctx context.Context, operationID string) (*Answer, error) {
+	var last *Answer
+	for {
+		a, err := c.Status(ctx, operationID)
+		switch {
+		case err == nil:
+			last = a
+		case isTransient(err) && ctx.Err() == nil:
+		default:
+			return last, fmt.Errorf("wait %s: %w", operationID, err)
+		}
+		if last != nil && last.Status.Terminal() {
+			return last, nil
+		}
+		if last != nil && last.Status == StatusNeedsManualReview {
+			return last, fmt.Errorf("wait %s: %w", operationID, &Error{Answer: *last, class: last.Status.Class()})
+		}
+		pause := DefaultPollAfter
+		if last != nil && last.PollAfterMS > 0 {
+			pause = last.PollAfter()
+		}
+		if err := c.sleep(ctx, pause); err != nil {
+			return last, fmt.Errorf("wait %s: %w", operationID, err)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults of a Client.
+const (
+	// DefaultAttempts is how many times one request is sent at most when the
+	// gateway is unreachable or temporarily unavailable.
+	DefaultAttempts = 5
+	// DefaultBackoff is the first wait between attempts when the gateway
+	// names no retry_after_ms; it doubles up to DefaultMaxBackoff.
+	DefaultBackoff = 250 * time.Millisecond
+	// DefaultMaxBackoff caps the wait between attempts, whatever
+	// retry_after_ms says.
+	DefaultMaxBackoff = 10 * time.Second
+	// DefaultRequestTimeout bounds one HTTP request; it is longer than the
+	// gateway's confirm budget.
+	DefaultRequestTimeout = 30 * time.Second
+	// DefaultPollAfter is Wait's interval when an answer names no poll_after_ms.
+	DefaultPollAfter = time.Second
+	// maxBody bounds the answer read from the gateway.
+	maxBody = 4 << 20
+)
+
+// Client calls one oncegate gateway as one subject (its bearer token).
+// It is safe for concurrent use.
+type Client struct {
+	base       *url.URL
+	token      string
+	http       *http.Client
+	lang       string
+	attempts   int
+	backoff    time.Duration
+	maxBackoff time.Duration
+	sleep      func(context.Context, time.Duration) error
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sends the requests with hc (its Timeout bounds one attempt).
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+
+// WithLanguage asks for meaning and instruction in lang (Accept-Language,
+// such as "zh").
+func WithLanguage(lang string) Option { return func(c *Client) { c.lang = lang } }
+
+// WithRetry sets how many times one request is sent at most (1 disables
+// retries) and the first wait between attempts when the gateway names none.
+func WithRetry(attempts int, backoff time.Duration) Option {
+	return func(c *Client) {
+		c.attempts = max(attempts, 1)
+		c.backoff = backoff
+	}
+}
+
+// New returns a client of the gateway at baseURL (such as
+// http://127.0.0.1:8080) that authenticates with the bearer token.
+func New(baseURL, token string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("new client: gateway URL %q is not an http(s) URL", baseURL)
+	}
+	if token == "" {
+		return nil, fmt.Errorf("new client: %w: empty bearer token", ErrUnauthenticated)
+	}
+	c := &Client{
+		base: u, token: token,
+		http:     &http.Client{Timeout: DefaultRequestTimeout},
+		attempts: DefaultAttempts, backoff: DefaultBackoff, maxBackoff: DefaultMaxBackoff,
+		sleep: sleepCtx,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// do sends one request, again while the gateway is unreachable or
+// temporarily unavailable (the same body each time), and decodes the answer.
+// A refusal is returned as an *Error.
+func (c *Client) do(ctx context.Context, method, path string, body any) (*Answer, error) {
+	var raw []byte
+	if body != nil {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			return nil, fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+	}
+	wait := c.backoff
+	for attempt := 1; ; attempt++ {
+		a, err := c.send(ctx, method, path, raw)
+		retry := false
+		next := wait
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
+		case err != nil:
+			retry = true
+			err = fmt.Errorf("%s %s: %w: %w", method, path, ErrUnreachable, err)
+		case a.Status == StatusTemporarilyUnavailable:
+			retry = true
+			if a.RetryAfterMS > 0 {
+				next = a.RetryAfter()
+			}
+			err = errorOf(*a)
+		case statuses[a.Status].class != nil || !a.Status.Known():
+			return a, errorOf(*a)
+		default:
+			return a, nil
+		}
+		if !retry || attempt >= c.attempts {
+			return a, err
+		}
+		if serr := c.sleep(ctx, min(next, c.maxBackoff)); serr != nil {
+			return a, fmt.Errorf("%s %s: %w (last: %w)", method, path, serr, err)
+		}
+		wait = min(wait*2, c.maxBackoff)
+	}
+}
+
+// send makes one attempt. An error is a transport failure (or an answer
+// that could not be read).
+func (c *Client) send(ctx context.Context, method, path string, raw []byte) (*Answer, error) {
+	var rd io.Reader
+	if raw != nil {
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	if raw != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.lang != "" {
+		req.Header.Set("Accept-Language", c.lang)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	var a Answer
+	if err := json.Unmarshal(body, &a); err != nil || a.Status == "" {
+		if resp.StatusCode >= 500 {
+			// A proxy's 502/504 page: the gateway was not reached.
+			return nil, fmt.Errorf("HTTP %d without an oncegate answer: %.200s", resp.StatusCode, body)
+		}
+		return &Answer{HTTPCode: resp.StatusCode, Raw: body}, nil
+	}
+	a.HTTPCode = resp.StatusCode
+	a.Replayed = resp.Header.Get(HeaderReplayed) == "true"
+	a.Raw = body
+	return &a, nil
+}
+
+// HeaderReplayed is the header that marks a replay of an operation's first outcome.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// isTransient reports whether err is a failure that sending the same request
+// again may cure: the gateway was unreachable or temporarily unavailable.
+func isTransient(err error) bool {
+	return errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTemporarilyUnavailable)
+}

@@ -1,0 +1,263 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeGateway answers each request with the next scripted answer and
+// records the bodies it received.
+type fakeGateway struct {
+	mu      sync.Mutex
+	answers []func(http.ResponseWriter)
+	bodies  []string
+	paths   []string
+}
+
+func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.bodies = append(f.bodies, string(b))
+	f.paths = append(f.paths, r.Method+" "+r.URL.Path)
+	next := f.answers[0]
+	if len(f.answers) > 1 {
+		f.answers = f.answers[1:]
+	}
+	f.mu.Unlock()
+	next(w)
+}
+
+// reply writes an answer with status and extra fields.
+func reply(code int, status Status, extra map[string]any) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		body := map[string]any{"status": status, "meaning": "m", "instruction": "i", "retryable": status == StatusTemporarilyUnavailable, "trace_id": "t1"}
+		for k, v := range extra {
+			body[k] = v
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if status.Replayed() {
+			w.Header().Set(HeaderReplayed, "true")
+		}
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(body)
+	}
+}
+
+// hangUp closes the connection without an answer: a transport failure.
+func hangUp(w http.ResponseWriter) {
+	conn, _, _ := w.(http.Hijacker).Hijack()
+	_ = conn.Close()
+}
+
+// setup starts a fake gateway and a client whose waits are recorded, not slept.
+func setup(t *testing.T, answers ...func(http.ResponseWriter)) (*Client, *fakeGateway, *[]time.Duration) {
+	t.Helper()
+	f := &fakeGateway{answers: answers}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	c, err := New(srv.URL, "dev-alice")
+	require.NoError(t, err)
+	var waits []time.Duration
+	c.sleep = func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}
+	return c, f, &waits
+}
+
+func TestConfirmRetriesWithTheSameFingerprint(t *testing.T) {
+	t.Parallel()
+	c, f, waits := setup(t,
+		reply(503, StatusTemporarilyUnavailable, map[string]any{"retry_after_ms": 1500}),
+		hangUp,
+		reply(200, StatusCompleted, map[string]any{"operation_id": "op1", "result": map[string]any{"amount": "12.5"}, "result_ref": "tr_1"}),
+	)
+	a, err := c.Confirm(context.Background(), "payments.transfer", "fp-1", map[string]any{"amount": "12.50"})
+	require.NoError(t, err)
+	assert.Equal(t, StatusCompleted, a.Status)
+	assert.Equal(t, "tr_1", a.ResultRef)
+	require.Len(t, f.bodies, 3)
+	for _, b := range f.bodies {
+		assert.JSONEq(t, `{"fingerprint":"fp-1","params":{"amount":"12.50"}}`, b)
+	}
+	for _, p := range f.paths {
+		assert.Equal(t, "POST /v1/actions/payments.transfer/confirm", p, "never a new preview")
+	}
+	assert.Equal(t, []time.Duration{1500 * time.Millisecond, 2 * DefaultBackoff}, *waits, "retry_after_ms, then the backoff")
+}
+
+func TestRetriesAreBounded(t *testing.T) {
+	t.Parallel()
+	c, f, waits := setup(t, reply(503, StatusTemporarilyUnavailable, map[string]any{"retry_after_ms": 100000}))
+	a, err := c.Confirm(context.Background(), "payments.transfer", "fp-1", map[string]any{})
+	require.ErrorIs(t, err, ErrTemporarilyUnavailable)
+	assert.Equal(t, StatusTemporarilyUnavailable, a.Status)
+	assert.Len(t, f.bodies, DefaultAttempts)
+	require.Len(t, *waits, DefaultAttempts-1)
+	assert.Equal(t, DefaultMaxBackoff, (*waits)[0], "retry_after_ms is capped")
+
+	c, f, _ = setup(t, hangUp)
+	_, err = c.Status(context.Background(), "op1")
+	require.ErrorIs(t, err, ErrUnreachable)
+	assert.Len(t, f.bodies, DefaultAttempts)
+}
+
+func TestRetryStopsWithTheContext(t *testing.T) {
+	t.Parallel()
+	c, f, _ := setup(t, reply(503, StatusTemporarilyUnavailable, map[string]any{"retry_after_ms": 10}))
+	ctx, cancel := context.WithCancel(context.Background())
+	c.sleep = func(context.Context, time.Duration) error { cancel(); return ctx.Err() }
+	_, err := c.Preview(ctx, "payments.transfer", map[string]any{})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, ErrTemporarilyUnavailable)
+	assert.Len(t, f.bodies, 1)
+}
+
+func TestRefusalsMatchTheirClass(t *testing.T) {
+	t.Parallel()
+	cases := map[Status]error{}
+	for s, info := range statuses {
+		if info.class != nil && s != StatusTemporarilyUnavailable {
+			cases[s] = info.class
+		}
+	}
+	for status, class := range cases {
+		t.Run(string(status), func(t *testing.T) {
+			t.Parallel()
+			c, f, _ := setup(t, reply(statuses[status].code, status, map[string]any{
+				"errors":           []map[string]string{{"field": "amount", "problem": "must be positive"}},
+				"recent_operation": map[string]any{"operation_id": "op0", "state": "completed", "completed_at": "2026-01-02T03:04:05Z"},
+			}))
+			_, err := c.Confirm(context.Background(), "payments.transfer", "fp", map[string]any{})
+			require.ErrorIs(t, err, class)
+			assert.Len(t, f.bodies, 1, "a refusal is not retried")
+			for other := range cases {
+				if statuses[other].class != class {
+					assert.NotErrorIs(t, err, statuses[other].class)
+				}
+			}
+			var e *Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, status, e.Status)
+			assert.Equal(t, statuses[status].code, e.HTTPCode)
+			assert.Equal(t, []Problem{{Field: "amount", Problem: "must be positive"}}, e.Problems)
+			require.NotNil(t, e.RecentOperation)
+			assert.Equal(t, "op0", e.RecentOperation.OperationID)
+			assert.Contains(t, e.Error(), "amount: must be positive")
+		})
+	}
+}
+
+func TestUnexpectedAnswers(t *testing.T) {
+	t.Parallel()
+	c, _, _ := setup(t, func(w http.ResponseWriter) { w.WriteHeader(404); _, _ = io.WriteString(w, "no") })
+	_, err := c.Status(context.Background(), "op1")
+	require.ErrorIs(t, err, ErrUnexpectedAnswer)
+
+	c, _, _ = setup(t, reply(200, "brand_new_status", nil))
+	_, err = c.Status(context.Background(), "op1")
+	require.ErrorIs(t, err, ErrUnexpectedAnswer)
+
+	c, f, _ := setup(t, func(w http.ResponseWriter) { w.WriteHeader(502); _, _ = io.WriteString(w, "<html>bad gateway</html>") })
+	_, err = c.Status(context.Background(), "op1")
+	require.ErrorIs(t, err, ErrUnreachable, "a proxy's 5xx page means the gateway was not reached")
+	assert.Len(t, f.bodies, DefaultAttempts)
+}
+
+func TestWaitHonoursPollAfter(t *testing.T) {
+	t.Parallel()
+	c, f, waits := setup(t,
+		reply(202, StatusInProgress, map[string]any{"operation_id": "op1", "poll_after_ms": 700}),
+		reply(503, StatusTemporarilyUnavailable, map[string]any{"retry_after_ms": 300}),
+		reply(202, StatusInProgress, map[string]any{"operation_id": "op1", "poll_after_ms": 900}),
+		reply(200, StatusFailed, map[string]any{"operation_id": "op1", "reason": "insufficient_funds"}),
+	)
+	a, err := c.Wait(context.Background(), "op1")
+	require.NoError(t, err)
+	assert.Equal(t, StatusFailed, a.Status)
+	assert.Equal(t, "insufficient_funds", a.Reason)
+	assert.Len(t, f.bodies, 4)
+	assert.Equal(t, []time.Duration{700 * time.Millisecond, 300 * time.Millisecond, 900 * time.Millisecond}, *waits)
+}
+
+func TestWaitStopsAtManualReview(t *testing.T) {
+	t.Parallel()
+	c, _, _ := setup(t, reply(202, StatusNeedsManualReview, map[string]any{"operation_id": "op1", "poll_after_ms": 700}))
+	a, err := c.Wait(context.Background(), "op1")
+	require.ErrorIs(t, err, ErrNeedsManualReview)
+	require.NotNil(t, a)
+	assert.Equal(t, StatusNeedsManualReview, a.Status)
+
+	c, _, _ = setup(t, reply(404, StatusUnknownOperation, nil))
+	_, err = c.Wait(context.Background(), "op1")
+	require.ErrorIs(t, err, ErrUnknownOperation)
+}
+
+func TestWaitStopsWithTheContext(t *testing.T) {
+	t.Parallel()
+	c, _, _ := setup(t, reply(202, StatusInProgress, map[string]any{"poll_after_ms": 700}))
+	ctx, cancel := context.WithCancel(context.Background())
+	c.sleep = func(context.Context, time.Duration) error { cancel(); return ctx.Err() }
+	a, err := c.Wait(ctx, "op1")
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, StatusInProgress, a.Status)
+}
+
+func TestReplayedHeader(t *testing.T) {
+	t.Parallel()
+	c, _, _ := setup(t, reply(200, StatusAlreadyCompleted, map[string]any{"result": map[string]any{"amount": 12.5}}))
+	a, err := c.Confirm(context.Background(), "payments.transfer", "fp", map[string]any{})
+	require.NoError(t, err)
+	assert.True(t, a.Replayed)
+	var r struct {
+		Amount Decimal `json:"amount"`
+	}
+	require.NoError(t, a.DecodeResult(&r))
+	assert.Equal(t, Decimal("12.5"), r.Amount, "a decimal sent as a JSON number is read as its text")
+}
+
+func TestDecimal(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]Decimal{`"12.50"`: "12.50", `12.50`: "12.50", `1e3`: "1e3", `"-0.5"`: "-0.5", `100000000000000000000.01`: "100000000000000000000.01"} {
+		var d Decimal
+		require.NoError(t, json.Unmarshal([]byte(in), &d), in)
+		assert.Equal(t, want, d, in)
+	}
+	for _, in := range []string{`"abc"`, `true`, `""`, `"1.2.3"`, `null`} {
+		var d Decimal
+		assert.Error(t, json.Unmarshal([]byte(in), &d), in)
+	}
+	b, err := json.Marshal(Decimal("12.5"))
+	require.NoError(t, err)
+	assert.Equal(t, `"12.5"`, string(b))
+	_, err = json.Marshal(Decimal("x"))
+	assert.Error(t, err)
+
+	f := Fields{"amount": json.RawMessage(`12.5`), "currency": json.RawMessage(`"USD"`)}
+	d, ok := f.Decimal("amount")
+	assert.True(t, ok)
+	assert.Equal(t, Decimal("12.5"), d)
+	_, ok = f.Decimal("currency")
+	assert.False(t, ok)
+	s, ok := f.String("currency")
+	assert.True(t, ok)
+	assert.Equal(t, "USD", s)
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	_, err := New("127.0.0.1:8080", "tok")
+	assert.Error(t, err)
+	_, err = New("http://127.0.0.1:8080", "")
+	assert.True(t, errors.Is(err, ErrUnauthenticated))
+}

@@ -1,0 +1,125 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The classes of refusal. An *Error matches exactly one of them with
+// errors.Is; a transport failure that outlived the retries matches
+// ErrUnreachable.
+var (
+	// ErrTemporarilyUnavailable means the gateway answered
+	// temporarily_unavailable on every attempt; nothing was consumed, the
+	// same request may be sent again later.
+	ErrTemporarilyUnavailable = errors.New("oncegate: temporarily unavailable")
+	// ErrUnreachable means the gateway could not be reached, or its answer
+	// was lost, on every attempt. For a confirm the operation may have
+	// started: send the same confirm again or ask Status; never preview anew.
+	ErrUnreachable = errors.New("oncegate: gateway unreachable")
+	// ErrInvalidParams means the params fail the action's rules; Error.Problems names the fields.
+	ErrInvalidParams = errors.New("oncegate: invalid params")
+	// ErrFingerprintExpired means the fingerprint was first confirmed at or after its expiry: preview again.
+	ErrFingerprintExpired = errors.New("oncegate: fingerprint expired")
+	// ErrSecurity means the confirm does not match its fingerprint (params,
+	// subject or scope), or the fingerprint is not a valid one. The gateway
+	// records it as a security event; do not retry, preview again only on
+	// the user's request.
+	ErrSecurity = errors.New("oncegate: fingerprint does not match the request")
+	// ErrUnauthenticated means the bearer token is missing or unknown.
+	ErrUnauthenticated = errors.New("oncegate: unauthenticated")
+	// ErrRepeatUnacknowledged means the preview found an identical recent
+	// operation (Error.RecentOperation) and the confirm did not acknowledge
+	// it; nothing ran. Confirm with AcknowledgeRepeatOf only if the user asked
+	// to do it again.
+	ErrRepeatUnacknowledged = errors.New("oncegate: repeat of a recent operation not acknowledged")
+	// ErrDownstreamRefused means the downstream refused the preview
+	// definitively; change the params, do not resend.
+	ErrDownstreamRefused = errors.New("oncegate: downstream refused")
+	// ErrUnknownAction means the gateway has no such scope.
+	ErrUnknownAction = errors.New("oncegate: unknown action")
+	// ErrUnknownOperation means the caller has no operation with that id.
+	ErrUnknownOperation = errors.New("oncegate: unknown operation")
+	// ErrNeedsManualReview means Wait stopped because the outcome cannot be
+	// determined automatically: a person decides; ask Status later.
+	ErrNeedsManualReview = errors.New("oncegate: operation needs manual review")
+	// ErrBadRequest means the gateway refused the request itself (route,
+	// method, body shape, size or permission): a bug of the caller.
+	ErrBadRequest = errors.New("oncegate: request refused")
+	// ErrInternal means the gateway failed unexpectedly; Error.TraceID is for its operators.
+	ErrInternal = errors.New("oncegate: gateway internal error")
+	// ErrUnexpectedAnswer means the answer is not an oncegate answer (no or
+	// an unknown status).
+	ErrUnexpectedAnswer = errors.New("oncegate: unexpected answer")
+)
+
+// Error is a gateway answer that refuses the call. It matches its class with
+// errors.Is (see the Err* variables) and carries the answer's details.
+type Error struct {
+	// Answer is the refusal as the gateway sent it.
+	Answer
+	// class is the sentinel it matches.
+	class error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%v: %s (HTTP %d", e.class, e.Status, e.HTTPCode)
+	if e.TraceID != "" {
+		msg += ", trace_id " + e.TraceID
+	}
+	msg += ")"
+	if e.Meaning != "" {
+		msg += ": " + e.Meaning
+	}
+	for _, p := range e.Problems {
+		msg += "; " + p.String()
+	}
+	return msg
+}
+
+// Is matches the error's class.
+func (e *Error) Is(target error) bool { return target == e.class }
+
+// Unwrap returns the error's class.
+func (e *Error) Unwrap() error { return e.class }
+
+// Problem is one entry of the errors[] of invalid_params or downstream_refused.
+type Problem struct {
+	// Field is the param's name (or a path inside it); empty for the whole body.
+	Field string `json:"field"`
+	// Problem says what is wrong and how to fix it.
+	Problem string `json:"problem"`
+}
+
+// String formats the problem as "field: problem".
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.Problem
+	}
+	return p.Field + ": " + p.Problem
+}
+
+// RecentOperation is the identical recent operation the amnesia guard found.
+type RecentOperation struct {
+	// OperationID is that operation's id; confirm with AcknowledgeRepeatOf(OperationID) to do it again.
+	OperationID string `json:"operation_id"`
+	// State is its agent-facing state (completed, failed, in_progress, needs_manual_review).
+	State Status `json:"state"`
+	// ResultRef is its business reference, when it completed.
+	ResultRef string `json:"result_ref,omitempty"`
+	// CompletedAt is when it finished, when it did.
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	// Reason is why it failed, when it did.
+	Reason string `json:"reason,omitempty"`
+}
+
+// errorOf turns a decoded refusal into an *Error.
+func errorOf(a Answer) error {
+	class := a.Status.Class()
+	if class == nil {
+		class = ErrUnexpectedAnswer
+	}
+	return &Error{Answer: a, class: class}
+}

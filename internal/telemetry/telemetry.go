@@ -1,0 +1,73 @@
+// Package telemetry sets up OpenTelemetry tracing for the gateway and the
+// worker: one trace from the HTTP request, through the Temporal client, the
+// workflow and its activities, to the downstream call. Spans are exported
+// over OTLP/HTTP only when OTEL_EXPORTER_OTLP_ENDPOINT (or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set; otherwise they are recorded
+// and dropped, so trace ids in answers and logs are still real.
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
+)
+
+// Propagator is the W3C trace context, the one way a trace crosses a process.
+var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
+
+// Exporting reports whether an OTLP endpoint is configured.
+func Exporting() bool {
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// NewTracerProvider returns the tracer provider of service and makes it and
+// Propagator the process's globals. Shut it down at exit to flush spans.
+func NewTracerProvider(ctx context.Context, service string) (*sdktrace.TracerProvider, error) {
+	opts := []sdktrace.TracerProviderOption{
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))),
+	}
+	if Exporting() {
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("otlp trace exporter: %w", err)
+		}
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(Propagator)
+	return tp, nil
+}
+
+// TemporalInterceptor is the Temporal SDK's OpenTelemetry tracing
+// interceptor on tp: client starts, workflows and activities become spans
+// of the caller's trace.
+func TemporalInterceptor(tp trace.TracerProvider) (interceptor.Interceptor, error) {
+	i, err := opentelemetry.NewTracingInterceptor(opentelemetry.TracerOptions{
+		Tracer:            tp.Tracer("go.temporal.io/sdk"),
+		TextMapPropagator: Propagator,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("temporal tracing interceptor: %w", err)
+	}
+	return i, nil
+}
+
+// TraceID returns the trace id of ctx's span, or "".
+func TraceID(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.HasTraceID() {
+		return ""
+	}
+	return sc.TraceID().String()
+}

@@ -1,0 +1,93 @@
+package temporalconn
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// writeCert writes a self-signed certificate and its key as PEM files.
+func writeCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "oncegate"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		BasicConstraintsValid: true, DNSNames: []string{"temporal.internal"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
+	return certFile, keyFile
+}
+
+func TestPlaintextByDefault(t *testing.T) {
+	c, err := FromEnv(env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, Config{Address: DefaultAddress, Namespace: DefaultNamespace}, c)
+	o := c.Apply(client.Options{})
+	assert.Nil(t, o.ConnectionOptions.TLS)
+	assert.Equal(t, DefaultAddress, o.HostPort)
+}
+
+func TestMutualTLS(t *testing.T) {
+	cert, key := writeCert(t)
+	c, err := FromEnv(env(map[string]string{
+		"TEMPORAL_ADDRESS": "temporal.internal:7233", "TEMPORAL_TLS_CA_FILE": cert,
+		"TEMPORAL_TLS_CERT_FILE": cert, "TEMPORAL_TLS_KEY_FILE": key, "TEMPORAL_TLS_SERVER_NAME": "temporal.internal",
+	}))
+	require.NoError(t, err)
+	require.NotNil(t, c.TLS)
+	assert.Len(t, c.TLS.Certificates, 1)
+	assert.NotNil(t, c.TLS.RootCAs)
+	assert.Equal(t, "temporal.internal", c.TLS.ServerName)
+	assert.Same(t, c.TLS, c.Apply(client.Options{}).ConnectionOptions.TLS)
+}
+
+func TestSystemRoots(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{"TEMPORAL_TLS": "true"}))
+	require.NoError(t, err)
+	require.NotNil(t, c.TLS)
+	assert.Nil(t, c.TLS.RootCAs, "the system's roots")
+}
+
+func TestRefusals(t *testing.T) {
+	cert, _ := writeCert(t)
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"cert without key": {map[string]string{"TEMPORAL_TLS_CERT_FILE": cert}, "go together"},
+		"missing CA":       {map[string]string{"TEMPORAL_TLS_CA_FILE": "/nonexistent/ca.pem"}, "TEMPORAL_TLS_CA_FILE"},
+		"not a PEM":        {map[string]string{"TEMPORAL_TLS_CA_FILE": writeFile(t, "hello")}, "no PEM certificate"},
+		"bad switch":       {map[string]string{"TEMPORAL_TLS": "yes"}, "want true or false"},
+	} {
+		_, err := FromEnv(env(tc.env))
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+}
+
+func writeFile(t *testing.T, s string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(p, []byte(s), 0o600))
+	return p
+}

@@ -1,0 +1,217 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/oncegate/oncegate/idemstore"
+)
+
+// ChangeResolveOnce is the workflow.GetVersion change ID of first-wins
+// resolution: from its version 1 on, a workflow that an operator resolved
+// stays open for ResolutionGrace after it recorded the decision, so that a
+// late second decision (a resolve signal from the Web UI) is refused inside
+// the workflow, logged and shown in its state query and details, rather
+// than failing against a closed workflow. Histories recorded before it
+// close right after the decision.
+const ChangeResolveOnce = "resolve-once"
+
+// ResolutionGrace is how long a resolved workflow stays open to refuse, and
+// show, late decisions. The outcome is recorded and answered before it.
+const ResolutionGrace = 30 * time.Second
+
+// maxRefused bounds how many refused decisions the state view keeps.
+const maxRefused = 20
+
+// How a decision reached the workflow.
+const (
+	// ViaUpdate is the ops API (the resolve Update).
+	ViaUpdate = "update"
+	// ViaSignal is the resolve signal (Web UI, temporal workflow signal).
+	ViaSignal = "signal"
+)
+
+// Decision is the first resolution the workflow accepted: the one that
+// counts. Every later one is refused.
+type Decision struct {
+	// Outcome is "completed" or "failed".
+	Outcome string `json:"outcome"`
+	// Operator is who decided.
+	Operator string `json:"operator"`
+	// DecidedAt is when the workflow accepted the decision.
+	DecidedAt time.Time `json:"decided_at"`
+	// Via is ViaUpdate or ViaSignal.
+	Via string `json:"via"`
+	// Note is the operator's note.
+	Note string `json:"note,omitempty"`
+	// EvidenceURL is the operator's evidence link.
+	EvidenceURL string `json:"evidence_url,omitempty"`
+}
+
+// RefusedResolution is a resolution the workflow did not apply.
+type RefusedResolution struct {
+	// Outcome is the outcome it asked for.
+	Outcome string `json:"outcome"`
+	// Operator is who sent it.
+	Operator string `json:"operator"`
+	// Via is ViaUpdate or ViaSignal.
+	Via string `json:"via"`
+	// At is when the workflow refused it.
+	At time.Time `json:"at"`
+	// Why is the error type: ErrTypeAlreadyResolved, ErrTypeNotAwaitingReview
+	// or ErrTypeInvalidResolution.
+	Why string `json:"why"`
+	// Message says why in words.
+	Message string `json:"message"`
+}
+
+// ResolveAnswer is the result of the resolve Update: the operation's final
+// state and the decision that made it.
+type ResolveAnswer struct {
+	// Result is the terminal outcome the workflow recorded.
+	Result OperationResult `json:"result"`
+	// Decision is the accepted decision.
+	Decision Decision `json:"decision"`
+}
+
+// NotAwaitingReview is the details payload of an ErrTypeNotAwaitingReview error.
+type NotAwaitingReview struct {
+	// State is the workflow's current state.
+	State idemstore.State `json:"state"`
+}
+
+// resolver applies the first well-formed decision made while the operation
+// waits for review, whether it comes by Update or by signal, and refuses
+// every other one.
+type resolver struct {
+	in       OperationInput
+	view     *StateView
+	decision *Decision
+	outcome  OperationResult
+	final    *OperationResult
+}
+
+// register installs the resolve Update (with its validator) and the
+// goroutine that receives resolve signals.
+func (r *resolver) register(ctx workflow.Context) error {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateResolve, r.handleUpdate, workflow.UpdateHandlerOptions{
+		Validator:   r.validateUpdate,
+		Description: "Decide an operation waiting for manual review; the first decision wins.",
+	}); err != nil {
+		return fmt.Errorf("register update %s: %w", UpdateResolve, err)
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		ch := workflow.GetSignalChannel(ctx, SignalResolve)
+		for {
+			var res Resolution
+			if !ch.Receive(ctx, &res) {
+				return
+			}
+			if err := r.accept(ctx, res, ViaSignal); err != nil {
+				r.refuse(ctx, res, ViaSignal, err)
+			}
+		}
+	})
+	return nil
+}
+
+// validateUpdate refuses, before anything is written to the history, an
+// Update that cannot be the decision. It only reads.
+func (r *resolver) validateUpdate(_ workflow.Context, res Resolution) error {
+	return r.check(res)
+}
+
+// handleUpdate accepts the decision (checked again: two Updates admitted in
+// one workflow task both passed the validator) and answers the final state
+// once the workflow recorded it.
+func (r *resolver) handleUpdate(ctx workflow.Context, res Resolution) (ResolveAnswer, error) {
+	if err := r.accept(ctx, res, ViaUpdate); err != nil {
+		r.refuse(ctx, res, ViaUpdate, err)
+		return ResolveAnswer{}, err
+	}
+	if err := workflow.Await(ctx, func() bool { return r.final != nil }); err != nil {
+		return ResolveAnswer{}, fmt.Errorf("await outcome: %w", err)
+	}
+	return ResolveAnswer{Result: *r.final, Decision: *r.decision}, nil
+}
+
+// check says why res cannot be the decision now, or nil.
+func (r *resolver) check(res Resolution) error {
+	if d := r.decision; d != nil {
+		return temporal.NewApplicationError(fmt.Sprintf("already resolved: %s decided %s at %s via %s",
+			d.Operator, d.Outcome, d.DecidedAt.UTC().Format(time.RFC3339), d.Via), ErrTypeAlreadyResolved, *d)
+	}
+	if r.view.State != idemstore.StateNeedsReview {
+		return temporal.NewApplicationError(fmt.Sprintf("not awaiting review: the operation is %s", r.view.State),
+			ErrTypeNotAwaitingReview, NotAwaitingReview{State: r.view.State})
+	}
+	if res.Operator == "" {
+		return temporal.NewApplicationError("invalid resolution: operator is required", ErrTypeInvalidResolution)
+	}
+	if _, err := resolutionOutcome(res, r.in.Downstream.ResultRef); err != nil {
+		return temporal.NewApplicationError("invalid resolution: "+err.Error(), ErrTypeInvalidResolution)
+	}
+	return nil
+}
+
+// accept makes res the decision, or says why it cannot be.
+func (r *resolver) accept(ctx workflow.Context, res Resolution, via string) error {
+	if err := r.check(res); err != nil {
+		return err
+	}
+	out, _ := resolutionOutcome(res, r.in.Downstream.ResultRef) // checked above
+	r.outcome = out
+	r.decision = &Decision{Outcome: res.Outcome, Operator: res.Operator, DecidedAt: workflow.Now(ctx), Via: via,
+		Note: res.Note, EvidenceURL: res.EvidenceURL}
+	r.view.Decision = r.decision
+	workflow.GetLogger(ctx).Info("Operation resolved by an operator", "Outcome", res.Outcome, "Operator", res.Operator, "Via", via)
+	setDetails(ctx, r.in, *r.view)
+	return nil
+}
+
+// refuse logs a refused decision and shows it in the state view and details.
+func (r *resolver) refuse(ctx workflow.Context, res Resolution, via string, err error) {
+	why := ErrTypeInvalidResolution
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		why = appErr.Type()
+	}
+	workflow.GetLogger(ctx).Warn("Refused a resolution", "Via", via, "Outcome", res.Outcome, "Operator", res.Operator,
+		"Why", why, "Error", err)
+	refused := RefusedResolution{Outcome: res.Outcome, Operator: res.Operator, Via: via, At: workflow.Now(ctx),
+		Why: why, Message: err.Error()}
+	r.view.Refused = append(r.view.Refused, refused)
+	if len(r.view.Refused) > maxRefused {
+		r.view.Refused = r.view.Refused[len(r.view.Refused)-maxRefused:]
+	}
+	setDetails(ctx, r.in, *r.view)
+}
+
+// wait blocks until a decision is accepted and returns its result.
+func (r *resolver) wait(ctx workflow.Context) (OperationResult, error) {
+	if err := workflow.Await(ctx, func() bool { return r.decision != nil }); err != nil {
+		return OperationResult{}, fmt.Errorf("wait for %s: %w", SignalResolve, err)
+	}
+	return r.outcome, nil
+}
+
+// finish records the final state, answers the Updates waiting for it and,
+// when a person decided (from ChangeResolveOnce version 1 on), keeps the
+// workflow open for ResolutionGrace to refuse late decisions visibly.
+func (r *resolver) finish(ctx workflow.Context, out OperationResult) error {
+	r.final = &out
+	if r.decision != nil && workflow.GetVersion(ctx, ChangeResolveOnce, workflow.DefaultVersion, 1) >= 1 {
+		// Canceled during the grace: the outcome is recorded, close normally.
+		if err := workflow.Sleep(ctx, ResolutionGrace); err != nil && !temporal.IsCanceledError(err) {
+			return fmt.Errorf("resolution grace: %w", err)
+		}
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return fmt.Errorf("await handlers: %w", err)
+	}
+	return nil
+}
