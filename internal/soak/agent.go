@@ -9,6 +9,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/simulator"
 )
 
 // Episode kinds: the duplicate sources of the design article that each
@@ -69,6 +72,7 @@ type agent struct {
 	jitter   *rand.Rand
 	jitterMu sync.Mutex
 	scopes   []string
+	cat      *catalog.Catalog
 	subject  string
 	token    string
 	seed     uint64
@@ -78,10 +82,10 @@ type agent struct {
 var subjects = []struct{ name, token string }{{"alice", "dev-alice"}, {"bob", "dev-bob"}}
 
 // newAgent returns agent i of a run with seed.
-func newAgent(i int, seed uint64, c *client, led *ledger, scopes []string) *agent {
+func newAgent(i int, seed uint64, c *client, led *ledger, scopes []string, cat *catalog.Catalog) *agent {
 	s := subjects[i%len(subjects)]
 	return &agent{
-		id: i, c: c, led: led, scopes: scopes, subject: s.name, token: s.token, seed: seed,
+		id: i, c: c, led: led, scopes: scopes, cat: cat, subject: s.name, token: s.token, seed: seed,
 		jitter: rand.New(rand.NewPCG(seed, uint64(i)+1)),
 	}
 }
@@ -114,7 +118,7 @@ func (a *agent) run(load, ctx context.Context, budget func() bool) {
 // play plays episode n of kind.
 func (a *agent) play(ctx context.Context, kind string, n int) {
 	scope := a.scopes[a.intn(len(a.scopes))]
-	params := a.params(n)
+	params := a.params(n, a.cat.Actions[scope].Downstream.BusinessState != nil)
 	switch kind {
 	case episodeDuplicate:
 		op, fp := a.preview(ctx, scope, kind, params, intentRun, "")
@@ -145,18 +149,25 @@ func (a *agent) play(ctx context.Context, kind string, n int) {
 	}
 }
 
-// params draws the params of episode n: amounts in cents of USD or EUR,
-// some above the simulator's limit, a payee of this run, agent and episode
-// (so the amnesia guard sees only the repeats the episode makes).
-func (a *agent) params(n int) map[string]any {
+// params draws the params of episode n: amounts in cents of USD or EUR, a
+// payee of this run, agent and episode (so the amnesia guard sees only the
+// repeats the episode makes). A share of them fails for good: above the
+// simulator's limit or, for an action whose downstream reports a business
+// state (payouts), to a payee whose payouts always fail.
+func (a *agent) params(n int, businessState bool) map[string]any {
 	cents := 100 + a.intn(500_000)
+	payee := fmt.Sprintf("soak-%d-a%d-e%d", a.seed, a.id, n)
 	if a.choices.Float64() < refusedShare {
-		cents = 1_000_100 + a.intn(1_000_000)
+		if businessState {
+			payee = simulator.FailingPayeePrefix + payee
+		} else {
+			cents = 1_000_100 + a.intn(1_000_000)
+		}
 	}
 	return map[string]any{
 		"amount":   fmt.Sprintf("%d.%02d", cents/100, cents%100),
 		"currency": []string{"USD", "EUR", " usd "}[a.intn(3)],
-		"payee_id": fmt.Sprintf("soak-%d-a%d-e%d", a.seed, a.id, n),
+		"payee_id": payee,
 		"memo":     []string{"rent", "invoice 42", "thanks", "dinner"}[a.intn(4)],
 	}
 }

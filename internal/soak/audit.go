@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -146,13 +148,16 @@ func readRedis(ctx context.Context, rdb *redis.Client, id string) (redisView, er
 type evidence struct {
 	op         *opRecord
 	executions int
-	// transferID is the id of the downstream's transfer of the operation
+	// transferID is the id of the downstream's record of the operation
 	// (read when it executed).
 	transferID string
-	truth      truthRow
-	inTruth    bool
-	redis      redisView
-	temporal   temporalView
+	// verdict is, for a downstream that reports a business state, what its
+	// record says: succeeded, failed or pending (empty otherwise).
+	verdict  string
+	truth    truthRow
+	inTruth  bool
+	redis    redisView
+	temporal temporalView
 }
 
 // expectedStatuses are the only statuses a confirm or a status query of
@@ -169,7 +174,10 @@ func checkOperation(e evidence) []Violation {
 	var out []Violation
 	id := e.op.ID
 	add := func(check, format string, args ...any) { out = append(out, violation(id, check, format, args...)) }
-	// Executions, and the transfer that ran is the one the truth names.
+	// Executions, and the record that ran is the one the truth names. A
+	// downstream that reports a business state may hold a record of a
+	// FAILED operation, one whose own state says failed (a payout to a
+	// closed account): nothing moved.
 	switch {
 	case e.executions > 1:
 		add(checkExecutions, "executed %d times downstream, want at most 1", e.executions)
@@ -177,10 +185,12 @@ func checkOperation(e evidence) []Violation {
 		add(checkExecutions, "executed %d times downstream without a truth record", e.executions)
 	case e.truth.state == string(idemstore.StateDone) && e.executions != 1:
 		add(checkExecutions, "DONE in the truth but executed %d times downstream, want 1", e.executions)
-	case e.truth.state == string(idemstore.StateFailed) && e.executions != 0:
+	case e.truth.state == string(idemstore.StateFailed) && e.executions != 0 && e.verdict != verdictFailed:
 		add(checkExecutions, "FAILED (%s) in the truth but executed %d times downstream, want 0", e.truth.failureKind, e.executions)
 	case e.truth.state == string(idemstore.StateDone) && e.transferID != e.truth.resultRef:
-		add(checkExecutions, "DONE with result_ref %q but the downstream's transfer is %q", e.truth.resultRef, e.transferID)
+		add(checkExecutions, "DONE with result_ref %q but the downstream's record is %q", e.truth.resultRef, e.transferID)
+	case e.truth.state == string(idemstore.StateDone) && e.verdict != "" && e.verdict != verdictSucceeded:
+		add(checkExecutions, "DONE in the truth but the downstream's record says %s", e.verdict)
 	}
 	if e.op.Intent == intentUnacknowledgedRepeat && e.inTruth {
 		add(checkAmnesia, "an unacknowledged repeat of %s has a truth record (%s); it must never run", e.op.RepeatOf, e.truth.state)
@@ -314,10 +324,41 @@ func checkAnswers(e evidence) []Violation {
 	return out
 }
 
+// Verdicts of a downstream that reports a business state.
+const (
+	verdictSucceeded = "succeeded"
+	verdictFailed    = "failed"
+	verdictPending   = "pending"
+)
+
+// verdictOf reads the business state of a downstream record as action
+// declares it; empty when the action's downstream reports none.
+func verdictOf(action *catalog.Action, record map[string]any) string {
+	bs := action.Downstream.BusinessState
+	if bs == nil {
+		return ""
+	}
+	var v any = record
+	for part := range strings.SplitSeq(bs.Field, ".") {
+		m, _ := v.(map[string]any)
+		v = m[part]
+	}
+	state, _ := v.(string)
+	switch {
+	case slices.Contains(bs.Succeeded, state):
+		return verdictSucceeded
+	case slices.Contains(bs.Failed, state):
+		return verdictFailed
+	default:
+		return verdictPending
+	}
+}
+
 // resolveReview decides an operation waiting in manual review through the
 // ops API, as an operator with the simulator's evidence would: executed →
-// completed with the downstream's transfer, otherwise failed.
-func resolveReview(ctx context.Context, c *client, id string) (string, error) {
+// completed with the downstream's record (failed when that record's own
+// business state says so), otherwise failed.
+func resolveReview(ctx context.Context, c *client, action *catalog.Action, id string) (string, error) {
 	n, err := c.executions(ctx, id)
 	if err != nil {
 		return "", err
@@ -325,12 +366,20 @@ func resolveReview(ctx context.Context, c *client, id string) (string, error) {
 	body := map[string]any{"outcome": "failed", "reason": "soak audit: the downstream has no execution of it",
 		"note": "decided by the soak audit from GET /_sim/executions"}
 	if n > 0 {
-		transfer, err := transferOf(ctx, c, id)
+		record, err := recordOf(ctx, c, action, id)
 		if err != nil {
 			return "", err
 		}
-		body = map[string]any{"outcome": "completed", "result": transfer,
-			"note": "decided by the soak audit from GET /legacy/transfers"}
+		switch verdictOf(action, record) {
+		case verdictPending:
+			return "", fmt.Errorf("resolve %s: the downstream's record is still pending", id)
+		case verdictFailed:
+			body = map[string]any{"outcome": "failed", "reason": "soak audit: the downstream's record says it failed",
+				"note": "decided by the soak audit from the downstream's status endpoint"}
+		default:
+			body = map[string]any{"outcome": "completed", "result": record,
+				"note": "decided by the soak audit from the downstream's status endpoint"}
+		}
 	}
 	ans, err := c.gateway(ctx, http.MethodPost, "/v1/ops/operations/"+id+"/resolve", opsToken, body, requestTimeout)
 	if err != nil {
@@ -342,18 +391,27 @@ func resolveReview(ctx context.Context, c *client, id string) (string, error) {
 	return body["outcome"].(string), nil
 }
 
-// transferOf returns the downstream's transfer of operation id (its
-// client_reference), as GET /legacy/transfers answers it for both kinds.
-func transferOf(ctx context.Context, c *client, id string) (map[string]any, error) {
-	var transfer map[string]any
-	code, err := c.downstreamJSON(ctx, http.MethodGet, "/legacy/transfers?client_reference="+id, nil, &transfer)
+// recordOf returns the downstream's record of operation id (its
+// client_reference) from the action's status endpoint, or, for an action
+// without one, from GET /legacy/transfers, which answers for transfers of
+// both kinds.
+func recordOf(ctx context.Context, c *client, action *catalog.Action, id string) (map[string]any, error) {
+	url := c.downstreamURL + "/legacy/transfers"
+	if action.Downstream.Status != "" {
+		url = action.Downstream.Status
+	}
+	raw, code, err := c.do(ctx, http.MethodGet, url+"?client_reference="+id, "", nil, requestTimeout)
 	if err != nil {
 		return nil, err
 	}
 	if code != http.StatusOK {
-		return nil, fmt.Errorf("transfer of %s: HTTP %d", id, code)
+		return nil, fmt.Errorf("downstream record of %s: HTTP %d", id, code)
 	}
-	return transfer, nil
+	var record map[string]any
+	if err := json.Unmarshal(raw, &record); err != nil {
+		return nil, fmt.Errorf("downstream record of %s: %w", id, err)
+	}
+	return record, nil
 }
 
 // opsToken is the dev operator's token.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -53,6 +54,11 @@ func TestCheckOperationConsistentHasNoViolation(t *testing.T) {
 	e.redis = redisView{found: true, state: "IN_FLIGHT", paramHash: "h"}
 	assert.Empty(t, checkOperation(e))
 	assert.True(t, staleRedis(e))
+	// A payout to a closed account: the downstream holds a record whose
+	// own state says failed; nothing moved.
+	e = failed()
+	e.executions, e.verdict = 1, verdictFailed
+	assert.Empty(t, checkOperation(e))
 	// An unacknowledged repeat refused, never claimed, never executed.
 	e = evidence{op: &opRecord{ID: "op2", Intent: intentUnacknowledgedRepeat, RepeatOf: "op1", Answers: []seen{
 		{Request: "preview", answer: answer{Status: "preview_ready"}},
@@ -71,6 +77,7 @@ func TestCheckOperationFindsEachViolation(t *testing.T) {
 		{"executed twice", func(e *evidence) { e.executions = 2 }, checkExecutions},
 		{"done without execution", func(e *evidence) { e.executions = 0 }, checkExecutions},
 		{"done with another transfer", func(e *evidence) { e.transferID = "tr_2" }, checkExecutions},
+		{"done but the payout failed", func(e *evidence) { e.verdict = verdictFailed }, checkExecutions},
 		{"executed without a claim", func(e *evidence) { *e = evidence{op: e.op, executions: 1} }, checkExecutions},
 		{"still in flight", func(e *evidence) {
 			e.truth.state = "IN_FLIGHT"
@@ -164,4 +171,15 @@ func TestParseOptions(t *testing.T) {
 		_, err := ParseOptions(nil, func(k string) string { return bad[k] }, nil)
 		assert.Error(t, err, "%v", bad)
 	}
+}
+
+func TestVerdictOf(t *testing.T) {
+	payout := &catalog.Action{Downstream: catalog.Downstream{BusinessState: &catalog.BusinessState{
+		Field: "data.status", Succeeded: []string{"paid"}, Failed: []string{"failed"}, Pending: []string{"pending"}}}}
+	record := func(status string) map[string]any { return map[string]any{"data": map[string]any{"status": status}} }
+	assert.Equal(t, verdictSucceeded, verdictOf(payout, record("paid")))
+	assert.Equal(t, verdictFailed, verdictOf(payout, record("failed")))
+	assert.Equal(t, verdictPending, verdictOf(payout, record("pending")))
+	assert.Equal(t, verdictPending, verdictOf(payout, map[string]any{}))
+	assert.Empty(t, verdictOf(&catalog.Action{}, record("paid")), "no business state")
 }

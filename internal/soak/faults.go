@@ -58,6 +58,7 @@ var faultKinds = []faultKind{
 	{name: "fail_next", weight: 1, simField: "fail_next", minValue: 1, maxValue: 5},
 	{name: "fail_after_commit", weight: 1, simField: "fail_after_commit", minValue: 1, maxValue: 3},
 	{name: "quote_fail_next", weight: 1, simField: "quote_fail_next", minValue: 1, maxValue: 3},
+	{name: "payout_settle_ms", weight: 1, simField: "payout_settle_ms", minValue: 5000, maxValue: 20000, minHold: 10 * time.Second, maxHold: 30 * time.Second},
 }
 
 // Schedule spacing: the first fault after firstFault, then one every

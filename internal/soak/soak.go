@@ -128,10 +128,7 @@ func Run(cfg Config) (*Report, error) {
 		}
 	}()
 	c := newClient(st.gatewayURL, st.downstreamURL)
-	cat, err := loadCatalog(st.downstreamURL)
-	if err != nil {
-		return r, err
-	}
+	cat := st.cat
 	if r.Actions, err = actions(c, cat); err != nil {
 		return r, err
 	}
@@ -156,7 +153,7 @@ func Run(cfg Config) (*Report, error) {
 		defer close(agentsDone)
 		done := make(chan struct{}, cfg.Agents)
 		for i := range cfg.Agents {
-			a := newAgent(i, cfg.Seed, c, led, r.Actions)
+			a := newAgent(i, cfg.Seed, c, led, r.Actions, cat)
 			go func() {
 				a.run(load, follow, budget)
 				done <- struct{}{}
@@ -285,6 +282,7 @@ func lateCommit(cat *catalog.Catalog) time.Duration {
 // auditor reads the truth, Redis and Temporal of the stack.
 type auditor struct {
 	c    *client
+	cat  *catalog.Catalog
 	pool *pgxpool.Pool
 	rdb  *redis.Client
 	tc   temporalclient.Client
@@ -301,7 +299,7 @@ func newAuditor(st *stack, c *client) (*auditor, error) {
 		pool.Close()
 		return nil, fmt.Errorf("soak: dial temporal: %w", err)
 	}
-	return &auditor{c: c, pool: pool, rdb: st.redis.Client(), tc: tc}, nil
+	return &auditor{c: c, cat: st.cat, pool: pool, rdb: st.redis.Client(), tc: tc}, nil
 }
 
 func (a *auditor) close() {
@@ -344,23 +342,27 @@ func (a *auditor) countState(state idemstore.State) (int, error) {
 // simulator's evidence and waits until the decisions are final.
 func (a *auditor) resolveReviews(log *slog.Logger) (map[string]int, error) {
 	ctx := context.Background()
-	rows, err := a.pool.Query(ctx, `SELECT idem_key FROM write_record WHERE state = $1`, string(idemstore.StateNeedsReview))
+	rows, err := a.pool.Query(ctx, `SELECT idem_key, scope FROM write_record WHERE state = $1`, string(idemstore.StateNeedsReview))
 	if err != nil {
 		return nil, fmt.Errorf("soak: list reviews: %w", err)
 	}
-	var ids []string
+	scopes := map[string]string{}
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var id, scope string
+		if err := rows.Scan(&id, &scope); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("soak: list reviews: %w", err)
 		}
-		ids = append(ids, id)
+		scopes[id] = scope
 	}
 	rows.Close()
 	out := map[string]int{}
-	for _, id := range ids {
-		outcome, err := resolveReview(ctx, a.c, id)
+	for id, scope := range scopes {
+		action, ok := a.cat.Actions[scope]
+		if !ok {
+			return nil, fmt.Errorf("soak: operation %s of unknown action %q in review", id, scope)
+		}
+		outcome, err := resolveReview(ctx, a.c, action, id)
 		if err != nil {
 			log.Warn("resolve failed", "operation_id", id, "err", err)
 			out["error"]++
@@ -398,11 +400,12 @@ func (a *auditor) audit(led *ledger, r *Report) error {
 			return fmt.Errorf("soak: %w", err)
 		}
 		if e.executions > 0 {
-			transfer, err := transferOf(ctx, a.c, op.ID)
+			record, err := recordOf(ctx, a.c, a.cat.Actions[op.Scope], op.ID)
 			if err != nil {
 				return fmt.Errorf("soak: %w", err)
 			}
-			e.transferID, _ = transfer["id"].(string)
+			e.transferID, _ = record["id"].(string)
+			e.verdict = verdictOf(a.cat.Actions[op.Scope], record)
 		}
 		if e.redis, err = readRedis(ctx, a.rdb, op.ID); err != nil {
 			return fmt.Errorf("soak: %w", err)

@@ -6,11 +6,15 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/testenv"
 )
 
@@ -29,6 +33,7 @@ const (
 // servers, PostgreSQL and Temporal keep their data across restarts here.
 type stack struct {
 	dir           string
+	cat           *catalog.Catalog
 	gatewayURL    string
 	downstreamURL string
 	databaseURL   string
@@ -87,31 +92,40 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 	if s.tp, err = testenv.NewPersistentTemporal(temporalDir); err != nil {
 		return nil, err
 	}
-	ports := make([]int, 2)
+	ports := make([]int, 3)
 	for i := range ports {
 		if ports[i], err = testenv.FreePort(); err != nil {
 			return nil, err
 		}
 	}
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
 	s.gatewayURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	s.downstreamURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	s.databaseURL = databaseURL
 	s.temporalAddr = s.tp.Address
+	if s.cat, err = loadCatalog(s.downstreamURL); err != nil {
+		return nil, err
+	}
 	env := []string{
 		"ONCEGATE_ENV=dev",
 		"GATEWAY_URL=" + s.gatewayURL,
 		"DOWNSTREAM_URL=" + s.downstreamURL,
+		fmt.Sprintf("WORKER_METRICS_URL=http://127.0.0.1:%d/metrics", ports[2]),
 		"DATABASE_URL=" + databaseURL,
 		"SIMULATOR_DATABASE_URL=" + simDatabaseURL,
 		"REDIS_URL=" + s.redis.URL,
 		"TEMPORAL_ADDRESS=" + s.tp.Address,
 		"TEMPORAL_NAMESPACE=" + s.tp.Namespace,
 		"ONCEGATE_TASK_QUEUE=oncegate-soak",
-		"ONCEGATE_FINGERPRINT_KEYS=soak:" + base64.StdEncoding.EncodeToString(secret),
+		"ONCEGATE_FINGERPRINT_KEYS=soak:" + randomSecret(),
 		"ONCEGATE_CATALOG=" + filepath.Join(root, "deployments", "catalog.dev.yaml"),
 		"ONCEGATE_TOKENS=" + filepath.Join(root, "deployments", "tokens.dev.yaml"),
+	}
+	hookScope, hookSecret := "", ""
+	for _, scope := range slices.Sorted(maps.Keys(s.cat.Actions)) {
+		if h := s.cat.Actions[scope].Downstream.Webhook; h != nil && hookScope == "" {
+			hookScope, hookSecret = scope, randomSecret()
+			env = append(env, h.SecretEnv+"="+hookSecret)
+		}
 	}
 	s.add(compPostgres, s.pg.Start, s.pg.Shutdown, s.pg.Running)
 	s.add(compRedis, s.redis.Restart, s.redis.Kill, s.redis.Running)
@@ -126,6 +140,14 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 			if err := waitHealthy(s.downstreamURL+"/healthz", p); err != nil {
 				return nil, err
 			}
+			if hookScope != "" {
+				// The simulator keeps its webhook in its database.
+				c := newClient(s.gatewayURL, s.downstreamURL)
+				hook := map[string]string{"url": s.gatewayURL + "/v1/webhooks/" + hookScope, "secret": hookSecret}
+				if code, err := c.downstreamJSON(context.Background(), http.MethodPut, "/_sim/webhook", hook, nil); err != nil || code != http.StatusOK {
+					return nil, fmt.Errorf("set the simulator's webhook: HTTP %d %v", code, err)
+				}
+			}
 		}
 	}
 	if err := waitHealthy(s.gatewayURL+"/healthz", nil); err != nil {
@@ -139,6 +161,13 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// randomSecret returns 32 random bytes in standard base64.
+func randomSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 // add registers a component.
