@@ -184,7 +184,7 @@ func (a *agent) preview(ctx context.Context, scope, kind string, params map[stri
 			continue
 		}
 		if ans.Status == "preview_ready" {
-			op := &opRecord{ID: ans.OperationID, Scope: scope, Subject: a.subject, token: a.token,
+			op := &opRecord{ID: ans.OperationID, Scope: scope, Subject: a.subject,
 				Episode: kind, Intent: intent, RepeatOf: repeatOf}
 			if op.ID == "" {
 				a.led.violate(violation("", checkAnswer, "preview_ready without operation_id"))

@@ -31,14 +31,20 @@ type seen struct {
 // opRecord is what the agents know about one operation: who asked for it,
 // what they meant, and every answer they received about it.
 type opRecord struct {
-	ID       string `json:"operation_id"`
-	Scope    string `json:"scope"`
-	Subject  string `json:"subject"`
-	token    string
-	Episode  string `json:"episode"`
-	Intent   string `json:"intent"`
+	// ID is the operation_id (the fingerprint's nonce).
+	ID string `json:"operation_id"`
+	// Scope is the action.
+	Scope string `json:"scope"`
+	// Subject is who asked for it.
+	Subject string `json:"subject"`
+	// Episode is the episode kind that made it.
+	Episode string `json:"episode"`
+	// Intent is what the agent meant it to be (intentRun, ...).
+	Intent string `json:"intent"`
+	// RepeatOf is the operation a repeat repeats.
 	RepeatOf string `json:"repeat_of,omitempty"`
-	Answers  []seen `json:"answers"`
+	// Answers is every answer about it, in arrival order.
+	Answers []seen `json:"answers"`
 }
 
 // ledger collects, for the audit, every operation the agents created and

@@ -26,8 +26,9 @@ type Report struct {
 	Agents int `json:"agents"`
 	// Actions are the catalog's actions the agents called.
 	Actions []string `json:"actions"`
-	// StartedAt and FinishedAt bound the run.
-	StartedAt  time.Time `json:"started_at"`
+	// StartedAt is when the run began (before the stack started).
+	StartedAt time.Time `json:"started_at"`
+	// FinishedAt is when the audit ended.
 	FinishedAt time.Time `json:"finished_at"`
 	// Episodes counts the episodes by kind.
 	Episodes map[string]int `json:"episodes"`

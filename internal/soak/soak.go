@@ -58,11 +58,15 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Defaults.
+// Defaults of Config.
 const (
-	DefaultDuration      = 2 * time.Minute
-	DefaultAgents        = 4
-	DefaultMaxRequests   = 1_000_000
+	// DefaultDuration is the default Config.Duration.
+	DefaultDuration = 2 * time.Minute
+	// DefaultAgents is the default Config.Agents.
+	DefaultAgents = 4
+	// DefaultMaxRequests is the default Config.MaxRequests.
+	DefaultMaxRequests = 1_000_000
+	// DefaultSettleTimeout is the default Config.SettleTimeout.
 	DefaultSettleTimeout = 5 * time.Minute
 )
 
