@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/api/enums/v1"
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/oncegate/oncegate/api"
@@ -32,6 +33,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/testenv"
+	"github.com/oncegate/oncegate/workflows"
 )
 
 // Config configures a run; zero fields take the defaults.
@@ -361,6 +363,7 @@ func (a *auditor) resolveReviews(log *slog.Logger) (map[string]int, error) {
 	}
 	rows.Close()
 	out := map[string]int{}
+	var resolved []string
 	for id, scope := range scopes {
 		action, ok := a.cat.Actions[scope]
 		if !ok {
@@ -373,14 +376,39 @@ func (a *auditor) resolveReviews(log *slog.Logger) (map[string]int, error) {
 			continue
 		}
 		out[outcome]++
+		resolved = append(resolved, id)
 	}
-	deadline := time.Now().Add(reviewTimeout)
+	// A resolved workflow records the decision at once and stays open for
+	// workflows.ResolutionGrace to refuse late ones: wait until the truth
+	// has no review left and every resolved workflow has closed.
+	deadline := time.Now().Add(workflows.ResolutionGrace + reviewTimeout)
 	for time.Now().Before(deadline) {
 		n, err := a.countState(idemstore.StateNeedsReview)
-		if err != nil || n == 0 {
+		if err != nil {
 			return out, err
 		}
+		if n == 0 {
+			resolved, err = a.stillRunning(resolved)
+			if err != nil || len(resolved) == 0 {
+				return out, err
+			}
+		}
 		time.Sleep(settlePoll)
+	}
+	return out, nil
+}
+
+// stillRunning returns the operations of ids whose workflow still runs.
+func (a *auditor) stillRunning(ids []string) ([]string, error) {
+	var out []string
+	for _, id := range ids {
+		v, err := readTemporal(context.Background(), a.tc, id)
+		if err != nil {
+			return nil, fmt.Errorf("soak: %w", err)
+		}
+		if v.status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			out = append(out, id)
+		}
 	}
 	return out, nil
 }
