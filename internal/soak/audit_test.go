@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -182,4 +183,13 @@ func TestVerdictOf(t *testing.T) {
 	assert.Equal(t, verdictPending, verdictOf(payout, record("pending")))
 	assert.Equal(t, verdictPending, verdictOf(payout, map[string]any{}))
 	assert.Empty(t, verdictOf(&catalog.Action{}, record("paid")), "no business state")
+}
+
+func TestFaultEventJSON(t *testing.T) {
+	b, err := json.Marshal(FaultEvent{At: 4797944409, Kind: "latency_ms", Hold: 10623389593, Value: 7426})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"at":"4.798s","kind":"latency_ms","hold":"10.623s","value":7426}`, string(b))
+	b, err = json.Marshal(FaultEvent{At: 3 * time.Second, Kind: "flushall_redis"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"at":"3s","kind":"flushall_redis"}`, string(b))
 }

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -79,6 +80,20 @@ type FaultEvent struct {
 	Hold time.Duration `json:"hold,omitempty"`
 	// Value is the simulator fault's value (a count or milliseconds).
 	Value int `json:"value,omitempty"`
+}
+
+// MarshalJSON writes the offsets and holds as durations ("4.798s").
+func (ev FaultEvent) MarshalJSON() ([]byte, error) {
+	out := struct {
+		At    string `json:"at"`
+		Kind  string `json:"kind"`
+		Hold  string `json:"hold,omitempty"`
+		Value int    `json:"value,omitempty"`
+	}{At: ev.At.Round(time.Millisecond).String(), Kind: ev.Kind, Value: ev.Value}
+	if ev.Hold > 0 {
+		out.Hold = ev.Hold.Round(time.Millisecond).String()
+	}
+	return json.Marshal(out)
 }
 
 // Schedule draws the fault schedule of a run of duration d from seed: the

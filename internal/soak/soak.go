@@ -114,7 +114,8 @@ func Run(cfg Config) (*Report, error) {
 	log := cfg.Logger
 	r := &Report{
 		Seed: cfg.Seed, Profile: "dev", Duration: cfg.Duration.String(), Agents: cfg.Agents, StartedAt: time.Now(),
-		Replay: fmt.Sprintf("SOAK_SEED=%d SOAK_DURATION=%s SOAK_AGENTS=%d make soak", cfg.Seed, cfg.Duration, cfg.Agents),
+		Violations: []Violation{},
+		Replay:     fmt.Sprintf("SOAK_SEED=%d SOAK_DURATION=%s SOAK_AGENTS=%d make soak", cfg.Seed, cfg.Duration, cfg.Agents),
 	}
 	dir, err := os.MkdirTemp("", "oncegate-soak-")
 	if err != nil {
