@@ -7,21 +7,18 @@
 package activities
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/downstream"
 	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -46,11 +43,8 @@ const (
 	ErrTypeNotOwner = workflows.ErrTypeNotOwner
 )
 
-// HeaderIdempotencyKey is the header carrying the operation_id downstream.
-const HeaderIdempotencyKey = "Idempotency-Key"
-
-// maxBody bounds how much of a downstream answer is read.
-const maxBody = 1 << 20
+// HeaderIdempotencyKey is the header carrying the operation_id to an HTTP downstream.
+const HeaderIdempotencyKey = downstream.HeaderIdempotencyKey
 
 // heartbeatEvery is how often an activity heartbeats while it waits on the downstream.
 const heartbeatEvery = 5 * time.Second
@@ -150,116 +144,101 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 	}
 }
 
-// Execute POSTs the params, plus client_reference = operation_id, to the
-// downstream's execute endpoint with the header Idempotency-Key:
-// operation_id, the same on every attempt. A 2xx answer is the result; a
-// 4xx (other than 408, 429 and an "in use" 409) is a non-retryable
-// ErrTypeBusinessRefusal whose details are a workflows.BusinessRefusal; a
-// 5xx, 408, 429 or transport error is a retryable ErrTypeDownstreamUnavailable.
+// Execute sends the operation to its downstream through the catalog's
+// kind (package downstream): the operation_id as idempotency key and as
+// client_reference, the same on every attempt. Its answer is the result; a
+// definite refusal is a non-retryable ErrTypeBusinessRefusal whose details
+// are a workflows.BusinessRefusal; a call that could not be built a
+// non-retryable ErrTypeNotSent; anything else (a 5xx, 408, 429, a timeout,
+// a transport error) a retryable ErrTypeDownstreamUnavailable.
 func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (workflows.ExecuteResult, error) {
-	body, err := withClientReference(in.Params, in.OperationID)
-	if err != nil {
-		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeNotSent, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.Downstream.Execute, bytes.NewReader(body))
-	if err != nil {
-		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeNotSent, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set(HeaderIdempotencyKey, in.OperationID)
-
 	attempt := int32(1)
 	if activity.IsActivity(ctx) {
 		attempt = activity.GetInfo(ctx).Attempt
 	}
 	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt, "trace_id", telemetry.TraceID(ctx))
-	began := time.Now()
-	status, respBody, err := a.do(ctx, req)
-	a.Metrics.observeDownstream(in.Scope, "execute", status, time.Since(began))
+	kind, err := downstream.For(in.Downstream)
 	if err != nil {
-		log.Warn("execute: no answer from the downstream", "error", err)
+		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeNotSent, err)
+	}
+	began := time.Now()
+	stop := heartbeat(ctx)
+	ans, err := kind.Execute(ctx, a.call(in))
+	stop()
+	a.Metrics.observeDownstream(in.Scope, "execute", ans.StatusCode, time.Since(began))
+	var refusal *downstream.Refusal
+	switch {
+	case err == nil:
+		log.Info("execute: done", "status", ans.StatusCode)
+		return workflows.ExecuteResult{
+			StatusCode: ans.StatusCode,
+			Result:     ans.Result,
+			ResultRef:  workflows.ExtractResultRef(ans.Result, in.Downstream.ResultRef),
+		}, nil
+	case errors.As(err, &refusal):
+		details := workflows.BusinessRefusal{StatusCode: refusal.StatusCode, Code: refusal.Code, Message: refusal.Message}
+		log.Info("execute: refused by the downstream", "status", ans.StatusCode, "code", refusal.Code)
+		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeBusinessRefusal, nil, details)
+	case errors.Is(err, downstream.ErrNotSent):
+		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeNotSent, err)
+	default:
+		log.Warn("execute: outcome unknown", "status", ans.StatusCode, "error", err)
 		return workflows.ExecuteResult{}, temporal.NewApplicationErrorWithCause(
 			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeDownstreamUnavailable, err)
 	}
-	switch {
-	case status >= 200 && status < 300:
-		result := asJSON(respBody)
-		log.Info("execute: done", "status", status)
-		return workflows.ExecuteResult{
-			StatusCode: status,
-			Result:     result,
-			ResultRef:  workflows.ExtractResultRef(result, in.Downstream.ResultRef),
-		}, nil
-	case status >= 400 && status < 500 && !retryable4xx(status, respBody):
-		refusal := refusalOf(status, respBody)
-		log.Info("execute: refused by the downstream", "status", status, "code", refusal.Code)
-		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("execute %s: downstream refused with HTTP %d: %s", in.OperationID, status, refusal.Reason()),
-			ErrTypeBusinessRefusal, nil, refusal)
-	default:
-		log.Warn("execute: downstream unavailable", "status", status)
-		return workflows.ExecuteResult{}, temporal.NewApplicationError(
-			fmt.Sprintf("execute %s: downstream answered HTTP %d", in.OperationID, status), ErrTypeDownstreamUnavailable)
-	}
 }
 
-// Reconcile asks the status endpoint GET <status>?client_reference=<id>: 200
-// is Found with the downstream's record, 404 is not Found (nothing was
-// executed). Anything else is a retryable ErrTypeDownstreamUnavailable; an
-// action without a status endpoint is a non-retryable ErrTypeNoStatusEndpoint.
+// Reconcile asks the downstream, through the catalog's kind, whether it has
+// the operation: Found with its record, or not found (which the workflow
+// weighs against the processing window). No answer is a retryable
+// ErrTypeDownstreamUnavailable; a downstream with no way to ask a
+// non-retryable ErrTypeNoStatusEndpoint.
 func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput) (workflows.ReconcileResult, error) {
-	if in.Downstream.Status == "" {
+	kind, err := downstream.For(in.Downstream)
+	if err != nil || in.Downstream.Status == "" {
 		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("reconcile %s: no status endpoint", in.OperationID), ErrTypeNoStatusEndpoint, nil)
+			fmt.Sprintf("reconcile %s: no status endpoint", in.OperationID), ErrTypeNoStatusEndpoint, err)
 	}
-	u, err := url.Parse(in.Downstream.Status)
-	if err != nil {
-		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeNoStatusEndpoint, err)
-	}
-	q := u.Query()
-	q.Set("client_reference", in.OperationID)
-	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeNoStatusEndpoint, err)
-	}
-	req.Header.Set("Accept", "application/json")
-
 	log := a.logger().With("operation_id", in.OperationID, "trace_id", telemetry.TraceID(ctx))
 	began := time.Now()
-	status, respBody, err := a.do(ctx, req)
-	a.Metrics.observeDownstream(in.Scope, "reconcile", status, time.Since(began))
-	if err != nil {
+	stop := heartbeat(ctx)
+	ans, err := kind.Reconcile(ctx, a.call(in))
+	stop()
+	a.Metrics.observeDownstream(in.Scope, "reconcile", ans.StatusCode, time.Since(began))
+	switch {
+	case errors.Is(err, downstream.ErrNoStatus):
+		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeNoStatusEndpoint, err)
+	case err != nil:
 		a.Metrics.observeReconcile(in.Scope, "error")
-		log.Warn("reconcile: no answer from the status endpoint", "error", err)
+		log.Warn("reconcile: no answer", "status", ans.StatusCode, "error", err)
 		return workflows.ReconcileResult{}, temporal.NewApplicationErrorWithCause(
 			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeDownstreamUnavailable, err)
-	}
-	switch status {
-	case http.StatusOK:
+	case ans.Found:
 		a.Metrics.observeReconcile(in.Scope, "found")
-		result := asJSON(respBody)
 		log.Info("reconcile: found")
 		return workflows.ReconcileResult{
 			Found:     true,
-			Result:    result,
-			ResultRef: workflows.ExtractResultRef(result, in.Downstream.ResultRef),
+			Result:    ans.Result,
+			ResultRef: workflows.ExtractResultRef(ans.Result, in.Downstream.ResultRef),
 		}, nil
-	case http.StatusNotFound:
+	default:
 		a.Metrics.observeReconcile(in.Scope, "not_found")
 		log.Info("reconcile: not found")
 		return workflows.ReconcileResult{Found: false}, nil
-	default:
-		a.Metrics.observeReconcile(in.Scope, "error")
-		log.Warn("reconcile: status endpoint unavailable", "status", status)
-		return workflows.ReconcileResult{}, temporal.NewApplicationError(
-			fmt.Sprintf("reconcile %s: status endpoint answered HTTP %d", in.OperationID, status), ErrTypeDownstreamUnavailable)
 	}
+}
+
+// call is the downstream call of in.
+func (a *Activities) call(in workflows.OperationInput) downstream.Call {
+	hc := a.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return downstream.Call{OperationID: in.OperationID, Params: in.Params, Config: in.Downstream, HTTP: hc}
 }
 
 // MarkNeedsReview moves the truth record to NEEDS_REVIEW. A record already
@@ -336,26 +315,6 @@ func (a *Activities) Finalize(ctx context.Context, in workflows.FinalizeInput) e
 	}
 }
 
-// do sends req, heartbeating while it waits, and reads the answer.
-func (a *Activities) do(ctx context.Context, req *http.Request) (int, []byte, error) {
-	stop := heartbeat(ctx)
-	defer stop()
-	client := a.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return 0, nil, fmt.Errorf("read answer: %w", err)
-	}
-	return resp.StatusCode, body, nil
-}
-
 // logger returns the configured logger or the default one.
 func (a *Activities) logger() *slog.Logger {
 	if a.Logger != nil {
@@ -387,95 +346,4 @@ func heartbeat(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
-}
-
-// withClientReference returns params (a JSON object, or empty) with
-// client_reference set to id.
-func withClientReference(params json.RawMessage, id string) ([]byte, error) {
-	obj := map[string]json.RawMessage{}
-	if len(bytes.TrimSpace(params)) > 0 && !bytes.Equal(bytes.TrimSpace(params), []byte("null")) {
-		if err := json.Unmarshal(params, &obj); err != nil {
-			return nil, fmt.Errorf("params are not a JSON object: %w", err)
-		}
-	}
-	ref, err := json.Marshal(id)
-	if err != nil {
-		return nil, err
-	}
-	obj["client_reference"] = ref
-	return json.Marshal(obj)
-}
-
-// asJSON returns body when it is JSON, else body as a JSON string (an empty
-// body is nil).
-func asJSON(body []byte) json.RawMessage {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
-	if json.Valid(body) {
-		return json.RawMessage(bytes.TrimSpace(body))
-	}
-	s, _ := json.Marshal(string(body))
-	return s
-}
-
-// errorBody is the usual shape of a downstream's error answer: "error" is a
-// code string ({"error":"insufficient_funds","message":"..."}) or an object
-// ({"error":{"code":"...","message":"..."}}, as Stripe answers).
-type errorBody struct {
-	Error   json.RawMessage `json:"error"`
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
-}
-
-// refusalOf reads the downstream's error code and message from a 4xx answer.
-func refusalOf(status int, body []byte) workflows.BusinessRefusal {
-	r := workflows.BusinessRefusal{StatusCode: status}
-	var eb errorBody
-	if err := json.Unmarshal(body, &eb); err != nil {
-		return r
-	}
-	r.Code, r.Message = eb.Code, eb.Message
-	var code string
-	if err := json.Unmarshal(eb.Error, &code); err == nil {
-		if code != "" {
-			r.Code = code
-		}
-		return r
-	}
-	var nested struct {
-		Code    string `json:"code"`
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	}
-	if err := json.Unmarshal(eb.Error, &nested); err == nil {
-		switch {
-		case nested.Code != "":
-			r.Code = nested.Code
-		case nested.Type != "" && r.Code == "":
-			r.Code = nested.Type
-		}
-		if nested.Message != "" {
-			r.Message = nested.Message
-		}
-	}
-	return r
-}
-
-// retryable4xx reports the 4xx answers that say "not now" rather than "no":
-// 408 Request Timeout, 429 Too Many Requests, and a 409 telling that a
-// request with the same Idempotency-Key is still being processed (Stripe's
-// idempotency_key_in_use): refusing on it would report FAILED for an
-// operation that may be executing.
-func retryable4xx(status int, body []byte) bool {
-	switch status {
-	case http.StatusRequestTimeout, http.StatusTooManyRequests:
-		return true
-	case http.StatusConflict:
-		switch refusalOf(status, body).Code {
-		case "idempotency_key_in_use", "request_in_progress", "in_progress", "concurrent_request":
-			return true
-		}
-	}
-	return false
 }

@@ -217,6 +217,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if env != EnvDev {
 		errs = append(errs, deploymentGuards(c)...)
 	}
+	if c.Failpoint != "" && !failpointsCompiled {
+		errs = append(errs, errors.New("ONCEGATE_FAILPOINT needs a gateway built with -tags failpoint (the crash tests build it so): unset it"))
+	}
 	if c.RedisURL == "" && c.RedisAddrs == "" {
 		errs = append(errs, errors.New("REDIS_URL (one server) or REDIS_ADDRS (Redis Cluster nodes) is required"))
 	}

@@ -12,7 +12,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/fingerprint"
@@ -24,13 +23,6 @@ import (
 // startTimeout bounds the store and Temporal calls that must finish even
 // when the agent hangs up (starting the workflow, refilling the fast path).
 const startTimeout = 10 * time.Second
-
-// Search attribute keys set at start.
-var (
-	saState   = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrState)
-	saScope   = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrScope)
-	saSubject = temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrSubject)
-)
 
 // confirmRequest is the body of POST /v1/actions/{scope}/confirm.
 type confirmRequest struct {
@@ -145,7 +137,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		if earlier && d.Record.State == idemstore.StateNeedsReview {
 			return opReply(StatusNeedsManualReview, p.Nonce)
 		}
-		return s.startAndAwait(ctx, call, earlier)
+		return s.startAndAwait(ctx, call, earlier, d.TruthFound && !earlier)
 	case idemstore.OutcomeInFlight:
 		return s.confirmInFlight(ctx, call, d)
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
@@ -233,7 +225,7 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 			case err == nil:
 				s.log.WarnContext(ctx, "took over orphaned claim", "operation_id", nonce, "from", d.Owner,
 					"to", call.owner, "claimed_at", d.ClaimedAt, "trace_id", call.traceID)
-				return s.startAndAwait(ctx, call, false)
+				return s.startAndAwait(ctx, call, false, false)
 			case !errors.Is(err, idemstore.ErrNotOwner):
 				return s.storeErrorReply(call.action.Scope, nonce, fmt.Errorf("takeover %s: %w", nonce, err))
 			}
@@ -249,8 +241,11 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 // startAndAwait starts the operation's workflow (or attaches to an existing
 // one of the same ID) and waits a short budget for its outcome. earlier
 // marks an operation that an earlier call already started, so that its
-// outcome is answered as a replay.
-func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bool) reply {
+// outcome is answered as a replay. truthClaimed says this call's claim
+// inserted the truth record itself: the workflow then reads it instead of
+// claiming it again, and finalizes the fast path under this very claim, so
+// the answer does not refill it a second time.
+func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier, truthClaimed bool) reply {
 	nonce := call.payload.Nonce
 	params, err := call.bound.downstreamParams()
 	if err != nil {
@@ -263,18 +258,14 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 		OperationID: nonce, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
 		Owner: call.owner, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		Downstream: call.action.Downstream, Summary: summary,
+		Downstream: call.action.Downstream, Summary: summary, TruthClaimed: truthClaimed,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       nonce,
 		TaskQueue:                s.cfg.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			saState.ValueSet(string(idemstore.StateInFlight)),
-			saScope.ValueSet(call.action.Scope),
-			saSubject.ValueSet(call.id.Subject),
-		),
+		TypedSearchAttributes: workflows.StartSearchAttributes(in),
 		StaticSummary: summary,
 		Memo:          map[string]any{"trace_id": call.traceID},
 	}
@@ -298,7 +289,11 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	}
 	s.log.InfoContext(ctx, "operation started", "operation_id", nonce, "scope", call.action.Scope,
 		"subject", call.id.Subject, "attached", attached, "trace_id", call.traceID)
-	return s.await(ctx, call, run, call.owner, attached || earlier)
+	refillOwner := call.owner
+	if truthClaimed && !attached {
+		refillOwner = "" // the workflow's Finalize writes the fast path under this claim
+	}
+	return s.await(ctx, call, run, refillOwner, attached || earlier)
 }
 
 // temporalContext detaches a Temporal call from the caller's cancellation
@@ -334,14 +329,14 @@ func (s *Server) startWorkflow(ctx context.Context, opts client.StartWorkflowOpt
 	}
 }
 
-// transientStartError reports whether a refused start is worth repeating.
+// transientStartError reports whether a refused start is worth repeating
+// here: only what the SDK does not retry itself (its gRPC interceptor
+// already retries Unavailable, ResourceExhausted, Aborted and Unknown
+// within the call's deadline): a namespace a frontend that just started does
+// not know yet.
 func transientStartError(err error) bool {
-	var (
-		unavailable *serviceerror.Unavailable
-		exhausted   *serviceerror.ResourceExhausted
-		nsNotFound  *serviceerror.NamespaceNotFound
-	)
-	return errors.As(err, &unavailable) || errors.As(err, &exhausted) || errors.As(err, &nsNotFound)
+	var nsNotFound *serviceerror.NamespaceNotFound
+	return errors.As(err, &nsNotFound)
 }
 
 // releaseUnstarted gives the claim back after a failed start, so that

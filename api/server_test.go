@@ -869,3 +869,10 @@ func TestDeploymentRefusesDevCredentials(t *testing.T) {
 	_, err = ConfigFromEnv(with("ONCEGATE_FINGERPRINT_KEYS", "prod-1:abc", "ONCEGATE_FINGERPRINT_KEYS_FILE", keys, "ONCEGATE_JWT_HS256_SECRET", "s"))
 	assert.ErrorContains(t, err, "set ONCEGATE_FINGERPRINT_KEYS or ONCEGATE_FINGERPRINT_KEYS_FILE, not both")
 }
+
+func TestOnlyWhatTheSDKDoesNotRetryIsRetriedAtStart(t *testing.T) {
+	t.Parallel()
+	assert.True(t, transientStartError(serviceerror.NewNamespaceNotFound("default")))
+	assert.False(t, transientStartError(serviceerror.NewUnavailable("down")), "the SDK retries it")
+	assert.False(t, transientStartError(errors.New("other")))
+}

@@ -19,6 +19,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 RUN=$ROOT/.run-prod
+TAG=prod
+STOP_WAIT=150
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 BIN=$ROOT/bin
 mkdir -p "$RUN"
 
@@ -32,19 +36,16 @@ DOWNSTREAM_URL=${DOWNSTREAM_URL:-http://127.0.0.1:18090}
 TEMPORAL_ADDRESS=${TEMPORAL_ADDRESS:-127.0.0.1:17233}
 TEMPORAL_UI_URL=${TEMPORAL_UI_URL:-http://127.0.0.1:18233}
 TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
-PGPORT=${PGPORT:-56432}
+PGPORT=${PGPORT:-16432}
 REDIS_NODES=${REDIS_NODES:-6}       # masters + replicas
 REDIS_REPLICAS=${REDIS_REPLICAS:-1} # replicas per master
-REDIS_BASE_PORT=${REDIS_BASE_PORT:-57001}
-REDIS_BUS_BASE_PORT=${REDIS_BUS_BASE_PORT:-57101}
+REDIS_BASE_PORT=${REDIS_BASE_PORT:-17001}
+REDIS_BUS_BASE_PORT=${REDIS_BUS_BASE_PORT:-17101}
 # worker-N serves Prometheus metrics on WORKER_METRICS_BASE_PORT + N - 1.
 WORKER_METRICS_BASE_PORT=${WORKER_METRICS_BASE_PORT:-19091}
 WORKER_METRICS_URL=http://127.0.0.1:${WORKER_METRICS_BASE_PORT}/metrics
 REDIS_NODE_TIMEOUT_MS=${REDIS_NODE_TIMEOUT_MS:-3000}
 
-port_of() { # url or host:port -> port
-  local s=${1#*://}; s=${s%%/*}; s=${s##*@}; echo "${s##*:}"
-}
 TEMPORAL_PORT=$(port_of "$TEMPORAL_ADDRESS")
 TEMPORAL_UI_PORT=$(port_of "$TEMPORAL_UI_URL")
 # The Temporal server's other ports sit at fixed offsets from the frontend's.
@@ -90,6 +91,7 @@ export ONCEGATE_ENV=prod-local
 export GATEWAY_URL=$GATEWAY_1_URL
 export GATEWAY_URLS=$GATEWAY_1_URL,$GATEWAY_2_URL
 export DOWNSTREAM_URL=$DOWNSTREAM_URL
+export DOWNSTREAM_MCP_URL=$DOWNSTREAM_URL/mcp
 export TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS
 export TEMPORAL_UI_URL=$TEMPORAL_UI_URL
 export TEMPORAL_NAMESPACE=$TEMPORAL_NAMESPACE
@@ -108,15 +110,6 @@ EOF
 }
 
 # ---------- process helpers
-alive() { # name -> 0 when its pid file names a live process (a zombie is dead)
-  local f=$RUN/$1.pid pid state
-  [ -s "$f" ] || return 1
-  pid=$(cat "$f")
-  kill -0 "$pid" 2>/dev/null || return 1
-  state=$(ps -o stat= -p "$pid" 2>/dev/null || true)
-  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
-}
-
 wait_until() { # seconds name command...: poll until the command succeeds
   local secs=$1 name=$2 i
   shift 2
@@ -130,12 +123,6 @@ wait_until() { # seconds name command...: poll until the command succeeds
 }
 
 tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-spawn() { # name cmd... : start detached, pid into .run-prod/name.pid
-  local name=$1; shift
-  setsid "$@" >>"$RUN/$name.log" 2>&1 </dev/null &
-  echo $! >"$RUN/$name.pid"
-}
 
 # ---------- builds (cached in bin/)
 go_install_as() { # name package@version: go install into bin/<name>
@@ -173,29 +160,10 @@ temporal_schema_dir() {
 }
 
 # ---------- PostgreSQL: a cluster of the profile's own, run as the postgres user
-pg_bin() { dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)"; }
 
 # PostgreSQL refuses to run as root, and the postgres user may not be able to
 # traverse the checkout's parent folders: then the data lives in a folder of
 # its own under /var/tmp and .run-prod/postgres links to it.
-pg_data_dir() {
-  local dir=$RUN/postgres
-  if [ "$(id -u)" -eq 0 ] && [ ! -e "$dir" ]; then
-    if ! runuser -u postgres -- test -x "$RUN" 2>/dev/null; then
-      local ext
-      ext=/var/tmp/oncegate-prod-$(echo -n "$ROOT" | sha256sum | cut -c1-12)/postgres
-      mkdir -p "$ext"
-      ln -s "$ext" "$dir"
-    fi
-  fi
-  mkdir -p "$dir/"
-  echo "$dir"
-}
-
-as_pg() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-
 psql_q() { as_pg "$(pg_bin)/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "$1" "${2:-postgres}"; }
 
 start_postgres() {
@@ -371,29 +339,6 @@ oncegate (production-like profile) is up.
 EOF
 }
 
-stop_one() { # name
-  local f=$RUN/$1.pid pid i
-  [ -s "$f" ] || return 0
-  pid=$(cat "$f")
-  if alive "$1"; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 150; i++)); do
-      alive "$1" || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    echo "prod: stopped $1"
-  fi
-  rm -f "$f"
-}
-
-down() {
-  local i
-  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-    stop_one "${COMPONENTS[$i]}"
-  done
-}
-
 start() { # name...
   [ -s "$RUN/stack.env" ] || { echo "prod: no $RUN/stack.env; run prod.sh up first" >&2; return 1; }
   local c
@@ -403,10 +348,7 @@ start() { # name...
 }
 
 status() {
-  local c
-  for c in "${COMPONENTS[@]}"; do
-    if alive "$c"; then echo "$c: running (pid $(cat "$RUN/$c.pid"))"; else echo "$c: stopped"; fi
-  done
+  component_status
   cluster_ok && echo "redis cluster: cluster_state:ok" || echo "redis cluster: not ok"
 }
 

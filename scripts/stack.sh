@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 RUN=$ROOT/.run
+TAG=stack
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 mkdir -p "$RUN"
 
 COMPONENTS=(postgres redis temporal downstream worker gateway)
@@ -20,23 +23,20 @@ DOWNSTREAM_URL=${DOWNSTREAM_URL:-http://127.0.0.1:8090}
 TEMPORAL_ADDRESS=${TEMPORAL_ADDRESS:-127.0.0.1:7233}
 TEMPORAL_UI_URL=${TEMPORAL_UI_URL:-http://127.0.0.1:8233}
 TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
-REDIS_URL=${REDIS_URL:-redis://127.0.0.1:56379/0}
+REDIS_URL=${REDIS_URL:-redis://127.0.0.1:16379/0}
 WORKER_METRICS_URL=${WORKER_METRICS_URL:-http://127.0.0.1:9091/metrics}
 
-port_of() { # url or host:port -> port
-  local s=${1#*://}; s=${s%%/*}; s=${s%%\?*}; s=${s##*@}; echo "${s##*:}"
-}
 db_of() { # postgres url -> database name
   local s=${1#*://}; s=${s#*/}; echo "${s%%\?*}"
 }
 # The dev stack runs one PostgreSQL, on the port of DATABASE_URL when that
-# is given (else PGPORT, else 55432). The simulator's database lives on that
+# is given (else PGPORT, else 15432). The simulator's database lives on that
 # same server unless SIMULATOR_DATABASE_URL says otherwise, so moving
 # DATABASE_URL alone never points the simulator at another stack's server.
 if [ -n "${DATABASE_URL:-}" ]; then
   PGPORT=$(port_of "$DATABASE_URL")
 else
-  PGPORT=${PGPORT:-55432}
+  PGPORT=${PGPORT:-15432}
   DATABASE_URL=postgres://postgres@127.0.0.1:${PGPORT}/oncegate?sslmode=disable
 fi
 SIMULATOR_DATABASE_URL=${SIMULATOR_DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT}/oncegate_sim?sslmode=disable}
@@ -65,7 +65,10 @@ ONCEGATE_PAYOUT_WEBHOOK_SECRET=${ONCEGATE_PAYOUT_WEBHOOK_SECRET:-$(cat "$RUN/pay
 # The dev stack's environment: its token file and generated keys are
 # accepted only here (a deployment refuses them).
 ONCEGATE_ENV=dev
-ENV_KEYS=(ONCEGATE_ENV GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
+# The simulator also serves its tools over MCP (the dev catalog's
+# payments.mcp_* actions call them).
+DOWNSTREAM_MCP_URL=$DOWNSTREAM_URL/mcp
+ENV_KEYS=(ONCEGATE_ENV GATEWAY_URL DOWNSTREAM_URL DOWNSTREAM_MCP_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
   SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL ONCEGATE_FINGERPRINT_KEYS ONCEGATE_CATALOG ONCEGATE_TOKENS
   ONCEGATE_PAYOUT_WEBHOOK_SECRET)
 ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
@@ -91,15 +94,6 @@ write_env() {
 }
 
 # ---------- process helpers
-alive() { # name -> 0 when its pid file names a live process (a zombie is dead)
-  local f=$RUN/$1.pid pid state
-  [ -s "$f" ] || return 1
-  pid=$(cat "$f")
-  kill -0 "$pid" 2>/dev/null || return 1
-  state=$(ps -o stat= -p "$pid" 2>/dev/null || true)
-  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
-}
-
 wait_tcp() { # port seconds name
   local i
   for ((i = 0; i < $2 * 10; i++)); do
@@ -122,35 +116,10 @@ wait_http() { # url seconds name
   return 1
 }
 
-spawn() { # name cmd... : start detached, pid into .run/name.pid
-  local name=$1; shift
-  setsid "$@" >>"$RUN/$name.log" 2>&1 < /dev/null &
-  echo $! >"$RUN/$name.pid"
-}
-
-pg_bin() { dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)"; }
 
 # PostgreSQL refuses to run as root, and the postgres user may not be able to
 # traverse the checkout's parent folders: then the data lives in a folder of
 # its own under /var/tmp and .run/postgres links to it.
-pg_data_dir() {
-  local dir=$RUN/postgres
-  if [ "$(id -u)" -eq 0 ] && [ ! -e "$dir" ]; then
-    if ! runuser -u postgres -- test -x "$RUN" 2>/dev/null; then
-      local ext
-      ext=/var/tmp/oncegate-$(echo -n "$ROOT" | sha256sum | cut -c1-12)/postgres
-      mkdir -p "$ext"
-      ln -s "$ext" "$dir"
-    fi
-  fi
-  mkdir -p "$dir/"
-  echo "$dir"
-}
-
-as_pg() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-
 start_postgres() {
   local dir data bin
   dir=$(cd "$(pg_data_dir)" && pwd -P)
@@ -255,35 +224,7 @@ oncegate is up.
 EOF
 }
 
-stop_one() { # name
-  local f=$RUN/$1.pid pid i
-  [ -s "$f" ] || return 0
-  pid=$(cat "$f")
-  if alive "$1"; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-      alive "$1" || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    echo "stack: stopped $1"
-  fi
-  rm -f "$f"
-}
-
-down() {
-  local i
-  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
-    stop_one "${COMPONENTS[$i]}"
-  done
-}
-
-status() {
-  local c
-  for c in "${COMPONENTS[@]}"; do
-    if alive "$c"; then echo "$c: running (pid $(cat "$RUN/$c.pid"))"; else echo "$c: stopped"; fi
-  done
-}
+status() { component_status; }
 
 # run: the stack in the foreground. Ctrl-C (also while it starts) stops every
 # component and the log follower: bash starts a script's background commands

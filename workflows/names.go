@@ -56,6 +56,10 @@ type OperationInput struct {
 	Owner string `json:"owner"`
 	// Params is the JSON body sent downstream: normalized bound params plus free params.
 	Params json.RawMessage `json:"params"`
+	// TruthClaimed says the starting gateway inserted the truth record
+	// IN_FLIGHT under Owner itself (a fresh claim), so the workflow need
+	// not claim it again; false for takeovers of orphaned claims.
+	TruthClaimed bool `json:"truth_claimed,omitempty"`
 	// BoundParams are the canonical bound params (param_hash is their
 	// SHA-256), kept in the truth at claim for operators.
 	BoundParams json.RawMessage `json:"bound_params,omitempty"`

@@ -45,6 +45,12 @@ const truthTimeout = 30 * time.Second
 // declared window. Histories recorded before it replay the old path.
 const ChangeNotFoundWindow = "not-found-after-processing-window"
 
+// ChangeSingleClaim is the workflow.GetVersion change ID of the single
+// claim: from its version 1 on, a workflow whose input says the gateway
+// claimed the truth (OperationInput.TruthClaimed) does not claim it again
+// with the ClaimTruth activity. Histories before it replay the activity.
+const ChangeSingleClaim = "single-claim"
+
 // ChangeBusinessState is the workflow.GetVersion change ID of business
 // states: from its version 1 on, a downstream that declares business_state
 // is DONE only when its answer says succeeded, FAILED when it says failed,
@@ -127,7 +133,12 @@ func run(ctx workflow.Context, in OperationInput, view *StateView, res *resolver
 	setDetails(ctx, in, *view)
 
 	var claim ClaimResult
-	if err := workflow.ExecuteActivity(truthCtx, ActivityClaimTruth, in).Get(ctx, &claim); err != nil {
+	if workflow.GetVersion(ctx, ChangeSingleClaim, workflow.DefaultVersion, 1) == 1 && in.TruthClaimed {
+		// The gateway's claim is the claim: it inserted the truth record
+		// IN_FLIGHT under in.Owner just before starting this workflow, and
+		// no one else can have changed it (only this workflow moves it on).
+		claim = ClaimResult{State: idemstore.StateInFlight, Owner: in.Owner}
+	} else if err := workflow.ExecuteActivity(truthCtx, ActivityClaimTruth, in).Get(ctx, &claim); err != nil {
 		return OperationResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
 	}
 	if claim.State.Terminal() {

@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -618,4 +620,96 @@ func TestOperation_ReconciledFailedStateIsFailed(t *testing.T) {
 	out := result(t, env)
 	assert.Equal(t, idemstore.StateFailed, out.State, "a record that says failed is never completed")
 	env.AssertExpectations(t)
+}
+
+func TestOperation_TheGatewaysClaimIsTheClaim(t *testing.T) {
+	env, states := newEnv(t)
+	in := input(true)
+	in.TruthClaimed = true
+	transfer := json.RawMessage(`{"id":"tr_1"}`)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+		return f.ResultRef == "tr_1" && f.TruthOwner == ""
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, in)
+
+	assert.Equal(t, idemstore.StateDone, result(t, env).State)
+	env.AssertActivityNotCalled(t, workflows.ActivityClaimTruth, mock.Anything, mock.Anything)
+	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
+	env.AssertExpectations(t)
+}
+
+// TestWorstCaseIsWhatTheWorkflowRuns runs, for every action of the dev
+// catalog, the longest path the workflow can take before it knows the
+// outcome or asks a person: every execute attempt and status query timing
+// out (the slowest answer there is), every retry, the settle delay and the
+// processing window. Its time must stay within the catalog's worst case
+// (what in_flight_ttl is checked against), computed from the same
+// schedules: the check at load and the policy the workflow runs agree.
+func TestWorstCaseIsWhatTheWorkflowRuns(t *testing.T) {
+	t.Setenv("DOWNSTREAM_URL", "http://127.0.0.1:8090")
+	cat, err := catalog.Load("../deployments/catalog.dev.yaml", 2*time.Second)
+	require.NoError(t, err)
+	for _, scope := range cat.Scopes() {
+		action, _ := cat.Lookup(scope)
+		if action.Downstream.BusinessState != nil {
+			continue // a pending wait ends at completion_deadline, tested apart
+		}
+		t.Run(scope, func(t *testing.T) {
+			env, _ := newEnv(t)
+			in := input(action.Downstream.HonorsIdempotencyKey)
+			in.Scope, in.Downstream = scope, action.Downstream
+			start := env.Now()
+			var reviewAt time.Time
+			env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+			// Each attempt takes its whole timeout and gets no answer.
+			env.OnActivity(a.Execute, mock.Anything, mock.Anything).After(action.Downstream.Timeout).
+				Return(workflows.ExecuteResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable))
+			env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).After(action.Downstream.Timeout).
+				Return(workflows.ReconcileResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable))
+			env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.Anything).Run(func(mock.Arguments) { reviewAt = env.Now() }).Return(nil).Once()
+			env.RegisterDelayedCallback(env.CancelWorkflow, 24*time.Hour)
+
+			env.ExecuteWorkflow(workflows.Operation, in)
+
+			require.False(t, reviewAt.IsZero(), "the longest path ends in review")
+			took := reviewAt.Sub(start)
+			worst := action.WorstCase(0)
+			t.Logf("%s: the workflow asked a person after %s; the catalog's worst case (without the gateway's wait) is %s", scope, took, worst)
+			assert.LessOrEqual(t, took, worst)
+			assert.Greater(t, took, worst/3, "the worst case is not wildly above what runs")
+		})
+		if !action.Downstream.ProvesNotExecuted() {
+			continue
+		}
+		t.Run(scope+" not found only after the window", func(t *testing.T) {
+			env, _ := newEnv(t)
+			in := input(false)
+			in.Scope, in.Downstream = scope, action.Downstream
+			start := env.Now()
+			var failedAt time.Time
+			maxAttempts := action.Downstream.ReconcileRetry().Attempts
+			env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+			env.OnActivity(a.Execute, mock.Anything, mock.Anything).After(action.Downstream.Timeout).
+				Return(workflows.ExecuteResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable))
+			// Every status query takes all its attempts: the last one answers not found.
+			env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).After(action.Downstream.Timeout).Return(
+				func(ctx context.Context, _ workflows.OperationInput) (workflows.ReconcileResult, error) {
+					if activity.GetInfo(ctx).Attempt < int32(maxAttempts) {
+						return workflows.ReconcileResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable)
+					}
+					return workflows.ReconcileResult{Found: false}, nil
+				})
+			env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Run(func(mock.Arguments) { failedAt = env.Now() }).Return(nil).Once()
+
+			env.ExecuteWorkflow(workflows.Operation, in)
+
+			require.False(t, failedAt.IsZero())
+			took, worst := failedAt.Sub(start), action.WorstCase(0)
+			t.Logf("%s: not executed proved after %s; the catalog's worst case is %s", scope, took, worst)
+			assert.LessOrEqual(t, took, worst)
+			assert.Greater(t, took, worst/2)
+		})
+	}
 }

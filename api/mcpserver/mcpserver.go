@@ -235,9 +235,13 @@ func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
 	lang := messages.ParseAcceptLanguage(header.Get("Accept-Language"))
 	meaning, instruction := "The operation_id is missing or malformed; nothing was looked up.",
 		"Call get_operation_status again with the operation_id copied exactly from an earlier answer (32 lowercase hex characters). Never invent one."
+	problem := "required: 32 lowercase hex characters copied from an earlier answer"
 	if c.msgs != nil {
 		if m, i, err := c.msgs.Render(lang, "invalid_params", messages.Data{PollWith: tools.StatusToolName}); err == nil {
 			meaning, instruction = m, i
+		}
+		if p, err := c.msgs.Fragment(lang, messages.FragmentPrefix+"operation_id_required", messages.Data{}); err == nil {
+			problem = p
 		}
 	}
 	body, _ := json.Marshal(map[string]any{
@@ -249,7 +253,7 @@ func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
 		"errors": []map[string]string{{
 			"field":    "operation_id",
 			"rule":     "pattern",
-			"problem":  "required: 32 lowercase hex characters copied from an earlier answer",
+			"problem":  problem,
 			"expected": tools.OperationIDPattern,
 		}},
 	})

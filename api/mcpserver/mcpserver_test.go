@@ -225,7 +225,10 @@ func TestMCP(t *testing.T) {
 				})
 				require.NoError(t, err)
 				assert.True(t, res.IsError)
-				assert.Equal(t, "invalid_params", structured(t, res)["status"])
+				body := structured(t, res)
+				assert.Equal(t, "invalid_params", body["status"])
+				problem := body["errors"].([]any)[0].(map[string]any)["problem"].(string)
+				assert.Contains(t, problem, "十六进制", "the problem is in the caller's language (zh): %q", problem)
 				assert.Len(t, gw.reqs, before)
 			})
 

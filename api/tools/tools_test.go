@@ -86,6 +86,8 @@ func TestToolsDevCatalog(t *testing.T) {
 	}
 	assert.Equal(t, []string{
 		"payments_legacy_transfer_preview", "payments_legacy_transfer_confirm",
+		"payments_mcp_legacy_transfer_preview", "payments_mcp_legacy_transfer_confirm",
+		"payments_mcp_transfer_preview", "payments_mcp_transfer_confirm",
 		"payments_payout_preview", "payments_payout_confirm",
 		"payments_transfer_preview", "payments_transfer_confirm",
 		"get_operation_status",

@@ -15,7 +15,7 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/oncegate/oncegate/cmd/agentsim/agentsim"
+	"github.com/oncegate/oncegate/internal/agentsim"
 )
 
 func main() {

@@ -63,13 +63,9 @@ func run(logger *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	truth, err := pgstore.Open(ctx, cfg.DatabaseURL)
+	truth, err := pgstore.Open(ctx, cfg.DatabaseURL) // migrates the schema
 	if err != nil {
 		return fmt.Errorf("open truth database: %w", err)
-	}
-	if err := truth.Migrate(ctx); err != nil {
-		truth.Close()
-		return fmt.Errorf("migrate truth database: %w", err)
 	}
 	rdb, err := redisstore.Connect(cfg.RedisURL, cfg.RedisAddrs)
 	if err != nil {

@@ -447,11 +447,25 @@ func (s *Store) FindRecent(ctx context.Context, subject, scope, paramHash string
 // IN_FLIGHT and NEEDS_REVIEW records are never reaped, whatever their age:
 // their outcome is not known, and deleting them would let the key be claimed
 // and executed again, or lose what an operator must decide.
+//
+// It also deletes the webhook receipts received WebhookReceiptRetention
+// before now: an event that old is refused as stale by its timestamp
+// anyway, so its receipt no longer keeps a replay out.
 func (s *Store) Reap(ctx context.Context, now time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM write_record
 		WHERE state IN ('DONE', 'FAILED') AND reap_after IS NOT NULL AND reap_after <= $1`, now)
 	if err != nil {
 		return 0, fmt.Errorf("reap: %w", interpretError(err))
 	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM webhook_receipt WHERE received_at <= $1`,
+		now.Add(-WebhookReceiptRetention)); err != nil {
+		return 0, fmt.Errorf("reap webhook receipts: %w", interpretError(err))
+	}
 	return tag.RowsAffected(), nil
 }
+
+// WebhookReceiptRetention is how long a webhook receipt is kept: twice the
+// longest timestamp tolerance a catalog may declare
+// (catalog.MaxWebhookTolerance), since an event is accepted up to the
+// tolerance before or after its timestamp.
+const WebhookReceiptRetention = 48 * time.Hour

@@ -14,6 +14,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/testenv"
 )
 
@@ -298,6 +299,19 @@ func TestPostgresSpecifics(t *testing.T) {
 		again, err := s.RecordWebhook(ctx, "payments.payout", "t=1,v1=ab")
 		require.NoError(t, err)
 		assert.False(t, again, "the same event twice is a replay")
+
+		// The reaper keeps a receipt as long as its event could be accepted.
+		_, err = s.Reap(ctx, time.Now().Add(pgstore.WebhookReceiptRetention-time.Minute))
+		require.NoError(t, err)
+		again, err = s.RecordWebhook(ctx, "payments.payout", "t=1,v1=ab")
+		require.NoError(t, err)
+		assert.False(t, again, "kept within the retention")
+		_, err = s.Reap(ctx, time.Now().Add(pgstore.WebhookReceiptRetention+time.Minute))
+		require.NoError(t, err)
+		fresh, err := s.RecordWebhook(ctx, "payments.payout", "t=1,v1=ab")
+		require.NoError(t, err)
+		assert.True(t, fresh, "reaped after the retention (its event is stale by then)")
+		assert.GreaterOrEqual(t, pgstore.WebhookReceiptRetention, 2*catalog.MaxWebhookTolerance)
 	})
 
 	t.Run("Reap", func(t *testing.T) {

@@ -143,8 +143,10 @@ func buildWebhook(p problems, d *Downstream, r *rawWebhook) bool {
 		w.ObjectField = DefaultWebhookObjectField
 	}
 	var tOK bool
-	if w.Tolerance, tOK = p.duration("downstream.webhook.tolerance", r.Tolerance, DefaultWebhookTolerance, false); tOK && w.Tolerance <= 0 {
-		p.addf("downstream.webhook.tolerance %s must be > 0", fmtDur(w.Tolerance))
+	if w.Tolerance, tOK = p.duration("downstream.webhook.tolerance", r.Tolerance, DefaultWebhookTolerance, false); tOK &&
+		(w.Tolerance <= 0 || w.Tolerance > MaxWebhookTolerance) {
+		p.addf("downstream.webhook.tolerance %s must be > 0 and at most %s (replays are refused by receipts kept twice that long)",
+			fmtDur(w.Tolerance), fmtDur(MaxWebhookTolerance))
 		tOK = false
 	}
 	return ok && tOK

@@ -33,6 +33,9 @@ const (
 	DefaultPollInterval = 2 * time.Second
 	// DefaultWebhookTolerance bounds the age of a webhook event's timestamp.
 	DefaultWebhookTolerance = 5 * time.Minute
+	// MaxWebhookTolerance is the longest tolerance a catalog may declare
+	// (pgstore.WebhookReceiptRetention keeps receipts twice that long).
+	MaxWebhookTolerance = 24 * time.Hour
 	// DefaultWebhookReferenceField is where a webhook event carries the operation id.
 	DefaultWebhookReferenceField = "data.client_reference"
 	// DefaultWebhookObjectField is where a webhook event carries the downstream's record.
@@ -165,8 +168,14 @@ type rawAction struct {
 
 // rawDownstream mirrors Downstream.
 type rawDownstream struct {
+	Kind                 string            `yaml:"kind"`
+	Tool                 string            `yaml:"tool"`
+	IdempotencyArgument  string            `yaml:"idempotency_argument"`
+	StatusTool           string            `yaml:"status_tool"`
+	StatusArguments      map[string]string `yaml:"status_arguments"`
+	AuthEnv              string            `yaml:"auth_env"`
 	Execute              string            `yaml:"execute"`
-	HonorsIdempotencyKey bool              `yaml:"honors_idempotency_key"`
+	HonorsIdempotencyKey *bool             `yaml:"honors_idempotency_key"`
 	Status               string            `yaml:"status"`
 	Quote                string            `yaml:"quote"`
 	Timeout              string            `yaml:"timeout"`

@@ -62,7 +62,7 @@ func action(scope string, top, down map[string]string) string {
 		}
 	}
 	b.WriteString("    downstream:\n")
-	for _, k := range []string{"execute", "honors_idempotency_key", "status", "quote", "timeout", "attempts", "backoff", "backoff_max", "result_ref", "reconcile_delay", "reconcile_attempts", "max_processing_time", "status_lag", "idempotency_key_retention"} {
+	for _, k := range []string{"kind", "tool", "idempotency_argument", "status_tool", "execute", "honors_idempotency_key", "status", "quote", "timeout", "attempts", "backoff", "backoff_max", "result_ref", "reconcile_delay", "reconcile_attempts", "max_processing_time", "status_lag", "idempotency_key_retention"} {
 		v, ok := down[k]
 		if !ok {
 			v = downDefaults[k]
@@ -89,7 +89,16 @@ func TestDevCatalogLoads(t *testing.T) {
 	t.Setenv("DOWNSTREAM_URL", "http://127.0.0.1:8090")
 	c, err := Load(filepath.Join("..", "..", "deployments", "catalog.dev.yaml"), gatewayWait)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"payments.legacy_transfer", "payments.payout", "payments.transfer"}, c.Scopes())
+	assert.Equal(t, []string{"payments.legacy_transfer", "payments.mcp_legacy_transfer", "payments.mcp_transfer",
+		"payments.payout", "payments.transfer"}, c.Scopes())
+	mt, ok := c.Lookup("payments.mcp_transfer")
+	require.True(t, ok)
+	assert.Equal(t, KindMCP, mt.Downstream.Kind)
+	assert.True(t, mt.Downstream.HonorsIdempotencyKey)
+	ml, ok := c.Lookup("payments.mcp_legacy_transfer")
+	require.True(t, ok)
+	assert.False(t, ml.Downstream.HonorsIdempotencyKey)
+	assert.Equal(t, map[string]string{"client_reference": "operation_id"}, ml.Downstream.StatusArguments)
 	assert.Equal(t, gatewayWait, c.GatewayWait)
 
 	po, ok := c.Lookup("payments.payout")
@@ -130,6 +139,7 @@ func TestDevCatalogLoads(t *testing.T) {
 	assert.Equal(t, 720*time.Hour, tr.TerminalTTL)
 	assert.Equal(t, 24*time.Hour, tr.DuplicateIntentWindow)
 	assert.Equal(t, Downstream{
+		Kind:                 KindHTTP,
 		Execute:              "http://127.0.0.1:8090/v1/transfers",
 		HonorsIdempotencyKey: true,
 		Quote:                "http://127.0.0.1:8090/v1/quotes",
@@ -421,6 +431,45 @@ func TestBusinessStateRefusals(t *testing.T) {
 		"webhook without env":  {"      business_state: {field: status, succeeded: [paid], failed: [failed]}\n      webhook: {signature_header: S}\n", "webhook.secret_env"},
 	} {
 		_, err := parse(append(doc(action("payments.payout", nil, base)), tc.extra...), gatewayWait, devEnv)
+		got := problemsOf(t, err)
+		assert.True(t, slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, tc.want) }), "%s: %v", name, got)
+	}
+}
+
+func TestMCPKind(t *testing.T) {
+	t.Parallel()
+	mcpDown := func(extra map[string]string) map[string]string {
+		d := map[string]string{"kind": "mcp", "execute": "http://127.0.0.1:8090/mcp", "tool": "create_transfer",
+			"honors_idempotency_key": "", "attempts": "5", "idempotency_argument": "idempotency_key"}
+		for k, v := range extra {
+			d[k] = v
+		}
+		return d
+	}
+	c, err := parse(doc(action("payments.mcp", nil, mcpDown(nil))), gatewayWait, devEnv)
+	require.NoError(t, err)
+	a, _ := c.Lookup("payments.mcp")
+	assert.True(t, a.Downstream.HonorsIdempotencyKey, "an idempotency argument honours the key")
+	assert.Equal(t, KindMCP, a.Downstream.Kind)
+
+	c, err = parse(doc(action("payments.mcp_legacy", nil, mcpDown(map[string]string{"idempotency_argument": "", "attempts": "1",
+		"idempotency_key_retention": "", "status_tool": "get_transfer"}))), gatewayWait, devEnv)
+	require.NoError(t, err)
+	a, _ = c.Lookup("payments.mcp_legacy")
+	assert.False(t, a.Downstream.HonorsIdempotencyKey)
+	assert.Equal(t, a.Downstream.Execute, a.Downstream.Status, "the status tool is on the same server")
+
+	for name, tc := range map[string]struct {
+		down map[string]string
+		want string
+	}{
+		"no tool":            {mcpDown(map[string]string{"tool": ""}), "downstream.tool is required for kind mcp"},
+		"unknown kind":       {mcpDown(map[string]string{"kind": "grpc"}), `downstream.kind "grpc" is unknown`},
+		"contradiction":      {mcpDown(map[string]string{"honors_idempotency_key": "false"}), "contradicts idempotency_argument"},
+		"http with a tool":   {map[string]string{"tool": "x"}, "downstream.tool applies to kind mcp only"},
+		"status url for mcp": {mcpDown(map[string]string{"status": "http://x/s"}), "downstream.status is for kind http"},
+	} {
+		_, err := parse(doc(action("payments.x", nil, tc.down)), gatewayWait, devEnv)
 		got := problemsOf(t, err)
 		assert.True(t, slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, tc.want) }), "%s: %v", name, got)
 	}

@@ -92,10 +92,40 @@ type FreeField struct {
 	MaxLength int `yaml:"max_length" json:"max_length,omitempty"`
 }
 
+// Downstream kinds: the protocol the activities speak to a downstream.
+const (
+	// KindHTTP is a JSON HTTP API: execute is POSTed, status is GET
+	// ?client_reference=, Idempotency-Key is a header (the default).
+	KindHTTP = "http"
+	// KindMCP is a tool on an MCP server (streamable HTTP): execute is a
+	// tools/call of Tool, with the operation id in IdempotencyArgument when
+	// the tool takes one; reconciliation calls StatusTool.
+	KindMCP = "mcp"
+)
+
 // Downstream describes the API an action calls.
 type Downstream struct {
-	// Execute is the URL the workflow POSTs the params to.
+	// Kind is the protocol: KindHTTP (empty means it too) or KindMCP.
+	Kind string `yaml:"kind" json:"kind,omitempty"`
+	// Execute is the URL the workflow POSTs the params to (for KindMCP: the
+	// MCP server's streamable HTTP endpoint).
 	Execute string `yaml:"execute" json:"execute"`
+	// Tool is, for KindMCP, the tool that executes the operation.
+	Tool string `yaml:"tool" json:"tool,omitempty"`
+	// IdempotencyArgument is, for KindMCP, the tool's argument that takes
+	// the operation id as an idempotency key; set, the tool honours the key
+	// (HonorsIdempotencyKey) and is retried with it.
+	IdempotencyArgument string `yaml:"idempotency_argument" json:"idempotency_argument,omitempty"`
+	// StatusTool is, for KindMCP, the read-only tool reconciliation calls:
+	// a result holding the ResultRef field is found, one without it not
+	// found, one with isError no answer.
+	StatusTool string `yaml:"status_tool" json:"status_tool,omitempty"`
+	// StatusArguments maps the status tool's arguments to values: the word
+	// operation_id stands for the operation id, anything else is sent as is.
+	StatusArguments map[string]string `yaml:"status_arguments" json:"status_arguments,omitempty"`
+	// AuthEnv names the environment variable holding a bearer token for the
+	// downstream (KindMCP); the token itself never enters a workflow's history.
+	AuthEnv string `yaml:"auth_env" json:"auth_env,omitempty"`
 	// HonorsIdempotencyKey says whether the downstream deduplicates by the
 	// Idempotency-Key header. When false it is called exactly once and
 	// reconciled through Status after an unknown answer.

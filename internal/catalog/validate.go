@@ -255,10 +255,13 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 func buildDownstream(p problems, d *Downstream, r rawDownstream) bool {
 	ok := true
 	d.Execute, d.Status, d.Quote = r.Execute, r.Status, r.Quote
-	d.HonorsIdempotencyKey = r.HonorsIdempotencyKey
+	d.HonorsIdempotencyKey = r.HonorsIdempotencyKey != nil && *r.HonorsIdempotencyKey
 	d.ResultRef = r.ResultRef
 	if r.Execute == "" {
 		p.addf("downstream.execute is required (the URL the action POSTs to)")
+	}
+	if !buildKind(p, d, r) {
+		ok = false
 	}
 	for _, u := range []struct{ name, value string }{{"execute", r.Execute}, {"status", r.Status}, {"quote", r.Quote}} {
 		if u.value == "" {
@@ -315,6 +318,70 @@ func buildDownstream(p problems, d *Downstream, r rawDownstream) bool {
 	}
 	lateOK := buildLateCommit(p, d, r)
 	return ok && rdOK && lateOK && buildBusinessState(p, d, r)
+}
+
+// buildKind fills the protocol settings of d (kind, and for an MCP tool its
+// tool, idempotency argument, status tool and its arguments) and reports
+// whether they are valid. An MCP tool honours the key exactly when it names
+// an idempotency_argument; its status endpoint is its own server.
+func buildKind(p problems, d *Downstream, r rawDownstream) bool {
+	d.Kind = r.Kind
+	if d.Kind == "" {
+		d.Kind = KindHTTP
+	}
+	mcpOnly := []struct{ name, value string }{{"tool", r.Tool}, {"idempotency_argument", r.IdempotencyArgument},
+		{"status_tool", r.StatusTool}}
+	switch d.Kind {
+	case KindHTTP:
+		for _, f := range mcpOnly {
+			if f.value != "" {
+				p.addf("downstream.%s applies to kind mcp only", f.name)
+				return false
+			}
+		}
+		if len(r.StatusArguments) > 0 {
+			p.addf("downstream.status_arguments applies to kind mcp only")
+			return false
+		}
+		return true
+	case KindMCP:
+	default:
+		p.addf("downstream.kind %q is unknown (want %s or %s)", r.Kind, KindHTTP, KindMCP)
+		return false
+	}
+	ok := true
+	d.Tool, d.IdempotencyArgument, d.StatusTool, d.AuthEnv = r.Tool, r.IdempotencyArgument, r.StatusTool, r.AuthEnv
+	d.StatusArguments = r.StatusArguments
+	if d.Tool == "" {
+		p.addf("downstream.tool is required for kind mcp (the tool that executes the operation)")
+		ok = false
+	}
+	honors := d.IdempotencyArgument != ""
+	if r.HonorsIdempotencyKey != nil && *r.HonorsIdempotencyKey != honors {
+		p.addf("downstream.honors_idempotency_key %t contradicts idempotency_argument %q: for kind mcp the tool honours the key exactly when it names the argument that takes it",
+			*r.HonorsIdempotencyKey, d.IdempotencyArgument)
+		ok = false
+	}
+	d.HonorsIdempotencyKey = honors
+	if d.Status != "" {
+		p.addf("downstream.status is for kind http: name status_tool for kind mcp")
+		ok = false
+	}
+	if d.StatusTool != "" {
+		d.Status = d.Execute // the status tool is on the same server
+	} else if len(d.StatusArguments) > 0 {
+		p.addf("downstream.status_arguments needs downstream.status_tool")
+		ok = false
+	}
+	if d.Quote != "" {
+		p.addf("downstream.quote is for kind http")
+		ok = false
+	}
+	if d.AuthEnv != "" && !validEnvName(d.AuthEnv) {
+		p.addf("downstream.auth_env %q must name an environment variable", d.AuthEnv)
+		ok = false
+	}
+	return ok
 }
 
 // buildLateCommit fills the settings that say when a downstream may commit

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncegate/oncegate/cmd/agentsim/agentsim"
+	"github.com/oncegate/oncegate/internal/agentsim"
 	"github.com/oncegate/oncegate/internal/testenv"
 )
 

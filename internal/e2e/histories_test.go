@@ -62,6 +62,14 @@ func TestRecordHistories(t *testing.T) {
 		recordHistory(t, s, id, filepath.Join(dir, "honouring_completed.json"))
 	})
 
+	recording(t, "honouring_completed_single_claim", func(t *testing.T) {
+		params := transferParams("48.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
+		require.Equal(t, "completed", done.str("status"), done.String())
+		recordHistory(t, s, id, filepath.Join(dir, "honouring_completed_single_claim.json"))
+	})
+
 	recording(t, "business_refusal_failed", func(t *testing.T) {
 		params := transferParams("10000.01")
 		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)

@@ -356,3 +356,37 @@ func (p *profile) isReplica(t *testing.T, addr string) bool {
 	info, err := node.Info(context.Background(), "replication").Result()
 	return err == nil && strings.Contains(info, "role:slave")
 }
+
+// TestPayoutSurvivesWorkerAndTemporalRestart: a payout the downstream
+// accepted as pending; both workers are killed with SIGKILL and the Temporal
+// server is killed and started again while it waits. The workflow's durable
+// timers carry on: the operation completes once, with the payout.
+func TestPayoutSurvivesWorkerAndTemporalRestart(t *testing.T) {
+	p := loadProfile(t)
+	p.setFaults(t, map[string]any{"payout_settle_ms": 8000})
+	t.Cleanup(func() { p.setFaults(t, nil) })
+	prm := params("280.00")
+	fp, id := p.previewOn(t, p.gateways[0], "payments.payout", prm)
+	c, err := p.confirmOn(p.gateways[0], "payments.payout", fp, prm)
+	require.NoError(t, err)
+	require.Equal(t, "in_progress", c.str("status"), "%s", c.Raw)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := must(t, http.MethodGet, p.gateways[1]+"/v1/operations/"+id, p.alice(), nil)
+		if st.str("downstream_state") == "pending" {
+			break
+		}
+		require.Falsef(t, time.Now().After(deadline), "never reported pending: %s", st.Raw)
+		time.Sleep(200 * time.Millisecond)
+	}
+	p.kill(t, "worker-1")
+	p.kill(t, "worker-2")
+	p.kill(t, "temporal")
+	p.start(t, "temporal", "worker-1", "worker-2")
+
+	done := p.settle(context.Background(), 1, "payments.payout", fp, id, prm)
+	require.NoError(t, done.Err)
+	require.Equal(t, "completed", done.Status)
+	assert.Regexp(t, `^po_[0-9a-f]{24}$`, done.Ref)
+	assert.Equal(t, 1, p.executions(t, id))
+}

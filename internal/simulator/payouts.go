@@ -157,17 +157,8 @@ func (s *Server) handlePayout(w http.ResponseWriter, r *http.Request) {
 // handlePayoutStatus is GET /v1/payouts?client_reference=X: the payout's
 // current state, or 404.
 func (s *Server) handlePayoutStatus(w http.ResponseWriter, r *http.Request) {
-	ref := r.URL.Query().Get("client_reference")
-	if ref == "" {
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "the client_reference query parameter is required")
-		return
-	}
-	faults, ok := s.beforeRequest(w, r)
+	ref, _, ok := s.beforeStatus(w, r)
 	if !ok {
-		return
-	}
-	if faults.StatusUnavailable {
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "injected failure (status_unavailable): the status endpoint is down")
 		return
 	}
 	// Settle what is due first, so that an answer never lags the settle time.

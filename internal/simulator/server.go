@@ -105,6 +105,7 @@ func (s *Server) routes() {
 	mux.HandleFunc("GET /legacy/transfers", s.handleLegacyStatus)
 	mux.HandleFunc("POST /v1/payouts", s.handlePayout)
 	mux.HandleFunc("GET /v1/payouts", s.handlePayoutStatus)
+	mux.Handle(MCPPath, s.mcpHandler())
 	mux.HandleFunc("PUT /_sim/webhook", s.handlePutWebhook)
 	mux.HandleFunc("DELETE /_sim/webhook", s.handleDeleteWebhook)
 	mux.HandleFunc("GET /_sim/executions", s.handleExecutions)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -620,4 +621,45 @@ func TestPayouts(t *testing.T) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	})
+}
+
+func TestMCPTools(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(ctx, t)
+	client := mcp.NewClient(&mcp.Implementation{Name: "sim-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.url + simulator.MCPPath}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		require.NoError(t, err)
+		return res
+	}
+	transfer := map[string]any{"amount": "12.50", "currency": "USD", "payee_id": "p-1", "client_reference": "op-mcp", "idempotency_key": "op-mcp"}
+	first := call(simulator.ToolCreateTransfer, transfer)
+	require.False(t, first.IsError)
+	again := call(simulator.ToolCreateTransfer, transfer)
+	assert.Equal(t, first.StructuredContent, again.StructuredContent, "the same idempotency_key replays")
+	assert.Equal(t, 1, b.count(t, "op-mcp"))
+
+	got := call(simulator.ToolGetTransfer, map[string]any{"client_reference": "op-mcp"})
+	assert.Equal(t, first.StructuredContent.(map[string]any)["id"], got.StructuredContent.(map[string]any)["id"])
+	none := call(simulator.ToolGetTransfer, map[string]any{"client_reference": "nope"})
+	assert.False(t, none.IsError)
+	assert.Equal(t, map[string]any{"found": false}, none.StructuredContent)
+
+	legacy := map[string]any{"amount": "1", "currency": "USD", "payee_id": "p", "client_reference": "op-leg"}
+	call(simulator.ToolCreateLegacyTransfer, legacy)
+	call(simulator.ToolCreateLegacyTransfer, legacy)
+	assert.Equal(t, 2, b.count(t, "op-leg"), "the legacy tool executes on every call")
+
+	refused := call(simulator.ToolCreateTransfer, map[string]any{"amount": "10000.01", "currency": "USD", "payee_id": "p", "idempotency_key": "k-big"})
+	assert.True(t, refused.IsError, "a definite refusal is a tool error")
+	assert.Equal(t, "insufficient_funds", refused.StructuredContent.(map[string]any)["error"])
+
+	b.setFaults(t, `{"fail_next":1}`)
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: simulator.ToolCreateTransfer, Arguments: map[string]any{"amount": "2", "currency": "USD", "payee_id": "p", "idempotency_key": "k-503"}})
+	require.Error(t, err, "an unavailable simulator is a protocol error, not a refusal")
+	assert.Equal(t, 0, b.count(t, "k-503"))
 }

@@ -241,20 +241,32 @@ func (s *Server) handleLegacyTransfer(w http.ResponseWriter, r *http.Request) {
 	s.answerCommitted(w, r, faults, c)
 }
 
-// handleLegacyStatus is GET /legacy/transfers?client_reference=X: the most
-// recent transfer of that reference, or 404.
-func (s *Server) handleLegacyStatus(w http.ResponseWriter, r *http.Request) {
+// beforeStatus reads a status request's client_reference and applies the
+// faults of status requests (latency_ms, status_unavailable); it answers
+// the request itself, and returns false, when the reference is missing or a
+// fault refuses it.
+func (s *Server) beforeStatus(w http.ResponseWriter, r *http.Request) (string, Faults, bool) {
 	ref := r.URL.Query().Get("client_reference")
 	if ref == "" {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "the client_reference query parameter is required")
-		return
+		return "", Faults{}, false
 	}
 	faults, ok := s.beforeRequest(w, r)
 	if !ok {
-		return
+		return "", Faults{}, false
 	}
 	if faults.StatusUnavailable {
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "injected failure (status_unavailable): the status endpoint is down")
+		return "", Faults{}, false
+	}
+	return ref, faults, true
+}
+
+// handleLegacyStatus is GET /legacy/transfers?client_reference=X: the most
+// recent transfer of that reference, or 404.
+func (s *Server) handleLegacyStatus(w http.ResponseWriter, r *http.Request) {
+	ref, faults, ok := s.beforeStatus(w, r)
+	if !ok {
 		return
 	}
 	var (

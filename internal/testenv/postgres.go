@@ -133,6 +133,8 @@ func NewPostgres() (*Postgres, error) {
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + dir,
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=300", "-c", "shared_buffers=64MB",
+		// Statement counts per database, for tests that count round trips.
+		"-c", "shared_preload_libraries=pg_stat_statements",
 	}, nil, cred)
 	if err != nil {
 		return nil, err

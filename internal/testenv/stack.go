@@ -33,7 +33,9 @@ func Binaries(t testing.TB) string {
 			return
 		}
 		registerShared(func() { _ = os.RemoveAll(dir) })
-		if builtBinaries.err = BuildBinaries(dir); builtBinaries.err == nil {
+		// -tags failpoint: the crash tests kill the gateway at a named point
+		// (ONCEGATE_FAILPOINT); production builds leave it out.
+		if builtBinaries.err = BuildBinaries(dir, "failpoint"); builtBinaries.err == nil {
 			builtBinaries.dir = dir
 		}
 	})
@@ -44,13 +46,13 @@ func Binaries(t testing.TB) string {
 }
 
 // BuildBinaries builds the project's binaries (gateway, worker, downstream,
-// oncegate-ops) into dir.
-func BuildBinaries(dir string) error {
+// oncegate-ops) into dir, with the build tags given.
+func BuildBinaries(dir string, tags ...string) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/gateway", "./cmd/worker", "./cmd/downstream", "./cmd/oncegate-ops")
+	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", dir+"/", "./cmd/gateway", "./cmd/worker", "./cmd/downstream", "./cmd/oncegate-ops")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)

@@ -1,0 +1,77 @@
+# Process helpers shared by stack.sh (the dev stack, .run/) and prod.sh (the
+# production-like profile, .run-prod/). The sourcing script sets ROOT, RUN
+# (the state folder), TAG (its name in messages, such as "stack") and
+# COMPONENTS (start order); pid files are $RUN/<name>.pid, logs
+# $RUN/<name>.log.
+
+port_of() { # url or host:port -> port
+  local s=${1#*://}; s=${s%%/*}; s=${s%%\?*}; s=${s##*@}; echo "${s##*:}"
+}
+
+alive() { # name -> 0 when its pid file names a live process (a zombie is dead)
+  local f=$RUN/$1.pid pid state
+  [ -s "$f" ] || return 1
+  pid=$(cat "$f")
+  kill -0 "$pid" 2>/dev/null || return 1
+  state=$(ps -o stat= -p "$pid" 2>/dev/null || true)
+  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
+}
+
+spawn() { # name cmd... : start detached, pid into $RUN/name.pid
+  local name=$1; shift
+  setsid "$@" >>"$RUN/$name.log" 2>&1 </dev/null &
+  echo $! >"$RUN/$name.pid"
+}
+
+pg_bin() { dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)"; }
+
+# pg_data_dir: $RUN/postgres, made reachable by the postgres user: as root,
+# when that user cannot enter $RUN (a home folder, say), the data live under
+# /var/tmp/oncegate-<TAG>-<hash of ROOT> and $RUN/postgres links there.
+pg_data_dir() {
+  local dir=$RUN/postgres
+  if [ "$(id -u)" -eq 0 ] && [ ! -e "$dir" ]; then
+    if ! runuser -u postgres -- test -x "$RUN" 2>/dev/null; then
+      local ext
+      ext=/var/tmp/oncegate-$TAG-$(echo -n "$ROOT" | sha256sum | cut -c1-12)/postgres
+      mkdir -p "$ext"
+      ln -s "$ext" "$dir"
+    fi
+  fi
+  mkdir -p "$dir/"
+  echo "$dir"
+}
+
+as_pg() { # cmd...: as the postgres user when root (PostgreSQL refuses root)
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+stop_one() { # name: SIGTERM, up to STOP_WAIT tenths of a second, then SIGKILL
+  local f=$RUN/$1.pid pid i
+  [ -s "$f" ] || return 0
+  pid=$(cat "$f")
+  if alive "$1"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < ${STOP_WAIT:-100}; i++)); do
+      alive "$1" || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    echo "$TAG: stopped $1"
+  fi
+  rm -f "$f"
+}
+
+down() { # every component, in reverse start order
+  local i
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    stop_one "${COMPONENTS[$i]}"
+  done
+}
+
+component_status() { # one line per component
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    if alive "$c"; then echo "$c: running (pid $(cat "$RUN/$c.pid"))"; else echo "$c: stopped"; fi
+  done
+}
