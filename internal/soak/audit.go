@@ -358,7 +358,7 @@ func verdictOf(action *catalog.Action, record map[string]any) string {
 // ops API, as an operator with the simulator's evidence would: executed →
 // completed with the downstream's record (failed when that record's own
 // business state says so), otherwise failed.
-func resolveReview(ctx context.Context, c *client, action *catalog.Action, id string) (string, error) {
+func resolveReview(ctx context.Context, c *client, sim *pgxpool.Pool, action *catalog.Action, id string) (string, error) {
 	n, err := c.executions(ctx, id)
 	if err != nil {
 		return "", err
@@ -366,7 +366,7 @@ func resolveReview(ctx context.Context, c *client, action *catalog.Action, id st
 	body := map[string]any{"outcome": "failed", "reason": "soak audit: the downstream has no execution of it",
 		"note": "decided by the soak audit from GET /_sim/executions"}
 	if n > 0 {
-		record, err := recordOf(ctx, c, action, id)
+		record, err := recordOf(ctx, c, sim, action, id)
 		if err != nil {
 			return "", err
 		}
@@ -391,16 +391,23 @@ func resolveReview(ctx context.Context, c *client, action *catalog.Action, id st
 	return body["outcome"].(string), nil
 }
 
-// recordOf returns the downstream's record of operation id (its
-// client_reference) from the action's status endpoint, or, for an action
-// without one, from GET /legacy/transfers, which answers for transfers of
-// both kinds.
-func recordOf(ctx context.Context, c *client, action *catalog.Action, id string) (map[string]any, error) {
-	url := c.downstreamURL + "/legacy/transfers"
-	if action.Downstream.Status != "" {
-		url = action.Downstream.Status
+// recordOf returns the downstream's record of operation id: from the
+// action's HTTP status endpoint (GET ?client_reference=<id>) when it has
+// one, else straight from the simulator's database, by idempotency key or
+// client_reference (what GET /_sim/executions counts), for the actions
+// whose downstream has no such endpoint (payments.transfer, the MCP tools).
+func recordOf(ctx context.Context, c *client, sim *pgxpool.Pool, action *catalog.Action, id string) (map[string]any, error) {
+	d := action.Downstream
+	if d.Status == "" || (d.Kind != "" && d.Kind != catalog.KindHTTP) {
+		var record map[string]any
+		err := sim.QueryRow(ctx, `SELECT row_to_json(t) FROM sim_transfer t
+			WHERE idempotency_key = $1 OR client_reference = $1 ORDER BY created_at LIMIT 1`, id).Scan(&record)
+		if err != nil {
+			return nil, fmt.Errorf("downstream record of %s: %w", id, err)
+		}
+		return record, nil
 	}
-	raw, code, err := c.do(ctx, http.MethodGet, url+"?client_reference="+id, "", nil, requestTimeout)
+	raw, code, err := c.do(ctx, http.MethodGet, d.Status+"?client_reference="+id, "", nil, requestTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -291,6 +291,7 @@ type auditor struct {
 	c    *client
 	cat  *catalog.Catalog
 	pool *pgxpool.Pool
+	sim  *pgxpool.Pool
 	rdb  *redis.Client
 	tc   temporalclient.Client
 }
@@ -301,16 +302,23 @@ func newAuditor(st *stack, c *client) (*auditor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("soak: open the truth: %w", err)
 	}
+	sim, err := pgxpool.New(ctx, st.simDatabaseURL)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("soak: open the simulator's database: %w", err)
+	}
 	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: st.temporalAddr, Namespace: "default", Logger: quietLogger{}})
 	if err != nil {
 		pool.Close()
+		sim.Close()
 		return nil, fmt.Errorf("soak: dial temporal: %w", err)
 	}
-	return &auditor{c: c, cat: st.cat, pool: pool, rdb: st.redis.Client(), tc: tc}, nil
+	return &auditor{c: c, cat: st.cat, pool: pool, sim: sim, rdb: st.redis.Client(), tc: tc}, nil
 }
 
 func (a *auditor) close() {
 	a.pool.Close()
+	a.sim.Close()
 	_ = a.rdb.Close()
 	a.tc.Close()
 }
@@ -370,7 +378,7 @@ func (a *auditor) resolveReviews(log *slog.Logger) (map[string]int, error) {
 		if !ok {
 			return nil, fmt.Errorf("soak: operation %s of unknown action %q in review", id, scope)
 		}
-		outcome, err := resolveReview(ctx, a.c, action, id)
+		outcome, err := resolveReview(ctx, a.c, a.sim, action, id)
 		if err != nil {
 			log.Warn("resolve failed", "operation_id", id, "err", err)
 			out["error"]++
@@ -433,7 +441,7 @@ func (a *auditor) audit(led *ledger, r *Report) error {
 			return fmt.Errorf("soak: %w", err)
 		}
 		if e.executions > 0 {
-			record, err := recordOf(ctx, a.c, a.cat.Actions[op.Scope], op.ID)
+			record, err := recordOf(ctx, a.c, a.sim, a.cat.Actions[op.Scope], op.ID)
 			if err != nil {
 				return fmt.Errorf("soak: %w", err)
 			}

@@ -37,14 +37,16 @@ type stack struct {
 	gatewayURL    string
 	downstreamURL string
 	databaseURL   string
-	temporalAddr  string
-	redis         *testenv.Redis
-	pg            *testenv.Postgres
-	tp            *testenv.Temporal
-	components    map[string]*component
-	order         []string
-	wg            sync.WaitGroup
-	stopSupervise context.CancelFunc
+	// simDatabaseURL is the simulator's database, read by the audit.
+	simDatabaseURL string
+	temporalAddr   string
+	redis          *testenv.Redis
+	pg             *testenv.Postgres
+	tp             *testenv.Temporal
+	components     map[string]*component
+	order          []string
+	wg             sync.WaitGroup
+	stopSupervise  context.CancelFunc
 }
 
 // startStack builds the binaries and starts the stack with its files in
@@ -100,7 +102,7 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 	}
 	s.gatewayURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	s.downstreamURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	s.databaseURL = databaseURL
+	s.databaseURL, s.simDatabaseURL = databaseURL, simDatabaseURL
 	s.temporalAddr = s.tp.Address
 	if s.cat, err = loadCatalog(s.downstreamURL); err != nil {
 		return nil, err
