@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help run up down status test bench build lint fuzz deps prod-up prod-down prod-status test-prod
+.PHONY: help run up down status test bench build lint fuzz soak deps prod-up prod-down prod-status test-prod
 
 help: ## list the targets
 	@grep -E '^[a-z/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -33,6 +33,13 @@ test-prod: ## the end-to-end and crash tests against the production-like profile
 
 test: ## every test: unit, integration against real Redis/PostgreSQL/Temporal, short fuzzing
 	@./scripts/test.sh
+
+soak: ## chaos soak: agents retry while every component is killed; audits every operation (SOAK_DURATION, SOAK_SEED, SOAK_AGENTS)
+	@./scripts/deps.sh
+	go run ./cmd/soak
+
+fuzz: ## every fuzz target for FUZZTIME each (default 10m), results in .run/fuzz/
+	@./scripts/fuzz.sh
 
 bench: ## benchmarks (fingerprint, stores)
 	go test -run='^$$' -bench=. -benchmem ./fingerprint/ ./idemstore/...

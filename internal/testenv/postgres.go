@@ -140,6 +140,15 @@ func NewPostgres() (*Postgres, error) {
 		return nil, err
 	}
 	pg := &Postgres{Port: port, Dir: dir, proc: proc}
+	if err := pg.waitReady(); err != nil {
+		proc.Kill()
+		return nil, err
+	}
+	return pg, nil
+}
+
+// waitReady waits until the cluster accepts connections.
+func (pg *Postgres) waitReady() error {
 	if err := WaitFor(context.Background(), 30*time.Second, func(ctx context.Context) error {
 		c, err := pgx.Connect(ctx, pg.URL("postgres"))
 		if err != nil {
@@ -147,10 +156,9 @@ func NewPostgres() (*Postgres, error) {
 		}
 		return c.Close(ctx)
 	}); err != nil {
-		proc.Kill()
-		return nil, fmt.Errorf("postgres not ready: %w\n%s", err, proc.Log())
+		return fmt.Errorf("postgres not ready: %w\n%s", err, pg.proc.Log())
 	}
-	return pg, nil
+	return nil
 }
 
 // URL returns the URL of database name.

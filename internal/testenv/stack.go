@@ -27,11 +27,6 @@ var builtBinaries struct {
 func Binaries(t testing.TB) string {
 	t.Helper()
 	builtBinaries.once.Do(func() {
-		root, err := RepoRoot()
-		if err != nil {
-			builtBinaries.err = err
-			return
-		}
 		dir, err := os.MkdirTemp("", "oncegate-bin-")
 		if err != nil {
 			builtBinaries.err = err
@@ -40,18 +35,29 @@ func Binaries(t testing.TB) string {
 		registerShared(func() { _ = os.RemoveAll(dir) })
 		// -tags failpoint: the crash tests kill the gateway at a named point
 		// (ONCEGATE_FAILPOINT); production builds leave it out.
-		cmd := exec.Command("go", "build", "-tags", "failpoint", "-o", dir+"/", "./cmd/gateway", "./cmd/worker", "./cmd/downstream", "./cmd/oncegate-ops")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			builtBinaries.err = fmt.Errorf("go build: %w\n%s", err, out)
-			return
+		if builtBinaries.err = BuildBinaries(dir, "failpoint"); builtBinaries.err == nil {
+			builtBinaries.dir = dir
 		}
-		builtBinaries.dir = dir
 	})
 	if builtBinaries.err != nil {
 		t.Fatal(builtBinaries.err)
 	}
 	return builtBinaries.dir
+}
+
+// BuildBinaries builds the project's binaries (gateway, worker, downstream,
+// oncegate-ops) into dir, with the build tags given.
+func BuildBinaries(dir string, tags ...string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", dir+"/", "./cmd/gateway", "./cmd/worker", "./cmd/downstream", "./cmd/oncegate-ops")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
 }
 
 // Stack is the whole oncegate stack started for one test: private Redis,
@@ -175,8 +181,16 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 // WaitHealthy waits until url answers 200, failing t with the process log otherwise.
 func (s *Stack) WaitHealthy(t testing.TB, url string, p *Process) {
 	t.Helper()
-	err := WaitFor(context.Background(), 30*time.Second, func(ctx context.Context) error {
-		if !p.Running() {
+	if err := WaitHealthy(url, p, 30*time.Second); err != nil {
+		t.Fatalf("%s not healthy: %v\n%s", p.Name, err, p.Log())
+	}
+}
+
+// WaitHealthy waits up to timeout until url answers 200; p, when not nil,
+// must not exit meanwhile.
+func WaitHealthy(url string, p *Process, timeout time.Duration) error {
+	return WaitFor(context.Background(), timeout, func(ctx context.Context) error {
+		if p != nil && !p.Running() {
 			return fmt.Errorf("%s exited", p.Name)
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -190,9 +204,6 @@ func (s *Stack) WaitHealthy(t testing.TB, url string, p *Process) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatalf("%s not healthy: %v\n%s", p.Name, err, p.Log())
-	}
 }
 
 // RestartWorker kills the worker with SIGKILL and starts a new one.

@@ -80,11 +80,17 @@ func TemporalCLI() (string, error) {
 // history across restarts of the server, and memory is faster than a file on
 // a loaded machine) and the search attributes of oncegate registered.
 func NewTemporal() (*Temporal, error) {
-	cli, err := TemporalCLI()
+	dir, err := os.MkdirTemp("", "oncegate-temporal-")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "oncegate-temporal-")
+	return startTemporal(dir)
+}
+
+// startTemporal starts a dev server with its log in dir and extraArgs
+// appended to its command line.
+func startTemporal(dir string, extraArgs ...string) (*Temporal, error) {
+	cli, err := TemporalCLI()
 	if err != nil {
 		return nil, err
 	}
@@ -95,12 +101,12 @@ func NewTemporal() (*Temporal, error) {
 		}
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	proc, err := StartProcess("temporal", filepath.Join(dir, "temporal.log"), []string{
+	proc, err := StartProcess("temporal", filepath.Join(dir, "temporal.log"), append([]string{
 		cli, "server", "start-dev", "--ip", "127.0.0.1",
 		"--port", itoa(ports[0]), "--ui-port", itoa(ports[1]), "--http-port", itoa(ports[2]), "--metrics-port", itoa(ports[3]),
 		"--search-attribute", "IdemState=Keyword", "--search-attribute", "IdemScope=Keyword", "--search-attribute", "IdemSubject=Keyword",
 		"--log-level", "warn",
-	}, nil, nil)
+	}, extraArgs...), nil, nil)
 	if err != nil {
 		return nil, err
 	}

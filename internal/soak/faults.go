@@ -1,0 +1,252 @@
+package soak
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Fault kinds. The kill_* and restart_* kinds stop a component (SIGKILL,
+// or a fast shutdown for PostgreSQL) and hold it down for a while; the
+// others are the simulator's faults (CONTRACT §6), set for a while or, for
+// the counting ones, for a number of requests.
+const (
+	faultKillGateway     = "kill_gateway"
+	faultKillWorker      = "kill_worker"
+	faultKillDownstream  = "kill_downstream"
+	faultKillRedis       = "kill_redis"
+	faultFlushRedis      = "flushall_redis"
+	faultRestartPostgres = "restart_postgres"
+	faultRestartTemporal = "restart_temporal"
+)
+
+// faultKind describes how one kind is drawn and applied.
+type faultKind struct {
+	// name is the kind, as reports count it.
+	name string
+	// weight is its relative frequency in the schedule.
+	weight int
+	// component is the component a kill or restart stops.
+	component string
+	// simField is the simulator fault's field.
+	simField string
+	// minValue and maxValue bound the simulator fault's value (0, 0 for a boolean).
+	minValue, maxValue int
+	// minHold and maxHold bound how long the fault lasts (0 for counting faults).
+	minHold, maxHold time.Duration
+}
+
+// faultKinds is the whole menu. Simulator values stay within what the dev
+// catalog declares of the downstream (commits at most 30s late, status
+// lag at most 5s) and go past its 5s timeout where that is the point.
+var faultKinds = []faultKind{
+	{name: faultKillGateway, weight: 2, component: compGateway, maxHold: 2 * time.Second},
+	{name: faultKillWorker, weight: 2, component: compWorker, maxHold: 5 * time.Second},
+	{name: faultKillDownstream, weight: 2, component: compDownstream, maxHold: 3 * time.Second},
+	{name: faultKillRedis, weight: 1, component: compRedis, maxHold: 3 * time.Second},
+	{name: faultFlushRedis, weight: 1},
+	{name: faultRestartPostgres, weight: 1, component: compPostgres, minHold: 500 * time.Millisecond, maxHold: 3 * time.Second},
+	{name: faultRestartTemporal, weight: 1, component: compTemporal, maxHold: 2 * time.Second},
+	{name: "latency_ms", weight: 1, simField: "latency_ms", minValue: 5500, maxValue: 7500, minHold: 4 * time.Second, maxHold: 12 * time.Second},
+	{name: "hang_after_commit_ms", weight: 1, simField: "hang_after_commit_ms", minValue: 6000, maxValue: 8000, minHold: 4 * time.Second, maxHold: 12 * time.Second},
+	{name: "status_unavailable", weight: 1, simField: "status_unavailable", minHold: 5 * time.Second, maxHold: 20 * time.Second},
+	{name: "commit_delay_ms", weight: 1, simField: "commit_delay_ms", minValue: 5500, maxValue: 8000, minHold: 4 * time.Second, maxHold: 12 * time.Second},
+	{name: "status_lag_ms", weight: 1, simField: "status_lag_ms", minValue: 2000, maxValue: 5000, minHold: 10 * time.Second, maxHold: 25 * time.Second},
+	{name: "fail_next", weight: 1, simField: "fail_next", minValue: 1, maxValue: 5},
+	{name: "fail_after_commit", weight: 1, simField: "fail_after_commit", minValue: 1, maxValue: 3},
+	{name: "quote_fail_next", weight: 1, simField: "quote_fail_next", minValue: 1, maxValue: 3},
+	{name: "payout_settle_ms", weight: 1, simField: "payout_settle_ms", minValue: 5000, maxValue: 20000, minHold: 10 * time.Second, maxHold: 30 * time.Second},
+}
+
+// Schedule spacing: the first fault after firstFault, then one every
+// minGap to maxGap, so that the longer ones overlap.
+const (
+	firstFault = 3 * time.Second
+	minGap     = 1500 * time.Millisecond
+	maxGap     = 4500 * time.Millisecond
+)
+
+// FaultEvent is one fault of the schedule.
+type FaultEvent struct {
+	// At is the offset from the start of the load.
+	At time.Duration `json:"at"`
+	// Kind is the fault kind.
+	Kind string `json:"kind"`
+	// Hold is how long the component stays down or the fault lasts.
+	Hold time.Duration `json:"hold,omitempty"`
+	// Value is the simulator fault's value (a count or milliseconds).
+	Value int `json:"value,omitempty"`
+}
+
+// MarshalJSON writes the offsets and holds as durations ("4.798s").
+func (ev FaultEvent) MarshalJSON() ([]byte, error) {
+	out := struct {
+		At    string `json:"at"`
+		Kind  string `json:"kind"`
+		Hold  string `json:"hold,omitempty"`
+		Value int    `json:"value,omitempty"`
+	}{At: ev.At.Round(time.Millisecond).String(), Kind: ev.Kind, Value: ev.Value}
+	if ev.Hold > 0 {
+		out.Hold = ev.Hold.Round(time.Millisecond).String()
+	}
+	return json.Marshal(out)
+}
+
+// Schedule draws the fault schedule of a run of duration d from seed: the
+// same seed and duration give the same schedule. The first round has every
+// kind once, in a drawn order, so that a short run (about a minute) still
+// injects each of them; the rest are drawn by weight.
+func Schedule(seed uint64, d time.Duration) []FaultEvent {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	total := 0
+	for _, k := range faultKinds {
+		total += k.weight
+	}
+	between := func(lo, hi time.Duration) time.Duration {
+		return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
+	}
+	firstRound := rng.Perm(len(faultKinds))
+	var out []FaultEvent
+	for at := firstFault; at < d; at += between(minGap, maxGap) {
+		var k faultKind
+		if i := len(out); i < len(firstRound) {
+			k = faultKinds[firstRound[i]]
+		} else {
+			n := rng.IntN(total)
+			for _, c := range faultKinds {
+				if n < c.weight {
+					k = c
+					break
+				}
+				n -= c.weight
+			}
+		}
+		ev := FaultEvent{At: at, Kind: k.name}
+		if k.maxHold > 0 {
+			ev.Hold = between(k.minHold, k.maxHold)
+		}
+		if k.maxValue > 0 {
+			ev.Value = k.minValue + rng.IntN(k.maxValue-k.minValue+1)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// injector applies a schedule to a stack and counts what it applied.
+type injector struct {
+	s       *stack
+	c       *client
+	log     *slog.Logger
+	simMu   sync.Mutex
+	countMu sync.Mutex
+	applied map[string]int
+	skipped map[string]int
+	wg      sync.WaitGroup
+}
+
+func newInjector(s *stack, c *client, log *slog.Logger) *injector {
+	return &injector{s: s, c: c, log: log, applied: map[string]int{}, skipped: map[string]int{}}
+}
+
+// run applies each event at its time, each in its own goroutine so that
+// faults overlap, until the schedule ends or ctx does; it waits for the
+// faults under way.
+func (in *injector) run(ctx context.Context, start time.Time, events []FaultEvent) {
+	kinds := map[string]faultKind{}
+	for _, k := range faultKinds {
+		kinds[k.name] = k
+	}
+	for _, ev := range events {
+		if !sleep(ctx, time.Until(start.Add(ev.At))) {
+			break
+		}
+		k := kinds[ev.Kind]
+		in.wg.Go(func() { in.apply(ctx, k, ev) })
+	}
+	in.wg.Wait()
+}
+
+// apply applies one event.
+func (in *injector) apply(ctx context.Context, k faultKind, ev FaultEvent) {
+	ok := true
+	switch {
+	case k.component != "":
+		in.s.components[k.component].takeDown(ev.Hold)
+	case k.name == faultFlushRedis:
+		rc := in.s.redis.Client()
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ok = rc.FlushAll(fctx).Err() == nil
+		cancel()
+		rc.Close()
+	default:
+		var value any = ev.Value
+		if k.maxValue == 0 {
+			value = true
+		}
+		ok = in.setSim(ctx, k.simField, value)
+		if ok && ev.Hold > 0 {
+			// The end of a fault is not optional: the final clearing
+			// catches it if the simulator cannot be reached now.
+			sleep(ctx, ev.Hold)
+			in.setSim(context.WithoutCancel(ctx), k.simField, nil)
+		}
+	}
+	in.countMu.Lock()
+	defer in.countMu.Unlock()
+	if ok {
+		in.applied[ev.Kind]++
+	} else {
+		in.skipped[ev.Kind]++
+		in.log.Info("fault skipped: its target did not answer", "kind", ev.Kind)
+	}
+}
+
+// simAttempts bounds the tries to set a simulator fault while the
+// simulator or its database is down.
+const simAttempts = 5
+
+// setSim sets (or, with a nil value, clears) one simulator fault, keeping
+// the others: GET the current set, change one field, PUT it back.
+func (in *injector) setSim(ctx context.Context, field string, value any) bool {
+	in.simMu.Lock()
+	defer in.simMu.Unlock()
+	for range simAttempts {
+		faults := map[string]any{}
+		code, err := in.c.downstreamJSON(ctx, http.MethodGet, "/_sim/faults", nil, &faults)
+		if err == nil && code == http.StatusOK {
+			if value == nil {
+				delete(faults, field)
+			} else {
+				faults[field] = value
+			}
+			code, err = in.c.downstreamJSON(ctx, http.MethodPut, "/_sim/faults", faults, nil)
+			if err == nil && code < 300 {
+				return true
+			}
+		}
+		if !sleep(ctx, time.Second) {
+			return false
+		}
+	}
+	return false
+}
+
+// clearSim removes every simulator fault, trying until timeout.
+func (in *injector) clearSim(timeout time.Duration) bool {
+	in.simMu.Lock()
+	defer in.simMu.Unlock()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		code, err := in.c.downstreamJSON(context.Background(), http.MethodDelete, "/_sim/faults", nil, nil)
+		if err == nil && code < 300 {
+			return true
+		}
+		time.Sleep(time.Second)
+	}
+	return false
+}
