@@ -85,6 +85,8 @@ type Stack struct {
 type StackOptions struct {
 	// ExtraGatewayEnv is appended to the gateway's environment (KEY=value).
 	ExtraGatewayEnv []string
+	// ExtraWorkerEnv is appended to the worker's environment (KEY=value).
+	ExtraWorkerEnv []string
 	// Catalog is the catalog file the gateway and the worker load; empty is
 	// deployments/catalog.dev.yaml.
 	Catalog string
@@ -157,7 +159,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	}
 	s.Downstream = start("downstream", nil)
 	s.WaitHealthy(t, s.DownstreamURL+"/healthz", s.Downstream)
-	s.Worker = start("worker", nil)
+	s.Worker = start("worker", opts.ExtraWorkerEnv)
 	s.Gateway = start("gateway", opts.ExtraGatewayEnv)
 	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
 	return s
