@@ -6,7 +6,8 @@
 // (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
 // ONCEGATE_TASK_QUEUE (default oncegate), ONCEGATE_REAP_INTERVAL (how often
 // expired terminal truth records are deleted, a Go duration; default 10m, 0
-// disables). It runs until SIGINT or SIGTERM.
+// disables), ONCEGATE_PPROF_ADDR (serve net/http/pprof there; unset: off).
+// It runs until SIGINT or SIGTERM.
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
+	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -36,6 +38,11 @@ func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "worker")
 	slog.SetDefault(logger)
 	ctx := context.Background()
+	stopPprof, err := pprofserver.StartFromEnv(os.Getenv, logger)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stopPprof()
 
 	databaseURL := os.Getenv("DATABASE_URL")
 	if databaseURL == "" {
