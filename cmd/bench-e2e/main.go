@@ -1,0 +1,92 @@
+// Command bench-e2e is `make bench-e2e`: it starts the oncegate stack on
+// free ports, measures oncegate's paths against floors built into this
+// binary in alternating rounds, prints the ratios, and writes the report
+// (docs/benchmarks.md, keeping its hand-written notes) and the latency
+// chart (docs/benchmarks.png). It is a benchmark: it asserts nothing about
+// speed. Run it from the repository root.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/oncegate/oncegate/internal/benche2e"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	d := benche2e.DefaultOptions
+	var (
+		opts                                    benche2e.Options
+		out, chart, only, gatewayEnv, workerEnv string
+	)
+	flag.IntVar(&opts.Rounds, "rounds", d.Rounds, "A/B rounds")
+	flag.IntVar(&opts.Conns, "conns", d.Conns, "connections of the load generator in the throughput phases")
+	flag.DurationVar(&opts.Duration, "duration", d.Duration, "time bound of each throughput phase")
+	flag.IntVar(&opts.MaxRequests, "max-requests", d.MaxRequests, "request bound of each throughput phase")
+	flag.IntVar(&opts.FirstConfirms, "first-confirms", d.FirstConfirms, "sequential first confirms (and bare workflows) per round")
+	flag.IntVar(&opts.Concurrency, "concurrency", d.Concurrency, "concurrent first confirms")
+	flag.IntVar(&opts.ConcurrentConfirms, "concurrent-confirms", d.ConcurrentConfirms, "concurrent first confirms (and bare workflows) per round")
+	flag.IntVar(&opts.ProfileSeconds, "profile", 0, "seconds of gateway CPU profile under preview and replay load after the rounds (0: none)")
+	flag.StringVar(&opts.ProfileDir, "profile-dir", ".run/bench", "where the raw profiles go")
+	flag.StringVar(&only, "only", "", "comma-separated groups to run, of "+strings.Join(benche2e.Groups, ","))
+	flag.StringVar(&gatewayEnv, "gateway-env", "", "extra KEY=value settings of the gateway, separated by spaces")
+	flag.StringVar(&workerEnv, "worker-env", "", "extra KEY=value settings of the worker, separated by spaces")
+	flag.StringVar(&out, "out", "docs/benchmarks.md", "the report (its notes below the marker are kept)")
+	flag.StringVar(&chart, "chart", "docs/benchmarks.png", "the latency chart (PNG)")
+	flag.Parse()
+	if only != "" {
+		opts.Only = strings.Split(only, ",")
+	}
+	opts.GatewayEnv, opts.WorkerEnv = strings.Fields(gatewayEnv), strings.Fields(workerEnv)
+	opts.Log = os.Stderr
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := benche2e.Run(ctx, opts)
+	if err != nil {
+		return err
+	}
+	benche2e.PrintSummary(os.Stdout, res)
+
+	if err := benche2e.WriteChart(chart, res); err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(filepath.Dir(out), chart)
+	if err != nil {
+		rel = chart
+	}
+	var notes string
+	if old, err := os.ReadFile(out); err == nil {
+		notes = benche2e.SplitNotes(string(old))
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	in := benche2e.ReportInput{Command: strings.TrimSpace("go run ./cmd/bench-e2e " + strings.Join(os.Args[1:], " ")), Machine: benche2e.ThisMachine(), Chart: rel, Notes: notes}
+	if err := benche2e.WriteReport(f, res, in); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s and %s\n", out, chart)
+	return nil
+}

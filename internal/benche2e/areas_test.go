@@ -1,0 +1,26 @@
+package benche2e
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestAreaOf(t *testing.T) {
+	tests := []struct {
+		name string
+		fns  []string // leaf first
+		want string
+	}{
+		{"json leaf", []string{"encoding/json.appendString", "github.com/oncegate/oncegate/api.(*Server).render"}, "encoding/json"},
+		{"syscall of pgx", []string{"internal/runtime/syscall/linux.Syscall6", "syscall.write", "internal/poll.(*FD).Write", "net.(*conn).Write", "github.com/jackc/pgx/v5/pgconn.(*PgConn).flush", "net/http.(*conn).serve"}, "syscalls ← PostgreSQL (pgx)"},
+		{"syscall of the server", []string{"internal/runtime/syscall/linux.Syscall6", "syscall.read", "net/http.(*connReader).Read"}, "syscalls ← HTTP server"},
+		{"allocation counts as runtime", []string{"runtime.mallocgc", "encoding/json.Marshal"}, "Go runtime (scheduler, GC, allocation)"},
+		{"unknown", []string{"main.main"}, "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, areaOf(tt.fns))
+		})
+	}
+}

@@ -1,0 +1,582 @@
+package benche2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+
+	"github.com/oncegate/oncegate/internal/pprofserver"
+	"github.com/oncegate/oncegate/internal/testenv"
+)
+
+// Options tunes a benchmark run. Zero fields take the defaults of
+// DefaultOptions.
+type Options struct {
+	// Rounds is the number of A/B rounds; odd rounds run each comparison's
+	// sides in the reverse order.
+	Rounds int
+	// Conns is the load generator's number of connections for the
+	// throughput phases.
+	Conns int
+	// Duration bounds each throughput phase in time.
+	Duration time.Duration
+	// MaxRequests bounds each throughput phase in requests.
+	MaxRequests int
+	// FirstConfirms is the number of sequential first confirms (and bare
+	// workflows) per round.
+	FirstConfirms int
+	// Concurrency is the number of concurrent first confirms.
+	Concurrency int
+	// ConcurrentConfirms is the number of concurrent first confirms (and
+	// bare workflows) per round.
+	ConcurrentConfirms int
+	// ProfileSeconds, when positive, captures CPU profiles of the gateway
+	// this long under preview and replay load after the rounds.
+	ProfileSeconds int
+	// ProfileDir receives the raw profiles (not committed).
+	ProfileDir string
+	// Only, when not empty, names the groups of comparisons to run (see
+	// Groups); the others are skipped.
+	Only []string
+	// GatewayEnv and WorkerEnv are extra KEY=value settings for the
+	// gateway and the worker (the levers under test).
+	GatewayEnv, WorkerEnv []string
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// DefaultOptions are the settings of `make bench-e2e`.
+var DefaultOptions = Options{
+	Rounds:             3,
+	Conns:              16,
+	Duration:           5 * time.Second,
+	MaxRequests:        200_000,
+	FirstConfirms:      30,
+	Concurrency:        10,
+	ConcurrentConfirms: 60,
+	Log:                io.Discard,
+}
+
+func (o Options) withDefaults() (Options, error) {
+	for _, g := range o.Only {
+		if !slices.Contains(Groups, g) {
+			return o, fmt.Errorf("unknown group %q: want one of %v", g, Groups)
+		}
+	}
+	d := DefaultOptions
+	o.Rounds = positiveOr(o.Rounds, d.Rounds)
+	o.Conns = positiveOr(o.Conns, d.Conns)
+	o.Duration = positiveOr(o.Duration, d.Duration)
+	o.MaxRequests = positiveOr(o.MaxRequests, d.MaxRequests)
+	o.FirstConfirms = positiveOr(o.FirstConfirms, d.FirstConfirms)
+	o.Concurrency = positiveOr(o.Concurrency, d.Concurrency)
+	o.ConcurrentConfirms = positiveOr(o.ConcurrentConfirms, d.ConcurrentConfirms)
+	if o.Log == nil {
+		o.Log = d.Log
+	}
+	return o, nil
+}
+
+// positiveOr returns v when it is positive, else def.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// confirmPhaseLimit bounds a first-confirm phase in time.
+const confirmPhaseLimit = 3 * time.Minute
+
+// Phase names: each is one side of a comparison.
+const (
+	PhaseEchoPreview    = "echo-json"
+	PhaseEvalshaPreview = "echo-evalsha-preview"
+	PhasePreviewLegacy  = "preview-legacy"
+	PhasePreviewQuote   = "preview-quote"
+	PhaseEvalshaReplay  = "echo-evalsha-replay"
+	PhaseReplay         = "replay"
+	PhaseEvalshaStatus  = "echo-evalsha-status"
+	PhaseStatus         = "status"
+	PhaseBareSeq        = "bare-workflow-seq"
+	PhaseConfirmSeq     = "first-confirm-seq"
+	PhaseBareConc       = "bare-workflow-conc"
+	PhaseConfirmConc    = "first-confirm-conc"
+	PhaseReplayRedis    = "replay-with-redis"
+	PhaseReplayPG       = "replay-postgres-only"
+)
+
+// Phase is what every round of one phase recorded.
+type Phase struct {
+	// Name is one of the Phase* constants.
+	Name string
+	// Conns is the phase's concurrency.
+	Conns int
+	// Merged holds every round's requests.
+	Merged Sample
+	// Rounds summarizes each round alone, in order.
+	Rounds []Summary
+	// RoundCompleted is each round's completed operations per second.
+	RoundCompleted []float64
+}
+
+// Throughput is the median of the rounds' throughputs.
+func (p *Phase) Throughput() float64 {
+	xs := make([]float64, len(p.Rounds))
+	for i, r := range p.Rounds {
+		xs[i] = r.Throughput
+	}
+	return Median(xs)
+}
+
+// Completed counts the answers labelled completed (first confirms) per
+// second of the phase's time, over all rounds.
+func (p *Phase) Completed() float64 {
+	if p.Merged.Elapsed <= 0 {
+		return 0
+	}
+	return float64(p.Merged.Outcomes[statusCompleted]) / p.Merged.Elapsed.Seconds()
+}
+
+// Results is everything one run measured.
+type Results struct {
+	// Options are the run's settings, defaults filled.
+	Options Options
+	// Started is when the measurements began; Elapsed how long they took.
+	Started time.Time
+	Elapsed time.Duration
+	// Phases maps a phase name to its measurements.
+	Phases map[string]*Phase
+	// PreviewWrites are the storage writes seen across every measured
+	// preview phase, and Previews the number of previews they answered.
+	PreviewWrites storageWrites
+	Previews      int
+	// Bodies are the sizes of the answers the floors return.
+	Bodies map[string]int
+	// Profiles are the gateway's CPU profiles under load.
+	Profiles []Profile
+	// Timelines are the event histories of one first confirm's workflow and
+	// one bare workflow.
+	Timelines []Timeline
+	// LoadBefore and LoadAfter are /proc/loadavg at the start and the end.
+	LoadBefore, LoadAfter string
+}
+
+// bench is one run in progress.
+type bench struct {
+	opts     Options
+	stack    *testenv.Stack
+	http     *http.Client
+	gw       gateway
+	floors   *Floors
+	temporal client.Client
+	bareTQ   string
+	rdb      *redis.Client
+	runID    string
+	seq      atomic.Int64
+	replay   completed
+	params   map[string]map[string]any
+	pprofURL string
+	// lastSeqConfirm and lastSeqBare are the workflow IDs of the last
+	// sequential first confirm and bare workflow, for Timelines.
+	lastSeqConfirm, lastSeqBare string
+	res                         *Results
+	record                      bool
+}
+
+// Run starts the stack, runs every round and returns the results.
+func Run(ctx context.Context, opts Options) (*Results, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	logf := func(f string, a ...any) { fmt.Fprintf(opts.Log, f+"\n", a...) }
+	pprofPort, err := testenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	pprofAddr := fmt.Sprintf("127.0.0.1:%d", pprofPort)
+	logf("starting the stack (building the binaries, Redis, PostgreSQL, Temporal dev server)...")
+	stack, stop, err := testenv.StartStandalone(testenv.StackOptions{
+		ExtraGatewayEnv: append([]string{pprofserver.EnvAddr + "=" + pprofAddr}, opts.GatewayEnv...),
+		ExtraWorkerEnv:  opts.WorkerEnv,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	b := &bench{
+		opts: opts, stack: stack, http: NewClient(opts.Conns), runID: randomHex(4),
+		pprofURL: "http://" + pprofAddr, record: true,
+		res: &Results{Options: opts, Phases: map[string]*Phase{}, Bodies: map[string]int{}},
+	}
+	b.gw = gateway{url: stack.GatewayURL, client: b.http}
+	b.rdb = stack.Redis.Client()
+	defer b.rdb.Close()
+	b.temporal, err = client.Dial(client.Options{HostPort: stack.Temporal.Address, Namespace: stack.Temporal.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("dial temporal: %w", err)
+	}
+	defer b.temporal.Close()
+	b.bareTQ = "bench-bare-" + b.runID
+	w, err := StartBareWorker(b.temporal, b.bareTQ)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	if err := b.setup(ctx); err != nil {
+		return nil, err
+	}
+	defer b.floors.Close()
+
+	logf("warming up...")
+	b.record = false
+	for _, g := range b.selected() {
+		for _, ph := range g {
+			if err := ph.warm(ctx); err != nil {
+				return nil, fmt.Errorf("warm up %s: %w", ph.name, err)
+			}
+		}
+	}
+	b.record = true
+	b.res.LoadBefore = loadavg()
+	b.res.Started = time.Now()
+	for r := range opts.Rounds {
+		for _, g := range b.selected() {
+			order := g
+			if r%2 == 1 {
+				order = reversed(g)
+			}
+			for _, ph := range order {
+				if err := ph.run(ctx); err != nil {
+					return nil, fmt.Errorf("round %d, %s: %w", r+1, ph.name, err)
+				}
+				p := b.res.Phases[ph.name]
+				last := p.Rounds[len(p.Rounds)-1]
+				logf("round %d  %-22s %8.1f/s  p50 %-10s p95 %-10s n=%d errors=%d %v", r+1, ph.name, last.Throughput,
+					last.P50.Round(10*time.Microsecond), last.P95.Round(10*time.Microsecond), last.N, last.Errors, p.Merged.Outcomes)
+			}
+		}
+	}
+	b.res.Elapsed = time.Since(b.res.Started)
+	b.res.LoadAfter = loadavg()
+	if err := b.timelines(ctx); err != nil {
+		return nil, err
+	}
+	if opts.ProfileSeconds > 0 {
+		logf("profiling the gateway %ds under preview and under replay load...", opts.ProfileSeconds)
+		if err := b.profiles(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return b.res, nil
+}
+
+// setup completes the operation the replay and status phases read, samples
+// the answers whose sizes the floors copy and starts the floors.
+func (b *bench) setup(ctx context.Context) error {
+	var err error
+	b.params = map[string]map[string]any{
+		scopeLegacy:   transferParams("bench-preview-" + b.runID),
+		scopeTransfer: transferParams("bench-quote-" + b.runID),
+	}
+	b.replay, err = b.gw.complete(ctx, scopeTransfer, transferParams("bench-replay-"+b.runID))
+	if err != nil {
+		return fmt.Errorf("complete the replayed operation: %w", err)
+	}
+	_, previewRaw, err := b.gw.preview(ctx, scopeLegacy, b.params[scopeLegacy])
+	if err != nil {
+		return err
+	}
+	bodies := map[string][]byte{"preview": previewRaw, "replay": b.replay.replayBody, "status": b.replay.statusBody}
+	for k, v := range bodies {
+		b.res.Bodies[k] = len(v)
+	}
+	b.floors, err = NewFloors(b.stack.Redis.Addr, bodies)
+	return err
+}
+
+// phase is one side of a comparison: run measures it, warm runs it briefly
+// unrecorded.
+type phase struct {
+	name string
+	run  func(ctx context.Context) error
+	warm func(ctx context.Context) error
+}
+
+// Groups names the groups of comparisons a run can be limited to
+// (Options.Only), in the order they run.
+var Groups = []string{"preview", "replay", "status", "confirm-seq", "confirm-conc", "degraded"}
+
+// selected returns the groups Options.Only keeps.
+func (b *bench) selected() [][]phase {
+	all := b.groups()
+	if len(b.opts.Only) == 0 {
+		return all
+	}
+	var out [][]phase
+	for i, name := range Groups {
+		if slices.Contains(b.opts.Only, name) {
+			out = append(out, all[i])
+		}
+	}
+	return out
+}
+
+// groups lists the comparisons, one per name of Groups; the sides of each
+// run next to each other.
+func (b *bench) groups() [][]phase {
+	floorReq := func(method, path string, body []byte) Request {
+		return func(ctx context.Context, _ int) (*http.Request, error) {
+			req, err := b.gw.request(ctx, method, path, body)
+			if err == nil {
+				req.URL.Host, req.URL.Scheme = b.floors.URL[len("http://"):], "http"
+			}
+			return req, err
+		}
+	}
+	gwReq := func(method, path string, body []byte) Request {
+		return func(ctx context.Context, _ int) (*http.Request, error) { return b.gw.request(ctx, method, path, body) }
+	}
+	replayBody := confirmBody(b.replay.fingerprint, b.replay.params)
+	legacyPreview := previewBody(b.params[scopeLegacy])
+	return [][]phase{
+		{
+			b.throughput(PhaseEchoPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/json/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
+			b.throughput(PhaseEvalshaPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/evalsha/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
+			b.previewPhase(PhasePreviewLegacy, scopeLegacy),
+			b.previewPhase(PhasePreviewQuote, scopeTransfer),
+		},
+		{
+			b.throughput(PhaseEvalshaReplay, HTTPOp(b.http, floorReq(http.MethodPost, "/evalsha/replay", replayBody), expect(http.StatusOK, statusAlreadyCompleted))),
+			b.throughput(PhaseReplay, HTTPOp(b.http, gwReq(http.MethodPost, confirmPath(b.replay.scope), replayBody), expect(http.StatusOK, statusAlreadyCompleted))),
+		},
+		{
+			b.throughput(PhaseEvalshaStatus, HTTPOp(b.http, floorReq(http.MethodGet, "/evalsha/status", nil), expect(http.StatusOK, statusCompleted))),
+			b.throughput(PhaseStatus, HTTPOp(b.http, gwReq(http.MethodGet, statusPath(b.replay.opID), nil), expect(http.StatusOK, statusCompleted))),
+		},
+		{b.barePhase(PhaseBareSeq, 1, b.opts.FirstConfirms), b.confirmPhase(PhaseConfirmSeq, 1, b.opts.FirstConfirms)},
+		{b.barePhase(PhaseBareConc, b.opts.Concurrency, b.opts.ConcurrentConfirms), b.confirmPhase(PhaseConfirmConc, b.opts.Concurrency, b.opts.ConcurrentConfirms)},
+		b.degradedPair(HTTPOp(b.http, gwReq(http.MethodPost, confirmPath(b.replay.scope), replayBody), expect(http.StatusOK, statusAlreadyCompleted))),
+	}
+}
+
+// warmDuration is how long a throughput phase runs to warm up.
+const warmDuration = time.Second
+
+// measure runs l with op and records it under name when recording.
+func (b *bench) measure(ctx context.Context, name string, l Load, op Op) error {
+	s, err := l.Run(ctx, op)
+	if err != nil {
+		return err
+	}
+	if !b.record {
+		return nil
+	}
+	p := b.res.Phases[name]
+	if p == nil {
+		p = &Phase{Name: name, Conns: l.Conns}
+		b.res.Phases[name] = p
+	}
+	p.Merged.Merge(s)
+	p.Rounds = append(p.Rounds, Summarize(s))
+	p.RoundCompleted = append(p.RoundCompleted, Ratio(float64(s.Outcomes[statusCompleted]), s.Elapsed.Seconds()))
+	return nil
+}
+
+// throughput is a closed-loop phase with the load generator's connections.
+func (b *bench) throughput(name string, op Op) phase {
+	l := Load{Conns: b.opts.Conns, Duration: b.opts.Duration, MaxRequests: b.opts.MaxRequests}
+	return phase{
+		name: name,
+		run:  func(ctx context.Context) error { return b.measure(ctx, name, l, op) },
+		warm: func(ctx context.Context) error {
+			w := l
+			w.Duration = warmDuration
+			return b.measure(ctx, name, w, op)
+		},
+	}
+}
+
+// previewPhase is a throughput phase of previews of scope that also
+// counts the storage writes they made.
+func (b *bench) previewPhase(name, scope string) phase {
+	body := previewBody(b.params[scope])
+	op := HTTPOp(b.http, func(ctx context.Context, _ int) (*http.Request, error) {
+		return b.gw.request(ctx, http.MethodPost, previewPath(scope), body)
+	}, expect(http.StatusOK, statusPreviewReady))
+	p := b.throughput(name, op)
+	run := p.run
+	p.run = func(ctx context.Context) error {
+		before, err := observeStorage(ctx, b.rdb, b.stack.DatabaseURL)
+		if err != nil {
+			return err
+		}
+		if err := run(ctx); err != nil {
+			return err
+		}
+		after, err := observeStorage(ctx, b.rdb, b.stack.DatabaseURL)
+		if err != nil {
+			return err
+		}
+		b.res.PreviewWrites.add(before, after)
+		ph := b.res.Phases[name]
+		b.res.Previews += ph.Rounds[len(ph.Rounds)-1].N
+		return nil
+	}
+	return p
+}
+
+// warmConfirms is the number of first confirms of a warm-up.
+const warmConfirms = 3
+
+// barePhase runs n bare workflows, conns at a time, each to its result.
+func (b *bench) barePhase(name string, conns, n int) phase {
+	op := func(ctx context.Context, _ int) (string, error) {
+		id := "bench-bare-" + randomHex(16)
+		params := transferParams(b.nextPayee())
+		params["client_reference"] = id
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return "", err
+		}
+		run, err := b.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: b.bareTQ},
+			BareTransfer, BareInput{URL: b.stack.DownstreamURL + "/v1/transfers", Params: raw})
+		if err != nil {
+			return "", fmt.Errorf("start bare workflow: %w", err)
+		}
+		var out BareResult
+		if err := run.Get(ctx, &out); err != nil {
+			return "", fmt.Errorf("bare workflow %s: %w", id, err)
+		}
+		if conns == 1 {
+			b.lastSeqBare = id
+		}
+		return statusCompleted, nil
+	}
+	return phase{
+		name: name,
+		run: func(ctx context.Context) error {
+			return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op)
+		},
+		warm: func(ctx context.Context) error {
+			return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: warmConfirms}, op)
+		},
+	}
+}
+
+// confirmPhase previews n new transfers (not measured), then confirms
+// them, conns at a time: each confirm is the operation's first.
+func (b *bench) confirmPhase(name string, conns, n int) phase {
+	runN := func(ctx context.Context, n int) error {
+		type prepared struct {
+			fp, opID string
+			params   map[string]any
+		}
+		ready := make([]prepared, n)
+		for i := range ready {
+			params := transferParams(b.nextPayee())
+			a, _, err := b.gw.preview(ctx, scopeTransfer, params)
+			if err != nil {
+				return err
+			}
+			ready[i] = prepared{fp: a.Fingerprint, opID: a.OperationID, params: params}
+		}
+		if conns == 1 {
+			b.lastSeqConfirm = ready[n-1].opID
+		}
+		op := HTTPOp(b.http, func(ctx context.Context, i int) (*http.Request, error) {
+			return b.gw.request(ctx, http.MethodPost, confirmPath(scopeTransfer), confirmBody(ready[i].fp, ready[i].params))
+		}, firstConfirmCheck)
+		return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op)
+	}
+	return phase{
+		name: name,
+		run:  func(ctx context.Context) error { return runN(ctx, n) },
+		warm: func(ctx context.Context) error { return runN(ctx, warmConfirms) },
+	}
+}
+
+// nextPayee is a payee id no earlier operation of the run used, so that
+// the amnesia guard never asks for an acknowledgement.
+func (b *bench) nextPayee() string {
+	return fmt.Sprintf("bench-%s-%d", b.runID, b.seq.Add(1))
+}
+
+// degradedMetric is the gateway's gauge of the PostgreSQL-only path.
+const degradedMetric = "oncegate_idemstore_degraded"
+
+// degradedPair is replay with Redis against replay with Redis stopped; the
+// PostgreSQL-only side stops Redis, waits until the gateway runs degraded,
+// measures, then restarts Redis and waits until the gateway is back on it.
+func (b *bench) degradedPair(op Op) []phase {
+	withRedis := b.throughput(PhaseReplayRedis, op)
+	pgOnly := b.throughput(PhaseReplayPG, op)
+	wrap := func(f func(context.Context) error) func(context.Context) error {
+		return func(ctx context.Context) error {
+			b.stack.Redis.Stop()
+			if err := b.waitDegraded(ctx, op, "1"); err != nil {
+				return err
+			}
+			ferr := f(ctx)
+			if err := b.stack.Redis.Restart(); err != nil {
+				return fmt.Errorf("restart redis: %w", err)
+			}
+			if err := b.waitDegraded(ctx, op, "0"); err != nil {
+				return err
+			}
+			return ferr
+		}
+	}
+	pgOnly.run, pgOnly.warm = wrap(pgOnly.run), wrap(pgOnly.warm)
+	return []phase{withRedis, pgOnly}
+}
+
+// waitDegraded sends replays until the gateway's degraded gauge reads want.
+func (b *bench) waitDegraded(ctx context.Context, op Op, want string) error {
+	return testenv.WaitFor(ctx, 30*time.Second, func(ctx context.Context) error {
+		_, _ = op(ctx, 0) // a request makes the store notice Redis's state
+		got, err := metric(ctx, b.http, b.stack.GatewayURL+"/metrics", degradedMetric)
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("%s is %s, want %s", degradedMetric, got, want)
+		}
+		return nil
+	})
+}
+
+// reversed returns a reversed copy of ps.
+func reversed(ps []phase) []phase {
+	out := make([]phase, len(ps))
+	for i, p := range ps {
+		out[len(ps)-1-i] = p
+	}
+	return out
+}
+
+// randomHex returns n random bytes as hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// quietLogger drops the Temporal SDK's logs.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}
