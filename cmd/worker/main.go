@@ -6,7 +6,9 @@
 // (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
 // ONCEGATE_TASK_QUEUE (default oncegate), ONCEGATE_REAP_INTERVAL (how often
 // expired terminal truth records are deleted, a Go duration; default 10m, 0
-// disables), ONCEGATE_PPROF_ADDR (serve net/http/pprof there; unset: off).
+// disables), ONCEGATE_WORKER_POLLERS (pollers per task kind; unset: the
+// SDK's defaults), ONCEGATE_PPROF_ADDR (serve net/http/pprof there; unset:
+// off).
 // It runs until SIGINT or SIGTERM.
 package main
 
@@ -98,7 +100,11 @@ func main() {
 		logger.Info("reaper disabled", "env", "ONCEGATE_REAP_INTERVAL")
 	}
 
-	w := worker.New(c, envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue), acts, sdkworker.Options{})
+	wopts, err := worker.OptionsFromEnv(os.Getenv)
+	if err != nil {
+		log.Fatal(err)
+	}
+	w := worker.New(c, envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue), acts, wopts)
 	logger.Info("worker starting", "task_queue", envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue))
 	if err := w.Run(sdkworker.InterruptCh()); err != nil {
 		stopReaper()
