@@ -35,7 +35,7 @@ var areaRules = []struct {
 	{"Echo router and middleware", []string{"labstack/echo"}},
 	{"oncegate api (own code)", []string{"oncegate/api.", "oncegate/idemstore", "oncegate/internal/catalog"}},
 	{"net/http server and net", []string{"net/http.", "net.", "bufio."}},
-	{"Go runtime (scheduler, GC, allocation)", []string{"runtime."}},
+	{"Go runtime (other)", []string{"runtime."}},
 }
 
 // syscallOwners name whose socket a syscall served, found further up.
@@ -59,8 +59,51 @@ func matchAny(fn string, subs []string) bool {
 	return false
 }
 
+// Runtime areas: the garbage collector's own work, the scheduler, and
+// allocation, which is named after the code that allocated.
+const (
+	areaGC        = "GC (background marking)"
+	areaScheduler = "scheduler and idle"
+	areaAlloc     = "allocation ← "
+)
+
+// runtimeAreaOf attributes a stack whose leaf is in the runtime, or "".
+func runtimeAreaOf(fns []string) string {
+	for i, fn := range fns {
+		switch {
+		case strings.HasPrefix(fn, "runtime.gcBgMarkWorker"):
+			return areaGC
+		case strings.HasPrefix(fn, "runtime.schedule"), strings.HasPrefix(fn, "runtime.findRunnable"),
+			strings.HasPrefix(fn, "runtime.mcall"), strings.HasPrefix(fn, "runtime.park_m"):
+			return areaScheduler
+		case strings.HasPrefix(fn, "runtime.mallocgc"), strings.HasPrefix(fn, "runtime.newobject"),
+			strings.HasPrefix(fn, "runtime.makeslice"), strings.HasPrefix(fn, "runtime.growslice"),
+			strings.HasPrefix(fn, "runtime.makemap"):
+			for _, up := range fns[i+1:] {
+				if !strings.HasPrefix(up, "runtime.") {
+					if a := codeAreaOf([]string{up}); a != "other" {
+						return areaAlloc + a
+					}
+				}
+			}
+			return areaAlloc + "other"
+		}
+	}
+	return ""
+}
+
 // areaOf attributes one stack (leaf first).
 func areaOf(fns []string) string {
+	if len(fns) > 0 && strings.HasPrefix(fns[0], "runtime.") {
+		if a := runtimeAreaOf(fns); a != "" {
+			return a
+		}
+	}
+	return codeAreaOf(fns)
+}
+
+// codeAreaOf attributes a stack by the first frame an area rule matches.
+func codeAreaOf(fns []string) string {
 	for i, fn := range fns {
 		for _, r := range areaRules {
 			if !matchAny(fn, r.subs) {

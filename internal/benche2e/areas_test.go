@@ -15,7 +15,9 @@ func TestAreaOf(t *testing.T) {
 		{"json leaf", []string{"encoding/json.appendString", "github.com/oncegate/oncegate/api.(*Server).render"}, "encoding/json"},
 		{"syscall of pgx", []string{"internal/runtime/syscall/linux.Syscall6", "syscall.write", "internal/poll.(*FD).Write", "net.(*conn).Write", "github.com/jackc/pgx/v5/pgconn.(*PgConn).flush", "net/http.(*conn).serve"}, "syscalls ← PostgreSQL (pgx)"},
 		{"syscall of the server", []string{"internal/runtime/syscall/linux.Syscall6", "syscall.read", "net/http.(*connReader).Read"}, "syscalls ← HTTP server"},
-		{"allocation counts as runtime", []string{"runtime.mallocgc", "encoding/json.Marshal"}, "Go runtime (scheduler, GC, allocation)"},
+		{"allocation is named after who allocated", []string{"runtime.nextFreeFast", "runtime.mallocgc", "runtime.newobject", "encoding/json.Marshal"}, "allocation ← encoding/json"},
+		{"GC", []string{"runtime.scanobject", "runtime.gcDrain", "runtime.gcBgMarkWorker"}, "GC (background marking)"},
+		{"other runtime", []string{"runtime.nanotime"}, "Go runtime (other)"},
 		{"unknown", []string{"main.main"}, "other"},
 	}
 	for _, tt := range tests {

@@ -75,10 +75,10 @@ func (a *BareActivities) PostTransfer(ctx context.Context, in BareInput) (BareRe
 	return BareResult{StatusCode: resp.StatusCode, Body: body}, nil
 }
 
-// StartBareWorker runs a worker of BareTransfer on taskQueue, with the
-// default options oncegate's worker has too; the caller stops it.
-func StartBareWorker(c client.Client, taskQueue string) (sdkworker.Worker, error) {
-	w := sdkworker.New(c, taskQueue, sdkworker.Options{})
+// StartBareWorker runs a worker of BareTransfer on taskQueue with opts
+// (those oncegate's worker has too); the caller stops it.
+func StartBareWorker(c client.Client, taskQueue string, opts sdkworker.Options) (sdkworker.Worker, error) {
+	w := sdkworker.New(c, taskQueue, opts)
 	w.RegisterWorkflow(BareTransfer)
 	w.RegisterActivity(&BareActivities{HTTP: &http.Client{}})
 	if err := w.Start(); err != nil {

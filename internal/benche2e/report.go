@@ -77,6 +77,12 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 	if len(o.GatewayEnv)+len(o.WorkerEnv) > 0 {
 		p("- settings: gateway `%s`, worker `%s`\n", strings.Join(o.GatewayEnv, " "), strings.Join(o.WorkerEnv, " "))
 	}
+	if o.DatabaseURLParams+o.RedisURLParams != "" {
+		p("- pools of the gateway and the worker: `DATABASE_URL` + `%s`, `REDIS_URL` + `%s`\n", o.DatabaseURLParams, o.RedisURLParams)
+	}
+	if o.WorkerPollers > 0 {
+		p("- worker pollers per task kind, oncegate's and the bare workflow's: %d\n", o.WorkerPollers)
+	}
 	p("\n## Ratios and goals\n\n")
 	p("| oncegate path | floor | metric | oncegate | floor | ratio | ratio per round |\n| --- | --- | --- | ---: | ---: | ---: | --- |\n")
 	for _, c := range r.Comparisons() {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/testenv"
+	"github.com/oncegate/oncegate/worker"
 )
 
 // Options tunes a benchmark run. Zero fields take the defaults of
@@ -51,6 +52,13 @@ type Options struct {
 	// GatewayEnv and WorkerEnv are extra KEY=value settings for the
 	// gateway and the worker (the levers under test).
 	GatewayEnv, WorkerEnv []string
+	// DatabaseURLParams and RedisURLParams are appended to the URLs the
+	// gateway and the worker get (pool sizes: pool_max_conns=16, pool_size=32).
+	DatabaseURLParams, RedisURLParams string
+	// WorkerPollers, when positive, sets the pollers per task kind of
+	// oncegate's worker (worker.EnvPollers) and of the bare workflow's
+	// worker alike.
+	WorkerPollers int
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -207,9 +215,15 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	}
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", pprofPort)
 	logf("starting the stack (building the binaries, Redis, PostgreSQL, Temporal dev server)...")
+	workerEnv := opts.WorkerEnv
+	if opts.WorkerPollers > 0 {
+		workerEnv = append([]string{fmt.Sprintf("%s=%d", worker.EnvPollers, opts.WorkerPollers)}, workerEnv...)
+	}
 	stack, stop, err := testenv.StartStandalone(testenv.StackOptions{
-		ExtraGatewayEnv: append([]string{pprofserver.EnvAddr + "=" + pprofAddr}, opts.GatewayEnv...),
-		ExtraWorkerEnv:  opts.WorkerEnv,
+		ExtraGatewayEnv:   append([]string{pprofserver.EnvAddr + "=" + pprofAddr}, opts.GatewayEnv...),
+		ExtraWorkerEnv:    workerEnv,
+		DatabaseURLParams: opts.DatabaseURLParams,
+		RedisURLParams:    opts.RedisURLParams,
 	})
 	if err != nil {
 		return nil, err
@@ -229,7 +243,7 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	}
 	defer b.temporal.Close()
 	b.bareTQ = "bench-bare-" + b.runID
-	w, err := StartBareWorker(b.temporal, b.bareTQ)
+	w, err := StartBareWorker(b.temporal, b.bareTQ, worker.PollerOptions(opts.WorkerPollers))
 	if err != nil {
 		return nil, err
 	}

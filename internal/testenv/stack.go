@@ -87,6 +87,11 @@ type StackOptions struct {
 	ExtraGatewayEnv []string
 	// ExtraWorkerEnv is appended to the worker's environment (KEY=value).
 	ExtraWorkerEnv []string
+	// DatabaseURLParams and RedisURLParams are query parameters (such as
+	// pool_max_conns=16 and pool_size=32) appended to the DATABASE_URL and
+	// REDIS_URL of Stack.Env, which the gateway and the worker read;
+	// Stack.DatabaseURL and Stack.Redis stay without them.
+	DatabaseURLParams, RedisURLParams string
 	// Catalog is the catalog file the gateway and the worker load; empty is
 	// deployments/catalog.dev.yaml.
 	Catalog string
@@ -134,9 +139,11 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	s.Env = []string{
 		"GATEWAY_URL=" + s.GatewayURL,
 		"DOWNSTREAM_URL=" + s.DownstreamURL,
-		"DATABASE_URL=" + s.DatabaseURL,
+		// The gateway and the worker get the pool parameters; the
+		// simulator reads neither variable.
+		"DATABASE_URL=" + withQuery(s.DatabaseURL, opts.DatabaseURLParams),
 		"SIMULATOR_DATABASE_URL=" + s.SimulatorDatabaseURL,
-		"REDIS_URL=" + s.Redis.URL,
+		"REDIS_URL=" + withQuery(s.Redis.URL, opts.RedisURLParams),
 		"TEMPORAL_ADDRESS=" + tp.Address,
 		"TEMPORAL_NAMESPACE=" + tp.Namespace,
 		"ONCEGATE_TASK_QUEUE=" + s.TaskQueue,
@@ -163,6 +170,17 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	s.Gateway = start("gateway", opts.ExtraGatewayEnv)
 	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
 	return s
+}
+
+// withQuery appends query parameters to a URL that may have some already.
+func withQuery(u, params string) string {
+	switch {
+	case params == "":
+		return u
+	case strings.Contains(u, "?"):
+		return u + "&" + params
+	}
+	return u + "?" + params
 }
 
 // WaitHealthy waits until url answers 200, failing t with the process log otherwise.
