@@ -115,12 +115,17 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 			dur(s.P50), dur(s.P90), dur(s.P95), dur(s.P99), dur(s.Max), outcomes(ph.Merged.Outcomes))
 	}
 	if len(r.Timelines) > 0 {
-		p("\n## Where a first confirm's time goes inside Temporal\n\n")
-		p("The history of the last sequential first confirm's workflow and of the last bare workflow (offsets from the workflow's first event, by the dev server's clock). ")
-		p("What the confirm's latency adds beyond its workflow's span is the gateway's own work: the claim in Redis and PostgreSQL, the start call, the wait for the result and the refill.\n\n")
+		p("\n## Where a first confirm's time goes\n\n")
+		p("Each sequential operation's latency, split by its workflow's history (medians; event times by the dev server's clock, on the same machine): ")
+		p("*before* is from the request to the workflow's first event — for oncegate the claim in Redis and PostgreSQL and the start call, for the bare workflow the start call; ")
+		p("*workflow* is the workflow's first to last event; *after* is from the last event to the answer — the result's long poll and, for oncegate, the refill of Redis and the answer.\n\n")
+		p("| operations | n | before | workflow | after | workflow tasks | activities |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, tl := range r.Timelines {
-			p("**%s** — %s total, %d workflow tasks, %d activities\n\n", tl.Name, dur(tl.Total), tl.WorkflowTasks, tl.Activities)
-			p("| offset | event |\n| ---: | --- |\n")
+			p("| %s | %d | %s | %s | %s | %d | %d |\n", tl.Name, tl.Split.N, dur(tl.Split.Before), dur(tl.Split.Span), dur(tl.Split.After), tl.WorkflowTasks, tl.Activities)
+		}
+		p("\nThe last of each, event by event (offsets from the workflow's first event):\n\n")
+		for _, tl := range r.Timelines {
+			p("**%s** — %s\n\n| offset | event |\n| ---: | --- |\n", tl.Name, dur(tl.Total))
 			for _, e := range tl.Events {
 				p("| %s | %s |\n", dur(e.Offset), e.Type)
 			}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -195,11 +196,11 @@ type bench struct {
 	replay   completed
 	params   map[string]map[string]any
 	pprofURL string
-	// lastSeqConfirm and lastSeqBare are the workflow IDs of the last
-	// sequential first confirm and bare workflow, for Timelines.
-	lastSeqConfirm, lastSeqBare string
-	res                         *Results
-	record                      bool
+	// seqConfirms and seqBares are the measured sequential first confirms
+	// and bare workflows, for Timelines and Splits.
+	seqConfirms, seqBares []sentOp
+	res                   *Results
+	record                bool
 }
 
 // Run starts the stack, runs every round and returns the results.
@@ -456,36 +457,36 @@ const warmConfirms = 3
 
 // barePhase runs n bare workflows, conns at a time, each to its result.
 func (b *bench) barePhase(name string, conns, n int) phase {
-	op := func(ctx context.Context, _ int) (string, error) {
-		id := "bench-bare-" + randomHex(16)
-		params := transferParams(b.nextPayee())
-		params["client_reference"] = id
-		raw, err := json.Marshal(params)
-		if err != nil {
-			return "", err
-		}
-		run, err := b.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: b.bareTQ},
-			BareTransfer, BareInput{URL: b.stack.DownstreamURL + "/v1/transfers", Params: raw})
-		if err != nil {
-			return "", fmt.Errorf("start bare workflow: %w", err)
-		}
-		var out BareResult
-		if err := run.Get(ctx, &out); err != nil {
-			return "", fmt.Errorf("bare workflow %s: %w", id, err)
+	runN := func(ctx context.Context, n int) error {
+		prefix := "bench-bare-" + randomHex(8) + "-"
+		id := func(i int) string { return prefix + strconv.Itoa(i) }
+		op := func(ctx context.Context, i int) (string, error) {
+			params := transferParams(b.nextPayee())
+			params["client_reference"] = id(i)
+			raw, err := json.Marshal(params)
+			if err != nil {
+				return "", err
+			}
+			run, err := b.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id(i), TaskQueue: b.bareTQ},
+				BareTransfer, BareInput{URL: b.stack.DownstreamURL + "/v1/transfers", Params: raw})
+			if err != nil {
+				return "", fmt.Errorf("start bare workflow: %w", err)
+			}
+			var out BareResult
+			if err := run.Get(ctx, &out); err != nil {
+				return "", fmt.Errorf("bare workflow %s: %w", id(i), err)
+			}
+			return statusCompleted, nil
 		}
 		if conns == 1 {
-			b.lastSeqBare = id
+			op = b.traced(op, id, &b.seqBares)
 		}
-		return statusCompleted, nil
+		return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op)
 	}
 	return phase{
 		name: name,
-		run: func(ctx context.Context) error {
-			return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op)
-		},
-		warm: func(ctx context.Context) error {
-			return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: warmConfirms}, op)
-		},
+		run:  func(ctx context.Context) error { return runN(ctx, n) },
+		warm: func(ctx context.Context) error { return runN(ctx, warmConfirms) },
 	}
 }
 
@@ -506,18 +507,38 @@ func (b *bench) confirmPhase(name string, conns, n int) phase {
 			}
 			ready[i] = prepared{fp: a.Fingerprint, opID: a.OperationID, params: params}
 		}
-		if conns == 1 {
-			b.lastSeqConfirm = ready[n-1].opID
-		}
 		op := HTTPOp(b.http, func(ctx context.Context, i int) (*http.Request, error) {
 			return b.gw.request(ctx, http.MethodPost, confirmPath(scopeTransfer), confirmBody(ready[i].fp, ready[i].params))
 		}, firstConfirmCheck)
+		if conns == 1 {
+			op = b.traced(op, func(i int) string { return ready[i].opID }, &b.seqConfirms)
+		}
 		return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op)
 	}
 	return phase{
 		name: name,
 		run:  func(ctx context.Context) error { return runN(ctx, n) },
 		warm: func(ctx context.Context) error { return runN(ctx, warmConfirms) },
+	}
+}
+
+// sentOp is one sequential operation: its workflow ID, when it was sent
+// and when its answer came back.
+type sentOp struct {
+	id             string
+	sent, answered time.Time
+}
+
+// traced wraps a sequential op so that, while recording, every completed
+// one is appended to into with its workflow ID (idOf) and times.
+func (b *bench) traced(op Op, idOf func(i int) string, into *[]sentOp) Op {
+	return func(ctx context.Context, i int) (string, error) {
+		sent := time.Now()
+		label, err := op(ctx, i)
+		if err == nil && label == statusCompleted && b.record {
+			*into = append(*into, sentOp{id: idOf(i), sent: sent, answered: time.Now()})
+		}
+		return label, err
 	}
 }
 

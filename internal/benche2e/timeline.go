@@ -32,28 +32,58 @@ type Timeline struct {
 	// WorkflowTasks and Activities count the workflow tasks and the
 	// activities the history scheduled.
 	WorkflowTasks, Activities int
+	// Split is the median split of every measured sequential operation of
+	// the same kind.
+	Split Split
 }
 
-// timelines reads the histories of the last sequential first confirm and
-// bare workflow.
+// Split divides sequential operations' latency by their workflows'
+// histories (medians over N operations): Before is from the request to the
+// workflow's first event (the gateway's claim and the start call, or the
+// bare client's start call), Span the workflow's own first to last event,
+// After from the last event to the answer (the result's long poll, and
+// for oncegate the refill and the answer).
+type Split struct {
+	// N is the number of operations.
+	N int
+	// Before, Span and After are the medians of the three parts.
+	Before, Span, After time.Duration
+}
+
+// timelines reads the histories of the measured sequential first confirms
+// and bare workflows.
 func (b *bench) timelines(ctx context.Context) error {
-	for _, w := range []struct{ name, id string }{
-		{"oncegate first confirm (" + PhaseConfirmSeq + ")", b.lastSeqConfirm},
-		{"bare workflow (" + PhaseBareSeq + ")", b.lastSeqBare},
+	for _, w := range []struct {
+		name string
+		ops  []sentOp
+	}{
+		{"oncegate first confirm (" + PhaseConfirmSeq + ")", b.seqConfirms},
+		{"bare workflow (" + PhaseBareSeq + ")", b.seqBares},
 	} {
-		if w.id == "" {
+		if len(w.ops) == 0 {
 			continue
 		}
-		tl, err := b.timeline(ctx, w.name, w.id)
-		if err != nil {
-			return err
+		var before, span, after []float64
+		var tl Timeline
+		for _, op := range w.ops {
+			t, start, err := b.timeline(ctx, w.name, op.id)
+			if err != nil {
+				return err
+			}
+			before = append(before, float64(start.Sub(op.sent)))
+			span = append(span, float64(t.Total))
+			after = append(after, float64(op.answered.Sub(start.Add(t.Total))))
+			tl = t // the last one is shown event by event
 		}
+		tl.Split = Split{N: len(w.ops), Before: time.Duration(Median(before)), Span: time.Duration(Median(span)), After: time.Duration(Median(after))}
 		b.res.Timelines = append(b.res.Timelines, tl)
 	}
 	return nil
 }
 
-func (b *bench) timeline(ctx context.Context, name, id string) (Timeline, error) {
+// timeline reads one workflow's history and returns it with the time of
+// its first event.
+func (b *bench) timeline(ctx context.Context, name, id string) (Timeline, time.Time, error) {
 	it := b.temporal.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	tl := Timeline{Name: name, WorkflowID: id}
 	var start time.Time
@@ -61,7 +91,7 @@ func (b *bench) timeline(ctx context.Context, name, id string) (Timeline, error)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
-			return Timeline{}, fmt.Errorf("history of %s: %w", id, err)
+			return Timeline{}, time.Time{}, fmt.Errorf("history of %s: %w", id, err)
 		}
 		at := ev.GetEventTime().AsTime()
 		if start.IsZero() {
@@ -84,5 +114,5 @@ func (b *bench) timeline(ctx context.Context, name, id string) (Timeline, error)
 		tl.Events = append(tl.Events, Event{Offset: at.Sub(start), Type: typ})
 		tl.Total = at.Sub(start)
 	}
-	return tl, nil
+	return tl, start, nil
 }
