@@ -3,6 +3,7 @@ package benche2e
 import (
 	"fmt"
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -14,6 +15,7 @@ import (
 var chartShort = map[string]string{
 	PhaseEchoPreview:    "floor: Echo JSON",
 	PhaseEvalshaPreview: "floor: Echo+EVALSHA (preview size)",
+	PhasePGPreview:      "floor: Echo+PostgreSQL query",
 	PhasePreviewLegacy:  "preview, no quote",
 	PhasePreviewQuote:   "preview, quote",
 	PhaseEvalshaReplay:  "floor: Echo+EVALSHA (replay size)",
@@ -59,12 +61,14 @@ func WriteChart(path string, r *Results) error {
 		color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 	}
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for qi, q := range Quantiles {
 		pts := make(plotter.XYs, len(names))
 		for i, name := range names {
 			sorted := sortedLatencies(r.Phases[name].Merged.Latencies)
 			pts[i].X = max(ms(Percentile(sorted, q)), 0.001)
 			pts[i].Y = float64(len(names) - 1 - i)
+			lo, hi = math.Min(lo, pts[i].X), math.Max(hi, pts[i].X)
 		}
 		s, err := plotter.NewScatter(pts)
 		if err != nil {
@@ -76,7 +80,9 @@ func WriteChart(path string, r *Results) error {
 		p.Add(s)
 		p.Legend.Add(fmt.Sprintf("p%.0f", q*100), s)
 	}
-	p.Legend.Top = true
+	// Room around the extreme points, and for the legend at the bottom right.
+	p.X.Min, p.X.Max = lo/1.5, hi*4
+	p.Legend.Top = false
 	p.Legend.Left = false
 	if err := p.Save(9*vg.Inch, 5*vg.Inch, path); err != nil {
 		return fmt.Errorf("chart: %w", err)

@@ -42,6 +42,8 @@ var comparisons = []struct {
 }{
 	{"preview, payments.legacy_transfer (no quote)", "bare Echo JSON handler", PhasePreviewLegacy, PhaseEchoPreview, MetricThroughput},
 	{"preview, payments.legacy_transfer (no quote)", "Echo + one EVALSHA", PhasePreviewLegacy, PhaseEvalshaPreview, MetricThroughput},
+	{"preview, payments.legacy_transfer (no quote)", "Echo + the amnesia guard's PostgreSQL query", PhasePreviewLegacy, PhasePGPreview, MetricThroughput},
+	{"floor: Echo + the amnesia guard's PostgreSQL query", "Echo + one EVALSHA", PhasePGPreview, PhaseEvalshaPreview, MetricThroughput},
 	{"preview, payments.transfer (with a quote)", "bare Echo JSON handler", PhasePreviewQuote, PhaseEchoPreview, MetricThroughput},
 	{"preview, payments.transfer (with a quote)", "Echo + one EVALSHA", PhasePreviewQuote, PhaseEvalshaPreview, MetricThroughput},
 	{"replay confirm (already completed)", "Echo + one EVALSHA", PhaseReplay, PhaseEvalshaReplay, MetricThroughput},

@@ -31,6 +31,7 @@ type ReportInput struct {
 var phaseTitles = map[string]string{
 	PhaseEchoPreview:    "floor: bare Echo handler, preview-size JSON",
 	PhaseEvalshaPreview: "floor: Echo + one EVALSHA, preview-size JSON",
+	PhasePGPreview:      "floor: Echo + the amnesia guard's PostgreSQL query, preview-size JSON",
 	PhasePreviewLegacy:  "oncegate preview, payments.legacy_transfer (no quote)",
 	PhasePreviewQuote:   "oncegate preview, payments.transfer (quote)",
 	PhaseEvalshaReplay:  "floor: Echo + one EVALSHA, replay-size JSON",
@@ -47,7 +48,7 @@ var phaseTitles = map[string]string{
 
 // phaseOrder is the order of the phases in the tables and the chart.
 var phaseOrder = []string{
-	PhaseEchoPreview, PhaseEvalshaPreview, PhasePreviewLegacy, PhasePreviewQuote,
+	PhaseEchoPreview, PhaseEvalshaPreview, PhasePGPreview, PhasePreviewLegacy, PhasePreviewQuote,
 	PhaseEvalshaReplay, PhaseReplay, PhaseEvalshaStatus, PhaseStatus,
 	PhaseBareSeq, PhaseConfirmSeq, PhaseBareConc, PhaseConfirmConc,
 	PhaseReplayRedis, PhaseReplayPG,
@@ -72,7 +73,7 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 	p("throughput phases: %d connections, each phase bounded by %s and %d requests; ", o.Conns, o.Duration, o.MaxRequests)
 	p("first confirms: %d sequential and %d at %d concurrent per round, each on a fresh preview made before the phase (not timed)\n", o.FirstConfirms, o.ConcurrentConfirms, o.Concurrency)
 	p("- the stack: internal/testenv on free ports — gateway, worker and downstream simulator binaries, a private Redis, PostgreSQL, the Temporal CLI dev server (in memory); the floors run inside the benchmark process: Echo on its own port, the bare workflow on its own task queue with its own worker (default `worker.Options`, as oncegate's)\n")
-	p("- floors answer a real oncegate answer's bytes (preview %d B, replay %d B, status %d B); the EVALSHA floor runs one `HGETALL` script by `EVALSHA` on the stack's Redis; the bare workflow's activity POSTs the same transfer to the same simulator endpoint (`/v1/transfers`) with the workflow ID as `Idempotency-Key`\n",
+	p("- floors answer a real oncegate answer's bytes (preview %d B, replay %d B, status %d B); the EVALSHA floor runs one `HGETALL` script by `EVALSHA` on the stack's Redis; the PostgreSQL floor runs the amnesia guard's query (`pgstore.Store.FindRecent`, a pool of `pgstore.DefaultMaxConns`) on the stack's truth; the bare workflow's activity POSTs the same transfer to the same simulator endpoint (`/v1/transfers`) with the workflow ID as `Idempotency-Key`\n",
 		r.Bodies["preview"], r.Bodies["replay"], r.Bodies["status"])
 	if len(o.GatewayEnv)+len(o.WorkerEnv) > 0 {
 		p("- settings: gateway `%s`, worker `%s`\n", strings.Join(o.GatewayEnv, " "), strings.Join(o.WorkerEnv, " "))

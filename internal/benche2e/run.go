@@ -111,6 +111,7 @@ const confirmPhaseLimit = 3 * time.Minute
 const (
 	PhaseEchoPreview    = "echo-json"
 	PhaseEvalshaPreview = "echo-evalsha-preview"
+	PhasePGPreview      = "echo-pg-preview"
 	PhasePreviewLegacy  = "preview-legacy"
 	PhasePreviewQuote   = "preview-quote"
 	PhaseEvalshaReplay  = "echo-evalsha-replay"
@@ -317,7 +318,7 @@ func (b *bench) setup(ctx context.Context) error {
 	for k, v := range bodies {
 		b.res.Bodies[k] = len(v)
 	}
-	b.floors, err = NewFloors(b.stack.Redis.Addr, bodies)
+	b.floors, err = NewFloors(b.stack.Redis.Addr, b.stack.DatabaseURL, bodies)
 	return err
 }
 
@@ -369,6 +370,7 @@ func (b *bench) groups() [][]phase {
 		{
 			b.throughput(PhaseEchoPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/json/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
 			b.throughput(PhaseEvalshaPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/evalsha/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
+			b.throughput(PhasePGPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/pg/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
 			b.previewPhase(PhasePreviewLegacy, scopeLegacy),
 			b.previewPhase(PhasePreviewQuote, scopeTransfer),
 		},
