@@ -115,6 +115,21 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 		p("| %s | %d | %d | %d | %.1f | %s | %s | %s | %s | %s | %s |\n", phaseTitles[name], ph.Conns, s.N, s.Errors, ph.Throughput(),
 			dur(s.P50), dur(s.P90), dur(s.P95), dur(s.P99), dur(s.Max), outcomes(ph.Merged.Outcomes))
 	}
+	p("\n### CPU time per answered request\n\n")
+	p("Read from `/proc` around every phase (10 ms ticks): the whole machine's busy time (every process, other users' too), the gateway's and the worker's processes, and the benchmark process (the load generator, and the floors, which run inside it). ")
+	p("Less sensitive to a shared machine than throughput: a floor's cost is in the benchmark column, oncegate's in the gateway and worker columns.\n\n")
+	p("| phase | machine | gateway | worker | benchmark |\n| --- | ---: | ---: | ---: | ---: |\n")
+	for _, name := range phaseOrder {
+		ph := r.Phases[name]
+		if ph == nil {
+			continue
+		}
+		p("| %s |", phaseTitles[name])
+		for _, src := range cpuSources {
+			p(" %s |", dur(ph.CPUPerRequest(src)))
+		}
+		p("\n")
+	}
 	if len(r.Timelines) > 0 {
 		p("\n## Where a first confirm's time goes\n\n")
 		p("Each sequential operation's latency, split by its workflow's history (medians; event times by the dev server's clock, on the same machine): ")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -138,6 +139,19 @@ type Phase struct {
 	Rounds []Summary
 	// RoundCompleted is each round's completed operations per second.
 	RoundCompleted []float64
+	// CPU is the CPU time each source (CPUMachine, CPUGateway, ...) used
+	// during the phase's rounds.
+	CPU map[string]time.Duration
+}
+
+// CPUPerRequest is source's CPU time per answered request, or 0 when it
+// was not read.
+func (p *Phase) CPUPerRequest(source string) time.Duration {
+	n := len(p.Merged.Latencies)
+	if n == 0 {
+		return 0
+	}
+	return p.CPU[source] / time.Duration(n)
 }
 
 // Throughput is the median of the rounds' throughputs.
@@ -202,6 +216,7 @@ type bench struct {
 	seqConfirms, seqBares []sentOp
 	res                   *Results
 	record                bool
+	cpu                   cpuReader
 }
 
 // Run starts the stack, runs every round and returns the results.
@@ -237,6 +252,9 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		res: &Results{Options: opts, Phases: map[string]*Phase{}, Bodies: map[string]int{}},
 	}
 	b.gw = gateway{url: stack.GatewayURL, client: b.http}
+	b.cpu = cpuReader{pids: map[string]func() int{
+		CPUGateway: stack.Gateway.Pid, CPUWorker: stack.Worker.Pid, CPUBench: os.Getpid,
+	}}
 	b.rdb = stack.Redis.Client()
 	defer b.rdb.Close()
 	b.temporal, err = client.Dial(client.Options{HostPort: stack.Temporal.Address, Namespace: stack.Temporal.Namespace, Logger: quietLogger{}})
@@ -393,17 +411,22 @@ const warmDuration = time.Second
 
 // measure runs l with op and records it under name when recording.
 func (b *bench) measure(ctx context.Context, name string, l Load, op Op) error {
+	cpu0 := b.cpu.read()
 	s, err := l.Run(ctx, op)
 	if err != nil {
 		return err
 	}
+	cpu := cpuDelta(cpu0, b.cpu.read())
 	if !b.record {
 		return nil
 	}
 	p := b.res.Phases[name]
 	if p == nil {
-		p = &Phase{Name: name, Conns: l.Conns}
+		p = &Phase{Name: name, Conns: l.Conns, CPU: map[string]time.Duration{}}
 		b.res.Phases[name] = p
+	}
+	for k, v := range cpu {
+		p.CPU[k] += v
 	}
 	p.Merged.Merge(s)
 	p.Rounds = append(p.Rounds, Summarize(s))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,4 +111,21 @@ func TestLoadRunBounds(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second, "Duration bounds the phase")
 	assert.Zero(t, s.Errors)
 	assert.NotEmpty(t, s.Latencies)
+}
+
+func TestCPUReadings(t *testing.T) {
+	busy, err := machineBusy()
+	if err != nil {
+		t.Skipf("no /proc/stat: %v", err)
+	}
+	assert.Positive(t, busy)
+	self, err := processCPU(os.Getpid())
+	assert.NoError(t, err)
+	spin := time.Now()
+	for time.Since(spin) < 50*time.Millisecond {
+	}
+	after, err := processCPU(os.Getpid())
+	assert.NoError(t, err)
+	assert.GreaterOrEqual(t, after, self, "a process's CPU time only grows")
+	assert.Equal(t, map[string]time.Duration{"a": 2}, cpuDelta(map[string]time.Duration{"a": 1, "b": 1}, map[string]time.Duration{"a": 3}))
 }
