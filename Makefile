@@ -38,6 +38,7 @@ bench: ## benchmarks (fingerprint, stores)
 	go test -run='^$$' -bench=. -benchmem ./fingerprint/ ./idemstore/...
 
 bench-e2e: ## the cost of safety: oncegate against floors in the same run (starts its own stack; writes docs/benchmarks.md and docs/benchmarks.png)
+	@./scripts/deps.sh
 	go run ./cmd/bench-e2e -profile 10
 
 build: ## build the binaries into ./bin
