@@ -48,6 +48,16 @@ func run() error {
 	flag.StringVar(&opts.DatabaseURLParams, "db-params", "", "query parameters appended to the gateway's and the worker's DATABASE_URL, such as pool_max_conns=16")
 	flag.StringVar(&opts.RedisURLParams, "redis-params", "", "query parameters appended to the gateway's and the worker's REDIS_URL, such as pool_size=32")
 	flag.IntVar(&opts.WorkerPollers, "worker-pollers", 0, "pollers per task kind of oncegate's worker and of the bare workflow's worker (0: the SDK's defaults)")
+	var dynamicConfig string
+	flag.StringVar(&dynamicConfig, "temporal-dynamic-config", "", "extra dynamic config of the Temporal dev server, KEY=JSON_VALUE separated by spaces (server-wide)")
+	var twin benche2e.Twin
+	var twinGatewayEnv, twinWorkerEnv string
+	flag.StringVar(&twin.Name, "twin", "", "start a twin gateway and worker with the -twin-* settings and measure both side by side; the value names the lever")
+	flag.StringVar(&twinGatewayEnv, "twin-gateway-env", "", "extra KEY=value settings of the twin gateway, separated by spaces")
+	flag.StringVar(&twinWorkerEnv, "twin-worker-env", "", "extra KEY=value settings of the twin worker, separated by spaces")
+	flag.StringVar(&twin.DatabaseURLParams, "twin-db-params", "", "query parameters of the twin's DATABASE_URL")
+	flag.StringVar(&twin.RedisURLParams, "twin-redis-params", "", "query parameters of the twin's REDIS_URL")
+	flag.IntVar(&twin.WorkerPollers, "twin-worker-pollers", 0, "pollers per task kind of the twin's worker")
 	flag.StringVar(&out, "out", "docs/benchmarks.md", "the report (its notes below the marker are kept)")
 	flag.StringVar(&chart, "chart", "docs/benchmarks.png", "the latency chart (PNG)")
 	flag.Parse()
@@ -55,6 +65,11 @@ func run() error {
 		opts.Only = strings.Split(only, ",")
 	}
 	opts.GatewayEnv, opts.WorkerEnv = strings.Fields(gatewayEnv), strings.Fields(workerEnv)
+	opts.TemporalDynamicConfig = strings.Fields(dynamicConfig)
+	if twin.Name != "" {
+		twin.GatewayEnv, twin.WorkerEnv = strings.Fields(twinGatewayEnv), strings.Fields(twinWorkerEnv)
+		opts.Twin = &twin
+	}
 	opts.Log = os.Stderr
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

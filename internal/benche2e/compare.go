@@ -86,6 +86,18 @@ func roundValue(p *Phase, m Metric, i int) float64 {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// compare divides a's metric by f's, over all rounds and round by round.
+func compare(path, floor string, a, f *Phase, m Metric) Comparison {
+	c := Comparison{Path: path, Floor: floor, Phase: a.Name, FloorPhase: f.Name, Metric: m,
+		Value: value(a, m), FloorValue: value(f, m), RoundMin: math.Inf(1), RoundMax: math.Inf(-1)}
+	c.Ratio = Ratio(c.Value, c.FloorValue)
+	for i := range min(len(a.Rounds), len(f.Rounds)) {
+		x := Ratio(roundValue(a, m, i), roundValue(f, m, i))
+		c.RoundMin, c.RoundMax = math.Min(c.RoundMin, x), math.Max(c.RoundMax, x)
+	}
+	return c
+}
+
 // Comparisons computes the report's rows from the phases measured.
 func (r *Results) Comparisons() []Comparison {
 	var out []Comparison
@@ -94,14 +106,7 @@ func (r *Results) Comparisons() []Comparison {
 		if a == nil || f == nil {
 			continue
 		}
-		row := Comparison{Path: c.path, Floor: c.floor, Phase: c.phase, FloorPhase: c.floorPhase, Metric: c.metric,
-			Value: value(a, c.metric), FloorValue: value(f, c.metric), RoundMin: math.Inf(1), RoundMax: math.Inf(-1)}
-		row.Ratio = Ratio(row.Value, row.FloorValue)
-		for i := range min(len(a.Rounds), len(f.Rounds)) {
-			x := Ratio(roundValue(a, c.metric, i), roundValue(f, c.metric, i))
-			row.RoundMin, row.RoundMax = math.Min(row.RoundMin, x), math.Max(row.RoundMax, x)
-		}
-		out = append(out, row)
+		out = append(out, compare(c.path, c.floor, a, f, c.metric))
 	}
 	return out
 }
@@ -160,4 +165,33 @@ func (r *Results) Goals() []Goal {
 		w.Measured = fmt.Sprintf("%d previews: %d Redis write commands, truth changed: %v", r.Previews, r.PreviewWrites.Redis, r.PreviewWrites.TruthChanged)
 	}
 	return append(goals, w)
+}
+
+// twinPhases are the phases a twin serves too, with the metric that
+// compares them.
+var twinPhases = []struct {
+	phase  string
+	metric Metric
+}{
+	{PhasePreviewLegacy, MetricThroughput},
+	{PhasePreviewQuote, MetricThroughput},
+	{PhaseReplay, MetricThroughput},
+	{PhaseStatus, MetricThroughput},
+	{PhaseConfirmSeq, MetricP50},
+	{PhaseConfirmSeq, MetricP95},
+	{PhaseConfirmConc, MetricCompleted},
+}
+
+// TwinComparisons compares each phase the twin served with the stack's own
+// gateway and worker: Value is the twin's, FloorValue the stack's.
+func (r *Results) TwinComparisons() []Comparison {
+	var out []Comparison
+	for _, t := range twinPhases {
+		a, tw := r.Phases[t.phase], r.Phases[t.phase+twinSuffix]
+		if a == nil || tw == nil {
+			continue
+		}
+		out = append(out, compare(phaseTitles[t.phase], "", tw, a, t.metric))
+	}
+	return out
 }

@@ -73,13 +73,16 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 	p("throughput phases: %d connections, each phase bounded by %s and %d requests; ", o.Conns, o.Duration, o.MaxRequests)
 	p("first confirms: %d sequential and %d at %d concurrent per round, each on a fresh preview made before the phase (not timed)\n", o.FirstConfirms, o.ConcurrentConfirms, o.Concurrency)
 	p("- the stack: internal/testenv on free ports — gateway, worker and downstream simulator binaries, a private Redis, PostgreSQL, the Temporal CLI dev server (in memory); the floors run inside the benchmark process: Echo on its own port, the bare workflow on its own task queue with its own worker (default `worker.Options`, as oncegate's)\n")
-	p("- floors answer a real oncegate answer's bytes (preview %d B, replay %d B, status %d B); the EVALSHA floor runs one `HGETALL` script by `EVALSHA` on the stack's Redis; the PostgreSQL floor runs the amnesia guard's query (`pgstore.Store.FindRecent`, a pool of `pgstore.DefaultMaxConns`) on the stack's truth; the bare workflow's activity POSTs the same transfer to the same simulator endpoint (`/v1/transfers`) with the workflow ID as `Idempotency-Key`\n",
+	p("- floors answer a real oncegate answer's bytes (preview %d B, replay %d B, status %d B); the EVALSHA floor runs one `HGETALL` script by `EVALSHA` on the stack's Redis; the PostgreSQL floor runs the amnesia guard's query (`pgstore.Store.FindRecent`, pgx's default pool) on the stack's truth; the bare workflow's activity POSTs the same transfer to the same simulator endpoint (`/v1/transfers`) with the workflow ID as `Idempotency-Key`\n",
 		r.Bodies["preview"], r.Bodies["replay"], r.Bodies["status"])
 	if len(o.GatewayEnv)+len(o.WorkerEnv) > 0 {
 		p("- settings: gateway `%s`, worker `%s`\n", strings.Join(o.GatewayEnv, " "), strings.Join(o.WorkerEnv, " "))
 	}
 	if o.DatabaseURLParams+o.RedisURLParams != "" {
 		p("- pools of the gateway and the worker: `DATABASE_URL` + `%s`, `REDIS_URL` + `%s`\n", o.DatabaseURLParams, o.RedisURLParams)
+	}
+	if len(o.TemporalDynamicConfig) > 0 {
+		p("- Temporal dev server dynamic config: `%s`\n", strings.Join(o.TemporalDynamicConfig, " "))
 	}
 	if o.WorkerPollers > 0 {
 		p("- worker pollers per task kind, oncegate's and the bare workflow's: %d\n", o.WorkerPollers)
@@ -100,6 +103,33 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 			met = map[bool]string{true: "yes", false: "**no**"}[g.Met]
 		}
 		p("| %s | %s | %s |\n", g.Text, g.Measured, met)
+	}
+	if tw := o.Twin; tw != nil {
+		p("\n## A lever side by side: %s\n\n", tw.Name)
+		p("A second gateway and worker (the twin) ran on the same Redis, PostgreSQL and Temporal server with ")
+		var set []string
+		if len(tw.GatewayEnv) > 0 {
+			set = append(set, "gateway `"+strings.Join(tw.GatewayEnv, " ")+"`")
+		}
+		if len(tw.WorkerEnv) > 0 {
+			set = append(set, "worker `"+strings.Join(tw.WorkerEnv, " ")+"`")
+		}
+		if tw.DatabaseURLParams != "" {
+			set = append(set, "`DATABASE_URL` + `"+tw.DatabaseURLParams+"`")
+		}
+		if tw.RedisURLParams != "" {
+			set = append(set, "`REDIS_URL` + `"+tw.RedisURLParams+"`")
+		}
+		if tw.WorkerPollers > 0 {
+			set = append(set, fmt.Sprintf("%d worker pollers per task kind", tw.WorkerPollers))
+		}
+		p("%s; each of its phases ran right after (or, in odd rounds, right before) the same phase on the stack's own pair.\n\n", strings.Join(set, ", "))
+		p("| phase | metric | twin | stack's pair | twin / stack's | per round | gateway CPU per request, twin / stack's |\n| --- | --- | ---: | ---: | ---: | --- | --- |\n")
+		for _, c := range r.TwinComparisons() {
+			name, unit := metricName(c.Metric)
+			p("| %s | %s | %s | %s | %s | %s–%s | %s / %s |\n", c.Path, name, num(c.Value, unit), num(c.FloorValue, unit), ratio(c.Ratio),
+				ratio(c.RoundMin), ratio(c.RoundMax), dur(r.Phases[c.Phase].CPUPerRequest(CPUGateway)), dur(r.Phases[c.FloorPhase].CPUPerRequest(CPUGateway)))
+		}
 	}
 	p("\n## Every phase\n\n")
 	if in.Chart != "" {
@@ -200,6 +230,14 @@ func PrintSummary(w io.Writer, r *Results) {
 		name, unit := metricName(c.Metric)
 		fmt.Fprintf(w, "  %-46s vs %-28s %-12s %10s / %-10s = %s (rounds %s–%s)\n", c.Path, c.Floor, name,
 			num(c.Value, unit), num(c.FloorValue, unit), ratio(c.Ratio), ratio(c.RoundMin), ratio(c.RoundMax))
+	}
+	if r.Options.Twin != nil {
+		fmt.Fprintf(w, "twin (%s) / stack's pair:\n", r.Options.Twin.Name)
+		for _, c := range r.TwinComparisons() {
+			name, unit := metricName(c.Metric)
+			fmt.Fprintf(w, "  %-55s %-12s %10s / %-10s = %s (rounds %s–%s)\n", c.Path, name, num(c.Value, unit), num(c.FloorValue, unit),
+				ratio(c.Ratio), ratio(c.RoundMin), ratio(c.RoundMax))
+		}
 	}
 	fmt.Fprintln(w, "goals:")
 	for _, g := range r.Goals() {

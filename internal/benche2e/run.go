@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -61,9 +62,34 @@ type Options struct {
 	// oncegate's worker (worker.EnvPollers) and of the bare workflow's
 	// worker alike.
 	WorkerPollers int
+	// TemporalDynamicConfig is extra dynamic configuration of the Temporal
+	// dev server, KEY=JSON_VALUE each (server-wide: oncegate and the bare
+	// workflow alike).
+	TemporalDynamicConfig []string
+	// Twin, when set, starts a second gateway and worker with its settings
+	// on the same stores and Temporal server, and measures every preview,
+	// replay, status and first-confirm phase on both, side by side.
+	Twin *Twin
 	// Log receives progress lines.
 	Log io.Writer
 }
+
+// Twin is the settings of the second gateway and worker: a lever measured
+// against the first pair in the same rounds.
+type Twin struct {
+	// Name describes the lever, for the report.
+	Name string
+	// GatewayEnv and WorkerEnv are extra KEY=value settings.
+	GatewayEnv, WorkerEnv []string
+	// DatabaseURLParams and RedisURLParams are appended to its URLs (the
+	// first pair's parameters are not).
+	DatabaseURLParams, RedisURLParams string
+	// WorkerPollers, when positive, sets its worker's pollers per task kind.
+	WorkerPollers int
+}
+
+// twinSuffix marks the name of a phase served by the twin.
+const twinSuffix = " [twin]"
 
 // DefaultOptions are the settings of `make bench-e2e`.
 var DefaultOptions = Options{
@@ -202,6 +228,7 @@ type bench struct {
 	stack    *testenv.Stack
 	http     *http.Client
 	gw       gateway
+	twin     *gateway
 	floors   *Floors
 	temporal client.Client
 	bareTQ   string
@@ -232,6 +259,7 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	}
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", pprofPort)
 	logf("starting the stack (building the binaries, Redis, PostgreSQL, Temporal dev server)...")
+	testenv.TemporalDynamicConfig = opts.TemporalDynamicConfig
 	workerEnv := opts.WorkerEnv
 	if opts.WorkerPollers > 0 {
 		workerEnv = append([]string{fmt.Sprintf("%s=%d", worker.EnvPollers, opts.WorkerPollers)}, workerEnv...)
@@ -255,6 +283,21 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	b.cpu = cpuReader{pids: map[string]func() int{
 		CPUGateway: stack.Gateway.Pid, CPUWorker: stack.Worker.Pid, CPUBench: os.Getpid,
 	}}
+	if tw := opts.Twin; tw != nil {
+		logf("starting the twin gateway and worker (%s)...", tw.Name)
+		workerEnv := tw.WorkerEnv
+		if tw.WorkerPollers > 0 {
+			workerEnv = append([]string{fmt.Sprintf("%s=%d", worker.EnvPollers, tw.WorkerPollers)}, workerEnv...)
+		}
+		t, err := stack.StartTwin(tw.DatabaseURLParams, tw.RedisURLParams, tw.GatewayEnv, workerEnv)
+		if err != nil {
+			return nil, fmt.Errorf("start twin: %w", err)
+		}
+		defer t.Stop()
+		b.twin = &gateway{url: t.GatewayURL, client: b.http}
+		b.cpu.pids[CPUGateway+twinSuffix] = t.Gateway.Pid
+		b.cpu.pids[CPUWorker+twinSuffix] = t.Worker.Pid
+	}
 	b.rdb = stack.Redis.Client()
 	defer b.rdb.Close()
 	b.temporal, err = client.Dial(client.Options{HostPort: stack.Temporal.Address, Namespace: stack.Temporal.Namespace, Logger: quietLogger{}})
@@ -384,25 +427,45 @@ func (b *bench) groups() [][]phase {
 	}
 	replayBody := confirmBody(b.replay.fingerprint, b.replay.params)
 	legacyPreview := previewBody(b.params[scopeLegacy])
+	// sides returns a phase per gateway: the stack's, then the twin's.
+	sides := func(f func(g gateway, suffix string) phase) []phase {
+		out := []phase{f(b.gw, "")}
+		if b.twin != nil {
+			out = append(out, f(*b.twin, twinSuffix))
+		}
+		return out
+	}
+	gwThroughput := func(name, method string, path func() string, body []byte, check Check) func(gateway, string) phase {
+		return func(g gateway, suffix string) phase {
+			return b.throughput(name+suffix, HTTPOp(b.http, func(ctx context.Context, _ int) (*http.Request, error) {
+				return g.request(ctx, method, path(), body)
+			}, check))
+		}
+	}
+	replayPath := func() string { return confirmPath(b.replay.scope) }
+	statusOf := func() string { return statusPath(b.replay.opID) }
+	preview := []phase{
+		b.throughput(PhaseEchoPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/json/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
+		b.throughput(PhaseEvalshaPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/evalsha/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
+		b.throughput(PhasePGPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/pg/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
+	}
+	preview = append(preview, sides(func(g gateway, sfx string) phase { return b.previewPhase(g, PhasePreviewLegacy+sfx, scopeLegacy) })...)
+	preview = append(preview, sides(func(g gateway, sfx string) phase { return b.previewPhase(g, PhasePreviewQuote+sfx, scopeTransfer) })...)
 	return [][]phase{
-		{
-			b.throughput(PhaseEchoPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/json/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
-			b.throughput(PhaseEvalshaPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/evalsha/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
-			b.throughput(PhasePGPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/pg/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
-			b.previewPhase(PhasePreviewLegacy, scopeLegacy),
-			b.previewPhase(PhasePreviewQuote, scopeTransfer),
-		},
-		{
-			b.throughput(PhaseEvalshaReplay, HTTPOp(b.http, floorReq(http.MethodPost, "/evalsha/replay", replayBody), expect(http.StatusOK, statusAlreadyCompleted))),
-			b.throughput(PhaseReplay, HTTPOp(b.http, gwReq(http.MethodPost, confirmPath(b.replay.scope), replayBody), expect(http.StatusOK, statusAlreadyCompleted))),
-		},
-		{
-			b.throughput(PhaseEvalshaStatus, HTTPOp(b.http, floorReq(http.MethodGet, "/evalsha/status", nil), expect(http.StatusOK, statusCompleted))),
-			b.throughput(PhaseStatus, HTTPOp(b.http, gwReq(http.MethodGet, statusPath(b.replay.opID), nil), expect(http.StatusOK, statusCompleted))),
-		},
-		{b.barePhase(PhaseBareSeq, 1, b.opts.FirstConfirms), b.confirmPhase(PhaseConfirmSeq, 1, b.opts.FirstConfirms)},
-		{b.barePhase(PhaseBareConc, b.opts.Concurrency, b.opts.ConcurrentConfirms), b.confirmPhase(PhaseConfirmConc, b.opts.Concurrency, b.opts.ConcurrentConfirms)},
-		b.degradedPair(HTTPOp(b.http, gwReq(http.MethodPost, confirmPath(b.replay.scope), replayBody), expect(http.StatusOK, statusAlreadyCompleted))),
+		preview,
+		append([]phase{b.throughput(PhaseEvalshaReplay, HTTPOp(b.http, floorReq(http.MethodPost, "/evalsha/replay", replayBody), expect(http.StatusOK, statusAlreadyCompleted)))},
+			sides(gwThroughput(PhaseReplay, http.MethodPost, replayPath, replayBody, expect(http.StatusOK, statusAlreadyCompleted)))...),
+		append([]phase{b.throughput(PhaseEvalshaStatus, HTTPOp(b.http, floorReq(http.MethodGet, "/evalsha/status", nil), expect(http.StatusOK, statusCompleted)))},
+			sides(gwThroughput(PhaseStatus, http.MethodGet, statusOf, nil, expect(http.StatusOK, statusCompleted)))...),
+		append([]phase{b.barePhase(PhaseBareSeq, 1, b.opts.FirstConfirms)},
+			sides(func(g gateway, sfx string) phase {
+				return b.confirmPhase(g, PhaseConfirmSeq+sfx, 1, b.opts.FirstConfirms)
+			})...),
+		append([]phase{b.barePhase(PhaseBareConc, b.opts.Concurrency, b.opts.ConcurrentConfirms)},
+			sides(func(g gateway, sfx string) phase {
+				return b.confirmPhase(g, PhaseConfirmConc+sfx, b.opts.Concurrency, b.opts.ConcurrentConfirms)
+			})...),
+		b.degradedPair(HTTPOp(b.http, gwReq(http.MethodPost, replayPath(), replayBody), expect(http.StatusOK, statusAlreadyCompleted))),
 	}
 }
 
@@ -417,6 +480,12 @@ func (b *bench) measure(ctx context.Context, name string, l Load, op Op) error {
 		return err
 	}
 	cpu := cpuDelta(cpu0, b.cpu.read())
+	if strings.HasSuffix(name, twinSuffix) {
+		// The gateway and the worker that served the phase are the twin's.
+		cpu[CPUGateway], cpu[CPUWorker] = cpu[CPUGateway+twinSuffix], cpu[CPUWorker+twinSuffix]
+	}
+	delete(cpu, CPUGateway+twinSuffix)
+	delete(cpu, CPUWorker+twinSuffix)
 	if !b.record {
 		return nil
 	}
@@ -450,10 +519,10 @@ func (b *bench) throughput(name string, op Op) phase {
 
 // previewPhase is a throughput phase of previews of scope that also
 // counts the storage writes they made.
-func (b *bench) previewPhase(name, scope string) phase {
+func (b *bench) previewPhase(g gateway, name, scope string) phase {
 	body := previewBody(b.params[scope])
 	op := HTTPOp(b.http, func(ctx context.Context, _ int) (*http.Request, error) {
-		return b.gw.request(ctx, http.MethodPost, previewPath(scope), body)
+		return g.request(ctx, http.MethodPost, previewPath(scope), body)
 	}, expect(http.StatusOK, statusPreviewReady))
 	p := b.throughput(name, op)
 	run := p.run
@@ -517,7 +586,7 @@ func (b *bench) barePhase(name string, conns, n int) phase {
 
 // confirmPhase previews n new transfers (not measured), then confirms
 // them, conns at a time: each confirm is the operation's first.
-func (b *bench) confirmPhase(name string, conns, n int) phase {
+func (b *bench) confirmPhase(g gateway, name string, conns, n int) phase {
 	runN := func(ctx context.Context, n int) error {
 		type prepared struct {
 			fp, opID string
@@ -526,16 +595,16 @@ func (b *bench) confirmPhase(name string, conns, n int) phase {
 		ready := make([]prepared, n)
 		for i := range ready {
 			params := transferParams(b.nextPayee())
-			a, _, err := b.gw.preview(ctx, scopeTransfer, params)
+			a, _, err := g.preview(ctx, scopeTransfer, params)
 			if err != nil {
 				return err
 			}
 			ready[i] = prepared{fp: a.Fingerprint, opID: a.OperationID, params: params}
 		}
 		op := HTTPOp(b.http, func(ctx context.Context, i int) (*http.Request, error) {
-			return b.gw.request(ctx, http.MethodPost, confirmPath(scopeTransfer), confirmBody(ready[i].fp, ready[i].params))
+			return g.request(ctx, http.MethodPost, confirmPath(scopeTransfer), confirmBody(ready[i].fp, ready[i].params))
 		}, firstConfirmCheck)
-		if conns == 1 {
+		if conns == 1 && !strings.HasSuffix(name, twinSuffix) {
 			op = b.traced(op, func(i int) string { return ready[i].opID }, &b.seqConfirms)
 		}
 		return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op)

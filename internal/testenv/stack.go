@@ -26,6 +26,16 @@ var builtBinaries struct {
 // the folder holding them (gateway, worker, downstream, oncegate-ops).
 func Binaries(t testing.TB) string {
 	t.Helper()
+	dir, err := BuildBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// BuildBinaries is Binaries outside of a test: the first call builds, the
+// later ones return the same folder (or the same error).
+func BuildBinaries() (string, error) {
 	builtBinaries.once.Do(func() {
 		root, err := RepoRoot()
 		if err != nil {
@@ -46,10 +56,7 @@ func Binaries(t testing.TB) string {
 		}
 		builtBinaries.dir = dir
 	})
-	if builtBinaries.err != nil {
-		t.Fatal(builtBinaries.err)
-	}
-	return builtBinaries.dir
+	return builtBinaries.dir, builtBinaries.err
 }
 
 // Stack is the whole oncegate stack started for one test: private Redis,
@@ -172,6 +179,58 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	return s
 }
 
+// Twin is a second gateway and worker on a stack's stores and Temporal
+// server, with settings of their own, for comparing settings in one run.
+type Twin struct {
+	// GatewayURL is the twin gateway's base URL.
+	GatewayURL string
+	// Gateway and Worker are the twin's processes.
+	Gateway, Worker *Process
+}
+
+// StartTwin starts a second worker, on a task queue of its own, and a
+// second gateway that starts its workflows there, both with the stack's
+// environment plus the pool parameters and extra settings given; Stop
+// stops them.
+func (s *Stack) StartTwin(databaseURLParams, redisURLParams string, gatewayEnv, workerEnv []string) (*Twin, error) {
+	bin, err := BuildBinaries()
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	tw := &Twin{GatewayURL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	env := append(append([]string{}, s.Env...),
+		"GATEWAY_URL="+tw.GatewayURL,
+		"ONCEGATE_TASK_QUEUE="+s.TaskQueue+"-twin",
+		"DATABASE_URL="+withQuery(s.DatabaseURL, databaseURLParams),
+		"REDIS_URL="+withQuery(s.Redis.URL, redisURLParams),
+	)
+	start := func(name string, extra []string) (*Process, error) {
+		return StartProcess(name+"-twin", filepath.Join(s.dir, name+"-twin.log"), []string{filepath.Join(bin, name)}, append(append([]string{}, env...), extra...), nil)
+	}
+	if tw.Worker, err = start("worker", workerEnv); err != nil {
+		return nil, err
+	}
+	if tw.Gateway, err = start("gateway", gatewayEnv); err != nil {
+		tw.Worker.Stop()
+		return nil, err
+	}
+	if err := waitHealthy(tw.GatewayURL+"/healthz", tw.Gateway); err != nil {
+		tw.Stop()
+		return nil, fmt.Errorf("twin gateway not healthy: %w\n%s", err, tw.Gateway.Log())
+	}
+	return tw, nil
+}
+
+// Stop stops the twin's processes.
+func (tw *Twin) Stop() {
+	tw.Gateway.Stop()
+	tw.Worker.Stop()
+}
+
 // withQuery appends query parameters to a URL that may have some already.
 func withQuery(u, params string) string {
 	switch {
@@ -186,7 +245,14 @@ func withQuery(u, params string) string {
 // WaitHealthy waits until url answers 200, failing t with the process log otherwise.
 func (s *Stack) WaitHealthy(t testing.TB, url string, p *Process) {
 	t.Helper()
-	err := WaitFor(context.Background(), 30*time.Second, func(ctx context.Context) error {
+	if err := waitHealthy(url, p); err != nil {
+		t.Fatalf("%s not healthy: %v\n%s", p.Name, err, p.Log())
+	}
+}
+
+// waitHealthy waits until url answers 200 while p runs.
+func waitHealthy(url string, p *Process) error {
+	return WaitFor(context.Background(), 30*time.Second, func(ctx context.Context) error {
 		if !p.Running() {
 			return fmt.Errorf("%s exited", p.Name)
 		}
@@ -201,9 +267,6 @@ func (s *Stack) WaitHealthy(t testing.TB, url string, p *Process) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatalf("%s not healthy: %v\n%s", p.Name, err, p.Log())
-	}
 }
 
 // RestartWorker kills the worker with SIGKILL and starts a new one.
