@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -21,6 +22,19 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 6 && os.Args[1] == benche2e.BareWorkerFlag {
+		// The bare workflow's worker, started by the benchmark itself:
+		// address, namespace, task queue, pollers.
+		pollers, err := strconv.Atoi(os.Args[5])
+		if err == nil {
+			err = benche2e.RunBareWorker(os.Args[2], os.Args[3], os.Args[4], pollers)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench-e2e bare worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
 		os.Exit(1)

@@ -4,16 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/oncegate/oncegate/internal/testenv"
+	"github.com/oncegate/oncegate/worker"
 )
 
 // BareInput is the bare workflow's input: the transfer to POST.
@@ -75,14 +84,61 @@ func (a *BareActivities) PostTransfer(ctx context.Context, in BareInput) (BareRe
 	return BareResult{StatusCode: resp.StatusCode, Body: body}, nil
 }
 
-// StartBareWorker runs a worker of BareTransfer on taskQueue with opts
-// (those oncegate's worker has too); the caller stops it.
-func StartBareWorker(c client.Client, taskQueue string, opts sdkworker.Options) (sdkworker.Worker, error) {
+// BareWorkerFlag is the command-line flag that makes the benchmark binary
+// run the bare workflow's worker instead of the benchmark (RunBareWorker):
+// the bare workflow's worker is a process of its own, as oncegate's is.
+const BareWorkerFlag = "-bare-worker"
+
+// RunBareWorker is the bare worker process: it serves BareTransfer on
+// taskQueue of the server at address with pollers per task kind (0: the
+// SDK's defaults) until SIGINT or SIGTERM.
+func RunBareWorker(address, namespace, taskQueue string, pollers int) error {
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, Logger: quietLogger{}})
+	if err != nil {
+		return fmt.Errorf("dial temporal: %w", err)
+	}
+	defer c.Close()
+	w := newBareWorker(c, taskQueue, worker.PollerOptions(pollers))
+	return w.Run(sdkworker.InterruptCh())
+}
+
+// startBareWorkerProcess starts this binary as the bare worker and waits
+// until the task queue has a poller.
+func startBareWorkerProcess(logDir string, c client.Client, address, namespace, taskQueue string, pollers int) (*testenv.Process, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	p, err := testenv.StartProcess("bare-worker", filepath.Join(logDir, "bare-worker.log"), []string{
+		self, BareWorkerFlag, address, namespace, taskQueue, strconv.Itoa(pollers),
+	}, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	err = testenv.WaitFor(context.Background(), 30*time.Second, func(ctx context.Context) error {
+		if !p.Running() {
+			return fmt.Errorf("bare worker exited:\n%s", p.Log())
+		}
+		resp, err := c.DescribeTaskQueue(ctx, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		if err != nil {
+			return err
+		}
+		if len(resp.GetPollers()) == 0 {
+			return errors.New("no poller yet")
+		}
+		return nil
+	})
+	if err != nil {
+		p.Kill()
+		return nil, err
+	}
+	return p, nil
+}
+
+// newBareWorker builds the bare workflow's worker.
+func newBareWorker(c client.Client, taskQueue string, opts sdkworker.Options) sdkworker.Worker {
 	w := sdkworker.New(c, taskQueue, opts)
 	w.RegisterWorkflow(BareTransfer)
 	w.RegisterActivity(&BareActivities{HTTP: &http.Client{}})
-	if err := w.Start(); err != nil {
-		return nil, fmt.Errorf("start bare worker: %w", err)
-	}
-	return w, nil
+	return w
 }

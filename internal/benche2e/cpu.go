@@ -17,6 +17,9 @@ const (
 	CPUGateway = "gateway"
 	CPUWorker  = "worker"
 	CPUBench   = "benchmark"
+	// CPUBareWorker is the bare workflow's worker process; the report
+	// shows it as the worker of the bare phases.
+	CPUBareWorker = "bare worker"
 )
 
 // cpuSources are the sources in the report's order.

@@ -72,7 +72,7 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 	p("- load generator: one Go process (the benchmark), net/http client with keep-alive connections (`MaxConnsPerHost` = `MaxIdleConnsPerHost` = %d, no compression), closed loop, loopback only; ", o.Conns)
 	p("throughput phases: %d connections, each phase bounded by %s and %d requests; ", o.Conns, o.Duration, o.MaxRequests)
 	p("first confirms: %d sequential and %d at %d concurrent per round, each on a fresh preview made before the phase (not timed)\n", o.FirstConfirms, o.ConcurrentConfirms, o.Concurrency)
-	p("- the stack: internal/testenv on free ports — gateway, worker and downstream simulator binaries, a private Redis, PostgreSQL, the Temporal CLI dev server (in memory); the floors run inside the benchmark process: Echo on its own port, the bare workflow on its own task queue with its own worker (default `worker.Options`, as oncegate's)\n")
+	p("- the stack: internal/testenv on free ports — gateway, worker and downstream simulator binaries, a private Redis, PostgreSQL, the Temporal CLI dev server (in memory); the HTTP floors run inside the benchmark process (Echo on its own port); the bare workflow's worker is a process of its own started from the benchmark binary (`-bare-worker`), on its own task queue, with the same `worker.Options` as oncegate's worker, so that both workers sit in processes of their own\n")
 	p("- floors answer a real oncegate answer's bytes (preview %d B, replay %d B, status %d B); the EVALSHA floor runs one `HGETALL` script by `EVALSHA` on the stack's Redis; the PostgreSQL floor runs the amnesia guard's query (`pgstore.Store.FindRecent`, pgx's default pool) on the stack's truth; the bare workflow's activity POSTs the same transfer to the same simulator endpoint (`/v1/transfers`) with the workflow ID as `Idempotency-Key`\n",
 		r.Bodies["preview"], r.Bodies["replay"], r.Bodies["status"])
 	if len(o.GatewayEnv)+len(o.WorkerEnv) > 0 {
@@ -146,7 +146,7 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 			dur(s.P50), dur(s.P90), dur(s.P95), dur(s.P99), dur(s.Max), outcomes(ph.Merged.Outcomes))
 	}
 	p("\n### CPU time per answered request\n\n")
-	p("Read from `/proc` around every phase (10 ms ticks): the whole machine's busy time (every process, other users' too), the gateway's and the worker's processes, and the benchmark process (the load generator, and the floors, which run inside it). ")
+	p("Read from `/proc` around every phase (10 ms ticks): the whole machine's busy time (every process, other users' too), the gateway's and the worker's processes (for the bare workflow, its own worker process), and the benchmark process (the load generator, and the HTTP floors, which run inside it). ")
 	p("Less sensitive to a shared machine than throughput: a floor's cost is in the benchmark column, oncegate's in the gateway and worker columns.\n\n")
 	p("| phase | machine | gateway | worker | benchmark |\n| --- | ---: | ---: | ---: | ---: |\n")
 	for _, name := range phaseOrder {

@@ -306,11 +306,17 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	}
 	defer b.temporal.Close()
 	b.bareTQ = "bench-bare-" + b.runID
-	w, err := StartBareWorker(b.temporal, b.bareTQ, worker.PollerOptions(opts.WorkerPollers))
+	logDir, err := os.MkdirTemp("", "oncegate-bench-")
 	if err != nil {
 		return nil, err
 	}
-	defer w.Stop()
+	defer os.RemoveAll(logDir)
+	bare, err := startBareWorkerProcess(logDir, b.temporal, stack.Temporal.Address, stack.Temporal.Namespace, b.bareTQ, opts.WorkerPollers)
+	if err != nil {
+		return nil, fmt.Errorf("start the bare worker: %w", err)
+	}
+	defer bare.Stop()
+	b.cpu.pids[CPUBareWorker] = bare.Pid
 	if err := b.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -484,8 +490,13 @@ func (b *bench) measure(ctx context.Context, name string, l Load, op Op) error {
 		// The gateway and the worker that served the phase are the twin's.
 		cpu[CPUGateway], cpu[CPUWorker] = cpu[CPUGateway+twinSuffix], cpu[CPUWorker+twinSuffix]
 	}
+	if name == PhaseBareSeq || name == PhaseBareConc {
+		// The bare workflow's worker is the worker of its phases.
+		cpu[CPUWorker] = cpu[CPUBareWorker]
+	}
 	delete(cpu, CPUGateway+twinSuffix)
 	delete(cpu, CPUWorker+twinSuffix)
+	delete(cpu, CPUBareWorker)
 	if !b.record {
 		return nil
 	}
