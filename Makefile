@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help run up down status test bench build lint fuzz soak deps prod-up prod-down prod-status test-prod
+.PHONY: help run up down status test bench bench-e2e build lint fuzz soak deps prod-up prod-down prod-status test-prod
 
 help: ## list the targets
 	@grep -E '^[a-z/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -43,6 +43,10 @@ fuzz: ## every fuzz target for FUZZTIME each (default 10m), results in .run/fuzz
 
 bench: ## benchmarks (fingerprint, stores)
 	go test -run='^$$' -bench=. -benchmem ./fingerprint/ ./idemstore/...
+
+bench-e2e: ## the cost of safety: oncegate against floors in the same run (starts its own stack; writes docs/benchmarks.md and docs/benchmarks.png)
+	@./scripts/deps.sh
+	go run ./cmd/bench-e2e -profile 10
 
 build: ## build the binaries into ./bin
 	go build -o bin/ ./cmd/...

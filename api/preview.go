@@ -64,12 +64,9 @@ type boundParams struct {
 // bindParams validates params against action and canonicalizes them, or
 // returns the invalid_params reply.
 func bindParams(action *catalog.Action, params json.RawMessage) (boundParams, reply, bool) {
-	if problems := fingerprint.ValidateParams(params, action); len(problems) > 0 {
+	canonical, normalized, problems := fingerprint.Bind(params, action)
+	if len(problems) > 0 {
 		return boundParams{}, invalidParams(action.Scope, problems), false
-	}
-	canonical, normalized, err := fingerprint.Canonicalize(params, action.Bind)
-	if err != nil {
-		return boundParams{}, invalidParams(action.Scope, problemsOf(err)), false
 	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(params, &all); err != nil {
@@ -105,28 +102,6 @@ func invalidParams(scope string, problems []fingerprint.FieldProblem) reply {
 	r := newReply(StatusInvalidParams).with("errors", problems)
 	r.scope = scope
 	return r
-}
-
-// problemsOf unpacks the FieldProblems of a Canonicalize error.
-func problemsOf(err error) []fingerprint.FieldProblem {
-	var out []fingerprint.FieldProblem
-	var walk func(error)
-	walk = func(e error) {
-		var fp fingerprint.FieldProblem
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			for _, x := range j.Unwrap() {
-				walk(x)
-			}
-			return
-		}
-		if errors.As(e, &fp) {
-			out = append(out, fp)
-			return
-		}
-		out = append(out, fingerprint.FieldProblem{Rule: fingerprint.RuleJSON, Problem: e.Error()})
-	}
-	walk(err)
-	return out
 }
 
 // preview validates, quotes, checks the amnesia guard and signs. It writes

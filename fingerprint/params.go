@@ -98,16 +98,43 @@ func Canonicalize(raw []byte, spec map[string]catalog.Field) (canonical []byte, 
 // meet the field's constraints (checked on the normalized value, which the
 // constraints never change).
 func ValidateParams(raw []byte, action *catalog.Action) (problems []FieldProblem) {
+	_, problems = validate(raw, action)
+	return problems
+}
+
+// Bind is ValidateParams and, for valid params, Canonicalize with
+// action.Bind, parsing raw once: the problems ValidateParams reports, or
+// the canonical bound params and their normalized values. The gateway
+// calls it on every preview and confirm.
+func Bind(raw []byte, action *catalog.Action) (canonical []byte, normalized map[string]any, problems []FieldProblem) {
+	normalized, problems = validate(raw, action)
+	if len(problems) > 0 {
+		return nil, nil, problems
+	}
+	canonical, err := appendCanonical(make([]byte, 0, 128), normalized, nil)
+	if err != nil {
+		var fp FieldProblem
+		if !errors.As(err, &fp) {
+			fp = newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())
+		}
+		return nil, nil, []FieldProblem{fp}
+	}
+	return canonical, normalized, nil
+}
+
+// validate is ValidateParams, returning the normalized bound values too
+// (meaningful only without problems).
+func validate(raw []byte, action *catalog.Action) (normalized map[string]any, problems []FieldProblem) {
 	if action == nil {
-		return []FieldProblem{newProblem("", RuleCatalog, "no_action", "")}
+		return nil, []FieldProblem{newProblem("", RuleCatalog, "no_action", "")}
 	}
 	obj, err := parseObject(raw)
 	if err != nil {
 		var fp FieldProblem
 		if errors.As(err, &fp) {
-			return []FieldProblem{fp}
+			return nil, []FieldProblem{fp}
 		}
-		return []FieldProblem{newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())}
+		return nil, []FieldProblem{newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())}
 	}
 	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		if _, bound := action.Bind[name]; bound {
@@ -122,7 +149,7 @@ func ValidateParams(raw []byte, action *catalog.Action) (problems []FieldProblem
 			problems = append(problems, *problem)
 		}
 	}
-	normalized := make(map[string]any, len(action.Bind))
+	normalized = make(map[string]any, len(action.Bind))
 	for _, name := range slices.Sorted(maps.Keys(action.Bind)) {
 		v, present := obj[name]
 		out, problem := normalizeBound(name, action.Bind[name], v, present)
@@ -136,7 +163,7 @@ func ValidateParams(raw []byte, action *catalog.Action) (problems []FieldProblem
 		problems = append(problems, checkConstraints(name, action.Bind, normalized)...)
 	}
 	slices.SortStableFunc(problems, func(a, b FieldProblem) int { return strings.Compare(a.Field, b.Field) })
-	return problems
+	return normalized, problems
 }
 
 // declaredFields returns the bound and free field names of action, sorted.

@@ -240,6 +240,18 @@ func TestValidateParams(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			assert.Equal(t, tt.want, textsOf(ValidateParams([]byte(tt.raw), tt.action)))
+
+			// Bind answers what ValidateParams and Canonicalize answer.
+			canonical, normalized, problems := Bind([]byte(tt.raw), tt.action)
+			assert.Equal(t, tt.want, textsOf(problems))
+			if tt.want == nil {
+				wantCanonical, wantNormalized, err := Canonicalize([]byte(tt.raw), tt.action.Bind)
+				require.NoError(t, err)
+				assert.Equal(t, string(wantCanonical), string(canonical))
+				assert.Equal(t, wantNormalized, normalized)
+			} else {
+				assert.Nil(t, canonical)
+			}
 		})
 	}
 }

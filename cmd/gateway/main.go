@@ -28,6 +28,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/internal/pprofserver"
 )
 
 func main() {
@@ -46,6 +47,11 @@ func run(logger *slog.Logger) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	stopPprof, err := pprofserver.StartFromEnv(os.Getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 
 	cat, err := catalog.Load(cfg.CatalogPath, cfg.ConfirmWait)
 	if err != nil {

@@ -11,7 +11,9 @@
 // deleted, a Go duration; default 10m, 0 disables),
 // ONCEGATE_WORKER_STOP_TIMEOUT (how long running activities may finish at
 // SIGTERM; default 30s), WORKER_METRICS_URL (where Prometheus metrics are
-// served; default http://127.0.0.1:9091/metrics). It runs until SIGINT or
+// served; default http://127.0.0.1:9091/metrics), ONCEGATE_WORKER_POLLERS
+// (pollers per task kind; unset: the SDK's defaults), ONCEGATE_PPROF_ADDR
+// (serve net/http/pprof there; unset: off). It runs until SIGINT or
 // SIGTERM.
 package main
 
@@ -36,6 +38,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/internal/temporalconn"
+	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -44,6 +47,11 @@ func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "worker")
 	slog.SetDefault(logger)
 	ctx := context.Background()
+	stopPprof, err := pprofserver.StartFromEnv(os.Getenv, logger)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer stopPprof()
 
 	databaseURL := os.Getenv("DATABASE_URL")
 	if databaseURL == "" {
@@ -137,7 +145,12 @@ func main() {
 	// At SIGTERM the worker stops polling and lets the activities it runs
 	// finish (a downstream call in flight gets its answer recorded) for up to
 	// stopTimeout; then they are cancelled and Temporal retries or reconciles.
-	w := worker.New(c, envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue), acts, sdkworker.Options{WorkerStopTimeout: stopTimeout})
+	wopts, err := worker.OptionsFromEnv(os.Getenv)
+	if err != nil {
+		log.Fatal(err)
+	}
+	wopts.WorkerStopTimeout = stopTimeout
+	w := worker.New(c, envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue), acts, wopts)
 	logger.Info("worker starting", "task_queue", envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue))
 	if err := w.Run(sdkworker.InterruptCh()); err != nil {
 		stopReaper()

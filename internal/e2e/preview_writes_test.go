@@ -5,63 +5,30 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// readOnlyRedisCommands are the commands that do not write.
-var readOnlyRedisCommands = map[string]bool{
-	"get": true, "hget": true, "hgetall": true, "hmget": true, "exists": true, "ttl": true, "pttl": true,
-	"ping": true, "info": true, "client": true, "hello": true, "command": true, "select": true,
-	"type": true, "scan": true, "dbsize": true, "config": true, "script": true,
-}
+	"github.com/oncegate/oncegate/internal/testenv"
+)
 
 // redisWrites sums the calls of every command that may write.
 func redisWrites(t *testing.T, s *inprocStack) int64 {
 	t.Helper()
-	info, err := s.rdb.Info(context.Background(), "commandstats").Result()
+	n, err := testenv.RedisWriteCalls(context.Background(), s.rdb)
 	require.NoError(t, err)
-	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		cmd := strings.TrimPrefix(name, "cmdstat_")
-		if readOnlyRedisCommands[strings.SplitN(cmd, "|", 2)[0]] {
-			continue
-		}
-		for _, kv := range strings.Split(rest, ",") {
-			if v, ok := strings.CutPrefix(kv, "calls="); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				require.NoError(t, err)
-				total += n
-			}
-		}
-	}
-	return total
+	return n
 }
 
 // truthFingerprint captures every row of the truth and its id sequence: any
 // insert (even rolled back), update or delete changes it.
 func truthFingerprint(t *testing.T, s *inprocStack) string {
 	t.Helper()
-	var rows int64
-	var digest *string
-	var seq int64
-	ctx := context.Background()
-	require.NoError(t, s.truth.Pool().QueryRow(ctx,
-		`SELECT count(*), md5(string_agg(w::text, '|' ORDER BY id)) FROM write_record w`).Scan(&rows, &digest))
-	require.NoError(t, s.truth.Pool().QueryRow(ctx, `SELECT last_value FROM write_record_id_seq`).Scan(&seq))
-	d := ""
-	if digest != nil {
-		d = *digest
-	}
-	return fmt.Sprintf("rows=%d seq=%d digest=%s", rows, seq, d)
+	d, err := testenv.TruthDigest(context.Background(), s.truth.Pool())
+	require.NoError(t, err)
+	return d
 }
 
 // TestPreviewWritesNothing: 1,000 previews — new params, repeated params,

@@ -26,6 +26,24 @@ func MainWithStack(m *testing.M, opts StackOptions, use func(*Stack)) {
 	Main(m)
 }
 
+// StartStandalone starts one stack outside of any test (for a benchmark
+// command) and returns it with the function that stops it and every shared
+// server it started. When the stack cannot start, what was started is
+// stopped and the error returned.
+func StartStandalone(opts StackOptions) (*Stack, func(), error) {
+	tb := &mainTB{}
+	stopAll := func() {
+		tb.runCleanups()
+		stopShared()
+	}
+	s, err := tb.startStack(opts)
+	if err != nil {
+		stopAll()
+		return nil, nil, fmt.Errorf("testenv: start stack: %w", err)
+	}
+	return s, stopAll, nil
+}
+
 // mainTB is the testing.TB StartStack gets outside of a test: Fatal
 // aborts StartStack (startStack recovers it), Cleanup functions run at the
 // end of the package, TempDir is a temporary folder removed with them.

@@ -231,12 +231,18 @@ func Main(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "--- %s log (tail) ---\n%s\n", p.Name, p.Log())
 		}
 	}
+	stopShared()
+	os.Exit(code)
+}
+
+// stopShared stops the shared servers, the last started first.
+func stopShared() {
 	shared.mu.Lock()
+	defer shared.mu.Unlock()
 	for i := len(shared.stoppers) - 1; i >= 0; i-- {
 		shared.stoppers[i]()
 	}
-	shared.mu.Unlock()
-	os.Exit(code)
+	shared.stoppers = nil
 }
 
 // sharedProcesses returns the processes of the shared servers started so far.

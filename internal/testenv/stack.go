@@ -26,6 +26,16 @@ var builtBinaries struct {
 // the folder holding them (gateway, worker, downstream, oncegate-ops).
 func Binaries(t testing.TB) string {
 	t.Helper()
+	dir, err := SharedBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// SharedBinaries is Binaries outside of a test: the first call builds, the
+// later ones return the same folder (or the same error).
+func SharedBinaries() (string, error) {
 	builtBinaries.once.Do(func() {
 		dir, err := os.MkdirTemp("", "oncegate-bin-")
 		if err != nil {
@@ -39,10 +49,7 @@ func Binaries(t testing.TB) string {
 			builtBinaries.dir = dir
 		}
 	})
-	if builtBinaries.err != nil {
-		t.Fatal(builtBinaries.err)
-	}
-	return builtBinaries.dir
+	return builtBinaries.dir, builtBinaries.err
 }
 
 // BuildBinaries builds the project's binaries (gateway, worker, downstream,
@@ -97,6 +104,11 @@ type StackOptions struct {
 	ExtraGatewayEnv []string
 	// ExtraWorkerEnv is appended to the worker's environment (KEY=value).
 	ExtraWorkerEnv []string
+	// DatabaseURLParams and RedisURLParams are query parameters (such as
+	// pool_max_conns=16 and pool_size=32) appended to the DATABASE_URL and
+	// REDIS_URL of Stack.Env, which the gateway and the worker read;
+	// Stack.DatabaseURL and Stack.Redis stay without them.
+	DatabaseURLParams, RedisURLParams string
 	// Catalog is the catalog file the gateway and the worker load; empty is
 	// deployments/catalog.dev.yaml.
 	Catalog string
@@ -147,9 +159,11 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		"GATEWAY_URL=" + s.GatewayURL,
 		"DOWNSTREAM_URL=" + s.DownstreamURL,
 		"WORKER_METRICS_URL=" + s.WorkerMetricsURL,
-		"DATABASE_URL=" + s.DatabaseURL,
+		// The gateway and the worker get the pool parameters; the
+		// simulator reads neither variable.
+		"DATABASE_URL=" + withQuery(s.DatabaseURL, opts.DatabaseURLParams),
 		"SIMULATOR_DATABASE_URL=" + s.SimulatorDatabaseURL,
-		"REDIS_URL=" + s.Redis.URL,
+		"REDIS_URL=" + withQuery(s.Redis.URL, opts.RedisURLParams),
 		"TEMPORAL_ADDRESS=" + tp.Address,
 		"TEMPORAL_NAMESPACE=" + tp.Namespace,
 		"ONCEGATE_TASK_QUEUE=" + s.TaskQueue,
@@ -176,6 +190,69 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	s.Gateway = start("gateway", opts.ExtraGatewayEnv)
 	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
 	return s
+}
+
+// Twin is a second gateway and worker on a stack's stores and Temporal
+// server, with settings of their own, for comparing settings in one run.
+type Twin struct {
+	// GatewayURL is the twin gateway's base URL.
+	GatewayURL string
+	// Gateway and Worker are the twin's processes.
+	Gateway, Worker *Process
+}
+
+// StartTwin starts a second worker, on a task queue of its own, and a
+// second gateway that starts its workflows there, both with the stack's
+// environment plus the pool parameters and extra settings given; Stop
+// stops them.
+func (s *Stack) StartTwin(databaseURLParams, redisURLParams string, gatewayEnv, workerEnv []string) (*Twin, error) {
+	bin, err := SharedBinaries()
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	tw := &Twin{GatewayURL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	env := append(append([]string{}, s.Env...),
+		"GATEWAY_URL="+tw.GatewayURL,
+		"ONCEGATE_TASK_QUEUE="+s.TaskQueue+"-twin",
+		"DATABASE_URL="+withQuery(s.DatabaseURL, databaseURLParams),
+		"REDIS_URL="+withQuery(s.Redis.URL, redisURLParams),
+	)
+	start := func(name string, extra []string) (*Process, error) {
+		return StartProcess(name+"-twin", filepath.Join(s.dir, name+"-twin.log"), []string{filepath.Join(bin, name)}, append(append([]string{}, env...), extra...), nil)
+	}
+	if tw.Worker, err = start("worker", workerEnv); err != nil {
+		return nil, err
+	}
+	if tw.Gateway, err = start("gateway", gatewayEnv); err != nil {
+		tw.Worker.Stop()
+		return nil, err
+	}
+	if err := WaitHealthy(tw.GatewayURL+"/healthz", tw.Gateway, 30*time.Second); err != nil {
+		tw.Stop()
+		return nil, fmt.Errorf("twin gateway not healthy: %w\n%s", err, tw.Gateway.Log())
+	}
+	return tw, nil
+}
+
+// Stop stops the twin's processes.
+func (tw *Twin) Stop() {
+	tw.Gateway.Stop()
+	tw.Worker.Stop()
+}
+
+// withQuery appends query parameters to a URL that may have some already.
+func withQuery(u, params string) string {
+	switch {
+	case params == "":
+		return u
+	case strings.Contains(u, "?"):
+		return u + "&" + params
+	}
+	return u + "?" + params
 }
 
 // WaitHealthy waits until url answers 200, failing t with the process log otherwise.

@@ -76,6 +76,12 @@ func TemporalCLI() (string, error) {
 	return p, nil
 }
 
+// TemporalDynamicConfig holds extra dynamic configuration of the dev
+// servers NewTemporal starts, as KEY=JSON_VALUE (the CLI's
+// --dynamic-config-value), such as system.enableActivityEagerExecution=true.
+// Set it before the first server starts; the tests leave it empty.
+var TemporalDynamicConfig []string
+
 // NewTemporal starts a dev server with an in-memory store (tests need no
 // history across restarts of the server, and memory is faster than a file on
 // a loaded machine) and the search attributes of oncegate registered.
@@ -101,12 +107,16 @@ func startTemporal(dir string, extraArgs ...string) (*Temporal, error) {
 		}
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	proc, err := StartProcess("temporal", filepath.Join(dir, "temporal.log"), append([]string{
+	args := []string{
 		cli, "server", "start-dev", "--ip", "127.0.0.1",
 		"--port", itoa(ports[0]), "--ui-port", itoa(ports[1]), "--http-port", itoa(ports[2]), "--metrics-port", itoa(ports[3]),
 		"--search-attribute", "IdemState=Keyword", "--search-attribute", "IdemScope=Keyword", "--search-attribute", "IdemSubject=Keyword",
 		"--log-level", "warn",
-	}, extraArgs...), nil, nil)
+	}
+	for _, kv := range TemporalDynamicConfig {
+		args = append(args, "--dynamic-config-value", kv)
+	}
+	proc, err := StartProcess("temporal", filepath.Join(dir, "temporal.log"), append(args, extraArgs...), nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,118 @@
+package benche2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+)
+
+// Event is one event of a workflow's history, at its offset from the start.
+type Event struct {
+	// Offset is the time since the workflow's first event.
+	Offset time.Duration
+	// Type is the event type without its EVENT_TYPE_ prefix, with the
+	// activity's name for activity events.
+	Type string
+}
+
+// Timeline is one workflow's history, to show where a first confirm's
+// time goes inside Temporal.
+type Timeline struct {
+	// Name says which workflow it is.
+	Name string
+	// WorkflowID is the workflow's ID.
+	WorkflowID string
+	// Events are the history's events in order.
+	Events []Event
+	// Total is the offset of the last event.
+	Total time.Duration
+	// WorkflowTasks and Activities count the workflow tasks and the
+	// activities the history scheduled.
+	WorkflowTasks, Activities int
+	// Split is the median split of every measured sequential operation of
+	// the same kind.
+	Split Split
+}
+
+// Split divides sequential operations' latency by their workflows'
+// histories (medians over N operations): Before is from the request to the
+// workflow's first event (the gateway's claim and the start call, or the
+// bare client's start call), Span the workflow's own first to last event,
+// After from the last event to the answer (the result's long poll, and
+// for oncegate the refill and the answer).
+type Split struct {
+	// N is the number of operations.
+	N int
+	// Before, Span and After are the medians of the three parts.
+	Before, Span, After time.Duration
+}
+
+// timelines reads the histories of the measured sequential first confirms
+// and bare workflows.
+func (b *bench) timelines(ctx context.Context) error {
+	for _, w := range []struct {
+		name string
+		ops  []sentOp
+	}{
+		{"oncegate first confirm (" + PhaseConfirmSeq + ")", b.seqConfirms},
+		{"bare workflow (" + PhaseBareSeq + ")", b.seqBares},
+	} {
+		if len(w.ops) == 0 {
+			continue
+		}
+		var before, span, after []float64
+		var tl Timeline
+		for _, op := range w.ops {
+			t, start, err := b.timeline(ctx, w.name, op.id)
+			if err != nil {
+				return err
+			}
+			before = append(before, float64(start.Sub(op.sent)))
+			span = append(span, float64(t.Total))
+			after = append(after, float64(op.answered.Sub(start.Add(t.Total))))
+			tl = t // the last one is shown event by event
+		}
+		tl.Split = Split{N: len(w.ops), Before: time.Duration(Median(before)), Span: time.Duration(Median(span)), After: time.Duration(Median(after))}
+		b.res.Timelines = append(b.res.Timelines, tl)
+	}
+	return nil
+}
+
+// timeline reads one workflow's history and returns it with the time of
+// its first event.
+func (b *bench) timeline(ctx context.Context, name, id string) (Timeline, time.Time, error) {
+	it := b.temporal.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	tl := Timeline{Name: name, WorkflowID: id}
+	var start time.Time
+	activityNames := map[int64]string{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return Timeline{}, time.Time{}, fmt.Errorf("history of %s: %w", id, err)
+		}
+		at := ev.GetEventTime().AsTime()
+		if start.IsZero() {
+			start = at
+		}
+		typ := strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+			tl.WorkflowTasks++
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			tl.Activities++
+			n := ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+			activityNames[ev.GetEventId()] = n
+			typ += " " + n
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			typ += " " + activityNames[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()]
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			typ += " " + activityNames[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]
+		}
+		tl.Events = append(tl.Events, Event{Offset: at.Sub(start), Type: typ})
+		tl.Total = at.Sub(start)
+	}
+	return tl, start, nil
+}

@@ -1,0 +1,73 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+)
+
+// readOnlyRedisCommands are the commands that cannot write; every other
+// command's calls count in RedisWriteCalls.
+var readOnlyRedisCommands = map[string]bool{
+	"get": true, "hget": true, "hgetall": true, "hmget": true, "exists": true, "ttl": true, "pttl": true,
+	"ping": true, "info": true, "client": true, "hello": true, "command": true, "select": true,
+	"type": true, "scan": true, "dbsize": true, "config": true, "script": true,
+}
+
+// RedisWriteCalls sums the calls (INFO commandstats) of every command that
+// may write, so that two readings taken around some work show whether it
+// wrote to Redis.
+func RedisWriteCalls(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, fmt.Errorf("redis commandstats: %w", err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		if readOnlyRedisCommands[strings.SplitN(strings.TrimPrefix(name, "cmdstat_"), "|", 2)[0]] {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, "calls="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("redis commandstats %q: %w", line, err)
+				}
+				total += n
+			}
+		}
+	}
+	return total, nil
+}
+
+// Querier is what TruthDigest needs of a pgx connection or pool.
+type Querier interface {
+	// QueryRow runs a query that returns one row.
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// TruthDigest captures every row of the truth (write_record) and its id
+// sequence: any insert (even rolled back), update or delete changes it.
+func TruthDigest(ctx context.Context, q Querier) (string, error) {
+	var rows, seq int64
+	var digest *string
+	if err := q.QueryRow(ctx, `SELECT count(*), md5(string_agg(w::text, '|' ORDER BY id)) FROM write_record w`).Scan(&rows, &digest); err != nil {
+		return "", fmt.Errorf("digest truth: %w", err)
+	}
+	if err := q.QueryRow(ctx, `SELECT last_value FROM write_record_id_seq`).Scan(&seq); err != nil {
+		return "", fmt.Errorf("truth sequence: %w", err)
+	}
+	d := ""
+	if digest != nil {
+		d = *digest
+	}
+	return fmt.Sprintf("rows=%d seq=%d digest=%s", rows, seq, d), nil
+}
