@@ -274,9 +274,9 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 		TaskQueue:                s.cfg.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes: workflows.StartSearchAttributes(in),
-		StaticSummary: summary,
-		Memo:          map[string]any{"trace_id": call.traceID},
+		TypedSearchAttributes:    workflows.StartSearchAttributes(in),
+		StaticSummary:            summary,
+		Memo:                     map[string]any{"trace_id": call.traceID},
 	}
 	// The start must not be abandoned when the agent hangs up.
 	sctx, cancel := temporalContext(ctx)

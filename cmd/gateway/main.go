@@ -27,8 +27,8 @@ import (
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
-	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/internal/pprofserver"
+	"github.com/oncegate/oncegate/internal/telemetry"
 )
 
 func main() {
