@@ -318,9 +318,9 @@ func interpret(ctx workflow.Context, in OperationInput, record json.RawMessage, 
 		return verdict{result: failed(idemstore.FailureRefused, reason)}
 	case catalog.PhasePending:
 		return verdict{pending: &pendingAnswer{record: record, at: workflow.Now(ctx)}}
-	default:
-		return verdict{unknown: fmt.Sprintf("the downstream answered a business state %q that the catalog does not list as succeeded, failed or pending", state)}
+	case catalog.PhaseUnknown:
 	}
+	return verdict{unknown: fmt.Sprintf("the downstream answered a business state %q that the catalog does not list as succeeded, failed or pending", state)}
 }
 
 // awaitFinal waits, durably, for the final business state of an operation
@@ -410,7 +410,7 @@ func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput,
 					return verdict{}, err
 				}
 			}
-		default:
+		case catalog.PhaseUnknown:
 			logger.Warn("Ignoring a business state the catalog does not list", "State", st)
 		}
 	}

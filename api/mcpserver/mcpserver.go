@@ -126,6 +126,8 @@ func annotations(t tools.Tool) *mcp.ToolAnnotations {
 		}
 	case tools.KindPreview:
 		return &mcp.ToolAnnotations{Title: "Preview " + t.Scope, ReadOnlyHint: true, OpenWorldHint: &yes}
+	case tools.KindStatus:
+		fallthrough
 	default:
 		return &mcp.ToolAnnotations{Title: "Get operation status", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no}
 	}
@@ -155,6 +157,8 @@ func (c *caller) handler(t tools.Tool) mcp.ToolHandler {
 			return c.call(ctx, header, http.MethodPost, "/v1/actions/"+url.PathEscape(t.Scope)+"/preview", args)
 		case tools.KindConfirm:
 			return c.call(ctx, header, http.MethodPost, "/v1/actions/"+url.PathEscape(t.Scope)+"/confirm", args)
+		case tools.KindStatus:
+			fallthrough
 		default:
 			var in struct {
 				OperationID string `json:"operation_id"`

@@ -195,6 +195,7 @@ func freeTypeSchema(f catalog.FreeField) map[string]any {
 		return numberSchema(catalog.Field{Type: f.Type, Description: f.Description})
 	case catalog.TypeBoolean:
 		return map[string]any{"type": "boolean", "description": strings.TrimSpace(f.Description)}
+	case catalog.TypeString:
 	}
 	s := map[string]any{"type": "string", "description": strings.TrimSpace(f.Description)}
 	if f.MaxLength > 0 {

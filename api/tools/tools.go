@@ -161,7 +161,9 @@ func boundSchema(f catalog.Field) map[string]any {
 		s = numberSchema(f)
 	case catalog.TypeBoolean:
 		s = map[string]any{"type": "boolean", "description": strings.TrimSpace(f.Description)}
-	default:
+	case catalog.TypeString:
+		fallthrough
+	default: // the catalog refuses other types at load
 		s = stringSchema(f)
 	}
 	desc := s["description"].(string)

@@ -64,6 +64,7 @@ func value(p *Phase, m Metric) float64 {
 		return ms(s.P50)
 	case MetricP95:
 		return ms(s.P95)
+	case MetricThroughput:
 	}
 	return p.Throughput()
 }

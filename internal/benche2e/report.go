@@ -257,6 +257,7 @@ func metricName(m Metric) (name, unit string) {
 		return "p50", "ms"
 	case MetricP95:
 		return "p95", "ms"
+	case MetricThroughput:
 	}
 	return "req/s", "/s"
 }
