@@ -157,7 +157,7 @@ func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (
 		attempt = activity.GetInfo(ctx).Attempt
 	}
 	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt, "trace_id", telemetry.TraceID(ctx))
-	kind, err := downstream.For(in.Downstream)
+	in, kind, err := kindOf(in)
 	if err != nil {
 		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeNotSent, err)
@@ -197,8 +197,8 @@ func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (
 // ErrTypeDownstreamUnavailable; a downstream with no way to ask a
 // non-retryable ErrTypeNoStatusEndpoint.
 func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput) (workflows.ReconcileResult, error) {
-	kind, err := downstream.For(in.Downstream)
-	if err != nil || in.Downstream.Status == "" {
+	in, kind, err := kindOf(in)
+	if err != nil || !in.Downstream.Reconciles() {
 		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("reconcile %s: no status endpoint", in.OperationID), ErrTypeNoStatusEndpoint, err)
 	}
@@ -232,13 +232,25 @@ func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput)
 	}
 }
 
+// kindOf returns in with its plan (see workflows.OperationInput.WithPlan:
+// an activity scheduled before the plan existed carries only the catalog's
+// downstream) and the kind that plan names.
+func kindOf(in workflows.OperationInput) (workflows.OperationInput, downstream.Kind, error) {
+	in, err := in.WithPlan()
+	if err != nil {
+		return in, nil, fmt.Errorf("%w: %w", downstream.ErrNotSent, err)
+	}
+	kind, err := downstream.For(in.Downstream.Kind)
+	return in, kind, err
+}
+
 // call is the downstream call of in.
 func (a *Activities) call(in workflows.OperationInput) downstream.Call {
 	hc := a.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return downstream.Call{OperationID: in.OperationID, Params: in.Params, Config: in.Downstream, HTTP: hc}
+	return downstream.Call{OperationID: in.OperationID, Params: in.Params, Downstream: in.Downstream, HTTP: hc}
 }
 
 // MarkNeedsReview moves the truth record to NEEDS_REVIEW. A record already

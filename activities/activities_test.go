@@ -21,7 +21,7 @@ import (
 
 	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/idemstore"
-	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -76,11 +76,10 @@ func input(d *downstream) workflows.OperationInput {
 		Owner:       "gw-1/req-1",
 		Params:      json.RawMessage(`{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"rent"}`),
 		TerminalTTL: time.Hour,
-		Downstream: catalog.Downstream{
-			Execute:   d.serverURL + "/legacy/transfers",
-			Status:    d.serverURL + "/legacy/transfers",
-			Timeout:   5 * time.Second,
-			Attempts:  1,
+		Downstream: plan.Downstream{
+			Kind:      plan.KindHTTP,
+			Endpoint:  plan.Endpoint{Execute: d.serverURL + "/legacy/transfers", Status: d.serverURL + "/legacy/transfers"},
+			Execute:   plan.Retry{Timeout: 5 * time.Second, Attempts: 1},
 			ResultRef: "id",
 		},
 	}
@@ -272,7 +271,7 @@ func TestReconcile(t *testing.T) {
 		acts := &activities.Activities{}
 		env := newActivityEnv(acts)
 		in := input(d)
-		in.Downstream.Status = ""
+		in.Downstream.Endpoint.Status = ""
 
 		_, err := env.ExecuteActivity(acts.Reconcile, in)
 

@@ -56,7 +56,7 @@ func TestANewDownstreamKind(t *testing.T) {
 	env := newActivityEnv(&activities.Activities{})
 	in := input(&downstream{})
 	in.Downstream.Kind = "test-ledger"
-	in.Downstream.Status = "ledger"
+	in.Downstream.Endpoint.Status = "ledger"
 
 	v, err := env.ExecuteActivity(workflows.ActivityExecute, in)
 	require.NoError(t, err)

@@ -267,7 +267,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 		OperationID: nonce, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
 		Owner: call.owner, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		Downstream: call.action.Downstream, Summary: summary, TruthClaimed: truthClaimed, ClaimedAt: truthClaimedAt,
+		Downstream: call.action.Downstream.Plan(), Summary: summary, TruthClaimed: truthClaimed, ClaimedAt: truthClaimedAt,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       nonce,

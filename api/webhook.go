@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/oncegate/oncegate/idemstore"
-	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -77,11 +77,11 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	if err := dec.Decode(&event); err != nil {
 		return refuse(fmt.Errorf("the body is not JSON: %w", err))
 	}
-	opID, _ := catalog.Lookup(event, wh.ReferenceField).(string)
+	opID, _ := plan.Lookup(event, wh.ReferenceField).(string)
 	if opID == "" {
 		return refuse(fmt.Errorf("no operation reference at %s", wh.ReferenceField))
 	}
-	record, err := json.Marshal(catalog.Lookup(event, wh.ObjectField))
+	record, err := json.Marshal(plan.Lookup(event, wh.ObjectField))
 	if err != nil {
 		return refuse(fmt.Errorf("no downstream record at %s", wh.ObjectField))
 	}
@@ -99,7 +99,7 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	if !first {
 		return refuse(fmt.Errorf("replayed: this event was already accepted"))
 	}
-	eventType, _ := catalog.Lookup(event, "type").(string)
+	eventType, _ := plan.Lookup(event, "type").(string)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	err = s.temporal.SignalWorkflow(sctx, opID, "", workflows.SignalDownstreamState,

@@ -5,10 +5,12 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 )
 
 const (
@@ -71,8 +73,13 @@ type OperationInput struct {
 	InFlightTTL time.Duration `json:"in_flight_ttl"`
 	// TerminalTTL is the action's terminal_ttl.
 	TerminalTTL time.Duration `json:"terminal_ttl"`
-	// Downstream is the action's downstream description.
-	Downstream catalog.Downstream `json:"downstream"`
+	// Downstream is the action's downstream, resolved by the catalog into
+	// the plain values the workflow and its activities run.
+	Downstream plan.Downstream `json:"downstream_plan"`
+	// CatalogDownstream is the catalog's downstream configuration that
+	// gateways sent before the plan existed; read only (by WithPlan) to
+	// replay and continue their workflows. New inputs leave it empty.
+	CatalogDownstream json.RawMessage `json:"downstream,omitempty"`
 	// Summary is a short human text (action and amount) for the Web UI.
 	Summary string `json:"summary"`
 }
@@ -133,4 +140,19 @@ type StateView struct {
 	Decision *Decision `json:"decision,omitempty"`
 	// Refused lists the decisions refused (the latest few).
 	Refused []RefusedResolution `json:"refused,omitempty"`
+}
+
+// WithPlan returns in with its Downstream plan, resolving the catalog
+// downstream of an input recorded before the plan existed (a pure function
+// of the input, so a replay resolves it the same way).
+func (in OperationInput) WithPlan() (OperationInput, error) {
+	if in.Downstream.Kind != "" || len(in.CatalogDownstream) == 0 {
+		return in, nil
+	}
+	var cd catalog.Downstream
+	if err := json.Unmarshal(in.CatalogDownstream, &cd); err != nil {
+		return in, fmt.Errorf("decode the downstream of %s: %w", in.OperationID, err)
+	}
+	in.Downstream, in.CatalogDownstream = cd.Plan(), nil
+	return in, nil
 }

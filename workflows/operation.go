@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/idemstore"
-	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 )
 
 // Typed search attribute keys (Keyword). The gateway starts every workflow
@@ -75,6 +75,10 @@ func StartSearchAttributes(in OperationInput) temporal.SearchAttributes {
 // determined, and records the terminal outcome. Its workflow ID is the
 // operation_id, so Temporal runs at most one of it.
 func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error) {
+	in, err := in.WithPlan()
+	if err != nil {
+		return OperationResult{}, err
+	}
 	ds := in.Downstream
 	// The truth (PostgreSQL) must be written: retried until it answers.
 	truthCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -90,17 +94,16 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 	// says; one that ignores it is sent exactly once (MaximumAttempts 1): a
 	// second send could execute the transfer twice. No attempt is made after
 	// the downstream has forgotten the key (ScheduleToCloseTimeout).
-	executeRetry := ds.ExecuteRetry()
 	executeCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    executeRetry.Timeout,
-		ScheduleToCloseTimeout: ds.IdempotencyKeyRetention,
-		RetryPolicy:            retryPolicy(executeRetry, ErrTypeBusinessRefusal, ErrTypeNotSent),
+		StartToCloseTimeout:    ds.Execute.Timeout,
+		ScheduleToCloseTimeout: ds.KeyRetention,
+		RetryPolicy:            retryPolicy(ds.Execute, ErrTypeBusinessRefusal, ErrTypeNotSent),
 	})
 	// Reconciliation only reads, so it may be retried, but boundedly: then a
 	// person decides.
 	reconcileCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: ds.ReconcileRetry().Timeout,
-		RetryPolicy:         retryPolicy(ds.ReconcileRetry(), ErrTypeNoStatusEndpoint),
+		StartToCloseTimeout: ds.StatusQuery.Timeout,
+		RetryPolicy:         retryPolicy(ds.StatusQuery, ErrTypeNoStatusEndpoint),
 	})
 
 	view := StateView{State: idemstore.StateInFlight}
@@ -282,7 +285,7 @@ func execute(ctx, executeCtx, reconcileCtx workflow.Context, in OperationInput) 
 	if keyRetentionRanOut(err) {
 		why = fmt.Sprintf("outcome unknown after execute: the downstream keeps an Idempotency-Key for %s "+
 			"(idempotency_key_retention), and that time ran out before the attempts did; no retry was sent after it",
-			in.Downstream.IdempotencyKeyRetention)
+			in.Downstream.KeyRetention)
 	}
 	logger.Warn("Execute outcome unknown, reconciling", "Error", err)
 	return reconcile(ctx, reconcileCtx, in, why, lastSent)
@@ -305,27 +308,27 @@ func keyRetentionRanOut(err error) bool {
 // outcome; with a declared business_state, DONE, FAILED (a definite refusal,
 // even a late one), pending, or unknown for a state the catalog does not list.
 func interpret(ctx workflow.Context, in OperationInput, record json.RawMessage, resultRef string) verdict {
-	bs := in.Downstream.BusinessState
-	if bs == nil {
+	business := in.Downstream.Business
+	if business == nil {
 		return verdict{result: OperationResult{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
 	}
 	_ = workflow.GetVersion(ctx, ChangeBusinessState, workflow.DefaultVersion, 1)
-	state, phase, reason := bs.Classify(record)
+	state, phase, reason := business.State.Classify(record)
 	switch phase {
-	case catalog.PhaseSucceeded:
+	case plan.PhaseSucceeded:
 		return verdict{result: OperationResult{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
-	case catalog.PhaseFailed:
+	case plan.PhaseFailed:
 		return verdict{result: failed(idemstore.FailureRefused, reason)}
-	case catalog.PhasePending:
+	case plan.PhasePending:
 		return verdict{pending: &pendingAnswer{record: record, at: workflow.Now(ctx)}}
-	case catalog.PhaseUnknown:
+	case plan.PhaseUnknown:
 	}
 	return verdict{unknown: fmt.Sprintf("the downstream answered a business state %q that the catalog does not list as succeeded, failed or pending", state)}
 }
 
 // awaitFinal waits, durably, for the final business state of an operation
 // the downstream accepted as pending: it asks the status endpoint on a timer
-// (poll_interval, doubling up to catalog.MaxReconcilePoll) and takes the
+// (poll_interval, doubling up to plan.MaxReconcilePoll) and takes the
 // downstream_state signal of a verified webhook, whichever reports a final
 // state first (the other is then ignored). Past completion_deadline a person
 // decides. The reported state is kept on the truth record and in the state
@@ -333,7 +336,7 @@ func interpret(ctx workflow.Context, in OperationInput, record json.RawMessage, 
 func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput, view *StateView, p *pendingAnswer) (verdict, error) {
 	logger := workflow.GetLogger(ctx)
 	ds := in.Downstream
-	state, _, _ := ds.BusinessState.Classify(p.record)
+	state, _, _ := ds.Business.State.Classify(p.record)
 	report := func(st string) error {
 		view.DownstreamState = st
 		setDetails(ctx, in, *view)
@@ -348,17 +351,17 @@ func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput,
 	if err := report(state); err != nil {
 		return verdict{}, err
 	}
-	deadline := p.at.Add(ds.CompletionDeadline)
-	interval := ds.PollInterval
+	deadline := p.at.Add(ds.Business.CompletionDeadline)
+	interval := ds.Business.PollInterval
 	events := workflow.GetSignalChannel(ctx, SignalDownstreamState)
 	for {
 		now := workflow.Now(ctx)
 		if !now.Before(deadline) {
 			return verdict{unknown: fmt.Sprintf("the downstream still reports %q %s after accepting it (completion_deadline)",
-				state, ds.CompletionDeadline)}, nil
+				state, ds.Business.CompletionDeadline)}, nil
 		}
 		wait := min(interval, deadline.Sub(now))
-		interval = min(2*interval, catalog.MaxReconcilePoll)
+		interval = min(2*interval, plan.MaxReconcilePoll)
 
 		timerCtx, cancelTimer := workflow.WithCancel(ctx)
 		var (
@@ -379,7 +382,7 @@ func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput,
 		case signaled:
 			logger.Info("Downstream state reported by webhook", "EventType", event.EventType)
 			record = event.Record
-		case ds.Status == "":
+		case !ds.Reconciles():
 			continue // only a webhook can tell
 		default:
 			var rec ReconcileResult
@@ -396,21 +399,21 @@ func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput,
 			}
 			record = rec.Result
 		}
-		st, phase, reason := ds.BusinessState.Classify(record)
+		st, phase, reason := ds.Business.State.Classify(record)
 		switch phase {
-		case catalog.PhaseSucceeded:
+		case plan.PhaseSucceeded:
 			return verdict{result: OperationResult{State: idemstore.StateDone, Result: record,
 				ResultRef: ExtractResultRef(record, ds.ResultRef)}}, nil
-		case catalog.PhaseFailed:
+		case plan.PhaseFailed:
 			return verdict{result: failed(idemstore.FailureRefused, reason)}, nil
-		case catalog.PhasePending:
+		case plan.PhasePending:
 			if st != state {
 				state = st
 				if err := report(st); err != nil {
 					return verdict{}, err
 				}
 			}
-		case catalog.PhaseUnknown:
+		case plan.PhaseUnknown:
 			logger.Warn("Ignoring a business state the catalog does not list", "State", st)
 		}
 	}
@@ -431,7 +434,7 @@ func failed(kind idemstore.FailureKind, reason string) OperationResult {
 // decides.
 func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string, lastSent time.Time) (verdict, error) {
 	ds := in.Downstream
-	if ds.Status == "" {
+	if !ds.Reconciles() {
 		return verdict{unknown: why + "; the downstream has no status endpoint"}, nil
 	}
 	version := workflow.GetVersion(ctx, ChangeNotFoundWindow, workflow.DefaultVersion, 1)
@@ -467,13 +470,13 @@ func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string
 				ReasonNotExecuted, askedAt.Sub(lastSent).Round(time.Millisecond), ds.MaxProcessingTime, ds.StatusLag))}, nil
 		}
 		// Too early for "not found" to prove anything: ask again after
-		// reconcile_delay, doubling up to catalog.MaxReconcilePoll, and once
+		// reconcile_delay, doubling up to plan.MaxReconcilePoll, and once
 		// more when the window has passed (never sleeping past it).
 		wait := provesAt.Sub(workflow.Now(ctx))
 		if interval > 0 && interval < wait {
 			wait = interval
 		}
-		interval = min(2*interval, catalog.MaxReconcilePoll)
+		interval = min(2*interval, plan.MaxReconcilePoll)
 		if wait > 0 {
 			if err := workflow.Sleep(ctx, wait); err != nil {
 				return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)
@@ -628,10 +631,10 @@ func causeOf(err error) string {
 
 // retryPolicy is the Temporal retry policy of r, never retrying the error
 // types nonRetryable.
-func retryPolicy(r catalog.Retry, nonRetryable ...string) *temporal.RetryPolicy {
+func retryPolicy(r plan.Retry, nonRetryable ...string) *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
 		InitialInterval:        r.Initial,
-		BackoffCoefficient:     catalog.RetryCoefficient,
+		BackoffCoefficient:     plan.RetryCoefficient,
 		MaximumInterval:        r.Max,
 		MaximumAttempts:        int32(r.Attempts),
 		NonRetryableErrorTypes: nonRetryable,

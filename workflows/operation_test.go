@@ -1,7 +1,6 @@
 package workflows_test
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -20,6 +18,7 @@ import (
 	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -62,7 +61,7 @@ func input(honours bool) workflows.OperationInput {
 		Params:      params,
 		InFlightTTL: 10 * time.Minute,
 		TerminalTTL: 24 * time.Hour,
-		Downstream:  ds,
+		Downstream:  ds.Plan(),
 		Summary:     workflows.Summary(scope, params, "amount"),
 	}
 }
@@ -231,7 +230,7 @@ func TestOperation_NonHonouring5xxNotFoundProvesOnlyAfterTheWindow(t *testing.T)
 	assert.Contains(t, out.Reason, "max_processing_time 2m0s + status_lag 10s")
 	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
 	// Asked after the settle delay (30s), then 30s, 60s (doubling, capped at
-	// catalog.MaxReconcilePoll) later; only the last ask, made after
+	// plan.MaxReconcilePoll) later; only the last ask, made after
 	// max_processing_time + status_lag (2m10s) since the send, proves anything.
 	window := 2*time.Minute + 10*time.Second
 	require.GreaterOrEqual(t, len(asked), 2)
@@ -304,8 +303,8 @@ func TestOperation_NotFoundWithoutWindowNeedsReview(t *testing.T) {
 func TestOperation_NoRetryAfterTheKeyRetention(t *testing.T) {
 	env, _ := newEnv(t)
 	in := input(true)
-	in.Downstream.Attempts = 100
-	in.Downstream.IdempotencyKeyRetention = 20 * time.Second
+	in.Downstream.Execute.Attempts = 100
+	in.Downstream.KeyRetention = 20 * time.Second
 	var attempts []time.Time
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Run(func(mock.Arguments) { attempts = append(attempts, env.Now()) }).
@@ -518,12 +517,14 @@ func startOptions(in workflows.OperationInput) client.StartWorkflowOptions {
 func payoutInput() workflows.OperationInput {
 	in := input(true)
 	in.Scope = "payments.payout"
-	in.Downstream.Execute = "http://downstream/v1/payouts"
-	in.Downstream.Status = "http://downstream/v1/payouts"
-	in.Downstream.BusinessState = &catalog.BusinessState{Field: "status", Succeeded: []string{"paid"},
-		Failed: []string{"failed"}, Pending: []string{"pending"}, ReasonField: "failure_reason"}
-	in.Downstream.CompletionDeadline = time.Hour
-	in.Downstream.PollInterval = time.Second
+	in.Downstream.Endpoint.Execute = "http://downstream/v1/payouts"
+	in.Downstream.Endpoint.Status = "http://downstream/v1/payouts"
+	in.Downstream.Business = &plan.Business{
+		State: plan.BusinessState{Field: "status", Succeeded: []string{"paid"},
+			Failed: []string{"failed"}, Pending: []string{"pending"}, ReasonField: "failure_reason"},
+		CompletionDeadline: time.Hour,
+		PollInterval:       time.Second,
+	}
 	return in
 }
 
@@ -568,8 +569,8 @@ func TestOperation_PendingPolledUntilPaid(t *testing.T) {
 func TestOperation_PendingWebhookFailsBeforeTheNextPoll(t *testing.T) {
 	env, _ := newEnv(t)
 	in := payoutInput()
-	in.Downstream.PollInterval = time.Hour
-	in.Downstream.CompletionDeadline = 24 * time.Hour
+	in.Downstream.Business.PollInterval = time.Hour
+	in.Downstream.Business.CompletionDeadline = 24 * time.Hour
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
 	env.OnActivity(a.RecordDownstreamState, mock.Anything, mock.Anything).Return(nil)
@@ -638,78 +639,4 @@ func TestOperation_TheGatewaysClaimIsTheClaim(t *testing.T) {
 	env.AssertActivityNotCalled(t, workflows.ActivityClaimTruth, mock.Anything, mock.Anything)
 	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
 	env.AssertExpectations(t)
-}
-
-// TestWorstCaseIsWhatTheWorkflowRuns runs, for every action of the dev
-// catalog, the longest path the workflow can take before it knows the
-// outcome or asks a person: every execute attempt and status query timing
-// out (the slowest answer there is), every retry, the settle delay and the
-// processing window. Its time must stay within the catalog's worst case
-// (what in_flight_ttl is checked against), computed from the same
-// schedules: the check at load and the policy the workflow runs agree.
-func TestWorstCaseIsWhatTheWorkflowRuns(t *testing.T) {
-	t.Setenv("DOWNSTREAM_URL", "http://127.0.0.1:8090")
-	cat, err := catalog.Load("../deployments/catalog.dev.yaml", 2*time.Second)
-	require.NoError(t, err)
-	for _, scope := range cat.Scopes() {
-		action, _ := cat.Lookup(scope)
-		if action.Downstream.BusinessState != nil {
-			continue // a pending wait ends at completion_deadline, tested apart
-		}
-		t.Run(scope, func(t *testing.T) {
-			env, _ := newEnv(t)
-			in := input(action.Downstream.HonorsIdempotencyKey)
-			in.Scope, in.Downstream = scope, action.Downstream
-			start := env.Now()
-			var reviewAt time.Time
-			env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-			// Each attempt takes its whole timeout and gets no answer.
-			env.OnActivity(a.Execute, mock.Anything, mock.Anything).After(action.Downstream.Timeout).
-				Return(workflows.ExecuteResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable))
-			env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).After(action.Downstream.Timeout).
-				Return(workflows.ReconcileResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable))
-			env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.Anything).Run(func(mock.Arguments) { reviewAt = env.Now() }).Return(nil).Once()
-			env.RegisterDelayedCallback(env.CancelWorkflow, 24*time.Hour)
-
-			env.ExecuteWorkflow(workflows.Operation, in)
-
-			require.False(t, reviewAt.IsZero(), "the longest path ends in review")
-			took := reviewAt.Sub(start)
-			worst := action.WorstCase(0)
-			t.Logf("%s: the workflow asked a person after %s; the catalog's worst case (without the gateway's wait) is %s", scope, took, worst)
-			assert.LessOrEqual(t, took, worst)
-			assert.Greater(t, took, worst/3, "the worst case is not wildly above what runs")
-		})
-		if !action.Downstream.ProvesNotExecuted() {
-			continue
-		}
-		t.Run(scope+" not found only after the window", func(t *testing.T) {
-			env, _ := newEnv(t)
-			in := input(false)
-			in.Scope, in.Downstream = scope, action.Downstream
-			start := env.Now()
-			var failedAt time.Time
-			maxAttempts := action.Downstream.ReconcileRetry().Attempts
-			env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-			env.OnActivity(a.Execute, mock.Anything, mock.Anything).After(action.Downstream.Timeout).
-				Return(workflows.ExecuteResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable))
-			// Every status query takes all its attempts: the last one answers not found.
-			env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).After(action.Downstream.Timeout).Return(
-				func(ctx context.Context, _ workflows.OperationInput) (workflows.ReconcileResult, error) {
-					if activity.GetInfo(ctx).Attempt < int32(maxAttempts) {
-						return workflows.ReconcileResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable)
-					}
-					return workflows.ReconcileResult{Found: false}, nil
-				})
-			env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Run(func(mock.Arguments) { failedAt = env.Now() }).Return(nil).Once()
-
-			env.ExecuteWorkflow(workflows.Operation, in)
-
-			require.False(t, failedAt.IsZero())
-			took, worst := failedAt.Sub(start), action.WorstCase(0)
-			t.Logf("%s: not executed proved after %s; the catalog's worst case is %s", scope, took, worst)
-			assert.LessOrEqual(t, took, worst)
-			assert.Greater(t, took, worst/2)
-		})
-	}
 }

@@ -1,68 +1,6 @@
 package catalog
 
-import (
-	"encoding/json"
-	"slices"
-	"strings"
-	"time"
-)
-
-// Phase is what a downstream's business state means.
-type Phase string
-
-const (
-	// PhaseSucceeded means the operation is done.
-	PhaseSucceeded Phase = "succeeded"
-	// PhaseFailed means it definitely failed (a refusal, even a late one).
-	PhaseFailed Phase = "failed"
-	// PhasePending means it is still on its way.
-	PhasePending Phase = "pending"
-	// PhaseUnknown means the answer holds no state, or one the catalog does
-	// not list: nothing can be concluded from it.
-	PhaseUnknown Phase = "unknown"
-)
-
-// Classify reads the business state of answer (a downstream's JSON record)
-// and says what it means, with the failure reason for PhaseFailed. It is
-// pure, so the workflow may call it.
-func (b *BusinessState) Classify(answer json.RawMessage) (state string, phase Phase, reason string) {
-	var doc any
-	if err := json.Unmarshal(answer, &doc); err != nil {
-		return "", PhaseUnknown, ""
-	}
-	state, ok := Lookup(doc, b.Field).(string)
-	switch {
-	case !ok:
-		return "", PhaseUnknown, ""
-	case slices.Contains(b.Succeeded, state):
-		return state, PhaseSucceeded, ""
-	case slices.Contains(b.Failed, state):
-		reason, _ = Lookup(doc, b.ReasonField).(string)
-		if reason == "" {
-			reason = state
-		}
-		return state, PhaseFailed, reason
-	case slices.Contains(b.Pending, state):
-		return state, PhasePending, ""
-	default:
-		return state, PhaseUnknown, ""
-	}
-}
-
-// Lookup returns the member of doc (decoded JSON) at the dotted path, or nil.
-func Lookup(doc any, path string) any {
-	if path == "" {
-		return nil
-	}
-	for _, name := range strings.Split(path, ".") {
-		obj, ok := doc.(map[string]any)
-		if !ok {
-			return nil
-		}
-		doc = obj[name]
-	}
-	return doc
-}
+import "github.com/oncegate/oncegate/internal/plan"
 
 // buildBusinessState fills the business-state settings of d from r and
 // reports whether they are valid.
@@ -81,7 +19,7 @@ func buildBusinessState(p problems, d *Downstream, r rawDownstream) bool {
 		return ok
 	}
 	rb := r.BusinessState
-	b := &BusinessState{Field: rb.Field, Succeeded: rb.Succeeded, Failed: rb.Failed, Pending: rb.Pending, ReasonField: rb.ReasonField}
+	b := &plan.BusinessState{Field: rb.Field, Succeeded: rb.Succeeded, Failed: rb.Failed, Pending: rb.Pending, ReasonField: rb.ReasonField}
 	d.BusinessState = b
 	if b.Field == "" {
 		p.addf("downstream.business_state.field is required (the dotted path of the state in the answer, such as status)")
@@ -150,14 +88,4 @@ func buildWebhook(p problems, d *Downstream, r *rawWebhook) bool {
 		tOK = false
 	}
 	return ok && tOK
-}
-
-// pendingWorst is how long a pending operation may stay in flight after
-// its execute call: the completion deadline plus the status query running
-// when it passes.
-func (d *Downstream) pendingWorst() time.Duration {
-	if d.BusinessState == nil || len(d.BusinessState.Pending) == 0 {
-		return 0
-	}
-	return satAdd(d.CompletionDeadline, d.ReconcileRetry().Worst())
 }

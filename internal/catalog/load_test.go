@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/internal/plan"
 )
 
 const gatewayWait = 1500 * time.Millisecond
@@ -93,7 +95,7 @@ func TestDevCatalogLoads(t *testing.T) {
 		"payments.payout", "payments.transfer"}, c.Scopes())
 	mt, ok := c.Lookup("payments.mcp_transfer")
 	require.True(t, ok)
-	assert.Equal(t, KindMCP, mt.Downstream.Kind)
+	assert.Equal(t, plan.KindMCP, mt.Downstream.Kind)
 	assert.True(t, mt.Downstream.HonorsIdempotencyKey)
 	ml, ok := c.Lookup("payments.mcp_legacy_transfer")
 	require.True(t, ok)
@@ -103,7 +105,7 @@ func TestDevCatalogLoads(t *testing.T) {
 
 	po, ok := c.Lookup("payments.payout")
 	require.True(t, ok)
-	assert.Equal(t, &BusinessState{Field: "status", Succeeded: []string{"paid"}, Failed: []string{"failed"},
+	assert.Equal(t, &plan.BusinessState{Field: "status", Succeeded: []string{"paid"}, Failed: []string{"failed"},
 		Pending: []string{"pending"}, ReasonField: "failure_reason"}, po.Downstream.BusinessState)
 	assert.Equal(t, 15*time.Minute, po.Downstream.CompletionDeadline)
 	assert.Equal(t, &Webhook{SecretEnv: "ONCEGATE_PAYOUT_WEBHOOK_SECRET", SignatureHeader: "Sim-Signature", Tolerance: 5 * time.Minute,
@@ -139,7 +141,7 @@ func TestDevCatalogLoads(t *testing.T) {
 	assert.Equal(t, 720*time.Hour, tr.TerminalTTL)
 	assert.Equal(t, 24*time.Hour, tr.DuplicateIntentWindow)
 	assert.Equal(t, Downstream{
-		Kind:                 KindHTTP,
+		Kind:                 plan.KindHTTP,
 		Execute:              "http://127.0.0.1:8090/v1/transfers",
 		HonorsIdempotencyKey: true,
 		Quote:                "http://127.0.0.1:8090/v1/quotes",
@@ -450,7 +452,7 @@ func TestMCPKind(t *testing.T) {
 	require.NoError(t, err)
 	a, _ := c.Lookup("payments.mcp")
 	assert.True(t, a.Downstream.HonorsIdempotencyKey, "an idempotency argument honours the key")
-	assert.Equal(t, KindMCP, a.Downstream.Kind)
+	assert.Equal(t, plan.KindMCP, a.Downstream.Kind)
 
 	c, err = parse(doc(action("payments.mcp_legacy", nil, mcpDown(map[string]string{"idempotency_argument": "", "attempts": "1",
 		"idempotency_key_retention": "", "status_tool": "get_transfer"}))), gatewayWait, devEnv)

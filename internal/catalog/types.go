@@ -7,6 +7,8 @@ package catalog
 import (
 	"regexp"
 	"time"
+
+	"github.com/oncegate/oncegate/internal/plan"
 )
 
 // FieldType is the type of a bound param.
@@ -92,31 +94,20 @@ type FreeField struct {
 	MaxLength int `yaml:"max_length" json:"max_length,omitempty"`
 }
 
-// Downstream kinds: the protocol the activities speak to a downstream.
-const (
-	// KindHTTP is a JSON HTTP API: execute is POSTed, status is GET
-	// ?client_reference=, Idempotency-Key is a header (the default).
-	KindHTTP = "http"
-	// KindMCP is a tool on an MCP server (streamable HTTP): execute is a
-	// tools/call of Tool, with the operation id in IdempotencyArgument when
-	// the tool takes one; reconciliation calls StatusTool.
-	KindMCP = "mcp"
-)
-
 // Downstream describes the API an action calls.
 type Downstream struct {
-	// Kind is the protocol: KindHTTP (empty means it too) or KindMCP.
+	// Kind is the protocol: plan.KindHTTP (empty means it too) or plan.KindMCP.
 	Kind string `yaml:"kind" json:"kind,omitempty"`
-	// Execute is the URL the workflow POSTs the params to (for KindMCP: the
+	// Execute is the URL the workflow POSTs the params to (for plan.KindMCP: the
 	// MCP server's streamable HTTP endpoint).
 	Execute string `yaml:"execute" json:"execute"`
-	// Tool is, for KindMCP, the tool that executes the operation.
+	// Tool is, for plan.KindMCP, the tool that executes the operation.
 	Tool string `yaml:"tool" json:"tool,omitempty"`
-	// IdempotencyArgument is, for KindMCP, the tool's argument that takes
+	// IdempotencyArgument is, for plan.KindMCP, the tool's argument that takes
 	// the operation id as an idempotency key; set, the tool honours the key
 	// (HonorsIdempotencyKey) and is retried with it.
 	IdempotencyArgument string `yaml:"idempotency_argument" json:"idempotency_argument,omitempty"`
-	// StatusTool is, for KindMCP, the read-only tool reconciliation calls:
+	// StatusTool is, for plan.KindMCP, the read-only tool reconciliation calls:
 	// a result holding the ResultRef field is found, one without it not
 	// found, one with isError no answer.
 	StatusTool string `yaml:"status_tool" json:"status_tool,omitempty"`
@@ -124,7 +115,7 @@ type Downstream struct {
 	// operation_id stands for the operation id, anything else is sent as is.
 	StatusArguments map[string]string `yaml:"status_arguments" json:"status_arguments,omitempty"`
 	// AuthEnv names the environment variable holding a bearer token for the
-	// downstream (KindMCP); the token itself never enters a workflow's history.
+	// downstream (plan.KindMCP); the token itself never enters a workflow's history.
 	AuthEnv string `yaml:"auth_env" json:"auth_env,omitempty"`
 	// HonorsIdempotencyKey says whether the downstream deduplicates by the
 	// Idempotency-Key header. When false it is called exactly once and
@@ -170,7 +161,7 @@ type Downstream struct {
 	// (payouts: pending, then paid or failed), says where it is and what it
 	// means; a 2xx alone is then not "done". Nil for a downstream whose 2xx
 	// is the outcome.
-	BusinessState *BusinessState `yaml:"business_state" json:"business_state,omitempty"`
+	BusinessState *plan.BusinessState `yaml:"business_state" json:"business_state,omitempty"`
 	// CompletionDeadline is how long after the execute call a pending
 	// operation may stay pending; past it, a person decides.
 	CompletionDeadline time.Duration `yaml:"completion_deadline" json:"completion_deadline,omitempty"`
@@ -180,21 +171,6 @@ type Downstream struct {
 	// Webhook, when set, lets the downstream report a final state by a
 	// signed POST to /v1/webhooks/{scope}.
 	Webhook *Webhook `yaml:"webhook" json:"webhook,omitempty"`
-}
-
-// BusinessState says where a downstream's answer holds its business state
-// and which values mean succeeded, failed and pending.
-type BusinessState struct {
-	// Field is the dotted path of the state in the answer, such as "status".
-	Field string `json:"field"`
-	// Succeeded lists the values that mean the operation is done.
-	Succeeded []string `json:"succeeded"`
-	// Failed lists the values that mean it definitely failed.
-	Failed []string `json:"failed"`
-	// Pending lists the values that mean it is still on its way.
-	Pending []string `json:"pending"`
-	// ReasonField is the dotted path of a failure's reason, such as "failure_reason".
-	ReasonField string `json:"reason_field,omitempty"`
 }
 
 // Webhook describes how a downstream signs the events it POSTs: the

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/oncegate/oncegate/internal/plan"
 )
 
 // MaxAttempts bounds an action's downstream attempts.
@@ -37,29 +38,13 @@ func (e *ValidationError) Unwrap() error { return ErrInvalid }
 func (c *Catalog) Scopes() []string { return slices.Sorted(maps.Keys(c.Actions)) }
 
 // WorstCase returns the longest an operation of a can stay IN_FLIGHT before
-// its outcome is known or it goes to manual review: the execute call with
-// all its retries (Downstream.ExecuteRetry), gatewayWait, and the
-// reconciliation after an unknown answer (Downstream.ReconcileWorst). It is
-// computed from the same schedules the workflow runs; plus, for a
-// downstream whose answers can be pending, its completion deadline.
-// in_flight_ttl must exceed it.
+// its outcome is known or it goes to manual review: plan.Downstream.Worst of
+// the plan the workflow runs (the execute call with all its retries, the
+// reconciliation after an unknown answer, the pending wait) plus
+// gatewayWait. in_flight_ttl must exceed it.
 func (a *Action) WorstCase(gatewayWait time.Duration) time.Duration {
-	d := &a.Downstream
-	return satAdd(satAdd(satAdd(d.ExecuteRetry().Worst(), gatewayWait), d.ReconcileWorst()), d.pendingWorst())
-}
-
-func satAdd(a, b time.Duration) time.Duration {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-func satMul(a time.Duration, n int64) time.Duration {
-	if n != 0 && a > math.MaxInt64/time.Duration(n) {
-		return math.MaxInt64
-	}
-	return a * time.Duration(n)
+	pl := a.Downstream.Plan()
+	return pl.Worst(gatewayWait)
 }
 
 // fmtDur writes d as time.Duration does without its zero tails: 10m, 720h, 41.5s.
@@ -229,25 +214,29 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 	downOK := buildDownstream(p, &a.Downstream, r.Downstream)
 	if ifOK && downOK && gatewayWait >= 0 {
 		if worst := a.WorstCase(gatewayWait); a.InFlightTTL <= worst {
-			d := &a.Downstream
-			exec := d.ExecuteRetry()
-			msg := fmt.Sprintf("in_flight_ttl %s must be > worst case %s (timeout %s × %d attempts + backoff %s + gateway wait %s",
-				fmtDur(a.InFlightTTL), fmtDur(worst), fmtDur(exec.Timeout), exec.Attempts, fmtDur(exec.Waits()), fmtDur(gatewayWait))
-			if d.reconciles() {
-				msg += fmt.Sprintf(" + reconciliation %s: reconcile delay %s + status query %s (timeout %s × %d reconcile attempts + backoff %s)",
-					fmtDur(d.ReconcileWorst()), fmtDur(d.ReconcileDelay), fmtDur(d.ReconcileRetry().Worst()),
-					fmtDur(d.Timeout), d.ReconcileRetry().Attempts, fmtDur(d.ReconcileRetry().Waits()))
-				if d.ProvesNotExecuted() {
-					msg += fmt.Sprintf(" + max processing time %s + status lag %s + one more status query", fmtDur(d.MaxProcessingTime), fmtDur(d.StatusLag))
-				}
-			}
-			if pw := d.pendingWorst(); pw > 0 {
-				msg += fmt.Sprintf(" + completion deadline %s + one status query", fmtDur(d.CompletionDeadline))
-			}
-			p.addf("%s)", msg)
+			p.addf("in_flight_ttl %s must be > worst case %s (%s)", fmtDur(a.InFlightTTL), fmtDur(worst), worstTerms(a.Downstream.Plan(), gatewayWait))
 		}
 	}
 	return a
+}
+
+// worstTerms spells out the sum plan.Downstream.Worst takes of pl.
+func worstTerms(pl plan.Downstream, gatewayWait time.Duration) string {
+	exec, query := pl.Execute, pl.StatusQuery
+	msg := fmt.Sprintf("timeout %s × %d attempts + backoff %s + gateway wait %s",
+		fmtDur(exec.Timeout), exec.Attempts, fmtDur(exec.Waits()), fmtDur(gatewayWait))
+	if pl.Reconciles() {
+		msg += fmt.Sprintf(" + reconciliation %s: reconcile delay %s + status query %s (timeout %s × %d reconcile attempts + backoff %s)",
+			fmtDur(pl.ReconcileWorst()), fmtDur(pl.ReconcileDelay), fmtDur(query.Worst()),
+			fmtDur(query.Timeout), query.Attempts, fmtDur(query.Waits()))
+		if pl.ProvesNotExecuted() {
+			msg += fmt.Sprintf(" + max processing time %s + status lag %s + one more status query", fmtDur(pl.MaxProcessingTime), fmtDur(pl.StatusLag))
+		}
+	}
+	if pl.Pends() {
+		msg += fmt.Sprintf(" + completion deadline %s + one status query", fmtDur(pl.Business.CompletionDeadline))
+	}
+	return msg
 }
 
 // buildDownstream fills d from r and reports whether the numbers that enter
@@ -297,7 +286,7 @@ func buildDownstream(p problems, d *Downstream, r rawDownstream) bool {
 		p.addf("downstream.backoff %s must be >= 0", fmtDur(d.Backoff))
 		bOK = false
 	}
-	if d.BackoffMax, bmOK = p.duration("downstream.backoff_max", r.BackoffMax, satMul(d.Backoff, DefaultBackoffMaxFactor), false); bmOK && bOK && d.BackoffMax < d.Backoff {
+	if d.BackoffMax, bmOK = p.duration("downstream.backoff_max", r.BackoffMax, plan.SatMul(d.Backoff, DefaultBackoffMaxFactor), false); bmOK && bOK && d.BackoffMax < d.Backoff {
 		p.addf("downstream.backoff_max %s must be >= backoff %s", fmtDur(d.BackoffMax), fmtDur(d.Backoff))
 		bmOK = false
 	}
@@ -327,12 +316,12 @@ func buildDownstream(p problems, d *Downstream, r rawDownstream) bool {
 func buildKind(p problems, d *Downstream, r rawDownstream) bool {
 	d.Kind = r.Kind
 	if d.Kind == "" {
-		d.Kind = KindHTTP
+		d.Kind = plan.KindHTTP
 	}
 	mcpOnly := []struct{ name, value string }{{"tool", r.Tool}, {"idempotency_argument", r.IdempotencyArgument},
 		{"status_tool", r.StatusTool}}
 	switch d.Kind {
-	case KindHTTP:
+	case plan.KindHTTP:
 		for _, f := range mcpOnly {
 			if f.value != "" {
 				p.addf("downstream.%s applies to kind mcp only", f.name)
@@ -344,9 +333,9 @@ func buildKind(p problems, d *Downstream, r rawDownstream) bool {
 			return false
 		}
 		return true
-	case KindMCP:
+	case plan.KindMCP:
 	default:
-		p.addf("downstream.kind %q is unknown (want %s or %s)", r.Kind, KindHTTP, KindMCP)
+		p.addf("downstream.kind %q is unknown (want %s or %s)", r.Kind, plan.KindHTTP, plan.KindMCP)
 		return false
 	}
 	ok := true

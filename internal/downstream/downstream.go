@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 )
 
 // Call is one call of an operation to its downstream.
@@ -26,8 +26,8 @@ type Call struct {
 	OperationID string
 	// Params is the JSON object of the bound and free params.
 	Params json.RawMessage
-	// Config is the action's downstream, resolved by the catalog.
-	Config catalog.Downstream
+	// Downstream is the operation's resolved downstream.
+	Downstream plan.Downstream
 	// HTTP sends the kind's requests.
 	HTTP *http.Client
 }
@@ -102,11 +102,10 @@ func Register(name string, k Kind) {
 	kinds[name] = k
 }
 
-// For returns the kind of cfg (catalog.KindHTTP when cfg names none).
-func For(cfg catalog.Downstream) (Kind, error) {
-	name := cfg.Kind
+// For returns the kind registered as name (plan.KindHTTP when empty).
+func For(name string) (Kind, error) {
 	if name == "" {
-		name = catalog.KindHTTP
+		name = plan.KindHTTP
 	}
 	kindsMu.RLock()
 	defer kindsMu.RUnlock()

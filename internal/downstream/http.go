@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 )
 
 // HeaderIdempotencyKey is the header carrying the operation id to an HTTP
@@ -19,7 +19,7 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 // maxBody bounds how much of a downstream answer is read.
 const maxBody = 1 << 20
 
-func init() { Register(catalog.KindHTTP, HTTP{}) }
+func init() { Register(plan.KindHTTP, HTTP{}) }
 
 // HTTP is the kind of a JSON HTTP API: execute is a POST of the params plus
 // client_reference with the header Idempotency-Key, status a GET
@@ -34,7 +34,7 @@ func (HTTP) Execute(ctx context.Context, c Call) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Config.Execute, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.Downstream.Endpoint.Execute, bytes.NewReader(body))
 	if err != nil {
 		return Answer{}, fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
@@ -58,10 +58,10 @@ func (HTTP) Execute(ctx context.Context, c Call) (Answer, error) {
 // Reconcile GETs <status>?client_reference=<id>: 200 is found with the
 // downstream's record, 404 not found; anything else proves nothing.
 func (HTTP) Reconcile(ctx context.Context, c Call) (Answer, error) {
-	if c.Config.Status == "" {
+	if c.Downstream.Endpoint.Status == "" {
 		return Answer{}, ErrNoStatus
 	}
-	u, err := url.Parse(c.Config.Status)
+	u, err := url.Parse(c.Downstream.Endpoint.Status)
 	if err != nil {
 		return Answer{}, fmt.Errorf("%w: %w", ErrNoStatus, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -17,7 +17,7 @@ import (
 // stands for the operation id.
 const StatusArgumentOperationID = "operation_id"
 
-func init() { Register(catalog.KindMCP, MCP{}) }
+func init() { Register(plan.KindMCP, MCP{}) }
 
 // MCP is the kind of a tool on another MCP server (streamable HTTP).
 type MCP struct{}
@@ -35,10 +35,10 @@ func (MCP) Execute(ctx context.Context, c Call) (Answer, error) {
 	if err := json.Unmarshal(body, &args); err != nil {
 		return Answer{}, fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
-	if c.Config.IdempotencyArgument != "" {
-		args[c.Config.IdempotencyArgument] = c.OperationID
+	if c.Downstream.Endpoint.IdempotencyArgument != "" {
+		args[c.Downstream.Endpoint.IdempotencyArgument] = c.OperationID
 	}
-	res, err := callTool(ctx, c, c.Config.Tool, args)
+	res, err := callTool(ctx, c, c.Downstream.Endpoint.Tool, args)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -57,27 +57,27 @@ func (MCP) Execute(ctx context.Context, c Call) (Answer, error) {
 // holding the catalog's result_ref field is found, one without it not
 // found; isError or no answer proves nothing.
 func (MCP) Reconcile(ctx context.Context, c Call) (Answer, error) {
-	if c.Config.StatusTool == "" {
+	if c.Downstream.Endpoint.StatusTool == "" {
 		return Answer{}, ErrNoStatus
 	}
-	args := make(map[string]any, len(c.Config.StatusArguments))
-	for k, v := range c.Config.StatusArguments {
+	args := make(map[string]any, len(c.Downstream.Endpoint.StatusArguments))
+	for k, v := range c.Downstream.Endpoint.StatusArguments {
 		if v == StatusArgumentOperationID {
 			args[k] = c.OperationID
 		} else {
 			args[k] = v
 		}
 	}
-	res, err := callTool(ctx, c, c.Config.StatusTool, args)
+	res, err := callTool(ctx, c, c.Downstream.Endpoint.StatusTool, args)
 	if err != nil {
 		return Answer{}, err
 	}
 	if res.IsError {
 		return Answer{StatusCode: http.StatusUnprocessableEntity},
-			fmt.Errorf("status tool %s answered an error: %s", c.Config.StatusTool, toolText(res))
+			fmt.Errorf("status tool %s answered an error: %s", c.Downstream.Endpoint.StatusTool, toolText(res))
 	}
 	result := toolResult(res)
-	found := workflows.ExtractResultRef(result, c.Config.ResultRef) != ""
+	found := workflows.ExtractResultRef(result, c.Downstream.ResultRef) != ""
 	return Answer{StatusCode: http.StatusOK, Found: found, Result: result}, nil
 }
 
@@ -88,17 +88,17 @@ func callTool(ctx context.Context, c Call, tool string, args map[string]any) (*m
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	if c.Config.AuthEnv != "" {
-		if token := os.Getenv(c.Config.AuthEnv); token != "" {
+	if c.Downstream.Endpoint.AuthEnv != "" {
+		if token := os.Getenv(c.Downstream.Endpoint.AuthEnv); token != "" {
 			authed := *hc
 			authed.Transport = bearer{token: token, next: transportOf(hc)}
 			hc = &authed
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "oncegate", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.Config.Execute, HTTPClient: hc}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: c.Downstream.Endpoint.Execute, HTTPClient: hc}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("connect %s: %w", c.Config.Execute, err)
+		return nil, fmt.Errorf("connect %s: %w", c.Downstream.Endpoint.Execute, err)
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})

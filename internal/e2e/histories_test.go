@@ -143,6 +143,35 @@ func TestRecordHistories(t *testing.T) {
 		recordHistory(t, s, id, filepath.Join(dir, "legacy_late_commit_completed.json"))
 	})
 
+	// Recorded once the workflow's input carried the downstream plan
+	// (downstream_plan) instead of the catalog's configuration.
+	recording(t, "honouring_completed_plan", func(t *testing.T) {
+		params := transferParams("49.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
+		require.Equal(t, "completed", done.str("status"), done.String())
+		recordHistory(t, s, id, filepath.Join(dir, "honouring_completed_plan.json"))
+	})
+
+	recording(t, "legacy_late_commit_completed_plan", func(t *testing.T) {
+		params := transferParams("50.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
+		setFaults(t, s, map[string]any{"commit_delay_ms": 8000, "status_lag_ms": 2000})
+		defer clearFaults(t, s)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.legacy_transfer", fp, id, params)
+		require.Equal(t, "completed", done.str("status"), done.String())
+		require.Equal(t, 1, executions(t, s, id))
+		recordHistory(t, s, id, filepath.Join(dir, "legacy_late_commit_completed_plan.json"))
+	})
+
+	recording(t, "payout_pending_paid_plan", func(t *testing.T) {
+		params := transferParams("51.00")
+		fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.payout", fp, id, params)
+		require.Equal(t, "completed", done.str("status"), done.String())
+		recordHistory(t, s, id, filepath.Join(dir, "payout_pending_paid_plan.json"))
+	})
+
 	recording(t, "payout_pending_paid", func(t *testing.T) {
 		params := transferParams("46.00")
 		fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)

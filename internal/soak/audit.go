@@ -19,6 +19,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -398,7 +399,7 @@ func resolveReview(ctx context.Context, c *client, sim *pgxpool.Pool, action *ca
 // whose downstream has no such endpoint (payments.transfer, the MCP tools).
 func recordOf(ctx context.Context, c *client, sim *pgxpool.Pool, action *catalog.Action, id string) (map[string]any, error) {
 	d := action.Downstream
-	if d.Status == "" || (d.Kind != "" && d.Kind != catalog.KindHTTP) {
+	if d.Status == "" || (d.Kind != "" && d.Kind != plan.KindHTTP) {
 		var record map[string]any
 		err := sim.QueryRow(ctx, `SELECT row_to_json(t) FROM sim_transfer t
 			WHERE idempotency_key = $1 OR client_reference = $1 ORDER BY created_at LIMIT 1`, id).Scan(&record)

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -175,7 +176,7 @@ func TestParseOptions(t *testing.T) {
 }
 
 func TestVerdictOf(t *testing.T) {
-	payout := &catalog.Action{Downstream: catalog.Downstream{BusinessState: &catalog.BusinessState{
+	payout := &catalog.Action{Downstream: catalog.Downstream{BusinessState: &plan.BusinessState{
 		Field: "data.status", Succeeded: []string{"paid"}, Failed: []string{"failed"}, Pending: []string{"pending"}}}}
 	record := func(status string) map[string]any { return map[string]any{"data": map[string]any{"status": status}} }
 	assert.Equal(t, verdictSucceeded, verdictOf(payout, record("paid")))
