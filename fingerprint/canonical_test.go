@@ -107,12 +107,3 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 	_, err := CanonicalJSON([]byte(okDeep))
 	assert.NoError(t, err, "exactly MaxDepth levels are accepted")
 }
-
-func TestCompareUTF16(t *testing.T) {
-	t.Parallel()
-	assert.Negative(t, compareUTF16("\U0001F600", "\uFB01"))
-	assert.Positive(t, compareUTF16("\uFB01", "\U0001F600"))
-	assert.Negative(t, compareUTF16("a", "aa"))
-	assert.Zero(t, compareUTF16("é", "é"))
-	assert.Negative(t, compareUTF16("\U0001F600", "\U0001F601"))
-}
