@@ -27,7 +27,8 @@ type Expectation struct {
 	Subject string
 	// Scope is the action being confirmed.
 	Scope string
-	// ParamHash is ParamHash of the confirm's canonical bound params.
+	// ParamHash is the param_hash of the confirm's canonical bound params
+	// (params.Hash).
 	ParamHash string
 	// Now is the verification time (the injectable clock); zero means time.Now().
 	Now time.Time

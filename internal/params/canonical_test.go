@@ -1,4 +1,4 @@
-package fingerprint
+package params
 
 import (
 	"errors"
@@ -97,7 +97,7 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 			t.Parallel()
 			_, err := CanonicalJSON([]byte(tt.in))
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrInvalidParams)
+			assert.ErrorIs(t, err, ErrInvalid)
 			assert.ErrorContains(t, err, tt.want)
 			var fp FieldProblem
 			require.True(t, errors.As(err, &fp))

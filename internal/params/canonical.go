@@ -1,4 +1,4 @@
-package fingerprint
+package params
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 )
 
 // Limits on the JSON accepted by CanonicalJSON, Canonicalize and
-// ValidateParams. Input beyond any of them is refused with ErrInvalidParams.
+// Validate. Input beyond any of them is refused with ErrInvalid.
 const (
 	// MaxParamsBytes is the largest accepted JSON input, in bytes.
 	MaxParamsBytes = 64 << 10
@@ -43,7 +43,7 @@ const maxExponent = 10000
 // no point for integers, -0 as 0. Input that is not valid JSON, is not valid
 // UTF-8, has duplicate keys (also after NFC), or exceeds MaxParamsBytes,
 // MaxDepth, MaxMembers or MaxNumberDigits is refused with an error wrapping
-// ErrInvalidParams.
+// ErrInvalid.
 func CanonicalJSON(raw []byte) ([]byte, error) {
 	v, err := parseJSON(raw)
 	if err != nil {
