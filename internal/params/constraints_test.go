@@ -13,13 +13,19 @@ import (
 	"github.com/oncegate/oncegate/internal/catalog"
 )
 
-// devTransfer returns payments.transfer of the dev catalog.
-func devTransfer(t *testing.T) *catalog.Action {
+// devCatalog loads the dev catalog (deployments/catalog.dev.yaml).
+func devCatalog(t *testing.T) *catalog.Catalog {
 	t.Helper()
 	t.Setenv("DOWNSTREAM_URL", "http://127.0.0.1:8090")
 	cat, err := catalog.Load(filepath.Join("..", "..", "deployments", "catalog.dev.yaml"), 1500*time.Millisecond)
 	require.NoError(t, err)
-	a, ok := cat.Lookup("payments.transfer")
+	return cat
+}
+
+// devTransfer returns payments.transfer of the dev catalog.
+func devTransfer(t *testing.T) *catalog.Action {
+	t.Helper()
+	a, ok := devCatalog(t).Lookup("payments.transfer")
 	require.True(t, ok)
 	return a
 }
