@@ -41,8 +41,8 @@ soak: ## chaos soak: agents retry while every component is killed; audits every 
 fuzz: ## every fuzz target for FUZZTIME each (default 10m), results in .run/fuzz/
 	@./scripts/fuzz.sh
 
-bench: ## benchmarks (fingerprint, stores)
-	go test -run='^$$' -bench=. -benchmem ./fingerprint/ ./idemstore/...
+bench: ## benchmarks (params binding, fingerprint, stores)
+	go test -run='^$$' -bench=. -benchmem ./internal/params/ ./fingerprint/ ./idemstore/...
 
 bench-e2e: ## the cost of safety: oncegate against floors in the same run (starts its own stack; writes docs/benchmarks.md and docs/benchmarks.png)
 	@./scripts/deps.sh

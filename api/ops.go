@@ -16,8 +16,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
-	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/params"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -44,7 +44,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 		st, ok := stateFilters[q]
 		if !ok {
 			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
-				[]fingerprint.FieldProblem{{Field: "state", Rule: fingerprint.RuleEnum, Problem: "must be one of in_flight, needs_manual_review, completed, failed"}}))
+				[]params.FieldProblem{{Field: "state", Rule: params.RuleEnum, Problem: "must be one of in_flight, needs_manual_review, completed, failed"}}))
 		}
 		state = st
 	}
@@ -53,7 +53,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 		d, err := time.ParseDuration(q)
 		if err != nil || d <= 0 {
 			return s.render(c, newReply(StatusInvalidResolution).withProblems("invalid_filter",
-				[]fingerprint.FieldProblem{{Field: "older_than", Problem: "must be a positive Go duration such as 10m or 1h30m"}}))
+				[]params.FieldProblem{{Field: "older_than", Problem: "must be a positive Go duration such as 10m or 1h30m"}}))
 		}
 		olderThan = d
 	}
@@ -62,7 +62,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 		n, err := strconv.Atoi(q)
 		if err != nil || n <= 0 {
 			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
-				[]fingerprint.FieldProblem{{Field: "limit", Rule: fingerprint.RuleType, Problem: "must be a positive integer"}}))
+				[]params.FieldProblem{{Field: "limit", Rule: params.RuleType, Problem: "must be a positive integer"}}))
 		}
 		limit = min(n, maxListLimit)
 	}
@@ -80,7 +80,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 
 // withProblems turns a reply into a validation answer with errors (a list filter
 // problem reuses invalid_resolution's code with its own text).
-func (r reply) withProblems(key string, problems []fingerprint.FieldProblem) reply {
+func (r reply) withProblems(key string, problems []params.FieldProblem) reply {
 	r.key = key
 	return r.with("errors", problems)
 }
@@ -199,29 +199,29 @@ type resolveRequest struct {
 }
 
 // validate returns one problem per inconsistency.
-func (req resolveRequest) validate() []fingerprint.FieldProblem {
-	var out []fingerprint.FieldProblem
+func (req resolveRequest) validate() []params.FieldProblem {
+	var out []params.FieldProblem
 	hasResult := len(req.Result) > 0 && string(req.Result) != "null"
 	switch req.Outcome {
 	case "completed":
 		if !hasResult {
-			out = append(out, fingerprint.FieldProblem{Field: "result", Rule: fingerprint.RuleRequired, Problem: "required when outcome is completed: the downstream's result object"})
+			out = append(out, params.FieldProblem{Field: "result", Rule: params.RuleRequired, Problem: "required when outcome is completed: the downstream's result object"})
 		} else if strings.TrimSpace(string(req.Result))[0] != '{' {
-			out = append(out, fingerprint.FieldProblem{Field: "result", Rule: fingerprint.RuleType, Problem: "must be a JSON object"})
+			out = append(out, params.FieldProblem{Field: "result", Rule: params.RuleType, Problem: "must be a JSON object"})
 		}
 	case "failed":
 		if strings.TrimSpace(req.Reason) == "" {
-			out = append(out, fingerprint.FieldProblem{Field: "reason", Rule: fingerprint.RuleRequired, Problem: "required when outcome is failed"})
+			out = append(out, params.FieldProblem{Field: "reason", Rule: params.RuleRequired, Problem: "required when outcome is failed"})
 		}
 		if hasResult {
-			out = append(out, fingerprint.FieldProblem{Field: "result", Rule: fingerprint.RuleUnknownField, Problem: "must be absent when outcome is failed"})
+			out = append(out, params.FieldProblem{Field: "result", Rule: params.RuleUnknownField, Problem: "must be absent when outcome is failed"})
 		}
 	default:
-		out = append(out, fingerprint.FieldProblem{Field: "outcome", Rule: fingerprint.RuleEnum, Problem: `must be "completed" or "failed"`})
+		out = append(out, params.FieldProblem{Field: "outcome", Rule: params.RuleEnum, Problem: `must be "completed" or "failed"`})
 	}
 	if req.EvidenceURL != "" {
 		if u, err := url.Parse(req.EvidenceURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			out = append(out, fingerprint.FieldProblem{Field: "evidence_url", Problem: "must be an absolute http or https URL"})
+			out = append(out, params.FieldProblem{Field: "evidence_url", Problem: "must be an absolute http or https URL"})
 		}
 	}
 	return out

@@ -15,6 +15,7 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/params"
 )
 
 // previewRequest is the body of POST /v1/actions/{scope}/preview.
@@ -61,16 +62,16 @@ type boundParams struct {
 	free       map[string]json.RawMessage
 }
 
-// bindParams validates params against action and canonicalizes them, or
-// returns the invalid_params reply.
-func bindParams(action *catalog.Action, params json.RawMessage) (boundParams, reply, bool) {
-	canonical, normalized, problems := fingerprint.Bind(params, action)
+// bindParams validates raw, a body's params, against action and
+// canonicalizes them, or returns the invalid_params reply.
+func bindParams(action *catalog.Action, raw json.RawMessage) (boundParams, reply, bool) {
+	canonical, normalized, problems := params.Bind(raw, action)
 	if len(problems) > 0 {
 		return boundParams{}, invalidParams(action.Scope, problems), false
 	}
 	var all map[string]json.RawMessage
-	if err := json.Unmarshal(params, &all); err != nil {
-		return boundParams{}, invalidParams(action.Scope, []fingerprint.FieldProblem{{Rule: fingerprint.RuleJSON, Problem: err.Error()}}), false
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return boundParams{}, invalidParams(action.Scope, []params.FieldProblem{{Rule: params.RuleJSON, Problem: err.Error()}}), false
 	}
 	free := map[string]json.RawMessage{}
 	for name := range action.Free {
@@ -78,7 +79,7 @@ func bindParams(action *catalog.Action, params json.RawMessage) (boundParams, re
 			free[name] = v
 		}
 	}
-	return boundParams{canonical: canonical, paramHash: fingerprint.ParamHash(canonical), normalized: normalized, free: free}, reply{}, true
+	return boundParams{canonical: canonical, paramHash: params.Hash(canonical), normalized: normalized, free: free}, reply{}, true
 }
 
 // downstreamParams is the JSON sent downstream: normalized bound params plus free params.
@@ -98,7 +99,7 @@ func (b boundParams) downstreamParams() (json.RawMessage, error) {
 }
 
 // invalidParams builds invalid_params with one entry per problem.
-func invalidParams(scope string, problems []fingerprint.FieldProblem) reply {
+func invalidParams(scope string, problems []params.FieldProblem) reply {
 	r := newReply(StatusInvalidParams).with("errors", problems)
 	r.scope = scope
 	return r

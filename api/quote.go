@@ -13,8 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/params"
 )
 
 // maxQuoteBytes bounds a quote answer.
@@ -44,7 +44,7 @@ type quoteError struct {
 	// reason is the downstream's own words of a refusal.
 	reason string
 	// problems are the fields a refusal names.
-	problems []fingerprint.FieldProblem
+	problems []params.FieldProblem
 	// detail is the message key telling the agent what went wrong.
 	detail string
 	// err is the underlying failure, for the log.
@@ -145,7 +145,7 @@ func isTimeout(err error) bool {
 // {"message","errors":[{"field"|"param"|"name","message"|"problem"|"reason"}]}
 // and RFC 9457 problem details ({"title","detail","invalid-params"}). A body
 // in none of them is quoted as text.
-func downstreamRefusal(code int, raw []byte) (string, []fingerprint.FieldProblem) {
+func downstreamRefusal(code int, raw []byte) (string, []params.FieldProblem) {
 	var body map[string]any
 	if err := json.Unmarshal(raw, &body); err != nil {
 		text := strings.TrimSpace(string(raw))
@@ -168,7 +168,7 @@ func downstreamRefusal(code int, raw []byte) (string, []fingerprint.FieldProblem
 			parts = append(parts, p)
 		}
 	}
-	var problems []fingerprint.FieldProblem
+	var problems []params.FieldProblem
 	addProblems := func(list any) {
 		items, _ := list.([]any)
 		for _, it := range items {
@@ -179,7 +179,7 @@ func downstreamRefusal(code int, raw []byte) (string, []fingerprint.FieldProblem
 			field := str(m, "field", "param", "name", "pointer")
 			problem := str(m, "problem", "message", "reason", "detail")
 			if field != "" {
-				problems = append(problems, fingerprint.FieldProblem{Field: field, Problem: problem})
+				problems = append(problems, params.FieldProblem{Field: field, Problem: problem})
 			}
 		}
 	}
@@ -190,7 +190,7 @@ func downstreamRefusal(code int, raw []byte) (string, []fingerprint.FieldProblem
 		add(str(e, "code", "type"))
 		add(str(e, "message"))
 		if param := str(e, "param", "field"); param != "" {
-			problems = append(problems, fingerprint.FieldProblem{Field: param, Problem: str(e, "message")})
+			problems = append(problems, params.FieldProblem{Field: param, Problem: str(e, "message")})
 		}
 		addProblems(e["errors"])
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/tools"
-	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/internal/params"
 )
 
 // PollWith is the status tool's name.
@@ -131,7 +131,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 			s.log.ErrorContext(c.Request().Context(), "render detail", "trace_id", traceID, "err", err)
 		}
 	}
-	if errs, ok := r.fields["errors"].([]fingerprint.FieldProblem); ok && lang != messages.English {
+	if errs, ok := r.fields["errors"].([]params.FieldProblem); ok && lang != messages.English {
 		r.fields["errors"] = s.translateProblems(lang, errs)
 	}
 	meaning, instruction, err := s.msgs.Render(lang, key, d)
@@ -181,8 +181,8 @@ func renderFailedInstruction(lang messages.Lang, traceID string) string {
 
 // translateProblems returns errs with each problem text in lang, where the
 // message catalog translates its code (others keep their English text).
-func (s *Server) translateProblems(lang messages.Lang, errs []fingerprint.FieldProblem) []fingerprint.FieldProblem {
-	out := make([]fingerprint.FieldProblem, len(errs))
+func (s *Server) translateProblems(lang messages.Lang, errs []params.FieldProblem) []params.FieldProblem {
+	out := make([]params.FieldProblem, len(errs))
 	for i, p := range errs {
 		if text, ok := s.msgs.Problem(lang, p.Code, p.Args); ok {
 			p.Problem = text

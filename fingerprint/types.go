@@ -1,7 +1,8 @@
 // Package fingerprint issues and verifies the server-signed, single-use
 // credential that binds an operation's nonce, expiry, subject, scope and
-// canonical business params. It does no I/O: issuing a fingerprint costs a
-// hash and an HMAC, never a storage write.
+// the param_hash of its canonical business params (which internal/params
+// computes; this package only carries the hash). It does no I/O: issuing a
+// fingerprint costs an HMAC, never a storage write.
 package fingerprint
 
 import (
@@ -44,7 +45,4 @@ var (
 	ErrScopeMismatch = errors.New("fingerprint: scope mismatch")
 	// ErrParamMismatch means the bound params differ from the signed ones (a security event).
 	ErrParamMismatch = errors.New("fingerprint: param mismatch")
-	// ErrInvalidParams means params could not be canonicalized (duplicate
-	// keys, too deep, too large, wrong type).
-	ErrInvalidParams = errors.New("fingerprint: invalid params")
 )

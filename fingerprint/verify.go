@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/oncegate/oncegate/internal/jcs"
 )
 
 // MaxFingerprintLen is the longest fingerprint Parse accepts, in bytes.
@@ -25,7 +27,8 @@ type Expectation struct {
 	Subject string
 	// Scope is the action being confirmed.
 	Scope string
-	// ParamHash is ParamHash of the confirm's canonical bound params.
+	// ParamHash is the param_hash of the confirm's canonical bound params
+	// (params.Hash).
 	ParamHash string
 	// Now is the verification time (the injectable clock); zero means time.Now().
 	Now time.Time
@@ -160,24 +163,24 @@ func isB64URL(s string) bool {
 // appendPayload writes p as the payload JSON, always in this fixed field
 // order: {"n":…,"exp":…,"u":…,"s":…,"p":…,"k":…} with ,"r":… before the
 // closing brace only when RecentOperation is set; strings are escaped as
-// appendString does (RFC 8785 minimal escaping). This is the one encoding
+// jcs.AppendString does (RFC 8785 minimal escaping). This is the one encoding
 // Sign produces and Parse accepts.
 func appendPayload(dst []byte, p *Payload) []byte {
 	dst = append(dst, `{"n":`...)
-	dst = appendString(dst, p.Nonce)
+	dst = jcs.AppendString(dst, p.Nonce)
 	dst = append(dst, `,"exp":`...)
 	dst = strconv.AppendInt(dst, p.Exp, 10)
 	dst = append(dst, `,"u":`...)
-	dst = appendString(dst, p.Subject)
+	dst = jcs.AppendString(dst, p.Subject)
 	dst = append(dst, `,"s":`...)
-	dst = appendString(dst, p.Scope)
+	dst = jcs.AppendString(dst, p.Scope)
 	dst = append(dst, `,"p":`...)
-	dst = appendString(dst, p.ParamHash)
+	dst = jcs.AppendString(dst, p.ParamHash)
 	dst = append(dst, `,"k":`...)
-	dst = appendString(dst, p.KeyID)
+	dst = jcs.AppendString(dst, p.KeyID)
 	if p.RecentOperation != "" {
 		dst = append(dst, `,"r":`...)
-		dst = appendString(dst, p.RecentOperation)
+		dst = jcs.AppendString(dst, p.RecentOperation)
 	}
 	return append(dst, '}')
 }
@@ -247,7 +250,7 @@ func (d *payloadDecoder) int() int64 {
 	return n
 }
 
-// str reads a JSON string; only the escapes appendString writes are
+// str reads a JSON string; only the escapes jcs.AppendString writes are
 // accepted (the canonical re-encoding check refuses the rest).
 func (d *payloadDecoder) str() string {
 	if d.err != nil {

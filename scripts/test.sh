@@ -13,7 +13,5 @@ echo "== deployments: compose file and kustomize overlays, offline (own module: 
 echo "== alert rules (promtool)"
 promtool check rules deployments/observability/alerts.yml
 promtool test rules deployments/observability/alerts_test.yml
-echo "== fuzz (short runs)"
-for target in FuzzCanonicalize FuzzParseFingerprint; do
-  go test -run='^$' -fuzz="^${target}\$" -fuzztime="${FUZZTIME:-10s}" ./fingerprint/
-done
+echo "== fuzz (short runs: every fuzz target of the module, FUZZTIME each, default 10s)"
+FUZZTIME="${FUZZTIME:-10s}" ./scripts/fuzz.sh

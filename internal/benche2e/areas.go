@@ -26,7 +26,7 @@ var areaRules = []struct {
 	{"encoding/json", []string{"encoding/json."}},
 	{"message texts (text/template, api/messages)", []string{"text/template.", "oncegate/api/messages."}},
 	{"crypto (HMAC, SHA-256, random ids)", []string{"crypto/"}},
-	{"fingerprint: validation, canonical form, signing", []string{"oncegate/fingerprint."}},
+	{"params and fingerprint: validation, canonical form, signing", []string{"oncegate/internal/params.", "oncegate/internal/jcs.", "oncegate/fingerprint."}},
 	{"go-redis", []string{"redis/go-redis"}},
 	{"pgx", []string{"jackc/pgx", "jackc/puddle"}},
 	{"logging (log/slog)", []string{"log/slog."}},

@@ -1,4 +1,4 @@
-package fingerprint
+package params
 
 import (
 	"errors"
@@ -97,7 +97,7 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 			t.Parallel()
 			_, err := CanonicalJSON([]byte(tt.in))
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrInvalidParams)
+			assert.ErrorIs(t, err, ErrInvalid)
 			assert.ErrorContains(t, err, tt.want)
 			var fp FieldProblem
 			require.True(t, errors.As(err, &fp))
@@ -106,13 +106,4 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 	}
 	_, err := CanonicalJSON([]byte(okDeep))
 	assert.NoError(t, err, "exactly MaxDepth levels are accepted")
-}
-
-func TestCompareUTF16(t *testing.T) {
-	t.Parallel()
-	assert.Negative(t, compareUTF16("\U0001F600", "\uFB01"))
-	assert.Positive(t, compareUTF16("\uFB01", "\U0001F600"))
-	assert.Negative(t, compareUTF16("a", "aa"))
-	assert.Zero(t, compareUTF16("é", "é"))
-	assert.Negative(t, compareUTF16("\U0001F600", "\U0001F601"))
 }

@@ -1,4 +1,4 @@
-package fingerprint
+package params
 
 import (
 	"bytes"
@@ -12,10 +12,12 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/oncegate/oncegate/internal/jcs"
 )
 
 // Limits on the JSON accepted by CanonicalJSON, Canonicalize and
-// ValidateParams. Input beyond any of them is refused with ErrInvalidParams.
+// Validate. Input beyond any of them is refused with ErrInvalid.
 const (
 	// MaxParamsBytes is the largest accepted JSON input, in bytes.
 	MaxParamsBytes = 64 << 10
@@ -41,7 +43,7 @@ const maxExponent = 10000
 // no point for integers, -0 as 0. Input that is not valid JSON, is not valid
 // UTF-8, has duplicate keys (also after NFC), or exceeds MaxParamsBytes,
 // MaxDepth, MaxMembers or MaxNumberDigits is refused with an error wrapping
-// ErrInvalidParams.
+// ErrInvalid.
 func CanonicalJSON(raw []byte) ([]byte, error) {
 	v, err := parseJSON(raw)
 	if err != nil {
@@ -196,7 +198,7 @@ func appendCanonical(dst []byte, v any, path []string) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(dst, t), nil
 	case string:
-		return appendString(dst, norm.NFC.String(t)), nil
+		return jcs.AppendString(dst, norm.NFC.String(t)), nil
 	case json.Number:
 		n, err := canonicalNumber(string(t))
 		if err != nil {
@@ -210,13 +212,13 @@ func appendCanonical(dst []byte, v any, path []string) ([]byte, error) {
 				keys = append(keys, k)
 			}
 		}
-		slices.SortFunc(keys, compareUTF16)
+		slices.SortFunc(keys, jcs.CompareUTF16)
 		dst = append(dst, '{')
 		for i, k := range keys {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, k)
+			dst = jcs.AppendString(dst, k)
 			dst = append(dst, ':')
 			var err error
 			if dst, err = appendCanonical(dst, t[k], append(path, k)); err != nil {
@@ -238,84 +240,6 @@ func appendCanonical(dst []byte, v any, path []string) ([]byte, error) {
 		return append(dst, ']'), nil
 	}
 	return nil, newProblem(joinPath(path), RuleJSON, "json.unsupported", "", "got", fmt.Sprintf("%T", v))
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string escaped as RFC 8785 (and
-// ECMAScript's JSON.stringify) does: only '"', '\\' and control characters
-// are escaped, the usual ones as \b \f \n \r \t, the others as \u00xx with
-// lowercase hex; everything else, "/" and non-ASCII included, is literal.
-// s must be valid UTF-8.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// compareUTF16 orders strings by their UTF-16 code units, as RFC 8785
-// requires for object keys. It differs from byte (code point) order only
-// when a supplementary character (a surrogate pair in UTF-16) meets a
-// character in U+E000..U+FFFF.
-func compareUTF16(a, b string) int {
-	for a != "" && b != "" {
-		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf {
-			if a[0] != b[0] {
-				return int(a[0]) - int(b[0])
-			}
-			a, b = a[1:], b[1:]
-			continue
-		}
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			ha, la := utf16Units(ra)
-			hb, lb := utf16Units(rb)
-			if ha != hb {
-				return int(ha) - int(hb)
-			}
-			return int(la) - int(lb)
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return len(a) - len(b)
-}
-
-// utf16Units returns r's first and (for a supplementary character) second
-// UTF-16 code unit.
-func utf16Units(r rune) (uint16, uint16) {
-	if r < 0x10000 {
-		return uint16(r), 0
-	}
-	r -= 0x10000
-	return uint16(0xD800 + r>>10), uint16(0xDC00 + r&0x3FF)
 }
 
 // isJSONNumber reports whether s follows the JSON number grammar and its

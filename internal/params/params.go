@@ -1,4 +1,11 @@
-package fingerprint
+// Package params binds an action's params: it validates the JSON object of
+// an agent's params against the catalog action (bound and free fields,
+// types, constraints), writes the canonical bytes of the bound params
+// (CONTRACT §3) and their param_hash, and reports every refusal as a
+// FieldProblem (the invalid_params errors[] entries, with a text per problem
+// code). It does no I/O and knows nothing of fingerprints: the fingerprint
+// package signs and verifies the param_hash computed here.
+package params
 
 import (
 	"bytes"
@@ -16,8 +23,13 @@ import (
 	"github.com/oncegate/oncegate/internal/catalog"
 )
 
+// ErrInvalid means params could not be bound or canonicalized (not a JSON
+// object, duplicate keys, too deep, too large, wrong type, a broken
+// constraint). Every FieldProblem wraps it.
+var ErrInvalid = errors.New("params: invalid")
+
 // FieldProblem is one reason params were refused. It is also an error that
-// wraps ErrInvalidParams, so errors.As recovers the field from an error of
+// wraps ErrInvalid, so errors.As recovers the field from an error of
 // Canonicalize or CanonicalJSON.
 type FieldProblem struct {
 	// Field is the param's name, or a path such as a.b[2] inside a nested
@@ -41,22 +53,22 @@ type FieldProblem struct {
 // Error implements error.
 func (p FieldProblem) Error() string {
 	if p.Field == "" {
-		return ErrInvalidParams.Error() + ": " + p.Problem
+		return ErrInvalid.Error() + ": " + p.Problem
 	}
-	return ErrInvalidParams.Error() + ": " + p.Field + ": " + p.Problem
+	return ErrInvalid.Error() + ": " + p.Field + ": " + p.Problem
 }
 
-// Unwrap returns ErrInvalidParams.
-func (p FieldProblem) Unwrap() error { return ErrInvalidParams }
+// Unwrap returns ErrInvalid.
+func (p FieldProblem) Unwrap() error { return ErrInvalid }
 
 // Canonicalize returns the canonical bound params of CONTRACT §3 for raw,
 // the JSON object of all params (bound and free): only the fields of spec,
 // after their normalizers, with null and missing optional fields dropped,
 // serialized as CanonicalJSON does. normalized holds the same bound values
 // for display (strings, json.Number with canonical text, bools). Fields of
-// raw that are not in spec are ignored here (ValidateParams refuses unknown
+// raw that are not in spec are ignored here (Validate refuses unknown
 // ones); a required field that is missing, null or an empty string, or a
-// value of the wrong type, is refused. Every error wraps ErrInvalidParams;
+// value of the wrong type, is refused. Every error wraps ErrInvalid;
 // several problems are joined with errors.Join, each a FieldProblem.
 func Canonicalize(raw []byte, spec map[string]catalog.Field) (canonical []byte, normalized map[string]any, err error) {
 	obj, err := parseObject(raw)
@@ -90,20 +102,20 @@ func Canonicalize(raw []byte, spec map[string]catalog.Field) (canonical []byte, 
 	return canonical, normalized, nil
 }
 
-// ValidateParams checks raw, the JSON object of all params, against action
+// Validate checks raw, the JSON object of all params, against action
 // and returns one FieldProblem per problem, sorted by field (nil when the
 // params are valid): the body must be a JSON object within the limits of
 // CanonicalJSON; every field must be bound or free; required bound fields
 // must be present and not null; every value must have its declared type and
 // meet the field's constraints (checked on the normalized value, which the
 // constraints never change).
-func ValidateParams(raw []byte, action *catalog.Action) (problems []FieldProblem) {
+func Validate(raw []byte, action *catalog.Action) (problems []FieldProblem) {
 	_, problems = validate(raw, action)
 	return problems
 }
 
-// Bind is ValidateParams and, for valid params, Canonicalize with
-// action.Bind, parsing raw once: the problems ValidateParams reports, or
+// Bind is Validate and, for valid params, Canonicalize with
+// action.Bind, parsing raw once: the problems Validate reports, or
 // the canonical bound params and their normalized values. The gateway
 // calls it on every preview and confirm.
 func Bind(raw []byte, action *catalog.Action) (canonical []byte, normalized map[string]any, problems []FieldProblem) {
@@ -122,7 +134,7 @@ func Bind(raw []byte, action *catalog.Action) (canonical []byte, normalized map[
 	return canonical, normalized, nil
 }
 
-// validate is ValidateParams, returning the normalized bound values too
+// validate is Validate, returning the normalized bound values too
 // (meaningful only without problems).
 func validate(raw []byte, action *catalog.Action) (normalized map[string]any, problems []FieldProblem) {
 	if action == nil {
@@ -178,9 +190,9 @@ func declaredFields(action *catalog.Action) []string {
 	return names
 }
 
-// ParamHash returns the lowercase hex SHA-256 of canonical, the `p` of a
+// Hash returns the lowercase hex SHA-256 of canonical, the `p` of a
 // fingerprint.
-func ParamHash(canonical []byte) string {
+func Hash(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
 }

@@ -1,4 +1,4 @@
-package fingerprint
+package params
 
 import (
 	"encoding/json"
@@ -13,13 +13,19 @@ import (
 	"github.com/oncegate/oncegate/internal/catalog"
 )
 
+// devCatalog loads the dev catalog (deployments/catalog.dev.yaml).
+func devCatalog(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	t.Setenv("DOWNSTREAM_URL", "http://127.0.0.1:8090")
+	cat, err := catalog.Load(filepath.Join("..", "..", "deployments", "catalog.dev.yaml"), 1500*time.Millisecond)
+	require.NoError(t, err)
+	return cat
+}
+
 // devTransfer returns payments.transfer of the dev catalog.
 func devTransfer(t *testing.T) *catalog.Action {
 	t.Helper()
-	t.Setenv("DOWNSTREAM_URL", "http://127.0.0.1:8090")
-	cat, err := catalog.Load(filepath.Join("..", "deployments", "catalog.dev.yaml"), 1500*time.Millisecond)
-	require.NoError(t, err)
-	a, ok := cat.Lookup("payments.transfer")
+	a, ok := devCatalog(t).Lookup("payments.transfer")
 	require.True(t, ok)
 	return a
 }
@@ -68,7 +74,7 @@ func TestDevCatalogConstraints(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := params(tt.over)
-			got := ValidateParams(raw, a)
+			got := Validate(raw, a)
 			require.Len(t, got, 1, "%s: %+v", raw, got)
 			assert.Equal(t, tt.field, got[0].Field)
 			assert.Equal(t, tt.rule, got[0].Rule)
@@ -95,7 +101,7 @@ func TestDevCatalogConstraints(t *testing.T) {
 		"500 characters of memo": {"memo": strings.Repeat("m", 500)},
 		"memo with any text":     {"memo": "rent \u200b ｐ"},
 	} {
-		assert.Empty(t, ValidateParams(params(over), a), name)
+		assert.Empty(t, Validate(params(over), a), name)
 	}
 }
 
@@ -107,7 +113,7 @@ func TestConstraintsKeepCanonicalBytes(t *testing.T) {
 		`{"amount":"12.50","currency":" usd ","payee_id":"p-1","memo":"asap"}`: `{"amount":12.5,"currency":"USD","payee_id":"p-1"}`,
 		`{"amount":1.0e3,"currency":"JPY","payee_id":" x "}`:                   `{"amount":1000,"currency":"JPY","payee_id":"x"}`,
 	} {
-		require.Empty(t, ValidateParams([]byte(raw), a))
+		require.Empty(t, Validate([]byte(raw), a))
 		c, _, err := Canonicalize([]byte(raw), a.Bind)
 		require.NoError(t, err)
 		assert.Equal(t, want, string(c))
@@ -125,7 +131,7 @@ func TestStringConstraints(t *testing.T) {
 			"rate":  {Type: catalog.TypeDecimal, Scale: &scale, Min: mustDecimal(t, "-1"), ExclusiveMax: mustDecimal(t, "5")},
 		},
 	}
-	got := ValidateParams([]byte(`{"speed":"Medium","ref":"x-1","rate":"5"}`), a)
+	got := Validate([]byte(`{"speed":"Medium","ref":"x-1","rate":"5"}`), a)
 	require.Len(t, got, 3, "%+v", got)
 	assert.Equal(t, []string{"rate", "ref", "speed"}, []string{got[0].Field, got[1].Field, got[2].Field})
 	assert.Equal(t, RuleExclusiveMax, got[0].Rule)
@@ -135,14 +141,14 @@ func TestStringConstraints(t *testing.T) {
 	assert.Equal(t, RuleEnum, got[2].Rule)
 	assert.Equal(t, `must be one of slow, fast, not "medium"`, got[2].Problem)
 
-	got = ValidateParams([]byte(`{"speed":"FAST","ref":"r-12","rate":"-1.25"}`), a)
+	got = Validate([]byte(`{"speed":"FAST","ref":"r-12","rate":"-1.25"}`), a)
 	require.Len(t, got, 2, "%+v", got)
 	assert.Equal(t, RuleMin, got[0].Rule)
 	assert.Equal(t, ">= -1", got[0].Expected)
 	assert.Equal(t, RuleScale, got[1].Rule)
 	assert.Equal(t, "has 2 decimal places; at most 1 are allowed", got[1].Problem)
 
-	assert.Empty(t, ValidateParams([]byte(`{"speed":"FAST","ref":"r-12","rate":"-1.0"}`), a))
+	assert.Empty(t, Validate([]byte(`{"speed":"FAST","ref":"r-12","rate":"-1.0"}`), a))
 }
 
 func TestProblemTextsRender(t *testing.T) {

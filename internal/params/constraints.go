@@ -1,4 +1,4 @@
-package fingerprint
+package params
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package fingerprint
+package params
 
 import (
 	"crypto/sha256"
@@ -66,12 +66,12 @@ func TestCanonicalizeContractExample(t *testing.T) {
 	assert.Equal(t, `{"amount":12.5,"currency":"USD","payee_id":"p-1"}`, string(c))
 	assert.Equal(t, map[string]any{"amount": json.Number("12.5"), "currency": "USD", "payee_id": "p-1"}, normalized)
 	sum := sha256.Sum256([]byte(`{"amount":12.5,"currency":"USD","payee_id":"p-1"}`))
-	assert.Equal(t, hex.EncodeToString(sum[:]), ParamHash(c))
+	assert.Equal(t, hex.EncodeToString(sum[:]), Hash(c))
 }
 
 func TestCanonicalizeDevCatalog(t *testing.T) {
 	t.Setenv("DOWNSTREAM_URL", "http://127.0.0.1:8090")
-	path := filepath.Join("..", "deployments", "catalog.dev.yaml")
+	path := filepath.Join("..", "..", "deployments", "catalog.dev.yaml")
 	if _, err := os.Stat(path); err != nil {
 		t.Skip("dev catalog not present")
 	}
@@ -84,7 +84,7 @@ func TestCanonicalizeDevCatalog(t *testing.T) {
 		c, _, err := Canonicalize(raw, a.Bind)
 		require.NoError(t, err)
 		assert.Equal(t, `{"amount":12.5,"currency":"USD","payee_id":"p-1"}`, string(c), scope)
-		assert.Empty(t, ValidateParams(raw, a), scope)
+		assert.Empty(t, Validate(raw, a), scope)
 	}
 }
 
@@ -128,7 +128,7 @@ func TestCanonicalizeEquivalences(t *testing.T) {
 	for name, raw := range different {
 		t.Run("not "+name, func(t *testing.T) {
 			t.Parallel()
-			assert.NotEqual(t, ParamHash([]byte(want)), ParamHash([]byte(canon(t, spec, raw))))
+			assert.NotEqual(t, Hash([]byte(want)), Hash([]byte(canon(t, spec, raw))))
 		})
 	}
 }
@@ -180,7 +180,7 @@ func TestCanonicalizeRefuses(t *testing.T) {
 			t.Parallel()
 			_, _, err := Canonicalize([]byte(tt.raw), spec)
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrInvalidParams)
+			assert.ErrorIs(t, err, ErrInvalid)
 			var fp FieldProblem
 			require.True(t, errors.As(err, &fp))
 			assert.Equal(t, tt.field, fp.Field)
@@ -239,9 +239,9 @@ func TestValidateParams(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, textsOf(ValidateParams([]byte(tt.raw), tt.action)))
+			assert.Equal(t, tt.want, textsOf(Validate([]byte(tt.raw), tt.action)))
 
-			// Bind answers what ValidateParams and Canonicalize answer.
+			// Bind answers what Validate and Canonicalize answer.
 			canonical, normalized, problems := Bind([]byte(tt.raw), tt.action)
 			assert.Equal(t, tt.want, textsOf(problems))
 			if tt.want == nil {
@@ -261,5 +261,5 @@ func TestFieldProblemJSON(t *testing.T) {
 	b, err := json.Marshal(FieldProblem{Field: "amount", Rule: "max", Problem: "bad", Expected: "<= 1", Code: "max", Args: map[string]string{"limit": "1"}})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"field":"amount","rule":"max","problem":"bad","expected":"<= 1"}`, string(b), "Code and Args stay inside")
-	assert.True(t, strings.HasPrefix(FieldProblem{Field: "a", Problem: "b"}.Error(), ErrInvalidParams.Error()))
+	assert.True(t, strings.HasPrefix(FieldProblem{Field: "a", Problem: "b"}.Error(), ErrInvalid.Error()))
 }
