@@ -75,12 +75,10 @@ func fieldKeys(t reflect.Type, prefix string, out map[string][]string) map[strin
 		if key != "" && key != "-" {
 			out[f.Name] = append(out[f.Name], prefix+key)
 		}
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if ft.Kind() == reflect.Struct && key != "-" {
-			fieldKeys(ft, prefix+f.Tag.Get("envPrefix"), out)
+		// Parse starts from a zero T, so the library never follows a
+		// pointer to a struct (only non-nil ones); neither does this.
+		if f.Type.Kind() == reflect.Struct && key != "-" {
+			fieldKeys(f.Type, prefix+f.Tag.Get("envPrefix"), out)
 		}
 	}
 	return out
