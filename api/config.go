@@ -172,7 +172,9 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 		envconfig.Positive(environ, "ONCEGATE_CLAIM_GRACE", c.ClaimGrace),
 		envconfig.Positive(environ, "ONCEGATE_POLL_AFTER", c.PollAfter),
 		envconfig.Positive(environ, "ONCEGATE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout))
-	if c.FingerprintKeys == "" {
+	if c.FingerprintKeys == "" && strings.TrimSpace(environ["ONCEGATE_FINGERPRINT_KEYS_FILE"]) == "" {
+		// A file named but unreadable is already reported; an empty one is
+		// "no keys" when cmd/gateway parses the keyring.
 		errs = append(errs, errors.New("ONCEGATE_FINGERPRINT_KEYS (or ONCEGATE_FINGERPRINT_KEYS_FILE) is required"))
 	}
 	if c.Env != EnvDev {

@@ -54,3 +54,16 @@ func TestConfigNamesTheBadValue(t *testing.T) {
 	}
 	assert.NotContains(t, err.Error(), `ONCEGATE_POLL_AFTER="soon": want a positive`, "a malformed value is reported once")
 }
+
+// TestConfigSecretFileUnreadable: a _FILE naming a missing file is refused
+// with the variable and the file, and only so.
+func TestConfigSecretFileUnreadable(t *testing.T) {
+	t.Parallel()
+	_, err := ConfigFromEnv(map[string]string{
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_ENV": EnvDev,
+		"ONCEGATE_FINGERPRINT_KEYS_FILE": "/nonexistent/keys",
+	})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `could not load content of file "/nonexistent/keys" from variable ONCEGATE_FINGERPRINT_KEYS_FILE`)
+	assert.NotContains(t, err.Error(), "is required")
+}
