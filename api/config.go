@@ -166,8 +166,7 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	if c.TokensPath == "" && c.Env == EnvDev {
 		c.TokensPath = "deployments/" + DevTokensFile
 	}
-	errs = append(errs, c.Temporal.LoadTLS(), c.Config.Validate())
-	errs = append(errs,
+	errs = append(errs, c.Temporal.LoadTLS(), c.Config.Validate(),
 		envconfig.Positive(environ, "ONCEGATE_CONFIRM_WAIT", c.ConfirmWait),
 		envconfig.Positive(environ, "ONCEGATE_CLAIM_GRACE", c.ClaimGrace),
 		envconfig.Positive(environ, "ONCEGATE_POLL_AFTER", c.PollAfter),
