@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/oncegate/oncegate/internal/envconfig"
+	"github.com/oncegate/oncegate/internal/pprofserver"
+	"github.com/oncegate/oncegate/internal/storeconn"
+	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/internal/temporalconn"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -46,62 +49,75 @@ const (
 	DevKeyPrefix = "dev-"
 )
 
-// Config is the gateway's configuration (ARCHITECTURE.md, Configuration).
-// New uses the behaviour fields; cmd/gateway uses the connection fields.
+// Config is the gateway's configuration (ARCHITECTURE.md, Configuration),
+// parsed from the environment by ConfigFromEnv. New uses the behaviour
+// fields; cmd/gateway uses the connection fields. The envDefault of a field
+// with a Default* constant is that constant (TestConfigDefaultsAreTheConstants).
 type Config struct {
 	// Env is ONCEGATE_ENV: EnvDev in the dev stack and the tests; anything
 	// else (unset included) is a deployment.
-	Env string
-	// ListenAddr is host:port, taken from GATEWAY_URL.
+	Env string `env:"ONCEGATE_ENV"`
+	// GatewayURL is where the gateway is reached; ListenAddr comes from it.
+	GatewayURL string `env:"GATEWAY_URL" envDefault:"http://127.0.0.1:8080"`
+	// ListenAddr is host:port, taken from GatewayURL.
 	ListenAddr string
-	// DatabaseURL is the PostgreSQL truth (DATABASE_URL, required).
-	DatabaseURL string
-	// RedisURL is the Redis fast path (REDIS_URL; required unless RedisAddrs is set).
-	RedisURL string
-	// RedisAddrs lists Redis Cluster nodes, host:port comma-separated
-	// (REDIS_ADDRS); set, the cluster client is used (redisstore.Connect).
-	RedisAddrs string
+	// Config names the PostgreSQL truth (DATABASE_URL, required) and the
+	// Redis fast path (REDIS_URL, or REDIS_ADDRS for Redis Cluster nodes).
+	storeconn.Config
 	// Temporal is where and how the Temporal client connects
 	// (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS*).
 	Temporal temporalconn.Config
-	// TaskQueue is the workflows' task queue (ONCEGATE_TASK_QUEUE).
-	TaskQueue string
+	// Pprof serves the runtime profiles when set (ONCEGATE_PPROF_ADDR).
+	Pprof pprofserver.Config
+	// Telemetry exports traces when an OTLP endpoint is set.
+	Telemetry telemetry.Config
+	// TaskQueue is the workflows' task queue.
+	TaskQueue string `env:"ONCEGATE_TASK_QUEUE" envDefault:"oncegate"`
 	// FingerprintKeys is the keyring spec kid:base64secret[,...]
 	// (ONCEGATE_FINGERPRINT_KEYS, or the file ONCEGATE_FINGERPRINT_KEYS_FILE
 	// names, such as a mounted secret; one of them required).
-	FingerprintKeys string
-	// CatalogPath is the action catalog (ONCEGATE_CATALOG).
-	CatalogPath string
-	// TokensPath is the static token file (ONCEGATE_TOKENS); empty disables
-	// it. It defaults to the dev token file in the dev environment only.
-	TokensPath string
+	FingerprintKeys string `env:"ONCEGATE_FINGERPRINT_KEYS"`
+	// FingerprintKeysFile is the content of the file
+	// ONCEGATE_FINGERPRINT_KEYS_FILE names; ConfigFromEnv moves it, trimmed,
+	// into FingerprintKeys.
+	FingerprintKeysFile string `env:"ONCEGATE_FINGERPRINT_KEYS_FILE,file"`
+	// CatalogPath is the action catalog.
+	CatalogPath string `env:"ONCEGATE_CATALOG" envDefault:"deployments/catalog.dev.yaml"`
+	// TokensPath is the static token file; empty disables it. It defaults to
+	// the dev token file in the dev environment only.
+	TokensPath string `env:"ONCEGATE_TOKENS"`
 	// JWTHS256Secret enables HS256 JWTs (ONCEGATE_JWT_HS256_SECRET, or the
 	// file ONCEGATE_JWT_HS256_SECRET_FILE names).
-	JWTHS256Secret string
-	// JWTPublicKeysPath is a PEM file enabling RS256/ES256 JWTs (ONCEGATE_JWT_PUBLIC_KEYS).
-	JWTPublicKeysPath string
-	// JWTAudience, when set, must be in every JWT's aud (ONCEGATE_JWT_AUDIENCE).
-	JWTAudience string
-	// AlertWebhook receives security events as JSON (ONCEGATE_ALERT_WEBHOOK).
-	AlertWebhook string
-	// ConfirmWait is how long a confirm waits for the outcome (ONCEGATE_CONFIRM_WAIT).
-	ConfirmWait time.Duration
-	// ClaimGrace is the orphan-claim grace period (ONCEGATE_CLAIM_GRACE).
-	ClaimGrace time.Duration
-	// PollAfter is the poll_after_ms told to agents (ONCEGATE_POLL_AFTER).
-	PollAfter time.Duration
-	// RetryAfter is the retry_after_ms of temporarily_unavailable.
+	JWTHS256Secret string `env:"ONCEGATE_JWT_HS256_SECRET"`
+	// JWTHS256SecretFile is the content of the file
+	// ONCEGATE_JWT_HS256_SECRET_FILE names; ConfigFromEnv moves it, trimmed,
+	// into JWTHS256Secret.
+	JWTHS256SecretFile string `env:"ONCEGATE_JWT_HS256_SECRET_FILE,file"`
+	// JWTPublicKeysPath is a PEM file enabling RS256/ES256 JWTs.
+	JWTPublicKeysPath string `env:"ONCEGATE_JWT_PUBLIC_KEYS"`
+	// JWTAudience, when set, must be in every JWT's aud.
+	JWTAudience string `env:"ONCEGATE_JWT_AUDIENCE"`
+	// AlertWebhook receives security events as JSON.
+	AlertWebhook string `env:"ONCEGATE_ALERT_WEBHOOK"`
+	// ConfirmWait is how long a confirm waits for the outcome.
+	ConfirmWait time.Duration `env:"ONCEGATE_CONFIRM_WAIT" envDefault:"2s"`
+	// ClaimGrace is the orphan-claim grace period.
+	ClaimGrace time.Duration `env:"ONCEGATE_CLAIM_GRACE" envDefault:"30s"`
+	// PollAfter is the poll_after_ms told to agents.
+	PollAfter time.Duration `env:"ONCEGATE_POLL_AFTER" envDefault:"2s"`
+	// RetryAfter is the retry_after_ms of temporarily_unavailable (not
+	// configurable: DefaultRetryAfter).
 	RetryAfter time.Duration
-	// RequestTimeout bounds one request.
+	// RequestTimeout bounds one request (not configurable:
+	// DefaultRequestTimeout, or longer than ConfirmWait).
 	RequestTimeout time.Duration
-	// ShutdownTimeout bounds the drain of in-flight requests at SIGTERM
-	// (ONCEGATE_SHUTDOWN_TIMEOUT).
-	ShutdownTimeout time.Duration
+	// ShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
+	ShutdownTimeout time.Duration `env:"ONCEGATE_SHUTDOWN_TIMEOUT" envDefault:"30s"`
 	// Failpoint makes the gateway kill itself at a named point, for crash
 	// tests only (ONCEGATE_FAILPOINT). FailpointAfterClaim: right after a
 	// claim was acquired, before any workflow was started. Empty in every
 	// real deployment.
-	Failpoint string
+	Failpoint string `env:"ONCEGATE_FAILPOINT"`
 }
 
 // FailpointAfterClaim kills the gateway with SIGKILL right after it acquired
@@ -138,95 +154,36 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// ConfigFromEnv reads the configuration from getenv (os.Getenv in main). It
-// reports every missing required variable and every malformed value at once.
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	get := func(name, def string) string {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			return v
-		}
-		return def
+// ConfigFromEnv reads the configuration from environ (envconfig.OS() in
+// main). It reports every missing required variable and every malformed
+// value at once.
+func ConfigFromEnv(environ map[string]string) (Config, error) {
+	c, err := envconfig.Parse[Config](environ)
+	errs := []error{err}
+	c.FingerprintKeys = secret(&errs, "ONCEGATE_FINGERPRINT_KEYS", c.FingerprintKeys, c.FingerprintKeysFile)
+	c.JWTHS256Secret = secret(&errs, "ONCEGATE_JWT_HS256_SECRET", c.JWTHS256Secret, c.JWTHS256SecretFile)
+	c.FingerprintKeysFile, c.JWTHS256SecretFile = "", ""
+	if c.TokensPath == "" && c.Env == EnvDev {
+		c.TokensPath = "deployments/" + DevTokensFile
 	}
-	var errs []error
-	required := func(name string) string {
-		v := get(name, "")
-		if v == "" {
-			errs = append(errs, fmt.Errorf("%s is required", name))
-		}
-		return v
-	}
-	duration := func(name string, def time.Duration) time.Duration {
-		v := get(name, "")
-		if v == "" {
-			return def
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			errs = append(errs, fmt.Errorf("%s=%q: want a positive duration such as 2s", name, v))
-			return def
-		}
-		return d
-	}
-	// secret reads NAME, or the file NAME_FILE names (a mounted secret).
-	secret := func(name string) string {
-		v, file := get(name, ""), get(name+"_FILE", "")
-		switch {
-		case v != "" && file != "":
-			errs = append(errs, fmt.Errorf("set %s or %s_FILE, not both", name, name))
-		case file != "":
-			b, err := os.ReadFile(file)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s_FILE: %w", name, err))
-			}
-			v = strings.TrimSpace(string(b))
-		}
-		return v
-	}
-	env := get("ONCEGATE_ENV", "")
-	tokensDefault := ""
-	if env == EnvDev {
-		tokensDefault = "deployments/" + DevTokensFile
-	}
-	temporal, err := temporalconn.FromEnv(getenv)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	c := Config{
-		Env:               env,
-		DatabaseURL:       required("DATABASE_URL"),
-		RedisURL:          get("REDIS_URL", ""),
-		RedisAddrs:        get("REDIS_ADDRS", ""),
-		FingerprintKeys:   secret("ONCEGATE_FINGERPRINT_KEYS"),
-		Temporal:          temporal,
-		TaskQueue:         get("ONCEGATE_TASK_QUEUE", workflows.TaskQueue),
-		CatalogPath:       get("ONCEGATE_CATALOG", "deployments/catalog.dev.yaml"),
-		TokensPath:        get("ONCEGATE_TOKENS", tokensDefault),
-		JWTHS256Secret:    secret("ONCEGATE_JWT_HS256_SECRET"),
-		JWTPublicKeysPath: get("ONCEGATE_JWT_PUBLIC_KEYS", ""),
-		JWTAudience:       get("ONCEGATE_JWT_AUDIENCE", ""),
-		AlertWebhook:      get("ONCEGATE_ALERT_WEBHOOK", ""),
-		ConfirmWait:       duration("ONCEGATE_CONFIRM_WAIT", DefaultConfirmWait),
-		ClaimGrace:        duration("ONCEGATE_CLAIM_GRACE", DefaultClaimGrace),
-		PollAfter:         duration("ONCEGATE_POLL_AFTER", DefaultPollAfter),
-		ShutdownTimeout:   duration("ONCEGATE_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout),
-		Failpoint:         get("ONCEGATE_FAILPOINT", ""),
-	}
-	if c.FingerprintKeys == "" && get("ONCEGATE_FINGERPRINT_KEYS_FILE", "") == "" {
+	errs = append(errs, c.Temporal.LoadTLS(), c.Config.Validate(),
+		envconfig.Positive(environ, "ONCEGATE_CONFIRM_WAIT", c.ConfirmWait),
+		envconfig.Positive(environ, "ONCEGATE_CLAIM_GRACE", c.ClaimGrace),
+		envconfig.Positive(environ, "ONCEGATE_POLL_AFTER", c.PollAfter),
+		envconfig.Positive(environ, "ONCEGATE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout))
+	if c.FingerprintKeys == "" && strings.TrimSpace(environ["ONCEGATE_FINGERPRINT_KEYS_FILE"]) == "" {
+		// A file named but unreadable is already reported; an empty one is
+		// "no keys" when cmd/gateway parses the keyring.
 		errs = append(errs, errors.New("ONCEGATE_FINGERPRINT_KEYS (or ONCEGATE_FINGERPRINT_KEYS_FILE) is required"))
 	}
-	if env != EnvDev {
+	if c.Env != EnvDev {
 		errs = append(errs, deploymentGuards(c)...)
 	}
 	if c.Failpoint != "" && !failpointsCompiled {
 		errs = append(errs, errors.New("ONCEGATE_FAILPOINT needs a gateway built with -tags failpoint (the crash tests build it so): unset it"))
 	}
-	if c.RedisURL == "" && c.RedisAddrs == "" {
-		errs = append(errs, errors.New("REDIS_URL (one server) or REDIS_ADDRS (Redis Cluster nodes) is required"))
-	}
-	addr, err := listenAddr(get("GATEWAY_URL", DefaultGatewayURL))
-	if err != nil {
-		errs = append(errs, err)
-	}
+	addr, err := listenAddr(c.GatewayURL)
+	errs = append(errs, err)
 	c.ListenAddr = addr
 	if c.AlertWebhook != "" {
 		if u, err := url.Parse(c.AlertWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -237,6 +194,20 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("gateway config: %w", err)
 	}
 	return c.withDefaults(), nil
+}
+
+// secret is the value of the variable name, or the trimmed content of the
+// file name_FILE names (a mounted secret), the library having read it;
+// both set is an error.
+func secret(errs *[]error, name, value, fileContent string) string {
+	fileContent = strings.TrimSpace(fileContent)
+	if value != "" && fileContent != "" {
+		*errs = append(*errs, fmt.Errorf("set %s or %s_FILE, not both", name, name))
+	}
+	if value != "" {
+		return value
+	}
+	return fileContent
 }
 
 // deploymentGuards lists what a deployment (ONCEGATE_ENV other than dev)

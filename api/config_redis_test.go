@@ -15,12 +15,12 @@ func TestConfigRedisAddrs(t *testing.T) {
 		"DATABASE_URL": "postgres://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_ENV": EnvDev,
 		"REDIS_ADDRS": "127.0.0.1:7001,127.0.0.1:7002",
 	}
-	c, err := ConfigFromEnv(func(k string) string { return env[k] })
+	c, err := ConfigFromEnv(env)
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:7001,127.0.0.1:7002", c.RedisAddrs)
 	assert.Empty(t, c.RedisURL)
 
 	delete(env, "REDIS_ADDRS")
-	_, err = ConfigFromEnv(func(k string) string { return env[k] })
+	_, err = ConfigFromEnv(env)
 	assert.ErrorContains(t, err, "REDIS_URL (one server) or REDIS_ADDRS (Redis Cluster nodes) is required")
 }

@@ -803,7 +803,7 @@ func TestTraceAndHealth(t *testing.T) {
 
 func TestConfigFromEnv(t *testing.T) {
 	t.Parallel()
-	_, err := ConfigFromEnv(func(string) string { return "" })
+	_, err := ConfigFromEnv(nil)
 	require.Error(t, err)
 	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "ONCEGATE_FINGERPRINT_KEYS"} {
 		assert.Contains(t, err.Error(), name)
@@ -812,7 +812,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc",
 		"GATEWAY_URL": "http://127.0.0.1:9999", "ONCEGATE_CONFIRM_WAIT": "3s", "ONCEGATE_ENV": EnvDev,
 	}
-	c, err := ConfigFromEnv(func(k string) string { return env[k] })
+	c, err := ConfigFromEnv(env)
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:9999", c.ListenAddr)
 	assert.Equal(t, 3*time.Second, c.ConfirmWait)
@@ -823,7 +823,7 @@ func TestConfigFromEnv(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:7233", c.Temporal.Address)
 	assert.Equal(t, 30*time.Second, c.ShutdownTimeout)
 	env["ONCEGATE_CLAIM_GRACE"] = "soon"
-	_, err = ConfigFromEnv(func(k string) string { return env[k] })
+	_, err = ConfigFromEnv(env)
 	assert.ErrorContains(t, err, "ONCEGATE_CLAIM_GRACE")
 }
 
@@ -833,15 +833,15 @@ func TestConfigFromEnv(t *testing.T) {
 func TestDeploymentRefusesDevCredentials(t *testing.T) {
 	t.Parallel()
 	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x"}
-	with := func(kv ...string) func(string) string {
+	with := func(kv ...string) map[string]string {
 		env := maps.Clone(base)
 		for i := 0; i+1 < len(kv); i += 2 {
 			env[kv[i]] = kv[i+1]
 		}
-		return func(k string) string { return env[k] }
+		return env
 	}
 	for name, tc := range map[string]struct {
-		env  func(string) string
+		env  map[string]string
 		want string
 	}{
 		"dev token file": {with("ONCEGATE_FINGERPRINT_KEYS", "prod-1:abc", "ONCEGATE_TOKENS", "deployments/tokens.dev.yaml"),

@@ -2,8 +2,9 @@
 // (retry after a lost answer, re-planning after amnesia, free-text drift,
 // "do it again") against a running oncegate stack and checks downstream
 // that nothing executed twice unintentionally. It reads GATEWAY_URL and
-// DOWNSTREAM_URL (as written to .run/stack.env) and exits 1 when the run
-// found a duplicate, a drift param_mismatch, a violation or an error.
+// DOWNSTREAM_URL (agentsim.Config; .run/stack.env has them) and exits 1
+// when the run found a duplicate, a drift param_mismatch, a violation or
+// an error.
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/internal/agentsim"
+	"github.com/oncegate/oncegate/internal/envconfig"
 )
 
 func main() {
@@ -28,14 +30,13 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rep, err := agentsim.Run(ctx, agentsim.Config{
-		GatewayURL:        envOr("GATEWAY_URL", "http://127.0.0.1:8080"),
-		DownstreamURL:     envOr("DOWNSTREAM_URL", "http://127.0.0.1:8090"),
-		Episodes:          *episodes,
-		Seed:              *seed,
-		Concurrency:       *concurrency,
-		LostAnswerTimeout: *lost,
-	})
+	cfg, err := envconfig.Parse[agentsim.Config](envconfig.OS())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentsim:", err)
+		os.Exit(2)
+	}
+	cfg.Episodes, cfg.Seed, cfg.Concurrency, cfg.LostAnswerTimeout = *episodes, *seed, *concurrency, *lost
+	rep, err := agentsim.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentsim:", err)
 		os.Exit(2)
@@ -54,12 +55,4 @@ func main() {
 	if !rep.OK() {
 		os.Exit(1)
 	}
-}
-
-// envOr returns the environment variable key, or def when it is unset.
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

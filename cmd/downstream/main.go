@@ -1,20 +1,15 @@
 // Command downstream runs the downstream simulator of CONTRACT §6: the
-// payment service behind the gateway, persisting to PostgreSQL.
-//
-// Environment:
-//
-//	DOWNSTREAM_URL          where to listen, as a URL (default http://127.0.0.1:8090)
-//	SIMULATOR_DATABASE_URL  the simulator's PostgreSQL database (required)
+// payment service behind the gateway, persisting to PostgreSQL. Its
+// environment is simulator.Config: DOWNSTREAM_URL (where to listen, default
+// http://127.0.0.1:8090) and SIMULATOR_DATABASE_URL (required).
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -22,26 +17,18 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/simulator"
 )
 
-// defaultDownstreamURL is where the simulator listens without DOWNSTREAM_URL.
-const defaultDownstreamURL = "http://127.0.0.1:8090"
-
 // shutdownGrace is how long in-flight requests may take after a signal.
 const shutdownGrace = 10 * time.Second
-
-// config is what the environment tells the simulator.
-type config struct {
-	listenAddr  string
-	databaseURL string
-}
 
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg, err := loadConfig(os.Getenv)
+	cfg, err := simulator.ConfigFromEnv(envconfig.OS())
 	if err != nil {
 		logger.Error("downstream: bad configuration", "err", err)
 		stop()
@@ -54,43 +41,10 @@ func main() {
 	}
 }
 
-// loadConfig reads the configuration from getenv.
-func loadConfig(getenv func(string) string) (config, error) {
-	raw := getenv("DOWNSTREAM_URL")
-	if raw == "" {
-		raw = defaultDownstreamURL
-	}
-	addr, err := listenAddr(raw)
-	if err != nil {
-		return config{}, fmt.Errorf("DOWNSTREAM_URL: %w", err)
-	}
-	db := getenv("SIMULATOR_DATABASE_URL")
-	if db == "" {
-		return config{}, errors.New("SIMULATOR_DATABASE_URL is required: the PostgreSQL URL of the simulator's database, e.g. postgres://user@127.0.0.1:5433/simulator")
-	}
-	return config{listenAddr: addr, databaseURL: db}, nil
-}
-
-// listenAddr turns a service URL into the host:port to listen on.
-func listenAddr(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("parse %q: %w", raw, err)
-	}
-	if u.Scheme != "http" || u.Host == "" {
-		return "", fmt.Errorf("%q is not an http://host:port URL", raw)
-	}
-	port := u.Port()
-	if port == "" {
-		port = "80"
-	}
-	return net.JoinHostPort(u.Hostname(), port), nil
-}
-
 // run serves the simulator until ctx ends, then shuts down gracefully. When
 // ready is not nil it receives the listening address once requests are served.
-func run(ctx context.Context, cfg config, logger *slog.Logger, ready chan<- string) error {
-	pool, err := pgxpool.New(ctx, cfg.databaseURL)
+func run(ctx context.Context, cfg simulator.Config, logger *slog.Logger, ready chan<- string) error {
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}
@@ -103,7 +57,7 @@ func run(ctx context.Context, cfg config, logger *slog.Logger, ready chan<- stri
 		return fmt.Errorf("start simulator: %w", err)
 	}
 	defer sim.Close()
-	ln, err := net.Listen("tcp", cfg.listenAddr)
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}

@@ -12,41 +12,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/internal/simulator"
 	"github.com/oncegate/oncegate/internal/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func TestLoadConfig(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name    string
-		env     map[string]string
-		addr    string
-		wantErr string
-	}{
-		{"defaults", map[string]string{"SIMULATOR_DATABASE_URL": "postgres://x/y"}, "127.0.0.1:8090", ""},
-		{"custom URL", map[string]string{"DOWNSTREAM_URL": "http://0.0.0.0:9999/", "SIMULATOR_DATABASE_URL": "postgres://x/y"}, "0.0.0.0:9999", ""},
-		{"no port", map[string]string{"DOWNSTREAM_URL": "http://localhost", "SIMULATOR_DATABASE_URL": "postgres://x/y"}, "localhost:80", ""},
-		{"missing database", map[string]string{}, "", "SIMULATOR_DATABASE_URL is required"},
-		{"bad URL", map[string]string{"DOWNSTREAM_URL": "127.0.0.1:8090", "SIMULATOR_DATABASE_URL": "postgres://x/y"}, "", "DOWNSTREAM_URL"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			cfg, err := loadConfig(func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				require.ErrorContains(t, err, tc.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.addr, cfg.listenAddr)
-		})
-	}
-}
-
 func TestRunServesAndShutsDown(t *testing.T) {
 	t.Parallel()
-	cfg := config{listenAddr: "127.0.0.1:" + strconv.Itoa(testenv.MustFreePort(t)), databaseURL: testenv.NewDatabase(t)}
+	cfg := simulator.Config{ListenAddr: "127.0.0.1:" + strconv.Itoa(testenv.MustFreePort(t)), DatabaseURL: testenv.NewDatabase(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan string, 1)

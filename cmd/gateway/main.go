@@ -27,6 +27,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/telemetry"
 )
@@ -41,13 +42,13 @@ func main() {
 }
 
 func run(logger *slog.Logger) error {
-	cfg, err := api.ConfigFromEnv(os.Getenv)
+	cfg, err := api.ConfigFromEnv(envconfig.OS())
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	stopPprof, err := pprofserver.StartFromEnv(os.Getenv, logger)
+	stopPprof, err := pprofserver.Start(cfg.Pprof, logger)
 	if err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func run(logger *slog.Logger) error {
 	store := combined.New(redisstore.New(rdb), truth, combined.Options{Logger: logger, Registerer: reg})
 	defer store.Close()
 
-	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-gateway")
+	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-gateway", cfg.Telemetry)
 	if err != nil {
 		return err
 	}

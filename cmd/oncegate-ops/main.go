@@ -6,8 +6,8 @@
 //	oncegate-ops show <operation_id>
 //	oncegate-ops resolve <operation_id> --outcome completed --result '{"id":"lt_1"}' --note "seen in the ledger"
 //
-// It reads GATEWAY_URL (default http://127.0.0.1:8080) and ONCEGATE_OPS_TOKEN
-// (default dev-ops).
+// Its environment is opsconfig.Config: GATEWAY_URL (default
+// http://127.0.0.1:8080) and ONCEGATE_OPS_TOKEN (default dev-ops).
 package main
 
 import (
@@ -15,11 +15,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/oncegate/oncegate/internal/envconfig"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], envconfig.OS(), os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -21,7 +21,7 @@ type recorded struct {
 
 // gateway starts a fake ops API answering status and body, and returns the
 // environment pointing at it and the requests it received.
-func gateway(t *testing.T, status int, body string) (func(string) string, *[]recorded) {
+func gateway(t *testing.T, status int, body string) (map[string]string, *[]recorded) {
 	t.Helper()
 	reqs := &[]recorded{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -33,13 +33,13 @@ func gateway(t *testing.T, status int, body string) (func(string) string, *[]rec
 	}))
 	t.Cleanup(srv.Close)
 	env := map[string]string{"GATEWAY_URL": srv.URL, "ONCEGATE_OPS_TOKEN": "tok-ops"}
-	return func(k string) string { return env[k] }, reqs
+	return env, reqs
 }
 
 // runCLI runs the CLI and returns its exit status, stdout and stderr.
-func runCLI(getenv func(string) string, args ...string) (int, string, string) {
+func runCLI(environ map[string]string, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), args, getenv, &out, &errOut)
+	code := run(context.Background(), args, environ, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -179,8 +179,4 @@ func TestUsageErrorsSendNothing(t *testing.T) {
 			assert.Empty(t, *reqs)
 		})
 	}
-}
-
-func TestDefaults(t *testing.T) {
-	assert.Equal(t, "dev-ops", envOr(func(string) string { return "" }, "ONCEGATE_OPS_TOKEN", "dev-ops"))
 }

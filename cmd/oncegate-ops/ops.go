@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/oncegate/oncegate/internal/opsconfig"
 )
 
 // usage is printed on a usage error.
@@ -53,10 +55,15 @@ type cli struct {
 }
 
 // run executes args (without the program name) and returns the exit status.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, environ map[string]string, stdout, stderr io.Writer) int {
+	cfg, err := opsconfig.FromEnv(environ)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
 	c := &cli{
-		base:   strings.TrimRight(envOr(getenv, "GATEWAY_URL", "http://127.0.0.1:8080"), "/"),
-		token:  envOr(getenv, "ONCEGATE_OPS_TOKEN", "dev-ops"),
+		base:   strings.TrimRight(cfg.GatewayURL, "/"),
+		token:  cfg.Token,
 		http:   &http.Client{Timeout: 30 * time.Second},
 		stdout: stdout,
 		stderr: stderr,
@@ -65,7 +72,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	var err error
 	switch args[0] {
 	case "list":
 		err = c.list(ctx, args[1:])
@@ -338,14 +344,6 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-}
-
-// envOr returns the variable's value, or def when it is unset or empty.
-func envOr(getenv func(string) string, key, def string) string {
-	if v := getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 // age is how long ago the RFC 3339 time ts was, rounded to seconds, or "".

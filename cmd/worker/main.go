@@ -1,25 +1,11 @@
 // Command worker runs the Temporal worker of oncegate: the operation
-// workflow and its activities, which alone call the downstream APIs.
-//
-// Environment: DATABASE_URL (required), REDIS_URL or REDIS_ADDRS (Redis
-// Cluster nodes, comma-separated; one of them required), TEMPORAL_ADDRESS
-// (default 127.0.0.1:7233), TEMPORAL_NAMESPACE (default default),
-// TEMPORAL_TLS, TEMPORAL_TLS_CA_FILE, TEMPORAL_TLS_CERT_FILE,
-// TEMPORAL_TLS_KEY_FILE, TEMPORAL_TLS_SERVER_NAME (TLS and mTLS, see package
-// temporalconn), ONCEGATE_TASK_QUEUE (default oncegate),
-// ONCEGATE_REAP_INTERVAL (how often expired terminal truth records are
-// deleted, a Go duration; default 10m, 0 disables),
-// ONCEGATE_WORKER_STOP_TIMEOUT (how long running activities may finish at
-// SIGTERM; default 30s), WORKER_METRICS_URL (where Prometheus metrics are
-// served; default http://127.0.0.1:9091/metrics), ONCEGATE_WORKER_POLLERS
-// (pollers per task kind; unset: the SDK's defaults), ONCEGATE_PPROF_ADDR
-// (serve net/http/pprof there; unset: off). It runs until SIGINT or
-// SIGTERM.
+// workflow and its activities, which alone call the downstream APIs. Its
+// environment is worker.Config (docs/ARCHITECTURE.md, Configuration). It
+// runs until SIGINT or SIGTERM.
 package main
 
 import (
 	"context"
-	"fmt"
 	"log"
 	"log/slog"
 	"net/http"
@@ -36,38 +22,33 @@ import (
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
+	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/telemetry"
-	"github.com/oncegate/oncegate/internal/temporalconn"
 	"github.com/oncegate/oncegate/worker"
-	"github.com/oncegate/oncegate/workflows"
 )
 
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "worker")
 	slog.SetDefault(logger)
 	ctx := context.Background()
-	stopPprof, err := pprofserver.StartFromEnv(os.Getenv, logger)
+	cfg, err := worker.ConfigFromEnv(envconfig.OS())
+	if err != nil {
+		log.Fatal(err)
+	}
+	stopPprof, err := pprofserver.Start(cfg.Pprof, logger)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer stopPprof()
 
-	databaseURL := os.Getenv("DATABASE_URL")
-	if databaseURL == "" {
-		log.Fatal("DATABASE_URL is required")
-	}
-	rdb, err := redisstore.Connect(os.Getenv("REDIS_URL"), os.Getenv("REDIS_ADDRS"))
+	rdb, err := redisstore.Connect(cfg.RedisURL, cfg.RedisAddrs)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer rdb.Close()
-	reapInterval, err := reapIntervalFromEnv()
-	if err != nil {
-		log.Fatal(err)
-	}
 
-	pg, err := pgstore.Open(ctx, databaseURL)
+	pg, err := pgstore.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		log.Fatalf("open truth: %v", err)
 	}
@@ -89,11 +70,11 @@ func main() {
 	defer func() { _ = meters.Shutdown(context.Background()) }()
 	metricsCtx, stopMetrics := context.WithCancel(ctx)
 	defer stopMetrics()
-	if err := worker.ServeMetrics(metricsCtx, envOr("WORKER_METRICS_URL", worker.DefaultMetricsURL), reg, logger); err != nil {
+	if err := worker.ServeMetrics(metricsCtx, cfg.MetricsURL, reg, logger); err != nil {
 		log.Fatal(err)
 	}
 
-	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-worker")
+	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-worker", cfg.Telemetry)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -102,15 +83,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	conn, err := temporalconn.FromEnv(os.Getenv)
-	if err != nil {
-		log.Fatal(err)
-	}
-	stopTimeout, err := stopTimeoutFromEnv()
-	if err != nil {
-		log.Fatal(err)
-	}
-	c, err := client.Dial(conn.Apply(client.Options{
+	c, err := client.Dial(cfg.Temporal.Apply(client.Options{
 		// The workflow and its activities continue the gateway's trace.
 		Interceptors:   []interceptor.ClientInterceptor{tracing},
 		Logger:         temporallog.NewStructuredLogger(logger),
@@ -133,9 +106,9 @@ func main() {
 	// Stopped when the worker stops (Run returns on SIGINT/SIGTERM).
 	reapCtx, stopReaper := context.WithCancel(ctx)
 	defer stopReaper()
-	if reapInterval > 0 {
-		logger.Info("reaper starting", "interval", reapInterval, "safety_margin", reapSafetyMargin)
-		go worker.RunReaper(reapCtx, store.Truth(), reapInterval, func() time.Time {
+	if cfg.ReapInterval > 0 {
+		logger.Info("reaper starting", "interval", cfg.ReapInterval, "safety_margin", reapSafetyMargin)
+		go worker.RunReaper(reapCtx, store.Truth(), cfg.ReapInterval, func() time.Time {
 			return time.Now().Add(-reapSafetyMargin)
 		}, logger)
 	} else {
@@ -144,14 +117,9 @@ func main() {
 
 	// At SIGTERM the worker stops polling and lets the activities it runs
 	// finish (a downstream call in flight gets its answer recorded) for up to
-	// stopTimeout; then they are cancelled and Temporal retries or reconciles.
-	wopts, err := worker.OptionsFromEnv(os.Getenv)
-	if err != nil {
-		log.Fatal(err)
-	}
-	wopts.WorkerStopTimeout = stopTimeout
-	w := worker.New(c, envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue), acts, wopts)
-	logger.Info("worker starting", "task_queue", envOr("ONCEGATE_TASK_QUEUE", workflows.TaskQueue))
+	// cfg.StopTimeout; then they are cancelled and Temporal retries or reconciles.
+	w := worker.New(c, cfg.TaskQueue, acts, cfg.Options())
+	logger.Info("worker starting", "task_queue", cfg.TaskQueue)
 	if err := w.Run(sdkworker.InterruptCh()); err != nil {
 		stopReaper()
 		logger.Error("worker stopped", "err", err)
@@ -168,49 +136,3 @@ func main() {
 // skew between hosts and that check-to-claim delay; it only keeps rows
 // slightly longer.
 const reapSafetyMargin = 5 * time.Minute
-
-// defaultReapInterval is the reaper's interval when ONCEGATE_REAP_INTERVAL is unset.
-const defaultReapInterval = 10 * time.Minute
-
-// reapIntervalFromEnv reads ONCEGATE_REAP_INTERVAL: a Go duration (such as
-// 10m), 0 to disable the reaper, default defaultReapInterval.
-func reapIntervalFromEnv() (time.Duration, error) {
-	v := os.Getenv("ONCEGATE_REAP_INTERVAL")
-	if v == "" {
-		return defaultReapInterval, nil
-	}
-	if v == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable", v)
-	}
-	return d, nil
-}
-
-// defaultStopTimeout is how long a stopping worker lets running activities
-// finish when ONCEGATE_WORKER_STOP_TIMEOUT is unset: longer than a downstream
-// call's timeout in the dev catalog.
-const defaultStopTimeout = 30 * time.Second
-
-// stopTimeoutFromEnv reads ONCEGATE_WORKER_STOP_TIMEOUT, a positive Go duration.
-func stopTimeoutFromEnv() (time.Duration, error) {
-	v := os.Getenv("ONCEGATE_WORKER_STOP_TIMEOUT")
-	if v == "" {
-		return defaultStopTimeout, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("ONCEGATE_WORKER_STOP_TIMEOUT=%q: want a positive Go duration such as 30s", v)
-	}
-	return d, nil
-}
-
-// envOr returns the variable's value, or def when it is unset or empty.
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}

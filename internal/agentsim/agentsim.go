@@ -42,13 +42,14 @@ const (
 // Kinds lists every episode kind.
 var Kinds = []Kind{KindRetry, KindAmnesia, KindDrift, KindDoItAgain}
 
-// Config configures a run.
+// Config configures a run. cmd/agentsim reads the URLs from the
+// environment (their tags; .run/stack.env has them) and the rest from its
+// flags.
 type Config struct {
-	// GatewayURL is the gateway's base URL, such as http://127.0.0.1:8080.
-	GatewayURL string
-	// DownstreamURL is the downstream simulator's base URL, such as
-	// http://127.0.0.1:8090.
-	DownstreamURL string
+	// GatewayURL is the gateway's base URL.
+	GatewayURL string `env:"GATEWAY_URL" envDefault:"http://127.0.0.1:8080"`
+	// DownstreamURL is the downstream simulator's base URL.
+	DownstreamURL string `env:"DOWNSTREAM_URL" envDefault:"http://127.0.0.1:8090"`
 	// Episodes is the number of episodes (default 200).
 	Episodes int
 	// Seed makes the episodes' kinds and params reproducible (default 1).

@@ -1,5 +1,5 @@
 // Package pprofserver serves Go's runtime profiles (net/http/pprof) on an
-// address of their own, off unless an operator enables it with EnvAddr. The
+// address of their own, off unless an operator enables it (Config). The
 // profiles expose the process's internals: bind them to loopback or a
 // private network, never to the address agents reach.
 package pprofserver
@@ -15,9 +15,17 @@ import (
 	"time"
 )
 
-// EnvAddr is the environment variable that enables the profiles: a
-// host:port such as 127.0.0.1:6060. Unset or empty, nothing is served.
+// EnvAddr is the variable of Config.Addr, for the programs that start a
+// gateway or worker with profiles on (a test asserts it is the tag's name).
 const EnvAddr = "ONCEGATE_PPROF_ADDR"
+
+// Config enables the profiles; it is part of the gateway's and the
+// worker's configuration.
+type Config struct {
+	// Addr is the host:port the profiles are served on, such as
+	// 127.0.0.1:6060; empty, nothing is served.
+	Addr string `env:"ONCEGATE_PPROF_ADDR"`
+}
 
 // Handler returns the mux of the profile endpoints under /debug/pprof/.
 func Handler() http.Handler {
@@ -30,13 +38,12 @@ func Handler() http.Handler {
 	return mux
 }
 
-// StartFromEnv serves the profiles on the address getenv(EnvAddr) names, in
-// the background, and returns the function that stops the server. With the
-// variable unset it serves nothing and the function does nothing. A bad or
-// busy address is an error, so that a profile asked for is never silently
-// missing.
-func StartFromEnv(getenv func(string) string, logger *slog.Logger) (func(), error) {
-	addr := getenv(EnvAddr)
+// Start serves the profiles on c.Addr, in the background, and returns the
+// function that stops the server. With no address it serves nothing and the
+// function does nothing. A bad or busy address is an error, so that a
+// profile asked for is never silently missing.
+func Start(c Config, logger *slog.Logger) (func(), error) {
+	addr := c.Addr
 	if addr == "" {
 		return func() {}, nil
 	}

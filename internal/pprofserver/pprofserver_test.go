@@ -9,13 +9,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/internal/envconfig"
 )
 
-func TestStartFromEnv(t *testing.T) {
+func TestStart(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	t.Run("unset serves nothing", func(t *testing.T) {
-		stop, err := StartFromEnv(func(string) string { return "" }, logger)
+		stop, err := Start(Config{}, logger)
 		require.NoError(t, err)
 		stop()
 	})
@@ -25,12 +27,7 @@ func TestStartFromEnv(t *testing.T) {
 		require.NoError(t, err)
 		addr := l.Addr().String()
 		require.NoError(t, l.Close())
-		stop, err := StartFromEnv(func(k string) string {
-			if k == EnvAddr {
-				return addr
-			}
-			return ""
-		}, logger)
+		stop, err := Start(Config{Addr: addr}, logger)
 		require.NoError(t, err)
 		defer stop()
 		resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
@@ -40,7 +37,13 @@ func TestStartFromEnv(t *testing.T) {
 	})
 
 	t.Run("a bad address is an error", func(t *testing.T) {
-		_, err := StartFromEnv(func(string) string { return "not-an-address" }, logger)
-		assert.ErrorContains(t, err, EnvAddr)
+		_, err := Start(Config{Addr: "not-an-address"}, logger)
+		assert.ErrorContains(t, err, `ONCEGATE_PPROF_ADDR="not-an-address"`)
 	})
+}
+
+func TestEnvAddrIsTheTag(t *testing.T) {
+	vars, err := envconfig.Vars[Config]()
+	require.NoError(t, err)
+	assert.Equal(t, []envconfig.Var{{Name: EnvAddr}}, vars)
 }

@@ -9,7 +9,6 @@ package telemetry
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -25,18 +24,29 @@ import (
 // Propagator is the W3C trace context, the one way a trace crosses a process.
 var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
 
+// Config is whether spans are exported, part of the gateway's and the
+// worker's configuration. The OTLP exporter reads these and the other
+// OTEL_EXPORTER_OTLP_* variables (headers, timeouts) itself; Config only
+// decides whether there is an exporter at all.
+type Config struct {
+	// Endpoint is the OTLP/HTTP endpoint of every signal.
+	Endpoint string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	// TracesEndpoint is the OTLP/HTTP endpoint of traces.
+	TracesEndpoint string `env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
+}
+
 // Exporting reports whether an OTLP endpoint is configured.
-func Exporting() bool {
-	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+func (c Config) Exporting() bool {
+	return c.Endpoint != "" || c.TracesEndpoint != ""
 }
 
 // NewTracerProvider returns the tracer provider of service and makes it and
 // Propagator the process's globals. Shut it down at exit to flush spans.
-func NewTracerProvider(ctx context.Context, service string) (*sdktrace.TracerProvider, error) {
+func NewTracerProvider(ctx context.Context, service string, c Config) (*sdktrace.TracerProvider, error) {
 	opts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))),
 	}
-	if Exporting() {
+	if c.Exporting() {
 		exp, err := otlptracehttp.New(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("otlp trace exporter: %w", err)

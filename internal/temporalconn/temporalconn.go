@@ -1,6 +1,7 @@
-// Package temporalconn builds the Temporal client's connection options from
-// the environment, the same way for the gateway, the worker and the ops CLI:
-// the frontend's address and namespace, and TLS or mTLS when configured.
+// Package temporalconn is the Temporal client's connection, configured the
+// same way for the gateway and the worker: the frontend's address and
+// namespace, and TLS or mTLS when configured. Config is parsed from the
+// environment as part of each binary's configuration (internal/envconfig).
 package temporalconn
 
 import (
@@ -9,79 +10,68 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"go.temporal.io/sdk/client"
 )
 
-// Defaults of the connection.
-const (
-	// DefaultAddress is the Temporal frontend's host:port.
-	DefaultAddress = "127.0.0.1:7233"
-	// DefaultNamespace is the Temporal namespace.
-	DefaultNamespace = "default"
-)
-
-// Config is where and how the client connects.
+// Config is where and how the client connects. The TLS fields name files;
+// LoadTLS reads them into TLS.
 type Config struct {
-	// Address is the frontend's host:port (TEMPORAL_ADDRESS).
-	Address string
-	// Namespace is the namespace (TEMPORAL_NAMESPACE).
-	Namespace string
-	// TLS is the client's TLS configuration, nil for plaintext: set by
-	// TEMPORAL_TLS=true (the system's roots), TEMPORAL_TLS_CA_FILE (a PEM of
-	// the CAs to trust), TEMPORAL_TLS_CERT_FILE with TEMPORAL_TLS_KEY_FILE
-	// (the client certificate: mTLS) and TEMPORAL_TLS_SERVER_NAME (the name
-	// the server's certificate must carry).
-	TLS *tls.Config
+	// Address is the frontend's host:port.
+	Address string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
+	// Namespace is the namespace.
+	Namespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
+	// TLSEnabled turns TLS on with the system's roots (TEMPORAL_TLS=true);
+	// any of the other TLS fields turns it on too.
+	TLSEnabled bool `env:"TEMPORAL_TLS"`
+	// CAFile is a PEM of the CAs to trust.
+	CAFile string `env:"TEMPORAL_TLS_CA_FILE"`
+	// CertFile and KeyFile are the client certificate of mTLS; they go together.
+	CertFile string `env:"TEMPORAL_TLS_CERT_FILE"`
+	// KeyFile is CertFile's private key.
+	KeyFile string `env:"TEMPORAL_TLS_KEY_FILE"`
+	// ServerName is the name the server's certificate must carry.
+	ServerName string `env:"TEMPORAL_TLS_SERVER_NAME"`
+	// TLS is the client's TLS configuration, nil for plaintext: what
+	// LoadTLS made of the fields above.
+	TLS *tls.Config `env:"-"`
 }
 
-// FromEnv reads the connection's configuration from getenv (os.Getenv in a
-// main) and loads the TLS files it names; every problem is reported at once.
-func FromEnv(getenv func(string) string) (Config, error) {
-	get := func(name, def string) string {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			return v
-		}
-		return def
-	}
-	c := Config{Address: get("TEMPORAL_ADDRESS", DefaultAddress), Namespace: get("TEMPORAL_NAMESPACE", DefaultNamespace)}
-	caFile, certFile, keyFile := get("TEMPORAL_TLS_CA_FILE", ""), get("TEMPORAL_TLS_CERT_FILE", ""), get("TEMPORAL_TLS_KEY_FILE", "")
-	serverName, enabled := get("TEMPORAL_TLS_SERVER_NAME", ""), get("TEMPORAL_TLS", "")
-	if enabled != "" && enabled != "true" && enabled != "false" {
-		return Config{}, fmt.Errorf("TEMPORAL_TLS=%q: want true or false", enabled)
-	}
-	if enabled != "true" && caFile == "" && certFile == "" && keyFile == "" && serverName == "" {
-		return c, nil
+// LoadTLS reads the files the TLS fields name into c.TLS (nil when TLS is
+// off); every problem is reported at once.
+func (c *Config) LoadTLS() error {
+	c.TLS = nil
+	if !c.TLSEnabled && c.CAFile == "" && c.CertFile == "" && c.KeyFile == "" && c.ServerName == "" {
+		return nil
 	}
 	var errs []error
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("TEMPORAL_TLS_CA_FILE: %w", err))
 		} else {
 			tc.RootCAs = x509.NewCertPool()
 			if !tc.RootCAs.AppendCertsFromPEM(pem) {
-				errs = append(errs, fmt.Errorf("TEMPORAL_TLS_CA_FILE %s: no PEM certificate in it", caFile))
+				errs = append(errs, fmt.Errorf("TEMPORAL_TLS_CA_FILE %s: no PEM certificate in it", c.CAFile))
 			}
 		}
 	}
 	switch {
-	case (certFile == "") != (keyFile == ""):
+	case (c.CertFile == "") != (c.KeyFile == ""):
 		errs = append(errs, errors.New("TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE go together (the client certificate of mTLS)"))
-	case certFile != "":
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	case c.CertFile != "":
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("TEMPORAL_TLS_CERT_FILE/TEMPORAL_TLS_KEY_FILE: %w", err))
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return Config{}, fmt.Errorf("temporal connection: %w", err)
+		return fmt.Errorf("temporal connection: %w", err)
 	}
 	c.TLS = tc
-	return c, nil
+	return nil
 }
 
 // Apply sets the address, namespace and TLS of o.

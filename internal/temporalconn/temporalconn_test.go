@@ -16,9 +16,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+
+	"github.com/oncegate/oncegate/internal/envconfig"
 )
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+// fromEnv parses a Config from environ and loads its TLS files, as the
+// binaries' configurations do.
+func fromEnv(environ map[string]string) (Config, error) {
+	c, err := envconfig.Parse[Config](environ)
+	if err != nil {
+		return c, err
+	}
+	return c, c.LoadTLS()
+}
 
 // writeCert writes a self-signed certificate and its key as PEM files.
 func writeCert(t *testing.T) (certFile, keyFile string) {
@@ -40,20 +50,20 @@ func writeCert(t *testing.T) (certFile, keyFile string) {
 }
 
 func TestPlaintextByDefault(t *testing.T) {
-	c, err := FromEnv(env(nil))
+	c, err := fromEnv(nil)
 	require.NoError(t, err)
-	assert.Equal(t, Config{Address: DefaultAddress, Namespace: DefaultNamespace}, c)
+	assert.Equal(t, Config{Address: "127.0.0.1:7233", Namespace: "default"}, c)
 	o := c.Apply(client.Options{})
 	assert.Nil(t, o.ConnectionOptions.TLS)
-	assert.Equal(t, DefaultAddress, o.HostPort)
+	assert.Equal(t, "127.0.0.1:7233", o.HostPort)
 }
 
 func TestMutualTLS(t *testing.T) {
 	cert, key := writeCert(t)
-	c, err := FromEnv(env(map[string]string{
+	c, err := fromEnv(map[string]string{
 		"TEMPORAL_ADDRESS": "temporal.internal:7233", "TEMPORAL_TLS_CA_FILE": cert,
 		"TEMPORAL_TLS_CERT_FILE": cert, "TEMPORAL_TLS_KEY_FILE": key, "TEMPORAL_TLS_SERVER_NAME": "temporal.internal",
-	}))
+	})
 	require.NoError(t, err)
 	require.NotNil(t, c.TLS)
 	assert.Len(t, c.TLS.Certificates, 1)
@@ -63,7 +73,7 @@ func TestMutualTLS(t *testing.T) {
 }
 
 func TestSystemRoots(t *testing.T) {
-	c, err := FromEnv(env(map[string]string{"TEMPORAL_TLS": "true"}))
+	c, err := fromEnv(map[string]string{"TEMPORAL_TLS": "true"})
 	require.NoError(t, err)
 	require.NotNil(t, c.TLS)
 	assert.Nil(t, c.TLS.RootCAs, "the system's roots")
@@ -78,9 +88,9 @@ func TestRefusals(t *testing.T) {
 		"cert without key": {map[string]string{"TEMPORAL_TLS_CERT_FILE": cert}, "go together"},
 		"missing CA":       {map[string]string{"TEMPORAL_TLS_CA_FILE": "/nonexistent/ca.pem"}, "TEMPORAL_TLS_CA_FILE"},
 		"not a PEM":        {map[string]string{"TEMPORAL_TLS_CA_FILE": writeFile(t, "hello")}, "no PEM certificate"},
-		"bad switch":       {map[string]string{"TEMPORAL_TLS": "yes"}, "want true or false"},
+		"bad switch":       {map[string]string{"TEMPORAL_TLS": "yes"}, `TEMPORAL_TLS="yes": strconv.ParseBool`},
 	} {
-		_, err := FromEnv(env(tc.env))
+		_, err := fromEnv(tc.env)
 		assert.ErrorContains(t, err, tc.want, name)
 	}
 }

@@ -1,0 +1,69 @@
+package api
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/workflows"
+)
+
+// TestConfigDefaultsAreTheConstants: the envDefault tags of Config, which
+// cannot name a Go constant, are the Default* constants that withDefaults
+// and the tests use; the parsed defaults are exactly withDefaults'.
+func TestConfigDefaultsAreTheConstants(t *testing.T) {
+	t.Parallel()
+	c, err := ConfigFromEnv(map[string]string{
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_ENV": EnvDev,
+	})
+	require.NoError(t, err)
+	assert.Equal(t, DefaultGatewayURL, c.GatewayURL)
+	assert.Equal(t, workflows.TaskQueue, c.TaskQueue)
+	assert.Equal(t, DefaultConfirmWait, c.ConfirmWait)
+	assert.Equal(t, DefaultClaimGrace, c.ClaimGrace)
+	assert.Equal(t, DefaultPollAfter, c.PollAfter)
+	assert.Equal(t, DefaultShutdownTimeout, c.ShutdownTimeout)
+	assert.Equal(t, DefaultRetryAfter, c.RetryAfter)
+	assert.Equal(t, DefaultRequestTimeout, c.RequestTimeout)
+	zero := Config{}.withDefaults()
+	assert.Equal(t, zero.TaskQueue, c.TaskQueue)
+	assert.Equal(t, zero.ConfirmWait, c.ConfirmWait)
+	assert.Equal(t, zero.ClaimGrace, c.ClaimGrace)
+	assert.Equal(t, zero.PollAfter, c.PollAfter)
+	assert.Equal(t, zero.ShutdownTimeout, c.ShutdownTimeout)
+}
+
+// TestConfigNamesTheBadValue: a malformed or non-positive duration and a
+// bad GATEWAY_URL are refused with the variable and the value.
+func TestConfigNamesTheBadValue(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_ENV": EnvDev,
+		"ONCEGATE_CONFIRM_WAIT": "0s", "ONCEGATE_POLL_AFTER": "soon", "GATEWAY_URL": "::", "ONCEGATE_ALERT_WEBHOOK": "ftp://x",
+	}
+	_, err := ConfigFromEnv(env)
+	require.Error(t, err)
+	for _, want := range []string{
+		`ONCEGATE_CONFIRM_WAIT="0s": want a positive duration`,
+		`ONCEGATE_POLL_AFTER="soon": unable to parse duration: time: invalid duration "soon"`,
+		`GATEWAY_URL="::": want a URL such as http://127.0.0.1:8080`,
+		`ONCEGATE_ALERT_WEBHOOK="ftp://x": want an http(s) URL`,
+	} {
+		assert.ErrorContains(t, err, want)
+	}
+	assert.NotContains(t, err.Error(), `ONCEGATE_POLL_AFTER="soon": want a positive`, "a malformed value is reported once")
+}
+
+// TestConfigSecretFileUnreadable: a _FILE naming a missing file is refused
+// with the variable and the file, and only so.
+func TestConfigSecretFileUnreadable(t *testing.T) {
+	t.Parallel()
+	_, err := ConfigFromEnv(map[string]string{
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_ENV": EnvDev,
+		"ONCEGATE_FINGERPRINT_KEYS_FILE": "/nonexistent/keys",
+	})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, `could not load content of file "/nonexistent/keys" from variable ONCEGATE_FINGERPRINT_KEYS_FILE`)
+	assert.NotContains(t, err.Error(), "is required")
+}

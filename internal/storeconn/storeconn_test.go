@@ -1,0 +1,24 @@
+package storeconn
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/internal/envconfig"
+)
+
+func TestConfig(t *testing.T) {
+	c, err := envconfig.Parse[Config](map[string]string{"DATABASE_URL": "postgres://x", "REDIS_ADDRS": "a:1,b:2"})
+	require.NoError(t, err)
+	assert.NoError(t, c.Validate(), "REDIS_ADDRS alone is enough")
+
+	c, err = envconfig.Parse[Config](map[string]string{"REDIS_URL": "redis://x"})
+	assert.ErrorContains(t, err, `"DATABASE_URL" is not set`)
+	assert.NoError(t, c.Validate())
+
+	c, err = envconfig.Parse[Config](map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": " "})
+	require.NoError(t, err)
+	assert.ErrorIs(t, c.Validate(), ErrNoRedis)
+}

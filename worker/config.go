@@ -1,0 +1,88 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/oncegate/oncegate/internal/envconfig"
+	"github.com/oncegate/oncegate/internal/pprofserver"
+	"github.com/oncegate/oncegate/internal/storeconn"
+	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/internal/temporalconn"
+)
+
+// EnvPollers is the variable of Config.Pollers, for the programs that start
+// a worker with a number of pollers (a test asserts it is the tag's name).
+const EnvPollers = "ONCEGATE_WORKER_POLLERS"
+
+// Config is the worker's configuration (ARCHITECTURE.md, Configuration),
+// parsed from the environment by ConfigFromEnv.
+type Config struct {
+	// Config names the PostgreSQL truth (DATABASE_URL, required) and the
+	// Redis fast path (REDIS_URL, or REDIS_ADDRS for Redis Cluster nodes).
+	storeconn.Config
+	// Temporal is where and how the Temporal client connects
+	// (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS*).
+	Temporal temporalconn.Config
+	// Pprof serves the runtime profiles when set (ONCEGATE_PPROF_ADDR).
+	Pprof pprofserver.Config
+	// Telemetry exports traces when an OTLP endpoint is set.
+	Telemetry telemetry.Config
+	// TaskQueue is the workflows' task queue (workflows.TaskQueue by default).
+	TaskQueue string `env:"ONCEGATE_TASK_QUEUE" envDefault:"oncegate"`
+	// MetricsURL is where Prometheus metrics are served (DefaultMetricsURL).
+	MetricsURL string `env:"WORKER_METRICS_URL" envDefault:"http://127.0.0.1:9091/metrics"`
+	// ReapInterval is how often expired terminal truth records are
+	// deleted; 0 disables the reaper.
+	ReapInterval time.Duration `env:"ONCEGATE_REAP_INTERVAL" envDefault:"10m"`
+	// StopTimeout is how long running activities may finish at SIGTERM:
+	// longer than a downstream call's timeout in the dev catalog.
+	StopTimeout time.Duration `env:"ONCEGATE_WORKER_STOP_TIMEOUT" envDefault:"30s"`
+	// Pollers is the number of pollers per task kind (workflow tasks and
+	// activity tasks); nil, the Temporal SDK's defaults apply.
+	Pollers *int `env:"ONCEGATE_WORKER_POLLERS"`
+}
+
+// ConfigFromEnv reads the configuration from environ (envconfig.OS() in
+// main) and loads the Temporal TLS files; every problem is reported at once.
+func ConfigFromEnv(environ map[string]string) (Config, error) {
+	c, err := envconfig.Parse[Config](environ)
+	errs := []error{err, c.Config.Validate(), c.Temporal.LoadTLS(),
+		envconfig.Positive(environ, "ONCEGATE_WORKER_STOP_TIMEOUT", c.StopTimeout)}
+	if c.ReapInterval < 0 {
+		errs = append(errs, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable",
+			environ["ONCEGATE_REAP_INTERVAL"]))
+	}
+	// A malformed value leaves a zero behind, already reported by Parse.
+	if v := strings.TrimSpace(environ[EnvPollers]); c.Pollers != nil && *c.Pollers < 1 && v == strconv.Itoa(*c.Pollers) {
+		errs = append(errs, fmt.Errorf("%s=%q: want a positive number of pollers such as 4", EnvPollers, v))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("worker config: %w", err)
+	}
+	return c, nil
+}
+
+// Options returns the SDK worker's options: the pollers and the stop timeout.
+func (c Config) Options() sdkworker.Options {
+	o := sdkworker.Options{}
+	if c.Pollers != nil {
+		o = PollerOptions(*c.Pollers)
+	}
+	o.WorkerStopTimeout = c.StopTimeout
+	return o
+}
+
+// PollerOptions returns worker options with n workflow-task and n
+// activity-task pollers; n ≤ 0 leaves the SDK's defaults.
+func PollerOptions(n int) sdkworker.Options {
+	if n <= 0 {
+		return sdkworker.Options{}
+	}
+	return sdkworker.Options{MaxConcurrentWorkflowTaskPollers: n, MaxConcurrentActivityTaskPollers: n}
+}
