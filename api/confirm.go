@@ -355,8 +355,7 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 	var res workflows.OperationResult
 	err := run.Get(wctx, &res)
 	if err == nil && res.State.Terminal() {
-		rec := idemstore.Record{Key: nonce, State: res.State, Result: res.Result, ResultRef: res.ResultRef,
-			Reason: res.Reason, FailureKind: res.FailureKind, ResolvedBy: res.ResolvedBy}
+		rec := res.Record(nonce)
 		s.refill(ctx, call, rec, owner)
 		return s.answerFor(rec, replay)
 	}

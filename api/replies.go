@@ -312,8 +312,8 @@ func resolutionSentReply(opID, outcome string) reply {
 // and the outcome's own fields (result and result_ref, or reason and
 // failure_kind).
 func (s *Server) resolvedReply(opID string, res workflows.OperationResult, d decisionView) reply {
-	final := idemstore.Record{Key: opID, State: res.State, Result: res.Result, ResultRef: res.ResultRef,
-		Reason: res.Reason, FailureKind: res.FailureKind}
+	final := res.Record(opID)
+	final.ResolvedBy = "" // the decision names the operator
 	r := opReply(StatusResolved, opID).with("state", res.State).with("decision", d)
 	for k, v := range s.answerFor(final, false).fields {
 		r = r.with(k, v)
