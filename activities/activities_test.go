@@ -396,8 +396,8 @@ func TestFinalize(t *testing.T) {
 			store := &fakeStore{finalizeErr: tt.err}
 			acts := &activities.Activities{Truth: store, Store: store}
 			env := newActivityEnv(acts)
-			in := workflows.FinalizeInput{OperationID: opID, Owner: "gw-1/req-1", State: idemstore.StateDone,
-				Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x", ResolvedBy: "ops", ResolutionNote: "n", TerminalTTL: time.Hour}
+			in := workflows.FinalizeInput{OperationID: opID, Owner: "gw-1/req-1", Final: idemstore.Final{State: idemstore.StateDone,
+				Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x", ResolvedBy: "ops"}, ResolutionNote: "n", TerminalTTL: time.Hour}
 
 			_, err := env.ExecuteActivity(acts.Finalize, in)
 
@@ -460,7 +460,7 @@ func TestFinalizeAsTruthOwner(t *testing.T) {
 	env := newActivityEnv(acts)
 
 	_, err := env.ExecuteActivity(acts.Finalize, workflows.FinalizeInput{OperationID: opID, Owner: "gw-1/req-1",
-		TruthOwner: "gw-2/req-9", State: idemstore.StateFailed, Reason: "insufficient_funds"})
+		TruthOwner: "gw-2/req-9", Final: idemstore.Final{State: idemstore.StateFailed, Reason: "insufficient_funds"}})
 
 	require.NoError(t, err)
 	require.Len(t, store.finalized, 1)

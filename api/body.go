@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/api/messages"
 )
 
 // errBodyTooLarge is what reading past the body limit returns.
@@ -31,13 +33,6 @@ const (
 	detailPostgresDown     = "detail.postgres_unreachable"
 )
 
-// malformed is a malformed_request reply with the detail key.
-func malformed(detail string) reply {
-	r := newReply(StatusMalformedRequest)
-	r.detail = detail
-	return r
-}
-
 // decodeBody reads the request body strictly into v: one JSON object, no
 // unknown field, nothing after it. It returns a reply to send when the body
 // is refused.
@@ -47,10 +42,10 @@ func decodeBody(c echo.Context, v any) (reply, bool) {
 		if errors.Is(err, errBodyTooLarge) {
 			return newReply(StatusRequestTooLarge), false
 		}
-		return malformed(detailBodyUnreadable), false
+		return malformed(detailBodyUnreadable, messages.Data{}), false
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return malformed(detailBodyEmpty), false
+		return malformed(detailBodyEmpty, messages.Data{}), false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -58,7 +53,7 @@ func decodeBody(c echo.Context, v any) (reply, bool) {
 		return describeJSONError(err), false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return malformed(detailJSONTrailing), false
+		return malformed(detailJSONTrailing, messages.Data{}), false
 	}
 	return reply{}, true
 }
@@ -67,10 +62,7 @@ func decodeBody(c echo.Context, v any) (reply, bool) {
 // member of the body, is absent or null.
 func requireMember(member string, raw json.RawMessage) (reply, bool) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		r := malformed(detailMemberMissing)
-		r.data.Field = member
-		r.data.Expected = "object"
-		return r, false
+		return memberMissingReply(member, "object"), false
 	}
 	return reply{}, true
 }
@@ -82,28 +74,20 @@ func describeJSONError(err error) reply {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		r := malformed(detailJSONSyntax)
-		r.data.Offset, r.data.Err = syn.Offset, syn.Error()
-		return r
+		return malformed(detailJSONSyntax, messages.Data{Offset: syn.Offset, Err: syn.Error()})
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return malformed(detailJSONNotObject)
+			return malformed(detailJSONNotObject, messages.Data{})
 		}
-		r := malformed(detailJSONType)
-		r.data.Field, r.data.Expected, r.data.Got = typ.Field, jsonTypeName(typ.Type.Kind().String()), typ.Value
-		return r
+		return malformed(detailJSONType, messages.Data{Field: typ.Field, Expected: jsonTypeName(typ.Type.Kind().String()), Got: typ.Value})
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return malformed(detailJSONTruncated)
+		return malformed(detailJSONTruncated, messages.Data{})
 	}
 	// encoding/json has no type for it: `json: unknown field "x"`.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		r := malformed(detailJSONUnknownField)
-		r.data.Field = strings.Trim(name, `"`)
-		return r
+		return malformed(detailJSONUnknownField, messages.Data{Field: strings.Trim(name, `"`)})
 	}
-	r := malformed(detailJSONOther)
-	r.data.Err = err.Error()
-	return r
+	return malformed(detailJSONOther, messages.Data{Err: err.Error()})
 }
 
 func jsonTypeName(kind string) string {

@@ -43,8 +43,7 @@ func (s *Server) handleConfirm(c echo.Context) error {
 	var req confirmRequest
 	r, ok = decodeBody(c, &req)
 	if ok && req.Fingerprint == "" {
-		r, ok = malformed(detailMemberMissing), false
-		r.data.Field, r.data.Expected = "fingerprint", "string"
+		r, ok = memberMissingReply("fingerprint", "string"), false
 	}
 	if ok {
 		r, ok = requireMember("params", req.Params)
@@ -88,18 +87,12 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		return newReply(StatusSubjectMismatch)
 	case errors.Is(err, fingerprint.ErrScopeMismatch):
 		s.securityEvent(ctx, EventScopeMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued for "+p.Scope)
-		r := newReply(StatusScopeMismatch)
-		r.opID = p.Nonce
-		return r
+		return opReply(StatusScopeMismatch, p.Nonce)
 	case errors.Is(err, fingerprint.ErrParamMismatch):
 		s.securityEvent(ctx, EventParamMismatch, id, action.Scope, p.Nonce, traceID, "bound params differ from the fingerprint's")
-		r := newReply(StatusParamMismatch)
-		r.opID = p.Nonce
-		return r
+		return opReply(StatusParamMismatch, p.Nonce)
 	case err != nil:
-		r := newReply(StatusInternalError)
-		r.err = fmt.Errorf("verify fingerprint: %w", err)
-		return r
+		return internalErrorReply("", fmt.Errorf("verify fingerprint: %w", err))
 	}
 	call := confirmCall{
 		id: id, action: action, payload: p, bound: bp, traceID: traceID,
@@ -135,7 +128,9 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 			crashNow()
 		}
 		if earlier && d.Record.State == idemstore.StateNeedsReview {
-			return opReply(StatusNeedsManualReview, p.Nonce)
+			rec := d.Record
+			rec.Key = p.Nonce
+			return s.answerFor(rec, true)
 		}
 		claimedAt := time.Time{}
 		if d.TruthFound && !earlier {
@@ -153,34 +148,23 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 			rec.State = idemstore.State(d.Outcome)
 		}
 		rec.Key = p.Nonce
-		return terminalReply(rec, true)
+		return s.answerFor(rec, true)
 	case idemstore.OutcomeParamMismatch:
 		s.securityEvent(ctx, EventStoreParamMismatch, id, action.Scope, p.Nonce, traceID, "the store holds this operation with another param_hash")
-		r := newReply(StatusParamMismatch)
-		r.opID = p.Nonce
-		return r
+		return opReply(StatusParamMismatch, p.Nonce)
 	}
-	r = newReply(StatusInternalError)
-	r.opID = p.Nonce
-	r.err = fmt.Errorf("confirm %s: unknown outcome %q", p.Nonce, d.Outcome)
-	return r
+	return internalErrorReply(p.Nonce, fmt.Errorf("confirm %s: unknown outcome %q", p.Nonce, d.Outcome))
 }
 
 // repeatUnacknowledged answers a fingerprint of the amnesia guard confirmed
 // without acknowledge_repeat_of.
 func (s *Server) repeatUnacknowledged(ctx context.Context, call confirmCall) reply {
 	recentID := call.payload.RecentOperation
-	recent := map[string]any{"operation_id": recentID}
-	r := newReply(StatusRepeatUnacknowledged)
+	var recent *idemstore.Record
 	if rec, err := s.store.Get(ctx, recentID); err == nil && rec.Subject == call.id.Subject {
-		recent = recentOperation(rec)
-		r.data.State = agentState(rec.State)
-		r.data.ResultRef = rec.ResultRef
+		recent = &rec
 	}
-	r = r.with("recent_operation", recent)
-	r.opID = call.payload.Nonce
-	r.data.RecentOperationID = recentID
-	return r
+	return s.repeatUnacknowledgedReply(call.payload.Nonce, recentID, recent)
 }
 
 // confirmExpired answers a fingerprint past exp: a replay when it was
@@ -189,18 +173,13 @@ func (s *Server) confirmExpired(ctx context.Context, call confirmCall) reply {
 	rec, err := s.store.Get(ctx, call.payload.Nonce)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound):
-		r := newReply(StatusFingerprintExpired)
-		r.data.ExpiresAt = call.payload.ExpiresAt().Format(time.RFC3339)
-		return r
+		return fingerprintExpiredReply(call.payload.ExpiresAt())
 	case err != nil:
 		return s.storeErrorReply(call.action.Scope, "", fmt.Errorf("confirm expired %s: %w", call.payload.Nonce, err))
 	}
 	rec.Key = call.payload.Nonce
-	switch rec.State {
-	case idemstore.StateDone, idemstore.StateFailed:
-		return terminalReply(rec, true)
-	case idemstore.StateNeedsReview:
-		return opReply(StatusNeedsManualReview, rec.Key)
+	if rec.State.Terminal() || rec.State == idemstore.StateNeedsReview {
+		return s.answerFor(rec, true)
 	}
 	// Claimed before exp and still in flight: the same handling as any
 	// in-flight claim, orphan takeover included.
@@ -214,7 +193,9 @@ func (s *Server) confirmExpired(ctx context.Context, call confirmCall) reply {
 func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemstore.Decision) reply {
 	nonce := call.payload.Nonce
 	if d.Record.State == idemstore.StateNeedsReview {
-		return opReply(StatusNeedsManualReview, nonce)
+		rec := d.Record
+		rec.Key = nonce
+		return s.answerFor(rec, true)
 	}
 	// An orphan: claimed longer ago than the grace period and Temporal has no
 	// workflow of that ID. Its owner died between the claim and the start
@@ -258,9 +239,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	nonce := call.payload.Nonce
 	params, err := call.bound.downstreamParams()
 	if err != nil {
-		r := newReply(StatusInternalError)
-		r.opID, r.err = nonce, err
-		return r
+		return internalErrorReply(nonce, err)
 	}
 	summary := workflows.Summary(call.action.Scope, params, call.action.SummaryField)
 	in := workflows.OperationInput{
@@ -288,10 +267,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 		if !errors.As(err, &already) {
 			s.log.ErrorContext(ctx, "start workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
 			s.releaseUnstarted(sctx, call)
-			r := newReply(StatusTemporarilyUnavailable)
-			r.opID = nonce
-			r.detail = detailWorkflowEngine
-			return r
+			return unavailableReply(nonce, detailWorkflowEngine)
 		}
 		attached = true
 		run = s.temporal.GetWorkflow(ctx, nonce, "")
@@ -379,10 +355,9 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 	var res workflows.OperationResult
 	err := run.Get(wctx, &res)
 	if err == nil && res.State.Terminal() {
-		rec := idemstore.Record{Key: nonce, State: res.State, Result: res.Result, ResultRef: res.ResultRef,
-			Reason: res.Reason, FailureKind: res.FailureKind, ResolvedBy: res.ResolvedBy}
+		rec := res.Record(nonce)
 		s.refill(ctx, call, rec, owner)
-		return terminalReply(rec, replay)
+		return s.answerFor(rec, replay)
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		level := slog.LevelWarn
@@ -397,14 +372,7 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 	rec, gerr := s.store.Get(rctx, nonce)
 	if gerr == nil {
 		rec.Key = nonce
-		switch rec.State {
-		case idemstore.StateNeedsReview:
-			return opReply(StatusNeedsManualReview, nonce)
-		case idemstore.StateDone, idemstore.StateFailed:
-			return terminalReply(rec, replay)
-		default:
-			return s.inFlightReply(rec)
-		}
+		return s.answerFor(rec, replay)
 	}
 	return opReply(StatusInProgress, nonce)
 }
@@ -424,49 +392,6 @@ func (s *Server) refill(ctx context.Context, call confirmCall, rec idemstore.Rec
 	if err != nil && !errors.Is(err, idemstore.ErrNotOwner) && !errors.Is(err, idemstore.ErrAlreadyTerminal) {
 		s.log.WarnContext(ctx, "refill fast path", "operation_id", rec.Key, "err", err, "trace_id", call.traceID)
 	}
-}
-
-// opReply is a reply about operation opID.
-func opReply(status, opID string) reply {
-	r := newReply(status)
-	r.opID = opID
-	return r
-}
-
-// terminalReply answers a DONE or FAILED record: completed/failed, or
-// already_completed/already_failed with Idempotent-Replayed when replay.
-func terminalReply(rec idemstore.Record, replay bool) reply {
-	var r reply
-	if rec.State == idemstore.StateDone {
-		status := StatusCompleted
-		if replay {
-			status = StatusAlreadyCompleted
-		}
-		result := stringNumbersRaw(rec.Result) // decimals are strings in answers
-		if len(result) == 0 {
-			result = json.RawMessage("null")
-		}
-		r = opReply(status, rec.Key).with("result", result).with("result_ref", rec.ResultRef)
-		r.data.ResultRef = rec.ResultRef
-	} else {
-		status := StatusFailed
-		if replay {
-			status = StatusAlreadyFailed
-		}
-		r = opReply(status, rec.Key).with("reason", rec.Reason)
-		if rec.FailureKind != "" {
-			r = r.with("failure_kind", string(rec.FailureKind))
-		}
-		r.data.Reason = rec.Reason
-		r.data.FailureKind = string(rec.FailureKind)
-	}
-	if rec.ResolvedBy != "" {
-		r = r.with("resolved_by", rec.ResolvedBy)
-	}
-	if replay {
-		r = r.replayed()
-	}
-	return r
 }
 
 // securityEvent logs, counts and alerts one security event. The alert runs

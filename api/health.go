@@ -23,11 +23,7 @@ func (s *Server) readyz(c echo.Context) error {
 	}
 	if err := s.store.Ready(ctx); err != nil {
 		s.log.WarnContext(ctx, "not ready", "trace_id", traceIDOf(c), "err", err)
-		r := newReply(StatusNotReady).with("postgres", "unreachable").with("redis", redis)
-		r.detail = detailPostgresDown
-		return s.render(c, r)
+		return s.render(c, readinessReply(false, redis))
 	}
-	r := newReply(StatusReady).with("postgres", "ok").with("redis", redis)
-	r.data.State = redis
-	return s.render(c, r)
+	return s.render(c, readinessReply(true, redis))
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/internal/telemetry"
 )
 
@@ -130,22 +131,14 @@ func (s *Server) errorReply(err error) reply {
 		case http.StatusUnauthorized:
 			return newReply(StatusUnauthenticated)
 		case http.StatusServiceUnavailable:
-			r := newReply(StatusTemporarilyUnavailable)
-			r.detail = detailRequestTimeout
-			return r
+			return unavailableReply("", detailRequestTimeout)
 		}
 		if he.Code >= 400 && he.Code < 500 {
-			r := malformed(detailRequestRefused)
-			r.data.Err = fmt.Sprint(he.Message)
-			return r
+			return malformed(detailRequestRefused, messages.Data{Err: fmt.Sprint(he.Message)})
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		r := newReply(StatusTemporarilyUnavailable)
-		r.detail = detailRequestTimeout
-		return r
+		return unavailableReply("", detailRequestTimeout)
 	}
-	r := newReply(StatusInternalError)
-	r.err = err
-	return r
+	return internalErrorReply("", err)
 }

@@ -52,7 +52,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 	if q := c.QueryParam("older_than"); q != "" {
 		d, err := time.ParseDuration(q)
 		if err != nil || d <= 0 {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems("invalid_filter",
+			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
 				[]params.FieldProblem{{Field: "older_than", Problem: "must be a positive Go duration such as 10m or 1h30m"}}))
 		}
 		olderThan = d
@@ -70,19 +70,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 	if err != nil {
 		return s.render(c, s.storeErrorReply("", "", fmt.Errorf("list operations: %w", err)))
 	}
-	if recs == nil {
-		recs = []idemstore.Record{}
-	}
-	r := newReply(StatusOperationsListed).with("operations", recs).with("count", len(recs))
-	r.data.State = string(state)
-	return s.render(c, r)
-}
-
-// withProblems turns a reply into a validation answer with errors (a list filter
-// problem reuses invalid_resolution's code with its own text).
-func (r reply) withProblems(key string, problems []params.FieldProblem) reply {
-	r.key = key
-	return r.with("errors", problems)
+	return s.render(c, operationsListedReply(recs, state))
 }
 
 // handleOpsGet serves GET /v1/ops/operations/:id: the full record.
@@ -96,17 +84,12 @@ func (s *Server) handleOpsGet(c echo.Context) error {
 		return s.render(c, s.storeErrorReply("", opID, fmt.Errorf("get operation %s: %w", opID, err)))
 	}
 	rec.Key = opID
-	r := opReply(StatusOperationFound, opID).with("operation", rec)
-	if params, err := decimalsAsStrings(rec.BoundParams); err == nil && params != nil {
-		r = r.with("params", params)
+	params, err := decimalsAsStrings(rec.BoundParams)
+	if err != nil {
+		params = nil // shown without its params rather than not at all
 	}
 	timeline, herr := s.timeline(c.Request().Context(), rec)
-	r = r.with("timeline", timeline)
-	if herr != nil {
-		r = r.with("timeline_incomplete", "the workflow history could not be read: "+herr.Error())
-	}
-	r.data.State = string(rec.State)
-	return s.render(c, r)
+	return s.render(c, operationFoundReply(rec, params, timeline, herr))
 }
 
 // historyTimeout bounds reading an operation's workflow history.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -47,9 +46,7 @@ func (s *Server) lookupAction(c echo.Context) (*catalog.Action, reply, bool) {
 	scope := c.Param("scope")
 	action, ok := s.cat.Lookup(scope)
 	if !ok {
-		r := newReply(StatusUnknownAction)
-		r.data.Scope = scope
-		return nil, r, false
+		return nil, unknownActionReply(scope), false
 	}
 	return action, reply{}, true
 }
@@ -98,13 +95,6 @@ func (b boundParams) downstreamParams() (json.RawMessage, error) {
 	return raw, nil
 }
 
-// invalidParams builds invalid_params with one entry per problem.
-func invalidParams(scope string, problems []params.FieldProblem) reply {
-	r := newReply(StatusInvalidParams).with("errors", problems)
-	r.scope = scope
-	return r
-}
-
 // preview validates, quotes, checks the amnesia guard and signs. It writes
 // nothing to any store.
 func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.Action, params json.RawMessage) reply {
@@ -147,102 +137,15 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	}
 	fp, err := s.keys.Sign(p)
 	if err != nil {
-		r := newReply(StatusInternalError)
-		r.err = fmt.Errorf("preview: %w", err)
-		return r
+		return internalErrorReply("", fmt.Errorf("preview: %w", err))
 	}
 	// Decimals are strings in answers; the quote's numbers too.
 	preview := map[string]any{"scope": action.Scope, "params": stringNumbers(bp.normalized), "free": stringNumbers(bp.free)}
 	if quote != nil {
 		preview["quote"] = stringNumbers(quote)
 	}
-	r = newReply(StatusPreviewReady).
-		with("fingerprint", fp).
-		with("expires_at", p.ExpiresAt().Format(time.RFC3339)).
-		with("preview", preview)
-	r.opID = p.Nonce
-	r.scope = action.Scope
-	r.data.ExpiresAt = p.ExpiresAt().Format(time.RFC3339)
-	if found {
-		r.key = keyPreviewReadyRepeat
-		r = r.with("recent_operation", recentOperation(recent))
-		r.data.RecentOperationID = recent.Key
-		r.data.State = agentState(recent.State)
-		r.data.ResultRef = recent.ResultRef
-		r.data.Reason = recent.Reason
+	if !found {
+		return s.previewReadyReply(action.Scope, fp, p, preview, nil)
 	}
-	return r
-}
-
-// Message key of temporarily_unavailable when preview could not get a quote.
-const keyQuoteUnavailable = "quote_unavailable"
-
-// quoteFailure answers a failed quote: downstream_refused for a definite
-// refusal, else temporarily_unavailable with the quote's own texts.
-func quoteFailure(scope string, err error) reply {
-	var qe *quoteError
-	if errors.As(err, &qe) && qe.refused {
-		r := newReply(StatusDownstreamRefused).with("reason", qe.reason)
-		if len(qe.problems) > 0 {
-			r = r.with("errors", qe.problems)
-		}
-		r.scope = scope
-		r.data.Reason = qe.reason
-		return r
-	}
-	r := newReply(StatusTemporarilyUnavailable)
-	r.key = keyQuoteUnavailable
-	r.scope = scope
-	r.detail = detailQuoteUnreachable
-	if qe != nil {
-		r.detail = qe.detail
-		if qe.httpStatus != 0 {
-			r.data.Got = strconv.Itoa(qe.httpStatus)
-		}
-	}
-	return r
-}
-
-// recentOperation is the body's view of an operation for the amnesia guard.
-func recentOperation(rec idemstore.Record) map[string]any {
-	out := map[string]any{"operation_id": rec.Key, "state": agentState(rec.State), "result_ref": rec.ResultRef, "completed_at": nil}
-	if rec.State.Terminal() && !rec.UpdatedAt.IsZero() {
-		out["completed_at"] = rec.UpdatedAt.UTC().Format(time.RFC3339)
-	}
-	if rec.State == idemstore.StateFailed {
-		out["reason"] = rec.Reason
-		if rec.FailureKind != "" {
-			out["failure_kind"] = string(rec.FailureKind)
-		}
-	}
-	return out
-}
-
-// agentState names a store state as the agent-facing status.
-func agentState(st idemstore.State) string {
-	switch st {
-	case idemstore.StateDone:
-		return StatusCompleted
-	case idemstore.StateFailed:
-		return StatusFailed
-	case idemstore.StateNeedsReview:
-		return StatusNeedsManualReview
-	case idemstore.StateInFlight:
-		return StatusInProgress
-	}
-	return string(st)
-}
-
-// storeErrorReply answers a store failure: temporarily_unavailable when the
-// store is unreachable, internal_error otherwise.
-func (s *Server) storeErrorReply(scope, opID string, err error) reply {
-	status := StatusInternalError
-	if errors.Is(err, idemstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		status = StatusTemporarilyUnavailable
-	}
-	r := newReply(status)
-	r.scope = scope
-	r.opID = opID
-	r.err = err
-	return r
+	return s.previewReadyReply(action.Scope, fp, p, preview, &recent)
 }

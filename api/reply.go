@@ -31,10 +31,12 @@ type reply struct {
 	opID string
 	// scope fills the tool names of the texts.
 	scope string
-	// fields are the status's extra body fields.
+	// fields are the status's extra body fields. A value the texts also
+	// show is written here only; textData derives the texts' data from it.
 	fields map[string]any
-	// data fills the texts (operation, scope and tools are added).
-	data messages.Data
+	// text holds the values only the texts show (operation, scope, tools
+	// and waits are added by render).
+	text messages.Data
 	// detail is the key of a detail fragment that fills data.Detail.
 	detail string
 	// header holds extra response headers.
@@ -43,26 +45,6 @@ type reply struct {
 	pollAfter time.Duration
 	// err is an internal error, logged with the trace id.
 	err error
-}
-
-func newReply(status string) reply { return reply{status: status} }
-
-// with sets an extra body field.
-func (r reply) with(k string, v any) reply {
-	if r.fields == nil {
-		r.fields = map[string]any{}
-	}
-	r.fields[k] = v
-	return r
-}
-
-// replayed marks the reply with Idempotent-Replayed: true.
-func (r reply) replayed() reply {
-	if r.header == nil {
-		r.header = http.Header{}
-	}
-	r.header.Set(HeaderReplayed, "true")
-	return r
 }
 
 // toolNames returns the preview and confirm tool names of scope.
@@ -92,12 +74,13 @@ func (s *Server) render(c echo.Context, r reply) error {
 		s.log.ErrorContext(c.Request().Context(), "request failed", "trace_id", traceID, "status", r.status,
 			"operation_id", r.opID, "err", r.err)
 	}
-	d := r.data
+	d, err := r.textData()
+	if err != nil {
+		s.log.ErrorContext(c.Request().Context(), "texts of a body field", "trace_id", traceID, "status", r.status, "err", err)
+	}
 	d.OperationID = r.opID
 	d.TraceID = traceID
-	if r.scope != "" {
-		d.Scope = r.scope
-	}
+	d.Scope = r.scope
 	d.PreviewTool, d.ConfirmTool = toolNames(d.Scope)
 	d.PollWith = PollWith
 	d.PollAfterMS = s.cfg.PollAfter.Milliseconds()
@@ -125,7 +108,6 @@ func (s *Server) render(c echo.Context, r reply) error {
 		key = r.status
 	}
 	lang := messages.ParseAcceptLanguage(c.Request().Header.Get("Accept-Language"))
-	var err error
 	if r.detail != "" {
 		if d.Detail, err = s.msgs.Fragment(lang, r.detail, d); err != nil {
 			s.log.ErrorContext(c.Request().Context(), "render detail", "trace_id", traceID, "err", err)

@@ -18,22 +18,6 @@ import (
 // the decided outcome before it answers resolution_sent instead.
 const resolveWait = 20 * time.Second
 
-// decisionView is a decision as the ops answers show it.
-type decisionView struct {
-	// Operator is who decided.
-	Operator string `json:"operator"`
-	// Outcome is completed or failed.
-	Outcome string `json:"outcome"`
-	// DecidedAt is when the decision was accepted.
-	DecidedAt time.Time `json:"decided_at,omitzero"`
-	// Via is update (the ops API) or signal (Web UI, CLI); empty when read from the truth.
-	Via string `json:"via,omitempty"`
-	// Note is the operator's note.
-	Note string `json:"note,omitempty"`
-	// EvidenceURL is the operator's evidence link.
-	EvidenceURL string `json:"evidence_url,omitempty"`
-}
-
 // decisionOfRecord is the decision a terminal truth record holds, if a person made it.
 func decisionOfRecord(rec idemstore.Record) (decisionView, bool) {
 	if rec.ResolvedBy == "" {
@@ -57,23 +41,6 @@ func decisionOfWorkflow(d workflows.Decision) decisionView {
 		EvidenceURL: d.EvidenceURL}
 }
 
-// alreadyResolvedReply refuses a second decision, naming the first.
-func alreadyResolvedReply(opID string, d decisionView) reply {
-	r := opReply(StatusAlreadyResolved, opID).with("decision", d)
-	r.data.DecidedBy, r.data.DecidedOutcome = d.Operator, d.Outcome
-	if !d.DecidedAt.IsZero() {
-		r.data.DecidedAt = d.DecidedAt.UTC().Format(time.RFC3339)
-	}
-	return r
-}
-
-// notAwaitingReply refuses a decision for an operation in state.
-func notAwaitingReply(opID string, state idemstore.State) reply {
-	r := opReply(StatusNotAwaitingReview, opID).with("state", state)
-	r.data.State = string(state)
-	return r
-}
-
 // handleOpsResolve serves POST /v1/ops/operations/:id/resolve: it sends
 // the operator's decision to the waiting workflow as the resolve Update,
 // whose validator refuses every decision but the first, and answers the
@@ -87,7 +54,7 @@ func (s *Server) handleOpsResolve(c echo.Context) error {
 		return s.render(c, r)
 	}
 	if problems := req.validate(); len(problems) > 0 {
-		return s.render(c, opReply(StatusInvalidResolution, opID).with("errors", problems))
+		return s.render(c, invalidResolutionReply(opID, problems, ""))
 	}
 	rec, err := s.store.Get(ctx, opID)
 	switch {
@@ -126,19 +93,12 @@ func (s *Server) handleOpsResolve(c echo.Context) error {
 		if errors.Is(err, context.DeadlineExceeded) || gctx.Err() != nil {
 			// Accepted: the decision stands; its outcome is being recorded.
 			log.InfoContext(ctx, "resolution accepted, outcome not recorded yet")
-			return s.render(c, opReply(StatusResolutionSent, opID).with("outcome", req.Outcome))
+			return s.render(c, resolutionSentReply(opID, req.Outcome))
 		}
 		return s.render(c, s.resolveErrorReply(opID, err))
 	}
 	log.InfoContext(ctx, "operation resolved", "state", ans.Result.State)
-	final := idemstore.Record{Key: opID, State: ans.Result.State, Result: ans.Result.Result, ResultRef: ans.Result.ResultRef,
-		Reason: ans.Result.Reason, FailureKind: ans.Result.FailureKind}
-	r := opReply(StatusResolved, opID).with("state", ans.Result.State).with("decision", decisionOfWorkflow(ans.Decision))
-	for k, v := range terminalReply(final, false).fields {
-		r = r.with(k, v)
-	}
-	r.data.State = string(ans.Result.State)
-	return s.render(c, r)
+	return s.render(c, s.resolvedReply(opID, ans.Result, decisionOfWorkflow(ans.Decision)))
 }
 
 // resolveErrorReply maps the workflow's refusal of a decision (or a
@@ -158,13 +118,8 @@ func (s *Server) resolveErrorReply(opID string, err error) reply {
 			_ = appErr.Details(&n) // the state is only shown
 			return notAwaitingReply(opID, n.State)
 		case workflows.ErrTypeInvalidResolution:
-			r := opReply(StatusInvalidResolution, opID)
-			r.data.Detail = appErr.Message()
-			return r
+			return invalidResolutionReply(opID, nil, appErr.Message())
 		}
 	}
-	r := opReply(StatusTemporarilyUnavailable, opID)
-	r.err = fmt.Errorf("update %s %s: %w", workflows.UpdateResolve, opID, err)
-	r.data.Detail = "the workflow engine could not be reached"
-	return r
+	return resolveUnreachableReply(opID, fmt.Errorf("update %s %s: %w", workflows.UpdateResolve, opID, err))
 }

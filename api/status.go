@@ -27,15 +27,7 @@ func (s *Server) handleStatus(c echo.Context) error {
 		return s.render(c, r)
 	}
 	rec.Key = opID
-	var r reply
-	switch rec.State {
-	case idemstore.StateDone, idemstore.StateFailed:
-		r = terminalReply(rec, false)
-	case idemstore.StateNeedsReview:
-		r = opReply(StatusNeedsManualReview, opID)
-	default:
-		r = s.inFlightReply(rec)
-	}
+	r := s.answerFor(rec, false)
 	r.scope = rec.Scope
 	return s.render(c, r)
 }

@@ -45,18 +45,13 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	scope := c.Param("scope")
 	action, ok := s.cat.Lookup(scope)
 	if !ok || action.Downstream.Webhook == nil {
-		r := newReply(StatusUnknownAction)
-		r.scope = scope
-		return s.render(c, r)
+		return s.render(c, unknownActionReply(scope))
 	}
 	wh := action.Downstream.Webhook
 	refuse := func(why error) error {
 		s.log.WarnContext(ctx, "webhook refused", "scope", scope, "reason", why.Error())
 		s.metrics.webhooks.WithLabelValues(scope, "refused").Inc()
-		r := newReply(StatusWebhookRefused).with("reason", why.Error())
-		r.scope = scope
-		r.data.Reason = why.Error()
-		return s.render(c, r)
+		return s.render(c, webhookRefusedReply(scope, why))
 	}
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -111,15 +106,11 @@ func (s *Server) handleWebhook(c echo.Context) error {
 		s.log.InfoContext(ctx, "webhook for a finished operation ignored", "scope", scope, "operation_id", opID)
 	case err != nil:
 		// Polling still learns the state; the receipt keeps a resend out.
-		r := newReply(StatusTemporarilyUnavailable)
-		r.scope, r.opID, r.err = scope, opID, fmt.Errorf("signal webhook %s: %w", opID, err)
-		return s.render(c, r)
+		return s.render(c, webhookUndeliveredReply(scope, opID, fmt.Errorf("signal webhook %s: %w", opID, err)))
 	}
 	s.log.InfoContext(ctx, "webhook accepted", "scope", scope, "operation_id", opID, "event_type", eventType)
 	s.metrics.webhooks.WithLabelValues(scope, "accepted").Inc()
-	r := opReply(StatusWebhookAccepted, opID)
-	r.scope = scope
-	return s.render(c, r)
+	return s.render(c, webhookAcceptedReply(scope, opID))
 }
 
 // verifySignature checks header, "t=<unix>,v1=<hex>[,v1=<hex>...]", against
@@ -162,27 +153,4 @@ func verifySignature(header string, body []byte, secret string, now time.Time, t
 		}
 	}
 	return errWebhookBadSig
-}
-
-// MaxPendingPollAfter caps the poll_after_ms told for a pending operation.
-const MaxPendingPollAfter = time.Minute
-
-// inFlightReply answers an operation still in flight: in_progress, and, when
-// the downstream reported a business state (a payout "pending"), that state
-// and a poll interval that grows with the wait (a quarter of the time waited
-// so far, from the configured poll_after up to MaxPendingPollAfter).
-func (s *Server) inFlightReply(rec idemstore.Record) reply {
-	r := opReply(StatusInProgress, rec.Key)
-	if rec.DownstreamState == "" {
-		return r
-	}
-	r.key = keyInProgressPending
-	r = r.with("downstream_state", rec.DownstreamState)
-	r.data.State = rec.DownstreamState
-	waited := time.Duration(0)
-	if !rec.CreatedAt.IsZero() {
-		waited = s.now().Sub(rec.CreatedAt)
-	}
-	r.pollAfter = min(max(s.cfg.PollAfter, waited/4), MaxPendingPollAfter)
-	return r
 }

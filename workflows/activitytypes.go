@@ -162,18 +162,9 @@ type FinalizeInput struct {
 	// ClaimResult.Owner); the truth is then finalized as TruthOwner and the
 	// fast path is left to its owner's TTL and the next refill.
 	TruthOwner string `json:"truth_owner,omitempty"`
-	// State is DONE or FAILED.
-	State idemstore.State `json:"state"`
-	// Result is the downstream's (or the operator's) result when DONE.
-	Result json.RawMessage `json:"result,omitempty"`
-	// ResultRef is the business reference when DONE.
-	ResultRef string `json:"result_ref,omitempty"`
-	// Reason says why it failed.
-	Reason string `json:"reason,omitempty"`
-	// FailureKind says how a failure is known.
-	FailureKind idemstore.FailureKind `json:"failure_kind,omitempty"`
-	// ResolvedBy names the operator when a person decided.
-	ResolvedBy string `json:"resolved_by,omitempty"`
+	// Final is the outcome to write (its fields are inlined in the JSON,
+	// after truth_owner, as in every recorded history).
+	idemstore.Final
 	// ResolutionNote is the operator's note.
 	ResolutionNote string `json:"resolution_note,omitempty"`
 	// EvidenceURL is the operator's evidence link.

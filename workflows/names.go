@@ -84,21 +84,9 @@ type OperationInput struct {
 	Summary string `json:"summary"`
 }
 
-// OperationResult is the workflow's result: the terminal outcome.
-type OperationResult struct {
-	// State is DONE or FAILED.
-	State idemstore.State `json:"state"`
-	// Result is the downstream's result (DONE).
-	Result json.RawMessage `json:"result,omitempty"`
-	// ResultRef is the business reference (DONE).
-	ResultRef string `json:"result_ref,omitempty"`
-	// Reason says why it failed (FAILED).
-	Reason string `json:"reason,omitempty"`
-	// FailureKind says how a failure is known (FAILED).
-	FailureKind idemstore.FailureKind `json:"failure_kind,omitempty"`
-	// ResolvedBy names the operator when a person decided.
-	ResolvedBy string `json:"resolved_by,omitempty"`
-}
+// OperationResult is the workflow's result: the terminal outcome (its JSON
+// is that of every recorded history).
+type OperationResult = idemstore.Final
 
 // Resolution is the payload of the resolve signal.
 type Resolution struct {

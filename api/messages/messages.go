@@ -63,6 +63,8 @@ type Data struct {
 	TraceID string
 	// State is an operation state (such as DONE) or a state filter.
 	State string
+	// Redis is the fast path's health in a readiness answer: ok or degraded.
+	Redis string
 	// ResultRef is the business reference of a finished operation.
 	ResultRef string
 	// Reason says why an operation failed.

@@ -1,0 +1,441 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/params"
+	"github.com/oncegate/oncegate/workflows"
+)
+
+// This file builds every answer: one constructor per status (or per family
+// of statuses), and answerFor, the one place an operation's state becomes
+// its answer. Each value of an answer is written once: into the body when
+// the body shows it (the texts read it from there, see bodyTexts), else
+// into reply.text.
+
+func newReply(status string) reply { return reply{status: status} }
+
+// opReply is a reply about operation opID.
+func opReply(status, opID string) reply {
+	r := newReply(status)
+	r.opID = opID
+	return r
+}
+
+// scopedReply is a reply about action scope.
+func scopedReply(status, scope string) reply {
+	r := newReply(status)
+	r.scope = scope
+	return r
+}
+
+// with sets an extra body field.
+func (r reply) with(k string, v any) reply {
+	if r.fields == nil {
+		r.fields = map[string]any{}
+	}
+	r.fields[k] = v
+	return r
+}
+
+// replayed marks the reply with Idempotent-Replayed: true.
+func (r reply) replayed() reply {
+	if r.header == nil {
+		r.header = http.Header{}
+	}
+	r.header.Set(HeaderReplayed, "true")
+	return r
+}
+
+// withProblems turns a reply into a validation answer with errors (a list filter
+// problem reuses invalid_resolution's code with its own text).
+func (r reply) withProblems(key string, problems []params.FieldProblem) reply {
+	r.key = key
+	return r.with("errors", problems)
+}
+
+// answerFor is the answer an operation's record gives, wherever a record
+// becomes an answer (confirm, its replays and waits, status, the amnesia
+// guard's state): completed/failed, or already_completed/already_failed with
+// Idempotent-Replayed when replay (an earlier call started the operation);
+// needs_manual_review; in_progress, with the downstream's business state
+// when it reported one.
+func (s *Server) answerFor(rec idemstore.Record, replay bool) reply {
+	var r reply
+	switch rec.State {
+	case idemstore.StateDone:
+		status := StatusCompleted
+		if replay {
+			status = StatusAlreadyCompleted
+		}
+		result := stringNumbersRaw(rec.Result) // decimals are strings in answers
+		if len(result) == 0 {
+			result = json.RawMessage("null")
+		}
+		r = opReply(status, rec.Key).with("result", result).with("result_ref", rec.ResultRef)
+	case idemstore.StateFailed:
+		status := StatusFailed
+		if replay {
+			status = StatusAlreadyFailed
+		}
+		r = opReply(status, rec.Key).with("reason", rec.Reason)
+		if rec.FailureKind != "" {
+			r = r.with("failure_kind", string(rec.FailureKind))
+		}
+	case idemstore.StateNeedsReview:
+		return opReply(StatusNeedsManualReview, rec.Key)
+	case idemstore.StateInFlight:
+		return s.inFlightReply(rec)
+	default:
+		// A state this version does not know is answered as still moving:
+		// in_progress never makes the agent act twice.
+		return s.inFlightReply(rec)
+	}
+	if rec.ResolvedBy != "" {
+		r = r.with("resolved_by", rec.ResolvedBy)
+	}
+	if replay {
+		r = r.replayed()
+	}
+	return r
+}
+
+// MaxPendingPollAfter caps the poll_after_ms told for a pending operation.
+const MaxPendingPollAfter = time.Minute
+
+// inFlightReply answers an operation still in flight: in_progress, and, when
+// the downstream reported a business state (a payout "pending"), that state
+// and a poll interval that grows with the wait (a quarter of the time waited
+// so far, from the configured poll_after up to MaxPendingPollAfter).
+func (s *Server) inFlightReply(rec idemstore.Record) reply {
+	r := opReply(StatusInProgress, rec.Key)
+	if rec.DownstreamState == "" {
+		return r
+	}
+	r.key = keyInProgressPending
+	r = r.with("downstream_state", rec.DownstreamState)
+	waited := time.Duration(0)
+	if !rec.CreatedAt.IsZero() {
+		waited = s.now().Sub(rec.CreatedAt)
+	}
+	r.pollAfter = min(max(s.cfg.PollAfter, waited/4), MaxPendingPollAfter)
+	return r
+}
+
+// recentView is the body's view of an operation for the amnesia guard.
+type recentView map[string]any
+
+// recentOperation is rec as the amnesia guard shows it: its id, its state as
+// the agent-facing status, its reference, when it finished, and why it
+// failed.
+func (s *Server) recentOperation(rec idemstore.Record) recentView {
+	out := recentView{"operation_id": rec.Key, "state": s.answerFor(rec, false).status, "result_ref": rec.ResultRef, "completed_at": nil}
+	if rec.State.Terminal() && !rec.UpdatedAt.IsZero() {
+		out["completed_at"] = rec.UpdatedAt.UTC().Format(time.RFC3339)
+	}
+	if rec.State == idemstore.StateFailed {
+		out["reason"] = rec.Reason
+		if rec.FailureKind != "" {
+			out["failure_kind"] = string(rec.FailureKind)
+		}
+	}
+	return out
+}
+
+// previewReadyReply is preview_ready: the signed fingerprint, its expiry and
+// what it binds; with recent (the amnesia guard found an identical recent
+// operation) its view and texts.
+func (s *Server) previewReadyReply(scope, fp string, p fingerprint.Payload, preview map[string]any, recent *idemstore.Record) reply {
+	r := opReply(StatusPreviewReady, p.Nonce).
+		with("fingerprint", fp).
+		with("expires_at", p.ExpiresAt().Format(time.RFC3339)).
+		with("preview", preview)
+	r.scope = scope
+	if recent != nil {
+		r.key = keyPreviewReadyRepeat
+		r = r.with("recent_operation", s.recentOperation(*recent))
+	}
+	return r
+}
+
+// repeatUnacknowledgedReply answers a fingerprint of the amnesia guard
+// confirmed without acknowledge_repeat_of; recent is the recent operation
+// when the caller may see it (else only its id is shown).
+func (s *Server) repeatUnacknowledgedReply(opID, recentID string, recent *idemstore.Record) reply {
+	view := recentView{"operation_id": recentID}
+	if recent != nil {
+		view = s.recentOperation(*recent)
+	}
+	return opReply(StatusRepeatUnacknowledged, opID).with("recent_operation", view)
+}
+
+// fingerprintExpiredReply answers a fingerprint past its expiry that no
+// confirm consumed.
+func fingerprintExpiredReply(expiresAt time.Time) reply {
+	r := newReply(StatusFingerprintExpired)
+	r.text.ExpiresAt = expiresAt.Format(time.RFC3339)
+	return r
+}
+
+// unknownActionReply answers a scope the catalog does not hold.
+func unknownActionReply(scope string) reply { return scopedReply(StatusUnknownAction, scope) }
+
+// invalidParams builds invalid_params with one entry per problem.
+func invalidParams(scope string, problems []params.FieldProblem) reply {
+	return scopedReply(StatusInvalidParams, scope).with("errors", problems)
+}
+
+// malformed is a malformed_request reply with the detail key; text fills the
+// detail's placeholders.
+func malformed(detail string, text messages.Data) reply {
+	r := newReply(StatusMalformedRequest)
+	r.detail = detail
+	r.text = text
+	return r
+}
+
+// memberMissingReply is malformed_request naming a member of the body that
+// is absent or null, and what it must be.
+func memberMissingReply(member, expected string) reply {
+	return malformed(detailMemberMissing, messages.Data{Field: member, Expected: expected})
+}
+
+// internalErrorReply answers a bug or an unexpected failure, err logged.
+func internalErrorReply(opID string, err error) reply {
+	r := opReply(StatusInternalError, opID)
+	r.err = err
+	return r
+}
+
+// unavailableReply is temporarily_unavailable about opID (may be empty) with
+// the detail fragment detail: the workflow engine or the request's time ran
+// out.
+func unavailableReply(opID, detail string) reply {
+	r := opReply(StatusTemporarilyUnavailable, opID)
+	r.detail = detail
+	return r
+}
+
+// storeErrorReply answers a store failure: temporarily_unavailable when the
+// store is unreachable, internal_error otherwise.
+func (s *Server) storeErrorReply(scope, opID string, err error) reply {
+	status := StatusInternalError
+	if errors.Is(err, idemstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		status = StatusTemporarilyUnavailable
+	}
+	r := opReply(status, opID)
+	r.scope = scope
+	r.err = err
+	return r
+}
+
+// Message key of temporarily_unavailable when preview could not get a quote.
+const keyQuoteUnavailable = "quote_unavailable"
+
+// quoteFailure answers a failed quote: downstream_refused for a definite
+// refusal, else temporarily_unavailable with the quote's own texts.
+func quoteFailure(scope string, err error) reply {
+	var qe *quoteError
+	if errors.As(err, &qe) && qe.refused {
+		r := scopedReply(StatusDownstreamRefused, scope).with("reason", qe.reason)
+		if len(qe.problems) > 0 {
+			r = r.with("errors", qe.problems)
+		}
+		return r
+	}
+	r := scopedReply(StatusTemporarilyUnavailable, scope)
+	r.key = keyQuoteUnavailable
+	r.detail = detailQuoteUnreachable
+	if qe != nil {
+		r.detail = qe.detail
+		if qe.httpStatus != 0 {
+			r.text.Got = strconv.Itoa(qe.httpStatus)
+		}
+	}
+	return r
+}
+
+// decisionView is a decision as the ops answers show it.
+type decisionView struct {
+	// Operator is who decided.
+	Operator string `json:"operator"`
+	// Outcome is completed or failed.
+	Outcome string `json:"outcome"`
+	// DecidedAt is when the decision was accepted.
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+	// Via is update (the ops API) or signal (Web UI, CLI); empty when read from the truth.
+	Via string `json:"via,omitempty"`
+	// Note is the operator's note.
+	Note string `json:"note,omitempty"`
+	// EvidenceURL is the operator's evidence link.
+	EvidenceURL string `json:"evidence_url,omitempty"`
+}
+
+// alreadyResolvedReply refuses a second decision, naming the first.
+func alreadyResolvedReply(opID string, d decisionView) reply {
+	return opReply(StatusAlreadyResolved, opID).with("decision", d)
+}
+
+// notAwaitingReply refuses a decision for an operation in state.
+func notAwaitingReply(opID string, state idemstore.State) reply {
+	return opReply(StatusNotAwaitingReview, opID).with("state", state)
+}
+
+// invalidResolutionReply refuses a malformed decision: with the problems
+// found here, or with the workflow's own detail.
+func invalidResolutionReply(opID string, problems []params.FieldProblem, detail string) reply {
+	r := opReply(StatusInvalidResolution, opID)
+	if len(problems) > 0 {
+		r = r.with("errors", problems)
+	}
+	r.text.Detail = detail
+	return r
+}
+
+// resolutionSentReply answers a decision the workflow accepted but has not
+// recorded yet.
+func resolutionSentReply(opID, outcome string) reply {
+	return opReply(StatusResolutionSent, opID).with("outcome", outcome)
+}
+
+// resolvedReply answers the first decision: the final state, the decision,
+// and the outcome's own fields (result and result_ref, or reason and
+// failure_kind).
+func (s *Server) resolvedReply(opID string, res workflows.OperationResult, d decisionView) reply {
+	final := res.Record(opID)
+	final.ResolvedBy = "" // the decision names the operator
+	r := opReply(StatusResolved, opID).with("state", res.State).with("decision", d)
+	for k, v := range s.answerFor(final, false).fields {
+		r = r.with(k, v)
+	}
+	return r
+}
+
+// resolveUnreachableReply answers a decision that could not reach the
+// workflow.
+func resolveUnreachableReply(opID string, err error) reply {
+	r := opReply(StatusTemporarilyUnavailable, opID)
+	r.err = err
+	r.text.Detail = "the workflow engine could not be reached"
+	return r
+}
+
+// operationsListedReply lists recs, the operations in state (empty: every
+// state).
+func operationsListedReply(recs []idemstore.Record, state idemstore.State) reply {
+	if recs == nil {
+		recs = []idemstore.Record{}
+	}
+	r := newReply(StatusOperationsListed).with("operations", recs).with("count", len(recs))
+	r.text.State = string(state)
+	return r
+}
+
+// operationFoundReply shows rec in full: its params with decimals as strings
+// (params nil: none kept), its timeline, and why the timeline is incomplete
+// (herr).
+func operationFoundReply(rec idemstore.Record, params any, timeline []workflows.TimelineEntry, herr error) reply {
+	r := opReply(StatusOperationFound, rec.Key).with("operation", rec).with("timeline", timeline)
+	if params != nil {
+		r = r.with("params", params)
+	}
+	if herr != nil {
+		r = r.with("timeline_incomplete", "the workflow history could not be read: "+herr.Error())
+	}
+	return r
+}
+
+// webhookRefusedReply refuses a webhook event of scope, saying why.
+func webhookRefusedReply(scope string, why error) reply {
+	return scopedReply(StatusWebhookRefused, scope).with("reason", why.Error())
+}
+
+// webhookUndeliveredReply answers a verified webhook event of scope that
+// could not be delivered to opID's workflow (err logged).
+func webhookUndeliveredReply(scope, opID string, err error) reply {
+	r := opReply(StatusTemporarilyUnavailable, opID)
+	r.scope = scope
+	r.err = err
+	return r
+}
+
+// webhookAcceptedReply answers a webhook event delivered to opID's workflow.
+func webhookAcceptedReply(scope, opID string) reply {
+	r := opReply(StatusWebhookAccepted, opID)
+	r.scope = scope
+	return r
+}
+
+// readinessReply is ready, or not_ready when the truth database is
+// unreachable; redis is ok or degraded.
+func readinessReply(truthReachable bool, redis string) reply {
+	if !truthReachable {
+		r := newReply(StatusNotReady).with("postgres", "unreachable").with("redis", redis)
+		r.detail = detailPostgresDown
+		return r
+	}
+	return newReply(StatusReady).with("postgres", "ok").with("redis", redis)
+}
+
+// bodyTexts fills the texts' data from the body fields they also show, so
+// that each value is written once, into the body. Each entry reads one
+// field; a field of another type than its entry expects is a bug, reported
+// by textData.
+var bodyTexts = map[string]func(d *messages.Data, v any) bool{
+	"state":            shows(func(d *messages.Data, v idemstore.State) { d.State = string(v) }),
+	"downstream_state": shows(func(d *messages.Data, v string) { d.State = v }),
+	"result_ref":       shows(func(d *messages.Data, v string) { d.ResultRef = v }),
+	"reason":           shows(func(d *messages.Data, v string) { d.Reason = v }),
+	"failure_kind":     shows(func(d *messages.Data, v string) { d.FailureKind = v }),
+	"expires_at":       shows(func(d *messages.Data, v string) { d.ExpiresAt = v }),
+	"redis":            shows(func(d *messages.Data, v string) { d.Redis = v }),
+	"operation":        shows(func(d *messages.Data, v idemstore.Record) { d.State = string(v.State) }),
+	"recent_operation": shows(func(d *messages.Data, v recentView) {
+		d.RecentOperationID, _ = v["operation_id"].(string)
+		d.State, _ = v["state"].(string)
+		d.ResultRef, _ = v["result_ref"].(string)
+		d.Reason, _ = v["reason"].(string)
+	}),
+	"decision": shows(func(d *messages.Data, v decisionView) {
+		d.DecidedBy, d.DecidedOutcome = v.Operator, v.Outcome
+		if !v.DecidedAt.IsZero() {
+			d.DecidedAt = v.DecidedAt.UTC().Format(time.RFC3339)
+		}
+	}),
+}
+
+// shows adapts a typed filler to bodyTexts; it reports false when the
+// field's value is not a T.
+func shows[T any](fill func(d *messages.Data, v T)) func(d *messages.Data, v any) bool {
+	return func(d *messages.Data, v any) bool {
+		t, ok := v.(T)
+		if ok {
+			fill(d, t)
+		}
+		return ok
+	}
+}
+
+// textData is the texts' data of r before the envelope's values (operation,
+// scope, tools, waits): its text-only values plus those of its body fields.
+// It fails when a body field's value has the wrong type for the texts.
+func (r reply) textData() (messages.Data, error) {
+	d := r.text
+	for _, k := range slices.Sorted(maps.Keys(r.fields)) {
+		if fill, ok := bodyTexts[k]; ok && !fill(&d, r.fields[k]) {
+			return d, fmt.Errorf("body field %s: unexpected %T for the texts", k, r.fields[k])
+		}
+	}
+	return d, nil
+}
