@@ -71,6 +71,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("open truth: %v", err)
 	}
+	defer pg.Close()
 	reg := worker.NewRegistry()
 	store := combined.New(redisstore.New(rdb), pg, combined.Options{
 		Logger:     logger,
@@ -122,7 +123,7 @@ func main() {
 	defer c.Close()
 
 	acts := &activities.Activities{
-		Truth: store.Truth(),
+		Truth: pg,
 		Store: store,
 		// The downstream call continues the activity's trace (traceparent).
 		HTTP: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport,
@@ -135,7 +136,7 @@ func main() {
 	defer stopReaper()
 	if reapInterval > 0 {
 		logger.Info("reaper starting", "interval", reapInterval, "safety_margin", reapSafetyMargin)
-		go worker.RunReaper(reapCtx, store.Truth(), reapInterval, func() time.Time {
+		go worker.RunReaper(reapCtx, pg, reapInterval, func() time.Time {
 			return time.Now().Add(-reapSafetyMargin)
 		}, logger)
 	} else {
