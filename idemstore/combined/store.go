@@ -268,10 +268,10 @@ func (s *Store) release(ctx context.Context, key, owner string) {
 // then to Redis, owner-checked, within the budget. When the truth has no
 // record (the claim lives only on Redis: an orphan taken over before any
 // truth claim), the Redis claim is claimed on the truth first if f.Owner
-// holds it (while degraded: ErrNotOwner, the truth being the whole view). Redis held by another owner (or
-// gone) returns idemstore.ErrFastPathNotOwner: the truth stands and a newer
-// owner, or the next acquire, refills Redis. Redis unavailable is ignored
-// (logged).
+// holds it (while degraded: ErrNotOwner, the truth being the whole view).
+// Redis held by another owner (or gone) returns idemstore.ErrFastPathNotOwner:
+// the truth stands and a newer owner, or the next acquire, refills Redis.
+// Redis unavailable is ignored (logged).
 func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	if err := s.finalizeTruth(ctx, f); err != nil {
 		return err

@@ -307,6 +307,30 @@ func TestCombined(t *testing.T) {
 		assert.Equal(t, "owner-b", d.Owner)
 	})
 
+	t.Run("FinalizeOfAClaimOnlyInRedisWritesTheTruth", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.fast.Acquire(ctx, c) // an orphan taken over before any truth claim
+		require.NoError(t, err)
+		require.ErrorIs(t, b.store.Finalize(ctx, storetest.Done(c, "owner-b")), idemstore.ErrNotOwner)
+		_, err = b.truth.Get(ctx, c.Key)
+		require.ErrorIs(t, err, idemstore.ErrNotFound, "another owner writes nothing")
+
+		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")))
+		rec, err := b.truth.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, "owner-a", rec.Owner)
+		assert.Equal(t, c.Subject, rec.Subject)
+		assert.Equal(t, "tr_123", rec.ResultRef)
+		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")), "idempotent")
+		require.ErrorIs(t, b.store.Finalize(ctx, storetest.Failed(c, "owner-a")), idemstore.ErrAlreadyTerminal)
+		fast, err := b.fast.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.StateDone, fast.State)
+	})
+
 	t.Run("TakeoverOnTruth", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, combined.Options{})
