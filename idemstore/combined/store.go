@@ -243,14 +243,27 @@ func (s *Store) refill(ctx context.Context, rec idemstore.Record, ttl time.Durat
 // same fingerprint claims it at once instead of waiting for the orphan grace
 // period. The truth's claim is deleted (owner-checked; ErrNotOwner when
 // another owner holds it) and Redis's claim is released when Redis answers.
+// A claim only Redis holds is released there; ErrNotFound when neither
+// holds a claim of p.Owner that can be released.
 func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
-	if err := s.truth.Release(ctx, p); err != nil && !errors.Is(err, idemstore.ErrNotFound) {
-		return fmt.Errorf("truth: %w", err)
+	terr := s.truth.Release(ctx, p)
+	switch {
+	case terr == nil:
+		if !s.Degraded() {
+			s.release(ctx, p.Key, p.Owner)
+		}
+		return nil
+	case !errors.Is(terr, idemstore.ErrNotFound) || s.Degraded():
+		return fmt.Errorf("truth: %w", terr)
 	}
-	if !s.Degraded() {
-		s.release(ctx, p.Key, p.Owner)
+	ferr := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Release(ctx, p) })
+	switch {
+	case ferr == nil:
+		return nil
+	case !errors.Is(ferr, idemstore.ErrNotOwner):
+		s.log.Warn("release redis claim failed", "operation_id", p.Key, "err", ferr)
 	}
-	return nil
+	return fmt.Errorf("truth: %w", terr)
 }
 
 // release gives back a Redis claim this store just took; failures are only

@@ -331,6 +331,19 @@ func TestCombined(t *testing.T) {
 		assert.Equal(t, idemstore.StateDone, fast.State)
 	})
 
+	t.Run("ReleaseOfAClaimOnlyInRedis", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.fast.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.ErrorIs(t, b.store.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-b"}), idemstore.ErrNotFound,
+			"no claim of owner-b anywhere")
+		require.NoError(t, b.store.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-a"}))
+		_, err = b.fast.Get(ctx, c.Key)
+		require.ErrorIs(t, err, idemstore.ErrNotFound, "released on Redis")
+	})
+
 	t.Run("TakeoverOnTruth", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, combined.Options{})
