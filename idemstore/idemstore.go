@@ -320,8 +320,9 @@ type Store interface {
 	// p.FromOwner does not hold it (or it is gone, or not IN_FLIGHT).
 	Takeover(ctx context.Context, p TakeoverParams) error
 	// Release deletes an IN_FLIGHT claim p.Owner holds whose workflow was
-	// never started, so that nothing is consumed; ErrNotOwner when another
-	// owner holds it or it left IN_FLIGHT, ErrNotFound when there is none.
+	// never started, so that nothing is consumed; ErrNotOwner when the
+	// truth's record is another owner's or left IN_FLIGHT, ErrNotFound when
+	// the truth has none and no claim of p.Owner was released elsewhere.
 	Release(ctx context.Context, p ReleaseParams) error
 	// Finalize records the terminal outcome f, owner-checked: ErrNotOwner,
 	// ErrAlreadyTerminal (another outcome stands), or (combined only)
