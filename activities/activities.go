@@ -49,32 +49,15 @@ const HeaderIdempotencyKey = downstream.HeaderIdempotencyKey
 // heartbeatEvery is how often an activity heartbeats while it waits on the downstream.
 const heartbeatEvery = 5 * time.Second
 
-// TruthStore is what the activities need of the PostgreSQL truth.
-type TruthStore interface {
-	// Acquire inserts the record IN_FLIGHT, or reads back the existing one.
-	Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error)
-	// MarkNeedsReview moves the record to NEEDS_REVIEW with reason.
-	MarkNeedsReview(ctx context.Context, key, reason string) error
-	// RecordDownstreamState keeps the downstream's business state on an
-	// IN_FLIGHT record.
-	RecordDownstreamState(ctx context.Context, key, state string) error
-}
-
-// Finalizer records a terminal outcome: PostgreSQL first, then the Redis
-// fast path, owner-checked (the combined store).
-type Finalizer interface {
-	// Finalize records f, or returns idemstore.ErrFastPathNotOwner when only
-	// the fast path refused because a newer owner holds it.
-	Finalize(ctx context.Context, f idemstore.Finalization) error
-}
-
 // Activities holds the dependencies of the workflow's activities. The worker
 // registers it as a struct; each method is an activity named after it.
 type Activities struct {
-	// Truth is the PostgreSQL truth store.
-	Truth TruthStore
-	// Store finalizes into the truth and the fast path.
-	Store Finalizer
+	// Truth is the PostgreSQL truth (pgstore): the workflow's claim, review
+	// and downstream state are written there alone.
+	Truth idemstore.Store
+	// Store is the combined store (combined): a terminal outcome is written
+	// to the truth, then to the Redis fast path, owner-checked.
+	Store idemstore.Store
 	// HTTP calls the downstream; nil means http.DefaultClient. Its transport
 	// carries the activity's trace to the downstream (otelhttp in the worker).
 	HTTP *http.Client
@@ -256,7 +239,7 @@ func (a *Activities) call(in workflows.OperationInput) downstream.Call {
 // MarkNeedsReview moves the truth record to NEEDS_REVIEW. A record already
 // terminal is a non-retryable ErrTypeAlreadyTerminal.
 func (a *Activities) MarkNeedsReview(ctx context.Context, in workflows.MarkNeedsReviewInput) error {
-	err := a.Truth.MarkNeedsReview(ctx, in.OperationID, in.Reason)
+	err := a.Truth.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{Key: in.OperationID, Reason: in.Reason})
 	switch {
 	case err == nil:
 		a.logger().Warn("operation needs manual review", "operation_id", in.OperationID, "reason", in.Reason)
@@ -273,7 +256,7 @@ func (a *Activities) MarkNeedsReview(ctx context.Context, in workflows.MarkNeeds
 // (such as a payout's "pending") on the operation's truth record, where the
 // gateway shows it to agents and operators.
 func (a *Activities) RecordDownstreamState(ctx context.Context, in workflows.RecordDownstreamStateInput) error {
-	if err := a.Truth.RecordDownstreamState(ctx, in.OperationID, in.State); err != nil {
+	if err := a.Truth.RecordDownstreamState(ctx, idemstore.DownstreamStateParams{Key: in.OperationID, State: in.State}); err != nil {
 		return fmt.Errorf("record downstream state %s: %w", in.OperationID, err)
 	}
 	a.logger().Info("downstream state", "operation_id", in.OperationID, "downstream_state", in.State)

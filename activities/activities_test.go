@@ -281,8 +281,11 @@ func TestReconcile(t *testing.T) {
 	})
 }
 
-// fakeStore is an in-memory TruthStore and Finalizer.
+// fakeStore is the part of idemstore.Store the activities use, in memory;
+// the embedded nil Store makes any other method panic: the activities must
+// not call it.
 type fakeStore struct {
+	idemstore.Store
 	decision         idemstore.Decision
 	acquireErr       error
 	claims           []idemstore.Claim
@@ -298,19 +301,19 @@ func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Dec
 	return f.decision, f.acquireErr
 }
 
-func (f *fakeStore) RecordDownstreamState(_ context.Context, key, state string) error {
+func (f *fakeStore) RecordDownstreamState(_ context.Context, p idemstore.DownstreamStateParams) error {
 	if f.downstreamStates == nil {
 		f.downstreamStates = map[string]string{}
 	}
-	f.downstreamStates[key] = state
+	f.downstreamStates[p.Key] = p.State
 	return nil
 }
 
-func (f *fakeStore) MarkNeedsReview(_ context.Context, key, reason string) error {
+func (f *fakeStore) MarkNeedsReview(_ context.Context, p idemstore.MarkNeedsReviewParams) error {
 	if f.reviewed == nil {
 		f.reviewed = map[string]string{}
 	}
-	f.reviewed[key] = reason
+	f.reviewed[p.Key] = p.Reason
 	return f.reviewErr
 }
 

@@ -208,7 +208,7 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 		dcancel()
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			err := s.store.Takeover(ctx, nonce, d.Owner, call.owner, call.action.InFlightTTL)
+			err := s.store.Takeover(ctx, idemstore.TakeoverParams{Key: nonce, FromOwner: d.Owner, ToOwner: call.owner, TTL: call.action.InFlightTTL})
 			switch {
 			case err == nil:
 				s.log.WarnContext(ctx, "took over orphaned claim", "operation_id", nonce, "from", d.Owner,
@@ -337,7 +337,7 @@ func (s *Server) releaseUnstarted(ctx context.Context, call confirmCall) {
 	if !errors.As(err, &nf) {
 		return
 	}
-	if err := s.store.Release(ctx, nonce, call.owner); err != nil {
+	if err := s.store.Release(ctx, idemstore.ReleaseParams{Key: nonce, Owner: call.owner}); err != nil {
 		s.log.WarnContext(ctx, "release unstarted claim", "operation_id", nonce, "err", err, "trace_id", call.traceID)
 	}
 }

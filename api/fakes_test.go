@@ -22,8 +22,11 @@ import (
 	"github.com/oncegate/oncegate/workflows"
 )
 
-// fakeStore is the idemstore state machine in memory.
+// fakeStore is the idemstore state machine in memory, as far as the gateway
+// uses it; the embedded nil Store makes any other method (the workflow's
+// Finalize, MarkNeedsReview, RecordDownstreamState, the worker's Reap) panic.
 type fakeStore struct {
+	idemstore.Store
 	mu          sync.Mutex
 	now         func() time.Time
 	recs        map[string]*fakeRec
@@ -41,7 +44,7 @@ type fakeRec struct {
 	truth bool
 }
 
-var _ OperationStore = (*fakeStore)(nil)
+var _ idemstore.Store = (*fakeStore)(nil)
 
 func newFakeStore(now func() time.Time) *fakeStore {
 	return &fakeStore{now: now, recs: map[string]*fakeRec{}}
@@ -88,27 +91,27 @@ func (f *fakeStore) Get(_ context.Context, key string) (idemstore.Record, error)
 	return r.Record, nil
 }
 
-func (f *fakeStore) Takeover(_ context.Context, key, from, to string, _ time.Duration) error {
+func (f *fakeStore) Takeover(_ context.Context, p idemstore.TakeoverParams) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
-	r, ok := f.recs[key]
-	if !ok || r.Owner != from || r.State != idemstore.StateInFlight {
+	r, ok := f.recs[p.Key]
+	if !ok || r.Owner != p.FromOwner || r.State != idemstore.StateInFlight {
 		return idemstore.ErrNotOwner
 	}
-	r.Owner, r.ClaimedAt = to, f.now()
+	r.Owner, r.ClaimedAt = p.ToOwner, f.now()
 	return nil
 }
 
-func (f *fakeStore) Release(_ context.Context, key, owner string) error {
+func (f *fakeStore) Release(_ context.Context, p idemstore.ReleaseParams) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
-	r, ok := f.recs[key]
-	if !ok || r.Owner != owner || r.State != idemstore.StateInFlight {
+	r, ok := f.recs[p.Key]
+	if !ok || r.Owner != p.Owner || r.State != idemstore.StateInFlight {
 		return idemstore.ErrNotOwner
 	}
-	delete(f.recs, key)
+	delete(f.recs, p.Key)
 	return nil
 }
 
@@ -138,7 +141,8 @@ func (f *fakeStore) List(_ context.Context, filter idemstore.ListFilter) ([]idem
 	return out, nil
 }
 
-func (f *fakeStore) RecordWebhook(_ context.Context, scope, signature string) (bool, error) {
+func (f *fakeStore) RecordWebhook(_ context.Context, p idemstore.WebhookParams) (bool, error) {
+	scope, signature := p.Scope, p.Signature
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.webhooks == nil {
@@ -151,7 +155,8 @@ func (f *fakeStore) RecordWebhook(_ context.Context, scope, signature string) (b
 	return true, nil
 }
 
-func (f *fakeStore) FindRecent(_ context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error) {
+func (f *fakeStore) FindRecent(_ context.Context, p idemstore.FindRecentParams) (idemstore.Record, error) {
+	subject, scope, paramHash, since := p.Subject, p.Scope, p.ParamHash, p.Since
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.unavailable {

@@ -123,7 +123,8 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	if window <= 0 {
 		window = catalog.DefaultDuplicateIntentWindow
 	}
-	recent, err := s.store.FindRecent(ctx, id.Subject, action.Scope, bp.paramHash, now.Add(-window))
+	recent, err := s.store.FindRecent(ctx, idemstore.FindRecentParams{Subject: id.Subject, Scope: action.Scope,
+		ParamHash: bp.paramHash, Since: now.Add(-window)})
 	found := err == nil
 	if err != nil && !errors.Is(err, idemstore.ErrNotFound) {
 		return s.storeErrorReply(action.Scope, "", fmt.Errorf("amnesia guard: %w", err))

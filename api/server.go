@@ -28,6 +28,7 @@ import (
 	"github.com/oncegate/oncegate/api/openapi"
 	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/telemetry"
 )
@@ -42,7 +43,7 @@ type Deps struct {
 	// Keyring signs and verifies fingerprints (required).
 	Keyring *fingerprint.Keyring
 	// Store is the combined idempotency store (required).
-	Store OperationStore
+	Store idemstore.Store
 	// Temporal starts and watches the operation workflows (required).
 	Temporal Temporal
 	// Authenticator turns bearer tokens into identities (required).
@@ -71,7 +72,7 @@ type Deps struct {
 type Server struct {
 	cat      *catalog.Catalog
 	keys     *fingerprint.Keyring
-	store    OperationStore
+	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
 	log      *slog.Logger

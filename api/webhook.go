@@ -87,7 +87,7 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	case err != nil:
 		return s.render(c, s.storeErrorReply(scope, "", fmt.Errorf("webhook %s: %w", opID, err)))
 	}
-	first, err := s.store.RecordWebhook(ctx, scope, signature)
+	first, err := s.store.RecordWebhook(ctx, idemstore.WebhookParams{Scope: scope, Signature: signature})
 	if err != nil {
 		return s.render(c, s.storeErrorReply(scope, "", fmt.Errorf("webhook %s: %w", opID, err)))
 	}

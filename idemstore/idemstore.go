@@ -1,7 +1,8 @@
 // Package idemstore holds the decidable state machine of one operation: the
-// domain types, the sentinel errors and the Store interface that every backend
-// (Redis fast path, PostgreSQL truth, and the combined degrading store)
-// implements with the same semantics.
+// domain types, the sentinel errors, the one transport-error classifier, and
+// the two interfaces of the storage boundary: Store, what every caller uses
+// (the PostgreSQL truth and the combined degrading store implement it), and
+// FastPath, what the Redis fast path offers the combined store.
 //
 // The states follow the design: an operation that was never claimed has no
 // record; a claim moves it to IN_FLIGHT (started, outcome unknown); it ends in
@@ -135,16 +136,11 @@ type Decision struct {
 	// ClaimedAt is when the current claim was taken, when known.
 	ClaimedAt time.Time
 	// Record is the stored record for OutcomeDone and OutcomeFailed (and, where
-	// the backend knows it, for OutcomeInFlight).
+	// the backend knows it, for OutcomeInFlight and OutcomeParamMismatch; the
+	// latter's belongs to the other claim and is never answered to an agent).
 	Record Record
-	// TruthFound reports whether the PostgreSQL truth held a record for the
-	// key when the decision was taken (Record then comes from it). The
-	// PostgreSQL store sets it on every decision; the Redis store never does.
-	// The combined store takes every claim in the truth too, so an
-	// OutcomeAcquired comes with TruthFound true, and OutcomeInFlight with
-	// TruthFound false means a claim that exists only on the fast path (taken
-	// before the truth claim, or planted by hand): an orphan once it is older
-	// than the grace period and Temporal has no workflow of that ID.
+	// TruthFound reports that the PostgreSQL truth holds the key and Record
+	// comes from it; false is an answer of the Redis fast path alone.
 	TruthFound bool
 }
 
@@ -226,6 +222,12 @@ type Record struct {
 	FingerprintExp time.Time `json:"fingerprint_exp,omitzero"`
 }
 
+// WebhookReceiptRetention is how long a webhook receipt is kept (Reap
+// deletes it after): twice the longest timestamp tolerance a catalog may
+// declare (catalog.MaxWebhookTolerance), since an event is accepted up to
+// the tolerance before or after its timestamp.
+const WebhookReceiptRetention = 48 * time.Hour
+
 // ListFilter selects the records an operator lists.
 type ListFilter struct {
 	// State keeps only records in this state; empty means every state.
@@ -239,14 +241,156 @@ type ListFilter struct {
 	Limit int
 }
 
-// Store is the state machine every backend implements with the same semantics.
+// TakeoverParams moves an IN_FLIGHT claim from one owner to another.
+type TakeoverParams struct {
+	// Key is the operation id.
+	Key string
+	// FromOwner must hold the claim, or ErrNotOwner is returned.
+	FromOwner string
+	// ToOwner is the new owner.
+	ToOwner string
+	// TTL is the fresh in-flight TTL of the claim (a backend without TTLs ignores it).
+	TTL time.Duration
+}
+
+// ReleaseParams gives back an IN_FLIGHT claim whose workflow never started.
+type ReleaseParams struct {
+	// Key is the operation id.
+	Key string
+	// Owner must hold the claim, or ErrNotOwner is returned.
+	Owner string
+}
+
+// MarkNeedsReviewParams hands an IN_FLIGHT operation to an operator.
+type MarkNeedsReviewParams struct {
+	// Key is the operation id.
+	Key string
+	// Reason says why the outcome cannot be determined automatically.
+	Reason string
+}
+
+// DownstreamStateParams keeps the business state a downstream reported for
+// an operation in flight.
+type DownstreamStateParams struct {
+	// Key is the operation id.
+	Key string
+	// State is the downstream's state, such as a payout's "pending".
+	State string
+}
+
+// FindRecentParams selects the most recent operation of the same intent
+// (the amnesia guard).
+type FindRecentParams struct {
+	// Subject is who the operation belongs to.
+	Subject string
+	// Scope is the action.
+	Scope string
+	// ParamHash binds the canonical params.
+	ParamHash string
+	// Since keeps only records created at or after it.
+	Since time.Time
+}
+
+// WebhookParams names one webhook event of a downstream.
+type WebhookParams struct {
+	// Scope is the action the event is about.
+	Scope string
+	// Signature is the event's signature header, unique per event.
+	Signature string
+}
+
+// RefillParams writes a terminal record the truth holds back into the fast path.
+type RefillParams struct {
+	// Record is the terminal record (State DONE or FAILED).
+	Record Record
+	// TTL is how long the fast path replays it; must be positive.
+	TTL time.Duration
+}
+
+// Store is the storage boundary of an operation: every method the gateway,
+// the workflow's activities, the worker and the operator tools use. The
+// PostgreSQL truth (pgstore) and the combined degrading store (combined)
+// implement it with the same semantics; storetest.Exercise checks them.
 type Store interface {
 	// Acquire claims c.Key atomically, or reports who holds it or how it ended.
 	Acquire(ctx context.Context, c Claim) (Decision, error)
-	// Finalize records the terminal outcome, owner-checked.
-	Finalize(ctx context.Context, f Finalization) error
 	// Get reads the record of key, or ErrNotFound.
 	Get(ctx context.Context, key string) (Record, error)
-	// Takeover moves an IN_FLIGHT claim from one owner to another, or ErrNotOwner.
-	Takeover(ctx context.Context, key, fromOwner, toOwner string, ttl time.Duration) error
+	// Takeover moves an IN_FLIGHT claim to a new owner; ErrNotOwner when
+	// p.FromOwner does not hold it (or it is gone, or not IN_FLIGHT).
+	Takeover(ctx context.Context, p TakeoverParams) error
+	// Release deletes an IN_FLIGHT claim p.Owner holds whose workflow was
+	// never started, so that nothing is consumed; ErrNotOwner when the
+	// truth's record is another owner's or left IN_FLIGHT, ErrNotFound when
+	// the truth has none and no claim of p.Owner was released elsewhere.
+	Release(ctx context.Context, p ReleaseParams) error
+	// Finalize records the terminal outcome f, owner-checked: ErrNotOwner,
+	// ErrAlreadyTerminal (another outcome stands), or (combined only)
+	// ErrFastPathNotOwner when only the fast path is held by a newer owner.
+	Finalize(ctx context.Context, f Finalization) error
+	// FinalizeFast writes the terminal outcome f to the fast path only,
+	// owner-checked: the gateway refills it after attaching to a finished
+	// workflow. A store without a fast path has nothing to refill: nil.
+	FinalizeFast(ctx context.Context, f Finalization) error
+	// MarkNeedsReview moves an IN_FLIGHT record to NEEDS_REVIEW (again on a
+	// NEEDS_REVIEW one succeeds); ErrAlreadyTerminal, or ErrNotFound.
+	MarkNeedsReview(ctx context.Context, p MarkNeedsReviewParams) error
+	// RecordDownstreamState keeps p.State on an IN_FLIGHT record (a record
+	// no longer in flight is left alone); ErrNotFound when there is none.
+	RecordDownstreamState(ctx context.Context, p DownstreamStateParams) error
+	// FindRecent returns the most recent record of the same intent that is
+	// IN_FLIGHT, DONE, NEEDS_REVIEW or FAILED other than by a definite
+	// refusal; ErrNotFound when none. It only reads.
+	FindRecent(ctx context.Context, p FindRecentParams) (Record, error)
+	// List returns the records f selects.
+	List(ctx context.Context, f ListFilter) ([]Record, error)
+	// Reap deletes the terminal records whose retention ended at or before
+	// now (and the expired webhook receipts) and returns how many records it
+	// deleted.
+	Reap(ctx context.Context, now time.Time) (int64, error)
+	// RecordWebhook remembers a webhook event and reports whether it is the
+	// first time (false: a replay).
+	RecordWebhook(ctx context.Context, p WebhookParams) (bool, error)
+	// Ready returns an error (wrapping ErrUnavailable) when the truth cannot
+	// be reached; the fast path is optional.
+	Ready(ctx context.Context) error
+	// Degraded reports whether the fast path is bypassed right now (always
+	// false for a store without one).
+	Degraded() bool
+}
+
+// FastPath is what the Redis fast path offers the combined store: the same
+// state machine without the truth's operations, plus the unconditional
+// refill of a terminal record and a liveness probe. storetest.ExerciseFastPath
+// checks it.
+type FastPath interface {
+	// Acquire claims c.Key atomically, or reports who holds it or how it ended.
+	Acquire(ctx context.Context, c Claim) (Decision, error)
+	// Get reads the record of key, or ErrNotFound.
+	Get(ctx context.Context, key string) (Record, error)
+	// Finalize records the terminal outcome f, owner-checked.
+	Finalize(ctx context.Context, f Finalization) error
+	// Takeover moves an IN_FLIGHT claim to a new owner with a fresh TTL, or ErrNotOwner.
+	Takeover(ctx context.Context, p TakeoverParams) error
+	// Release deletes an IN_FLIGHT claim p.Owner holds, or ErrNotOwner.
+	Release(ctx context.Context, p ReleaseParams) error
+	// Refill writes p.Record, replacing whatever the key holds.
+	Refill(ctx context.Context, p RefillParams) error
+	// Ping checks that the fast path answers.
+	Ping(ctx context.Context) error
+}
+
+// DecideExisting answers a claim c that found the record rec: another
+// param_hash is PARAM_MISMATCH, DONE and FAILED replay rec, IN_FLIGHT and
+// NEEDS_REVIEW are OutcomeInFlight with rec's owner (Record.State tells
+// NEEDS_REVIEW). rec comes from the truth: TruthFound is set.
+func DecideExisting(c Claim, rec Record) Decision {
+	switch {
+	case rec.ParamHash != c.ParamHash:
+		return Decision{Outcome: OutcomeParamMismatch, Record: rec, TruthFound: true}
+	case rec.State.Terminal():
+		return Decision{Outcome: Outcome(rec.State), Record: rec, TruthFound: true}
+	default: // IN_FLIGHT or NEEDS_REVIEW
+		return Decision{Outcome: OutcomeInFlight, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt, Record: rec, TruthFound: true}
+	}
 }

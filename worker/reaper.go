@@ -4,22 +4,16 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/oncegate/oncegate/idemstore"
 )
 
-// Reaper deletes expired terminal truth records. pgstore.Store and
-// combined.Store satisfy it.
-type Reaper interface {
-	// Reap deletes the terminal records whose retention ended at or before
-	// now and returns how many it deleted.
-	Reap(ctx context.Context, now time.Time) (int64, error)
-}
-
-// RunReaper calls r.Reap(ctx, now()) every interval until ctx is done, and
+// RunReaper calls store.Reap(ctx, now()) every interval until ctx is done, and
 // then returns. It logs how many records each pass removed, and logs an
 // error and carries on at the next tick when a pass fails: a database that
 // is briefly away must not stop reaping for good. The first pass runs one
 // interval after the start. interval must be positive.
-func RunReaper(ctx context.Context, r Reaper, interval time.Duration, now func() time.Time, logger *slog.Logger) {
+func RunReaper(ctx context.Context, store idemstore.Store, interval time.Duration, now func() time.Time, logger *slog.Logger) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -35,7 +29,7 @@ func RunReaper(ctx context.Context, r Reaper, interval time.Duration, now func()
 			return
 		}
 		cutoff := now()
-		n, err := r.Reap(ctx, cutoff)
+		n, err := store.Reap(ctx, cutoff)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return // stopped mid-pass: not a failure

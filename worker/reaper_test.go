@@ -13,12 +13,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/worker"
 )
 
 // fakeReaper answers each Reap from a script (the last entry repeats) and
-// reports every call's now on calls.
+// reports every call's now on calls; the embedded nil idemstore.Store makes
+// any other method panic: the reaper must not call it.
 type fakeReaper struct {
+	idemstore.Store
 	script []reapAnswer
 	n      atomic.Int64
 	calls  chan time.Time

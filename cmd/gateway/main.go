@@ -74,9 +74,9 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("open truth database: %w", err)
 	}
+	defer truth.Close()
 	rdb, err := redisstore.Connect(cfg.RedisURL, cfg.RedisAddrs)
 	if err != nil {
-		truth.Close()
 		return err
 	}
 	defer rdb.Close()

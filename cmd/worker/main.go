@@ -52,6 +52,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("open truth: %v", err)
 	}
+	defer pg.Close()
 	reg := worker.NewRegistry()
 	store := combined.New(redisstore.New(rdb), pg, combined.Options{
 		Logger:     logger,
@@ -95,7 +96,7 @@ func main() {
 	defer c.Close()
 
 	acts := &activities.Activities{
-		Truth: store.Truth(),
+		Truth: pg,
 		Store: store,
 		// The downstream call continues the activity's trace (traceparent).
 		HTTP: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport,
@@ -108,7 +109,7 @@ func main() {
 	defer stopReaper()
 	if cfg.ReapInterval > 0 {
 		logger.Info("reaper starting", "interval", cfg.ReapInterval, "safety_margin", reapSafetyMargin)
-		go worker.RunReaper(reapCtx, store.Truth(), cfg.ReapInterval, func() time.Time {
+		go worker.RunReaper(reapCtx, pg, cfg.ReapInterval, func() time.Time {
 			return time.Now().Add(-reapSafetyMargin)
 		}, logger)
 	} else {

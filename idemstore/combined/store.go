@@ -22,8 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oncegate/oncegate/idemstore"
-	"github.com/oncegate/oncegate/idemstore/pgstore"
-	"github.com/oncegate/oncegate/idemstore/redisstore"
 )
 
 const (
@@ -51,10 +49,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// Store is the combined degrading store.
+// Store is the combined degrading store: an idemstore.Store.
 type Store struct {
-	fast  *redisstore.Store
-	truth *pgstore.Store
+	fast  idemstore.FastPath
+	truth idemstore.Store
 	opts  Options
 	log   *slog.Logger
 
@@ -72,9 +70,10 @@ type Store struct {
 
 var _ idemstore.Store = (*Store)(nil)
 
-// New returns a store with fast in front of truth. Close stops the prober
-// and closes truth; the caller still closes its Redis client.
-func New(fast *redisstore.Store, truth *pgstore.Store, opts Options) *Store {
+// New returns a store with fast (the Redis fast path) in front of truth (the
+// PostgreSQL truth). Close stops the prober; the caller owns both backends
+// and closes them after it.
+func New(fast idemstore.FastPath, truth idemstore.Store, opts Options) *Store {
 	if opts.RedisBudget <= 0 {
 		opts.RedisBudget = DefaultRedisBudget
 	}
@@ -122,152 +121,103 @@ func register[C prometheus.Collector](r prometheus.Registerer, c C) C {
 	return c
 }
 
-// Truth returns the PostgreSQL truth.
-func (s *Store) Truth() *pgstore.Store { return s.truth }
-
-// Fast returns the Redis fast path.
-func (s *Store) Fast() *redisstore.Store { return s.fast }
-
 // Degraded reports whether the store currently runs on PostgreSQL only.
 func (s *Store) Degraded() bool { return s.degraded.Load() }
 
 // Ready reports whether the truth (PostgreSQL) answers; Redis is optional.
-func (s *Store) Ready(ctx context.Context) error { return s.truth.Ping(ctx) }
+func (s *Store) Ready(ctx context.Context) error { return s.truth.Ready(ctx) }
 
-// Close stops the prober and closes the truth's pool.
+// Close stops the prober. It does not close the backends.
 func (s *Store) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.cancel()
 	s.mu.Unlock()
 	s.wg.Wait()
-	s.truth.Close()
 }
 
-// Acquire claims c.Key. Not degraded, Redis decides first and the truth
-// checks what Redis could have lost:
-//   - Redis ACQUIRED: the truth has no record → ACQUIRED; another
-//     param_hash → PARAM_MISMATCH; a terminal record → Redis is refilled and
-//     the terminal outcome replayed (replays after FLUSHALL); IN_FLIGHT or
-//     NEEDS_REVIEW → ACQUIRED with TruthFound and the record: the key expired
-//     or was flushed while its workflow runs, and the caller attaches to
-//     that workflow (only the workflow executes, once per ID).
-//   - Redis IN_FLIGHT: a terminal truth is refilled and replayed; otherwise
-//     Redis's answer, with the truth's record and TruthFound when it exists
-//     (Record.State tells NEEDS_REVIEW).
-//   - Redis DONE, FAILED, PARAM_MISMATCH: final as they are (Redis is
-//     finalized only after the truth).
-//
-// Redis unavailable: degrade and claim on the truth (insert, or read back
-// the existing record). The truth unavailable too: an error wrapping
-// idemstore.ErrUnavailable, and nothing was consumed.
+// Acquire claims c.Key: Redis answers first (unless degraded), the truth
+// is asked what Redis could have got wrong, and decide (decide.go) merges
+// the two answers and plans the repairs of Redis: a terminal record Redis
+// lost is refilled, a Redis claim the truth refused is released, a Redis
+// claim the truth holds under an earlier owner mirrors that owner. Redis
+// unavailable: the store degrades and the truth alone claims (insert, or
+// read back the existing record). The truth unavailable too: an error
+// wrapping idemstore.ErrUnavailable, and nothing was consumed.
 //
 // Known window: while Redis starts failing, one caller can be ACQUIRED on
-// Redis (the truth has no record yet) while another, whose Redis call timed
-// out, is ACQUIRED by inserting into the truth. Both then start the
-// operation's workflow, whose ID is the operation id: Temporal runs it once,
-// and only the workflow executes.
+// Redis while another, whose Redis call timed out, inserts into the truth
+// first; the truth's unique key lets only one of them be ACQUIRED, and the
+// other answers IN_FLIGHT (its Redis claim mirrors the truth's owner).
 func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error) {
+	fast := fastAnswer{Unavailable: true}
 	if !s.Degraded() {
-		var d idemstore.Decision
 		err := s.fastCall(ctx, func(ctx context.Context) (err error) {
-			d, err = s.fast.Acquire(ctx, c)
+			fast.Decision, err = s.fast.Acquire(ctx, c)
 			return err
 		})
-		if err == nil {
-			return s.checkTruth(ctx, c, d)
-		}
-		if !errors.Is(err, idemstore.ErrUnavailable) || ctx.Err() != nil {
+		switch {
+		case err == nil:
+			fast.Unavailable = false
+		case !errors.Is(err, idemstore.ErrUnavailable) || ctx.Err() != nil:
 			return idemstore.Decision{}, fmt.Errorf("fast path: %w", err)
 		}
 	}
-	s.fallbacks.Inc()
-	d, err := s.truth.Acquire(ctx, c)
-	if err != nil {
-		return idemstore.Decision{}, fmt.Errorf("truth: %w", err)
+	if fast.Unavailable {
+		s.fallbacks.Inc()
 	}
-	return d, nil
+	var truth truthAnswer
+	switch queryFor(fast) {
+	case queryClaim:
+		truth = s.claimTruth(ctx, c)
+	case queryLookup:
+		truth = s.lookUpTruth(ctx, c.Key)
+	case queryNone:
+	}
+	p := decide(c, fast, truth)
+	if p.ReleaseFast {
+		s.release(ctx, c.Key, c.Owner)
+	}
+	if p.Refill {
+		s.refill(ctx, p.RefillRecord, c.TerminalTTL)
+	}
+	if p.MirrorOwner != "" {
+		err := s.fastCall(ctx, func(ctx context.Context) error {
+			return s.fast.Takeover(ctx, idemstore.TakeoverParams{Key: c.Key, FromOwner: c.Owner, ToOwner: p.MirrorOwner, TTL: c.InFlightTTL})
+		})
+		if err != nil {
+			s.log.Warn("mirror the truth's owner in redis failed", "operation_id", c.Key, "err", err)
+		}
+	}
+	if p.Err != nil {
+		return idemstore.Decision{}, p.Err
+	}
+	return p.Answer, nil
 }
 
-// checkTruth checks Redis's decision d against the truth.
-//
-// A Redis ACQUIRED becomes a claim only once the truth took it too (claim by
-// insert on the unique idem_key): the truth alone decides who is first, so
-// exactly one caller ever gets ACQUIRED, even when a concurrent caller fell
-// back to the PostgreSQL-only path because Redis was slow for it.
-func (s *Store) checkTruth(ctx context.Context, c idemstore.Claim, d idemstore.Decision) (idemstore.Decision, error) {
-	switch d.Outcome {
-	case idemstore.OutcomeAcquired:
-		return s.claimTruth(ctx, c, d)
-	case idemstore.OutcomeInFlight:
+// claimTruth claims c on the truth (queryClaim).
+func (s *Store) claimTruth(ctx context.Context, c idemstore.Claim) truthAnswer {
+	d, err := s.truth.Acquire(ctx, c)
+	switch {
+	case err != nil:
+		return truthAnswer{Kind: truthFailed, Err: err}
+	case d.Outcome == idemstore.OutcomeAcquired:
+		return truthAnswer{Kind: truthClaimed, Record: d.Record}
 	default:
-		return d, nil
+		return truthAnswer{Kind: truthFound, Record: d.Record}
 	}
-	rec, err := s.truth.Get(ctx, c.Key)
+}
+
+// lookUpTruth reads the truth's record of key (queryLookup).
+func (s *Store) lookUpTruth(ctx context.Context, key string) truthAnswer {
+	rec, err := s.truth.Get(ctx, key)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound):
-		return d, nil
+		return truthAnswer{Kind: truthAbsent}
 	case err != nil:
-		if d.Outcome == idemstore.OutcomeAcquired {
-			// Without the truth we cannot tell whether this is a replay
-			// after a FLUSHALL: give the claim back so nothing is consumed.
-			s.release(ctx, c.Key, c.Owner)
-		}
-		return idemstore.Decision{}, fmt.Errorf("check truth: %w", err)
-	}
-	switch {
-	case rec.ParamHash != c.ParamHash:
-		if rec.State.Terminal() {
-			s.refill(ctx, rec, c.TerminalTTL)
-		} else if d.Outcome == idemstore.OutcomeAcquired {
-			s.release(ctx, c.Key, c.Owner)
-		}
-		return idemstore.Decision{Outcome: idemstore.OutcomeParamMismatch, TruthFound: true}, nil
-	case rec.State.Terminal():
-		s.refill(ctx, rec, c.TerminalTTL)
-		return idemstore.Decision{Outcome: idemstore.Outcome(rec.State), Record: rec, TruthFound: true}, nil
-	default: // the truth is IN_FLIGHT or NEEDS_REVIEW: its workflow runs
-		d.Record, d.TruthFound = rec, true
-		return d, nil
-	}
-}
-
-// claimTruth inserts the claim that Redis granted into the truth.
-func (s *Store) claimTruth(ctx context.Context, c idemstore.Claim, fast idemstore.Decision) (idemstore.Decision, error) {
-	d, err := s.truth.Acquire(ctx, c)
-	if err != nil {
-		// Without the truth we cannot tell whether this is a replay after a
-		// FLUSHALL: give the claim back so nothing is consumed.
-		s.release(ctx, c.Key, c.Owner)
-		return idemstore.Decision{}, fmt.Errorf("claim truth: %w", err)
-	}
-	switch d.Outcome {
-	case idemstore.OutcomeAcquired:
-		d.ClaimedAt = fast.ClaimedAt
-		return d, nil
-	case idemstore.OutcomeParamMismatch:
-		s.release(ctx, c.Key, c.Owner)
-		if rec, gerr := s.truth.Get(ctx, c.Key); gerr == nil && rec.State.Terminal() {
-			s.refill(ctx, rec, c.TerminalTTL)
-		}
-		return d, nil
-	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
-		// Redis had lost a finished operation (FLUSHALL, failover).
-		s.refill(ctx, d.Record, c.TerminalTTL)
-		return d, nil
+		return truthAnswer{Kind: truthFailed, Err: err}
 	default:
-		// The truth holds an earlier claim (its Redis key expired or was
-		// lost while its workflow runs, or a caller on the PostgreSQL-only
-		// path was first): Redis mirrors the truth's owner again.
-		if d.Owner != "" && d.Owner != c.Owner {
-			if err := s.fastCall(ctx, func(ctx context.Context) error {
-				return s.fast.Takeover(ctx, c.Key, c.Owner, d.Owner, c.InFlightTTL)
-			}); err != nil {
-				s.log.Warn("mirror the truth's owner in redis failed", "operation_id", c.Key, "err", err)
-			}
-		}
-		d.TruthFound = true
-		return d, nil
+		return truthAnswer{Kind: truthFound, Record: rec}
 	}
 }
 
@@ -277,7 +227,9 @@ func (s *Store) refill(ctx context.Context, rec idemstore.Record, ttl time.Durat
 	if ttl <= 0 {
 		ttl = DefaultRefillTTL
 	}
-	err := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Refill(ctx, rec, ttl) })
+	err := s.fastCall(ctx, func(ctx context.Context) error {
+		return s.fast.Refill(ctx, idemstore.RefillParams{Record: rec, TTL: ttl})
+	})
 	if err != nil {
 		s.log.Warn("refill redis from the truth failed", "operation_id", rec.Key, "err", err)
 		return
@@ -285,26 +237,41 @@ func (s *Store) refill(ctx context.Context, rec idemstore.Record, ttl time.Durat
 	s.refills.Inc()
 }
 
-// Release gives back an IN_FLIGHT claim that owner holds and could not act
+// Release gives back an IN_FLIGHT claim that p.Owner holds and could not act
 // on: the caller has made sure that no workflow of the key exists (its start
 // failed), so nothing ran and nothing is consumed; the next confirm of the
 // same fingerprint claims it at once instead of waiting for the orphan grace
 // period. The truth's claim is deleted (owner-checked; ErrNotOwner when
 // another owner holds it) and Redis's claim is released when Redis answers.
-func (s *Store) Release(ctx context.Context, key, owner string) error {
-	if err := s.truth.Release(ctx, key, owner); err != nil && !errors.Is(err, idemstore.ErrNotFound) {
-		return fmt.Errorf("truth: %w", err)
+// A claim only Redis holds is released there; ErrNotFound when neither
+// holds a claim of p.Owner that can be released.
+func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
+	terr := s.truth.Release(ctx, p)
+	switch {
+	case terr == nil:
+		if !s.Degraded() {
+			s.release(ctx, p.Key, p.Owner)
+		}
+		return nil
+	case !errors.Is(terr, idemstore.ErrNotFound) || s.Degraded():
+		return fmt.Errorf("truth: %w", terr)
 	}
-	if !s.Degraded() {
-		s.release(ctx, key, owner)
+	ferr := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Release(ctx, p) })
+	switch {
+	case ferr == nil:
+		return nil
+	case !errors.Is(ferr, idemstore.ErrNotOwner):
+		s.log.Warn("release redis claim failed", "operation_id", p.Key, "err", ferr)
 	}
-	return nil
+	return fmt.Errorf("truth: %w", terr)
 }
 
 // release gives back a Redis claim this store just took; failures are only
 // logged (the claim then expires with its in-flight TTL).
 func (s *Store) release(ctx context.Context, key, owner string) {
-	err := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Release(ctx, key, owner) })
+	err := s.fastCall(ctx, func(ctx context.Context) error {
+		return s.fast.Release(ctx, idemstore.ReleaseParams{Key: key, Owner: owner})
+	})
 	if err != nil {
 		s.log.Warn("release redis claim failed", "operation_id", key, "err", err)
 	}
@@ -312,12 +279,12 @@ func (s *Store) release(ctx context.Context, key, owner string) {
 
 // Finalize writes the outcome to the truth first (its errors are returned),
 // then to Redis, owner-checked, within the budget. When the truth has no
-// record yet (the claim lives only on Redis), the record is inserted from
-// the Redis claim if f.Owner holds it (while degraded: ErrNotOwner, the
-// truth being the whole view). Redis held by another owner (or
-// gone) returns idemstore.ErrFastPathNotOwner: the truth stands and a newer
-// owner, or the next acquire, refills Redis. Redis unavailable is ignored
-// (logged).
+// record (the claim lives only on Redis: an orphan taken over before any
+// truth claim), the Redis claim is claimed on the truth first if f.Owner
+// holds it (while degraded: ErrNotOwner, the truth being the whole view).
+// Redis held by another owner (or gone) returns idemstore.ErrFastPathNotOwner:
+// the truth stands and a newer owner, or the next acquire, refills Redis.
+// Redis unavailable is ignored (logged).
 func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	if err := s.finalizeTruth(ctx, f); err != nil {
 		return err
@@ -345,8 +312,8 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	}
 }
 
-// finalizeTruth finalizes on PostgreSQL, inserting the record from the
-// Redis claim when the truth has never seen the key.
+// finalizeTruth finalizes on PostgreSQL, claiming the key there first from
+// the Redis claim when the truth has never seen it.
 func (s *Store) finalizeTruth(ctx context.Context, f idemstore.Finalization) error {
 	err := s.truth.Finalize(ctx, f)
 	if !errors.Is(err, idemstore.ErrNotOwner) {
@@ -380,7 +347,14 @@ func (s *Store) finalizeTruth(ctx context.Context, f idemstore.Finalization) err
 	case claim.State != idemstore.StateInFlight || claim.Owner != f.Owner:
 		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrNotOwner)
 	}
-	if err := s.truth.FinalizeClaim(ctx, claim, f); err != nil {
+	if _, err := s.truth.Acquire(ctx, idemstore.Claim{
+		Key: claim.Key, ParamHash: claim.ParamHash, Owner: claim.Owner, Subject: claim.Subject, Scope: claim.Scope,
+		TerminalTTL: f.TerminalTTL, FingerprintExp: claim.FingerprintExp,
+	}); err != nil {
+		return fmt.Errorf("truth: %w", err)
+	}
+	// A concurrent claim of the truth under another owner makes this ErrNotOwner.
+	if err := s.truth.Finalize(ctx, f); err != nil {
 		return fmt.Errorf("truth: %w", err)
 	}
 	return nil
@@ -400,7 +374,7 @@ func (s *Store) FinalizeFast(ctx context.Context, f idemstore.Finalization) erro
 
 // Get reads the truth first (terminal and NEEDS_REVIEW records live there);
 // when the truth has no record, Redis (an IN_FLIGHT claim before the
-// workflow claimed the truth). ErrUnavailable when neither can answer.
+// gateway's truth claim, or an orphan). ErrUnavailable when neither can answer.
 func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	rec, terr := s.truth.Get(ctx, key)
 	if terr == nil {
@@ -429,18 +403,19 @@ func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	}
 }
 
-// Takeover moves the IN_FLIGHT claim from fromOwner to toOwner: on the truth
+// Takeover moves the IN_FLIGHT claim from p.FromOwner to p.ToOwner: on the truth
 // when it holds a record (then the truth decides, and a stale Redis claim is
 // only logged), and on Redis (which decides when the truth has no record).
 // While degraded the truth is the whole view: no truth record is ErrNotOwner.
-func (s *Store) Takeover(ctx context.Context, key, fromOwner, toOwner string, ttl time.Duration) error {
+func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error {
+	key := p.Key
 	_, gerr := s.truth.Get(ctx, key)
 	if gerr != nil && !errors.Is(gerr, idemstore.ErrNotFound) {
 		return fmt.Errorf("truth: %w", gerr)
 	}
 	truthFound := gerr == nil
 	if truthFound {
-		if err := s.truth.Takeover(ctx, key, fromOwner, toOwner, ttl); err != nil {
+		if err := s.truth.Takeover(ctx, p); err != nil {
 			return fmt.Errorf("truth: %w", err)
 		}
 	}
@@ -451,7 +426,7 @@ func (s *Store) Takeover(ctx context.Context, key, fromOwner, toOwner string, tt
 		// While degraded the truth is the whole view, and it has no record.
 		return fmt.Errorf("takeover %s: %w", key, idemstore.ErrNotOwner)
 	}
-	err := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Takeover(ctx, key, fromOwner, toOwner, ttl) })
+	err := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Takeover(ctx, p) })
 	switch {
 	case err == nil:
 		return nil
@@ -463,29 +438,33 @@ func (s *Store) Takeover(ctx context.Context, key, fromOwner, toOwner string, tt
 	}
 }
 
-// MarkNeedsReview marks the truth record of key NEEDS_REVIEW (Redis keeps
-// the claim IN_FLIGHT).
-func (s *Store) MarkNeedsReview(ctx context.Context, key, reason string) error {
-	return s.truth.MarkNeedsReview(ctx, key, reason)
+// MarkNeedsReview marks the truth record NEEDS_REVIEW (Redis keeps the
+// claim IN_FLIGHT).
+func (s *Store) MarkNeedsReview(ctx context.Context, p idemstore.MarkNeedsReviewParams) error {
+	return s.truth.MarkNeedsReview(ctx, p)
 }
 
-// List lists the truth records f selects (see pgstore.Store.List).
+// RecordDownstreamState keeps the downstream's state on the truth record.
+func (s *Store) RecordDownstreamState(ctx context.Context, p idemstore.DownstreamStateParams) error {
+	return s.truth.RecordDownstreamState(ctx, p)
+}
+
+// List lists the truth records f selects.
 func (s *Store) List(ctx context.Context, f idemstore.ListFilter) ([]idemstore.Record, error) {
 	return s.truth.List(ctx, f)
 }
 
-// FindRecent finds the most recent truth record of the same intent; see pgstore.Store.FindRecent.
-func (s *Store) FindRecent(ctx context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error) {
-	return s.truth.FindRecent(ctx, subject, scope, paramHash, since)
+// FindRecent finds the most recent truth record of the same intent.
+func (s *Store) FindRecent(ctx context.Context, p idemstore.FindRecentParams) (idemstore.Record, error) {
+	return s.truth.FindRecent(ctx, p)
 }
 
-// RecordWebhook remembers a webhook event in the truth; see
-// pgstore.Store.RecordWebhook.
-func (s *Store) RecordWebhook(ctx context.Context, scope, signature string) (bool, error) {
-	return s.truth.RecordWebhook(ctx, scope, signature)
+// RecordWebhook remembers a webhook event in the truth.
+func (s *Store) RecordWebhook(ctx context.Context, p idemstore.WebhookParams) (bool, error) {
+	return s.truth.RecordWebhook(ctx, p)
 }
 
-// Reap deletes expired terminal truth records; see pgstore.Store.Reap.
+// Reap deletes expired terminal truth records.
 func (s *Store) Reap(ctx context.Context, now time.Time) (int64, error) {
 	return s.truth.Reap(ctx, now)
 }

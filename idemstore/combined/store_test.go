@@ -25,6 +25,8 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // testBundle is one combined store on its own Redis server and database.
 type testBundle struct {
 	store *combined.Store
+	fast  *redisstore.Store
+	truth *pgstore.Store
 	redis *testenv.Redis
 	rdb   *redis.Client
 	reg   *prometheus.Registry
@@ -42,9 +44,11 @@ func setup(t *testing.T, opts combined.Options) *testBundle {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := combined.New(redisstore.New(rdb), truth, opts)
+	t.Cleanup(truth.Close)
+	fast := redisstore.New(rdb)
+	s := combined.New(fast, truth, opts)
 	t.Cleanup(s.Close)
-	return &testBundle{store: s, redis: srv, rdb: rdb, reg: reg}
+	return &testBundle{store: s, fast: fast, truth: truth, redis: srv, rdb: rdb, reg: reg}
 }
 
 func TestStore(t *testing.T) {
@@ -85,7 +89,7 @@ func TestCombined(t *testing.T) {
 		require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
 		assert.True(t, d.TruthFound, "a claim is in the truth from the start")
 		// The workflow claims the truth (finding the gateway's claim), then finalizes.
-		_, err = b.store.Truth().Acquire(ctx, c)
+		_, err = b.truth.Acquire(ctx, c)
 		require.NoError(t, err)
 		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")))
 
@@ -103,7 +107,7 @@ func TestCombined(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "DONE", h["state"], "Redis refilled")
 		assert.Equal(t, "owner-a", h["owner"])
-		rec, err := b.store.Fast().Get(ctx, c.Key)
+		rec, err := b.fast.Get(ctx, c.Key)
 		require.NoError(t, err)
 		assert.Equal(t, "tr_123", rec.ResultRef)
 		ttl, err := b.rdb.TTL(ctx, redisstore.Key(c.Key)).Result()
@@ -187,7 +191,7 @@ func TestCombined(t *testing.T) {
 		t.Parallel()
 		b := setup(t, combined.Options{ProbeInterval: time.Hour})
 		b.redis.Stop()
-		b.store.Truth().Close()
+		b.truth.Close()
 		c := storetest.NewClaim(t, "owner-a")
 		_, err := b.store.Acquire(ctx, c)
 		require.ErrorIs(t, err, idemstore.ErrUnavailable)
@@ -199,7 +203,7 @@ func TestCombined(t *testing.T) {
 	t.Run("TruthDownReleasesRedisClaim", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, combined.Options{})
-		b.store.Truth().Close()
+		b.truth.Close()
 		c := storetest.NewClaim(t, "owner-a")
 		_, err := b.store.Acquire(ctx, c)
 		require.ErrorIs(t, err, idemstore.ErrUnavailable)
@@ -215,7 +219,7 @@ func TestCombined(t *testing.T) {
 		c := storetest.NewClaim(t, "owner-a")
 		_, err := b.store.Acquire(ctx, c)
 		require.NoError(t, err)
-		_, err = b.store.Truth().Acquire(ctx, c) // the workflow claimed the truth
+		_, err = b.truth.Acquire(ctx, c) // the workflow claimed the truth
 		require.NoError(t, err)
 		require.NoError(t, b.rdb.Del(ctx, redisstore.Key(c.Key)).Err()) // the in-flight TTL ran out
 
@@ -244,7 +248,7 @@ func TestCombined(t *testing.T) {
 		b := setup(t, combined.Options{})
 		c := storetest.NewClaim(t, "owner-a")
 		// A caller for whom Redis was too slow claimed through PostgreSQL alone.
-		d, err := b.store.Truth().Acquire(ctx, c)
+		d, err := b.truth.Acquire(ctx, c)
 		require.NoError(t, err)
 		require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
 		// Redis itself never saw it: its ACQUIRED must not be a second claim.
@@ -262,9 +266,9 @@ func TestCombined(t *testing.T) {
 		c := storetest.NewClaim(t, "owner-a")
 		_, err := b.store.Acquire(ctx, c)
 		require.NoError(t, err)
-		_, err = b.store.Truth().Acquire(ctx, c)
+		_, err = b.truth.Acquire(ctx, c)
 		require.NoError(t, err)
-		require.NoError(t, b.store.MarkNeedsReview(ctx, c.Key, "status unknown"))
+		require.NoError(t, b.store.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{Key: c.Key, Reason: "status unknown"}))
 
 		d, err := b.store.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -284,7 +288,7 @@ func TestCombined(t *testing.T) {
 		t.Parallel()
 		b := setup(t, combined.Options{})
 		c := storetest.NewClaim(t, "owner-a")
-		_, err := b.store.Fast().Acquire(ctx, c) // the gateway died before starting the workflow
+		_, err := b.fast.Acquire(ctx, c) // the gateway died before starting the workflow
 		require.NoError(t, err)
 
 		retry := c
@@ -297,10 +301,47 @@ func TestCombined(t *testing.T) {
 		assert.WithinDuration(t, time.Now(), d.ClaimedAt, 10*time.Second)
 
 		// The gateway takes the orphan over and starts it.
-		require.NoError(t, b.store.Takeover(ctx, c.Key, "owner-a", "owner-b", time.Minute))
+		require.NoError(t, b.store.Takeover(ctx, idemstore.TakeoverParams{Key: c.Key, FromOwner: "owner-a", ToOwner: "owner-b", TTL: time.Minute}))
 		d, err = b.store.Acquire(ctx, c)
 		require.NoError(t, err)
 		assert.Equal(t, "owner-b", d.Owner)
+	})
+
+	t.Run("FinalizeOfAClaimOnlyInRedisWritesTheTruth", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.fast.Acquire(ctx, c) // an orphan taken over before any truth claim
+		require.NoError(t, err)
+		require.ErrorIs(t, b.store.Finalize(ctx, storetest.Done(c, "owner-b")), idemstore.ErrNotOwner)
+		_, err = b.truth.Get(ctx, c.Key)
+		require.ErrorIs(t, err, idemstore.ErrNotFound, "another owner writes nothing")
+
+		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")))
+		rec, err := b.truth.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, "owner-a", rec.Owner)
+		assert.Equal(t, c.Subject, rec.Subject)
+		assert.Equal(t, "tr_123", rec.ResultRef)
+		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")), "idempotent")
+		require.ErrorIs(t, b.store.Finalize(ctx, storetest.Failed(c, "owner-a")), idemstore.ErrAlreadyTerminal)
+		fast, err := b.fast.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.StateDone, fast.State)
+	})
+
+	t.Run("ReleaseOfAClaimOnlyInRedis", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, combined.Options{})
+		c := storetest.NewClaim(t, "owner-a")
+		_, err := b.fast.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.ErrorIs(t, b.store.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-b"}), idemstore.ErrNotFound,
+			"no claim of owner-b anywhere")
+		require.NoError(t, b.store.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-a"}))
+		_, err = b.fast.Get(ctx, c.Key)
+		require.ErrorIs(t, err, idemstore.ErrNotFound, "released on Redis")
 	})
 
 	t.Run("TakeoverOnTruth", func(t *testing.T) {
@@ -309,31 +350,31 @@ func TestCombined(t *testing.T) {
 		c := storetest.NewClaim(t, "owner-a")
 		_, err := b.store.Acquire(ctx, c)
 		require.NoError(t, err)
-		_, err = b.store.Truth().Acquire(ctx, c)
+		_, err = b.truth.Acquire(ctx, c)
 		require.NoError(t, err)
 
-		require.NoError(t, b.store.Takeover(ctx, c.Key, "owner-a", "owner-b", time.Minute))
-		rec, err := b.store.Truth().Get(ctx, c.Key)
+		require.NoError(t, b.store.Takeover(ctx, idemstore.TakeoverParams{Key: c.Key, FromOwner: "owner-a", ToOwner: "owner-b", TTL: time.Minute}))
+		rec, err := b.truth.Get(ctx, c.Key)
 		require.NoError(t, err)
 		assert.Equal(t, "owner-b", rec.Owner)
-		fast, err := b.store.Fast().Get(ctx, c.Key)
+		fast, err := b.fast.Get(ctx, c.Key)
 		require.NoError(t, err)
 		assert.Equal(t, "owner-b", fast.Owner)
-		require.ErrorIs(t, b.store.Takeover(ctx, c.Key, "owner-a", "owner-c", time.Minute), idemstore.ErrNotOwner)
+		require.ErrorIs(t, b.store.Takeover(ctx, idemstore.TakeoverParams{Key: c.Key, FromOwner: "owner-a", ToOwner: "owner-c", TTL: time.Minute}), idemstore.ErrNotOwner)
 	})
 
 	t.Run("GetPrefersTruth", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, combined.Options{})
 		c := storetest.NewClaim(t, "owner-a")
-		_, err := b.store.Fast().Acquire(ctx, c) // a claim only Redis knows
+		_, err := b.fast.Acquire(ctx, c) // a claim only Redis knows
 		require.NoError(t, err)
 		rec, err := b.store.Get(ctx, c.Key)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateInFlight, rec.State, "from Redis before the truth claim")
 		assert.True(t, rec.CreatedAt.IsZero())
 
-		_, err = b.store.Truth().Acquire(ctx, c)
+		_, err = b.truth.Acquire(ctx, c)
 		require.NoError(t, err)
 		rec, err = b.store.Get(ctx, c.Key)
 		require.NoError(t, err)

@@ -1,61 +1,38 @@
 package pgstore
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
 
 	"github.com/oncegate/oncegate/idemstore"
 )
 
 // interpretError translates pgx errors: pgx.ErrNoRows is
-// idemstore.ErrNotFound; every failure to reach PostgreSQL in time
-// (connection refused or lost, timeouts, a closed pool, a server shutting
-// down or starting) wraps idemstore.ErrUnavailable. A context canceled by
-// the caller is returned as is.
+// idemstore.ErrNotFound; every failure to reach PostgreSQL in time wraps
+// idemstore.ErrUnavailable (idemstore.Unavailable, with pgDown).
 func interpretError(err error) error {
-	if err == nil {
-		return nil
-	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idemstore.ErrNotFound
 	}
-	if errors.Is(err, idemstore.ErrNotFound) || errors.Is(err, idemstore.ErrUnavailable) {
-		return err
-	}
-	if unavailable(err) {
-		return fmt.Errorf("%w: %w", idemstore.ErrUnavailable, err)
-	}
-	return err
+	return idemstore.Unavailable(err, pgDown)
 }
 
-func unavailable(err error) bool {
+// pgDown reports pgx's own unavailability errors: a closed pool
+// (puddle.ErrClosedPool, which pgxpool returns as is), a failed connect, a
+// timeout, and the server's connection exceptions (SQLSTATE class 08) and
+// shutdown, crash and cannot-connect-now (57P01-57P03).
+func pgDown(err error) bool {
 	var connectErr *pgconn.ConnectError
-	var netErr net.Error
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.Is(err, context.DeadlineExceeded),
-		pgconn.Timeout(err),
-		errors.As(err, &connectErr),
-		errors.As(err, &netErr),
-		errors.Is(err, io.EOF),
-		errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, net.ErrClosed),
-		errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE):
+	case errors.Is(err, puddle.ErrClosedPool), errors.As(err, &connectErr), pgconn.Timeout(err):
 		return true
 	case errors.As(err, &pgErr):
-		// 08: connection exception; 57P01-57P03: shutdown, crash, cannot connect now.
 		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
 	}
-	// pgxpool (puddle) reports a closed pool only by its message.
-	return strings.Contains(err.Error(), "closed pool")
+	return false
 }

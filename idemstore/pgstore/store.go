@@ -20,7 +20,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 )
 
-// Store is the PostgreSQL backend of idemstore.Store.
+// Store is the PostgreSQL truth: an idemstore.Store without a fast path.
 type Store struct {
 	pool *pgxpool.Pool
 }
@@ -50,8 +50,8 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes the pool. It is safe to call more than once.
 func (s *Store) Close() { s.pool.Close() }
 
-// Ping checks that PostgreSQL answers.
-func (s *Store) Ping(ctx context.Context) error {
+// Ready checks that PostgreSQL answers.
+func (s *Store) Ready(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("ping truth database: %w", interpretError(err))
 	}
@@ -114,12 +114,16 @@ func jsonOrNil(b []byte) any {
 	return string(b)
 }
 
+// Degraded is always false: the truth has no fast path to bypass.
+func (s *Store) Degraded() bool { return false }
+
+// FinalizeFast does nothing: the truth has no fast path to refill.
+func (s *Store) FinalizeFast(context.Context, idemstore.Finalization) error { return nil }
+
 // Acquire claims c.Key by insert; on a unique collision the existing row is
-// read back and decided: another param_hash is PARAM_MISMATCH, DONE/FAILED
-// replay that record, IN_FLIGHT and NEEDS_REVIEW are OutcomeInFlight with
-// the owner and the record (so the caller sees NEEDS_REVIEW). TruthFound is
-// always true on success. c.InFlightTTL is not used: PostgreSQL claims do
-// not expire.
+// read back and decided by idemstore.DecideExisting. Every decision comes
+// from the truth (TruthFound). c.InFlightTTL is not used: PostgreSQL claims
+// do not expire.
 func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error) {
 	// A row that collides can be reaped before it is read back; the insert
 	// is then tried again (once is enough in practice; three is generous).
@@ -147,22 +151,9 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decis
 		if err != nil {
 			return idemstore.Decision{}, fmt.Errorf("acquire %s: %w", c.Key, err)
 		}
-		return decideExisting(c, rec), nil
+		return idemstore.DecideExisting(c, rec), nil
 	}
 	return idemstore.Decision{}, fmt.Errorf("acquire %s: record vanished between insert and read-back", c.Key)
-}
-
-// decideExisting answers a claim that collided with the existing record rec.
-func decideExisting(c idemstore.Claim, rec idemstore.Record) idemstore.Decision {
-	switch {
-	case rec.ParamHash != c.ParamHash:
-		return idemstore.Decision{Outcome: idemstore.OutcomeParamMismatch, TruthFound: true}
-	case rec.State.Terminal():
-		return idemstore.Decision{Outcome: idemstore.Outcome(rec.State), Record: rec, TruthFound: true}
-	default: // IN_FLIGHT or NEEDS_REVIEW
-		return idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt,
-			Record: rec, TruthFound: true}
-	}
 }
 
 // Finalize moves an IN_FLIGHT or NEEDS_REVIEW record held by f.Owner to
@@ -208,64 +199,31 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	}
 }
 
-// FinalizeClaim is Finalize for a claim the truth has never seen: the claim
-// lives only on the fast path (claim, read from Redis, held by f.Owner). When
-// no record exists it inserts the record directly in its terminal state;
-// otherwise it is Finalize. The combined store uses it; in production the
-// workflow claims the truth before anything is finalized.
-func (s *Store) FinalizeClaim(ctx context.Context, claim idemstore.Record, f idemstore.Finalization) error {
-	if !f.State.Terminal() {
-		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.Key, f.State)
-	}
-	if claim.Key != f.Key || claim.Owner != f.Owner {
-		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrNotOwner)
-	}
-	tag, err := s.pool.Exec(ctx, `
-		INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
-			resolved_by, resolution_note, fingerprint_exp, terminal_ttl, reap_after, claimed_at, completed_at, failure_kind,
-			resolution_evidence_url, resolved_at, bound_params)
-		SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, e.exp, t.ttl, greatest(now() + t.ttl, e.exp),
-			coalesce($14, now()), now(), $15, $16, $17, $18::jsonb
-		FROM (SELECT coalesce($12::timestamptz, now()) AS exp) e,
-			(SELECT coalesce($13::bigint * interval '1 microsecond', interval '0') AS ttl) t
-		ON CONFLICT (idem_key) DO NOTHING`,
-		f.Key, claim.Subject, claim.Scope, claim.ParamHash, string(f.State), f.Owner, jsonOrNil(f.Result), f.ResultRef,
-		f.Reason, f.ResolvedBy, f.ResolutionNote, timeOrNil(claim.FingerprintExp), micros(f.TerminalTTL),
-		timeOrNil(claim.ClaimedAt), string(f.FailureKind), f.EvidenceURL, timeOrNil(f.ResolvedAt),
-		jsonOrNil(claim.BoundParams))
-	if err != nil {
-		return fmt.Errorf("finalize %s: %w", f.Key, interpretError(err))
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	return s.Finalize(ctx, f)
-}
-
-// Takeover moves the IN_FLIGHT record of key from fromOwner to toOwner;
-// ErrNotOwner when it is missing, not IN_FLIGHT, or held by another owner.
-// ttl is not used: PostgreSQL claims do not expire.
-func (s *Store) Takeover(ctx context.Context, key, fromOwner, toOwner string, ttl time.Duration) error {
+// Takeover moves the IN_FLIGHT record of p.Key from p.FromOwner to
+// p.ToOwner; ErrNotOwner when it is missing, not IN_FLIGHT, or held by
+// another owner. p.TTL is not used: PostgreSQL claims do not expire.
+func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE write_record SET owner = $3, claimed_at = now(), updated_at = now()
-		WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, key, fromOwner, toOwner)
+		WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, p.Key, p.FromOwner, p.ToOwner)
 	if err != nil {
-		return fmt.Errorf("takeover %s: %w", key, interpretError(err))
+		return fmt.Errorf("takeover %s: %w", p.Key, interpretError(err))
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("takeover %s: %w", key, idemstore.ErrNotOwner)
+		return fmt.Errorf("takeover %s: %w", p.Key, idemstore.ErrNotOwner)
 	}
 	return nil
 }
 
-// Release deletes the IN_FLIGHT claim of key that owner holds: a claim whose
+// Release deletes the IN_FLIGHT claim of p.Key that p.Owner holds: a claim whose
 // workflow was never started, given back so that nothing is consumed.
 // ErrNotFound when there is no record; ErrNotOwner when another owner holds
 // it or it is no longer IN_FLIGHT (a record that ever left IN_FLIGHT is
 // never deleted).
-func (s *Store) Release(ctx context.Context, key, owner string) error {
+func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
+	key := p.Key
 	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM write_record WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, key, owner)
+		DELETE FROM write_record WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, key, p.Owner)
 	if err != nil {
 		return fmt.Errorf("release %s: %w", key, interpretError(err))
 	}
@@ -278,10 +236,11 @@ func (s *Store) Release(ctx context.Context, key, owner string) error {
 	return fmt.Errorf("release %s: %w", key, idemstore.ErrNotOwner)
 }
 
-// MarkNeedsReview moves an IN_FLIGHT record to NEEDS_REVIEW with reason.
+// MarkNeedsReview moves an IN_FLIGHT record to NEEDS_REVIEW with p.Reason.
 // Marking a record that is already NEEDS_REVIEW succeeds (an activity retry);
 // a terminal record is ErrAlreadyTerminal, a missing one ErrNotFound.
-func (s *Store) MarkNeedsReview(ctx context.Context, key, reason string) error {
+func (s *Store) MarkNeedsReview(ctx context.Context, p idemstore.MarkNeedsReviewParams) error {
+	key, reason := p.Key, p.Reason
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE write_record SET state = 'NEEDS_REVIEW', reason = $2, updated_at = now()
 		WHERE idem_key = $1 AND state = 'IN_FLIGHT'`, key, reason)
@@ -304,10 +263,11 @@ func (s *Store) MarkNeedsReview(ctx context.Context, key, reason string) error {
 	}
 }
 
-// RecordDownstreamState keeps state, the business state the downstream
-// reported, on the IN_FLIGHT record of key. A record no longer in flight is
+// RecordDownstreamState keeps p.State, the business state the downstream
+// reported, on the IN_FLIGHT record of p.Key. A record no longer in flight is
 // left alone (its outcome is known); a missing one is ErrNotFound.
-func (s *Store) RecordDownstreamState(ctx context.Context, key, state string) error {
+func (s *Store) RecordDownstreamState(ctx context.Context, p idemstore.DownstreamStateParams) error {
+	key, state := p.Key, p.State
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE write_record SET downstream_state = $2, updated_at = now()
 		WHERE idem_key = $1 AND state = 'IN_FLIGHT'`, key, state)
@@ -323,9 +283,10 @@ func (s *Store) RecordDownstreamState(ctx context.Context, key, state string) er
 	return nil
 }
 
-// RecordWebhook remembers a webhook event of scope by its signature and
+// RecordWebhook remembers a webhook event of p.Scope by its signature and
 // reports whether it is the first time: false means a replay.
-func (s *Store) RecordWebhook(ctx context.Context, scope, signature string) (bool, error) {
+func (s *Store) RecordWebhook(ctx context.Context, p idemstore.WebhookParams) (bool, error) {
+	scope, signature := p.Scope, p.Signature
 	tag, err := s.pool.Exec(ctx, `
 		INSERT INTO webhook_receipt (signature, scope) VALUES ($1, $2) ON CONFLICT (signature) DO NOTHING`, signature, scope)
 	if err != nil {
@@ -412,14 +373,15 @@ func (s *Store) StateAges(ctx context.Context) ([]StateAge, error) {
 	return out, nil
 }
 
-// FindRecent returns the most recent record of subject, scope and paramHash
-// created at or after since that is IN_FLIGHT, DONE or NEEDS_REVIEW, or
+// FindRecent returns the most recent record of p.Subject, p.Scope and
+// p.ParamHash created at or after p.Since that is IN_FLIGHT, DONE or NEEDS_REVIEW, or
 // FAILED for any reason but a definite refusal by the downstream (the
 // amnesia guard: the same intent recently done, still running, or failed in
 // a way the user should hear about before it is tried again; a business
 // refusal is the one failure known to have changed nothing). ErrNotFound
 // when none. It only reads.
-func (s *Store) FindRecent(ctx context.Context, subject, scope, paramHash string, since time.Time) (idemstore.Record, error) {
+func (s *Store) FindRecent(ctx context.Context, p idemstore.FindRecentParams) (idemstore.Record, error) {
+	subject, scope, paramHash, since := p.Subject, p.Scope, p.ParamHash, p.Since
 	rec, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM write_record
 		WHERE subject = $1 AND scope = $2 AND param_hash = $3 AND created_at >= $4
 			AND (state IN ('IN_FLIGHT', 'DONE', 'NEEDS_REVIEW') OR (state = 'FAILED' AND failure_kind <> $5))
@@ -448,7 +410,7 @@ func (s *Store) FindRecent(ctx context.Context, subject, scope, paramHash string
 // their outcome is not known, and deleting them would let the key be claimed
 // and executed again, or lose what an operator must decide.
 //
-// It also deletes the webhook receipts received WebhookReceiptRetention
+// It also deletes the webhook receipts received idemstore.WebhookReceiptRetention
 // before now: an event that old is refused as stale by its timestamp
 // anyway, so its receipt no longer keeps a replay out.
 func (s *Store) Reap(ctx context.Context, now time.Time) (int64, error) {
@@ -458,14 +420,8 @@ func (s *Store) Reap(ctx context.Context, now time.Time) (int64, error) {
 		return 0, fmt.Errorf("reap: %w", interpretError(err))
 	}
 	if _, err := s.pool.Exec(ctx, `DELETE FROM webhook_receipt WHERE received_at <= $1`,
-		now.Add(-WebhookReceiptRetention)); err != nil {
+		now.Add(-idemstore.WebhookReceiptRetention)); err != nil {
 		return 0, fmt.Errorf("reap webhook receipts: %w", interpretError(err))
 	}
 	return tag.RowsAffected(), nil
 }
-
-// WebhookReceiptRetention is how long a webhook receipt is kept: twice the
-// longest timestamp tolerance a catalog may declare
-// (catalog.MaxWebhookTolerance), since an event is accepted up to the
-// tolerance before or after its timestamp.
-const WebhookReceiptRetention = 48 * time.Hour

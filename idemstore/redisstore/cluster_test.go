@@ -97,9 +97,9 @@ func TestCluster(t *testing.T) {
 	hook := &scriptKeys{}
 	rdb.AddHook(hook)
 
-	// t.Run returns when Exercise's parallel subtests have finished.
+	// t.Run returns when ExerciseFastPath's parallel subtests have finished.
 	t.Run("Contract", func(t *testing.T) {
-		storetest.Exercise(t, func(t *testing.T) idemstore.Store { return redisstore.New(rdb) })
+		storetest.ExerciseFastPath(t, func(*testing.T) idemstore.FastPath { return redisstore.New(rdb) })
 	})
 
 	recorded := hook.all()

@@ -1,51 +1,28 @@
 package redisstore
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
-	"syscall"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/oncegate/oncegate/idemstore"
 )
 
-// interpretError translates go-redis errors: every failure to reach Redis in
-// time (connection refused or reset, timeouts, a closed client, an exhausted
-// pool, a server that is loading, read-only or without a master) wraps
-// idemstore.ErrUnavailable; redis.Nil is idemstore.ErrNotFound. A context
-// canceled by the caller is returned as is: the backend did nothing wrong.
+// interpretError translates go-redis errors: redis.Nil is
+// idemstore.ErrNotFound; every failure to reach Redis in time wraps
+// idemstore.ErrUnavailable (idemstore.Unavailable, with redisDown).
 func interpretError(err error) error {
-	if err == nil {
-		return nil
-	}
 	if errors.Is(err, redis.Nil) {
 		return idemstore.ErrNotFound
 	}
-	if unavailable(err) {
-		return fmt.Errorf("%w: %w", idemstore.ErrUnavailable, err)
-	}
-	return err
+	return idemstore.Unavailable(err, redisDown)
 }
 
-func unavailable(err error) bool {
-	var netErr net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, redis.ErrClosed),
-		errors.Is(err, redis.ErrPoolTimeout),
-		errors.Is(err, io.EOF),
-		errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, net.ErrClosed),
-		errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE),
-		errors.As(err, &netErr):
-		return true
-	}
-	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
+// redisDown reports go-redis's own unavailability errors: a closed client
+// (redis.ErrClosed), an exhausted pool, and a server that is loading,
+// read-only, without a master or with its cluster down.
+func redisDown(err error) bool {
+	return errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
+		redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
 		redis.IsTryAgainError(err) || redis.IsMasterDownError(err)
 }

@@ -19,12 +19,12 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 )
 
-// Store is the Redis backend of idemstore.Store.
+// Store is the Redis fast path: an idemstore.FastPath.
 type Store struct {
 	rdb redis.UniversalClient
 }
 
-var _ idemstore.Store = (*Store)(nil)
+var _ idemstore.FastPath = (*Store)(nil)
 
 // New returns a store on rdb. The caller owns rdb and closes it.
 func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
@@ -134,42 +134,43 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	return nil
 }
 
-// Takeover moves the IN_FLIGHT claim of key from fromOwner to toOwner and
-// gives it a fresh in-flight TTL; ErrNotOwner when the key is missing, not
+// Takeover moves the IN_FLIGHT claim of p.Key from p.FromOwner to p.ToOwner
+// and gives it the fresh in-flight TTL p.TTL; ErrNotOwner when the key is missing, not
 // IN_FLIGHT, or held by another owner.
-func (s *Store) Takeover(ctx context.Context, key, fromOwner, toOwner string, ttl time.Duration) error {
-	if ttl <= 0 {
-		return fmt.Errorf("takeover %s: TTL must be positive, got %s", key, ttl)
+func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error {
+	if p.TTL <= 0 {
+		return fmt.Errorf("takeover %s: TTL must be positive, got %s", p.Key, p.TTL)
 	}
-	reply, err := takeoverScript.Run(ctx, s.rdb, []string{Key(key)},
-		fromOwner, toOwner, time.Now().UnixMilli(), ttl.Milliseconds()).Text()
+	reply, err := takeoverScript.Run(ctx, s.rdb, []string{Key(p.Key)},
+		p.FromOwner, p.ToOwner, time.Now().UnixMilli(), p.TTL.Milliseconds()).Text()
 	if err != nil {
-		return fmt.Errorf("takeover %s: %w", key, interpretError(err))
+		return fmt.Errorf("takeover %s: %w", p.Key, interpretError(err))
 	}
 	if err := decodeStatus(reply); err != nil {
-		return fmt.Errorf("takeover %s: %w", key, err)
+		return fmt.Errorf("takeover %s: %w", p.Key, err)
 	}
 	return nil
 }
 
-// Release deletes the IN_FLIGHT claim of key when owner holds it, so that a
-// claim that could not be acted on leaves nothing consumed; ErrNotOwner
-// otherwise.
-func (s *Store) Release(ctx context.Context, key, owner string) error {
-	reply, err := releaseScript.Run(ctx, s.rdb, []string{Key(key)}, owner).Text()
+// Release deletes the IN_FLIGHT claim of p.Key when p.Owner holds it, so
+// that a claim that could not be acted on leaves nothing consumed;
+// ErrNotOwner otherwise (a missing key included).
+func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
+	reply, err := releaseScript.Run(ctx, s.rdb, []string{Key(p.Key)}, p.Owner).Text()
 	if err != nil {
-		return fmt.Errorf("release %s: %w", key, interpretError(err))
+		return fmt.Errorf("release %s: %w", p.Key, interpretError(err))
 	}
 	if err := decodeStatus(reply); err != nil {
-		return fmt.Errorf("release %s: %w", key, err)
+		return fmt.Errorf("release %s: %w", p.Key, err)
 	}
 	return nil
 }
 
-// Refill unconditionally writes the terminal record rec with ttl, replacing
-// whatever the key holds. It is used when the truth answered a terminal
-// record that Redis had lost (FLUSHALL, failover).
-func (s *Store) Refill(ctx context.Context, rec idemstore.Record, ttl time.Duration) error {
+// Refill unconditionally writes the terminal record p.Record with p.TTL,
+// replacing whatever the key holds. It is used when the truth answered a
+// terminal record that Redis had lost (FLUSHALL, failover).
+func (s *Store) Refill(ctx context.Context, p idemstore.RefillParams) error {
+	rec, ttl := p.Record, p.TTL
 	if !rec.State.Terminal() {
 		return fmt.Errorf("refill %s: state %q is not DONE or FAILED", rec.Key, rec.State)
 	}

@@ -31,7 +31,7 @@ func TestStore(t *testing.T) {
 	t.Parallel()
 	_, rdb := newClient(t)
 	// Every subtest uses fresh random keys, so one server serves them all.
-	storetest.Exercise(t, func(t *testing.T) idemstore.Store { return redisstore.New(rdb) })
+	storetest.ExerciseFastPath(t, func(*testing.T) idemstore.FastPath { return redisstore.New(rdb) })
 }
 
 func TestRedisSpecifics(t *testing.T) {
@@ -114,7 +114,7 @@ func TestRedisSpecifics(t *testing.T) {
 		c.InFlightTTL = time.Second
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
-		require.NoError(t, s.Takeover(ctx, c.Key, "owner-a", "owner-b", time.Hour))
+		require.NoError(t, s.Takeover(ctx, idemstore.TakeoverParams{Key: c.Key, FromOwner: "owner-a", ToOwner: "owner-b", TTL: time.Hour}))
 		ttl, err := rdb.TTL(ctx, redisstore.Key(c.Key)).Result()
 		require.NoError(t, err)
 		assert.InDelta(t, time.Hour.Seconds(), ttl.Seconds(), 5)
@@ -129,7 +129,7 @@ func TestRedisSpecifics(t *testing.T) {
 			Subject: "alice", Scope: "payments.transfer", Result: []byte(`{"id":"tr_9"}`), ResultRef: "tr_9",
 			FingerprintExp: c.FingerprintExp,
 		}
-		require.NoError(t, s.Refill(ctx, rec, time.Hour))
+		require.NoError(t, s.Refill(ctx, idemstore.RefillParams{Record: rec, TTL: time.Hour}))
 		d, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
@@ -139,18 +139,6 @@ func TestRedisSpecifics(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.FingerprintExp, got.FingerprintExp)
 		assert.Equal(t, "alice", got.Subject)
-	})
-
-	t.Run("Release", func(t *testing.T) {
-		t.Parallel()
-		s := redisstore.New(rdb)
-		c := storetest.NewClaim(t, "owner-a")
-		_, err := s.Acquire(ctx, c)
-		require.NoError(t, err)
-		require.ErrorIs(t, s.Release(ctx, c.Key, "owner-b"), idemstore.ErrNotOwner)
-		require.NoError(t, s.Release(ctx, c.Key, "owner-a"))
-		_, err = s.Get(ctx, c.Key)
-		require.ErrorIs(t, err, idemstore.ErrNotFound)
 	})
 
 	t.Run("InvalidTTL", func(t *testing.T) {
@@ -175,9 +163,14 @@ func TestUnavailable(t *testing.T) {
 	_, err = s.Get(ctx, "k")
 	require.ErrorIs(t, err, idemstore.ErrUnavailable)
 
+	// A closed client is told by its sentinel.
 	require.NoError(t, rdb.Close())
 	_, err = s.Get(ctx, "k")
 	require.ErrorIs(t, err, idemstore.ErrUnavailable, "a closed client")
+	require.ErrorIs(t, err, redis.ErrClosed)
+	_, err = s.Acquire(ctx, storetest.NewClaim(t, "owner-a"))
+	require.ErrorIs(t, err, idemstore.ErrUnavailable)
+	require.ErrorIs(t, s.Ping(ctx), idemstore.ErrUnavailable)
 }
 
 func mustInt(t *testing.T, s string) int64 {

@@ -1,8 +1,11 @@
 // Package storetest is the one test suite every idemstore backend passes:
-// the Redis fast path, the PostgreSQL truth and the combined degrading
-// store. Each backend's test file calls Exercise with a constructor that
-// gives every subtest a store on isolated state (or on shared state: the
-// suite uses fresh random keys).
+// Exercise checks an idemstore.Store (the PostgreSQL truth and the combined
+// degrading store), ExerciseFastPath an idemstore.FastPath (the Redis fast
+// path); both share the state machine's tests. Each backend's test file
+// calls them with a constructor that gives every subtest a store on isolated
+// state, or on shared state: the parallel subtests use fresh random keys,
+// and the few that need the whole store (Reap, List) run first, one at a
+// time.
 package storetest
 
 import (
@@ -62,25 +65,48 @@ func Failed(c idemstore.Claim, owner string) idemstore.Finalization {
 	}
 }
 
-// testBundle is what one subtest works with.
-type testBundle struct {
-	store idemstore.Store
+// machine is the state machine Store and FastPath share.
+type machine interface {
+	Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error)
+	Get(ctx context.Context, key string) (idemstore.Record, error)
+	Finalize(ctx context.Context, f idemstore.Finalization) error
+	Takeover(ctx context.Context, p idemstore.TakeoverParams) error
+	Release(ctx context.Context, p idemstore.ReleaseParams) error
 }
 
-// Exercise runs the shared suite against the stores newStore returns.
+var (
+	_ machine = idemstore.Store(nil)
+	_ machine = idemstore.FastPath(nil)
+)
+
+// takeover is the TakeoverParams of key from one owner to another with a minute's TTL.
+func takeover(key, from, to string) idemstore.TakeoverParams {
+	return idemstore.TakeoverParams{Key: key, FromOwner: from, ToOwner: to, TTL: time.Minute}
+}
+
+// ExerciseFastPath runs the state machine's tests and the fast path's own
+// against the fast paths newFast returns.
+func ExerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPath) {
+	t.Helper()
+	exerciseMachine(t, newFast)
+	exerciseFastPath(t, newFast)
+}
+
+// Exercise runs the state machine's tests and those of the rest of
+// idemstore.Store against the stores newStore returns.
 func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Helper()
+	exerciseStore(t, newStore) // first: its whole-store subtests are not parallel
+	exerciseMachine(t, newStore)
+}
 
-	setup := func(_ context.Context, t *testing.T) (idemstore.Store, *testBundle) {
-		t.Helper()
-		s := newStore(t)
-		return s, &testBundle{store: s}
-	}
-
+// exerciseMachine runs the tests every backend passes.
+func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
+	t.Helper()
 	t.Run("AcquireFirstTime", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 
 		d, err := s.Acquire(ctx, c)
@@ -94,7 +120,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("AcquireSameClaimAgainIsInFlight", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -119,7 +145,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("AcquireOtherParamHashIsMismatch", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -144,7 +170,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("AcquireAfterDoneReplaysResult", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -171,7 +197,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("AcquireAfterFailedReplaysReason", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -189,7 +215,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("FinalizeIsIdempotentAndNeverOverwrites", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -211,7 +237,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("FinalizeByNonOwner", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -229,7 +255,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("FinalizeMissingKey", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		require.ErrorIs(t, s.Finalize(ctx, Done(c, "owner-a")), idemstore.ErrNotOwner)
 		_, err := s.Get(ctx, c.Key)
@@ -239,14 +265,14 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("OutOfOrderFinalizeAfterTakeover", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
 
-		require.NoError(t, s.Takeover(ctx, c.Key, "owner-a", "owner-b", time.Minute))
+		require.NoError(t, s.Takeover(ctx, takeover(c.Key, "owner-a", "owner-b")))
 		// A second takeover from the old owner fails.
-		require.ErrorIs(t, s.Takeover(ctx, c.Key, "owner-a", "owner-c", time.Minute), idemstore.ErrNotOwner)
+		require.ErrorIs(t, s.Takeover(ctx, takeover(c.Key, "owner-a", "owner-c")), idemstore.ErrNotOwner)
 
 		d, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -265,17 +291,17 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		assert.Empty(t, rec.Reason)
 
 		// Terminal records cannot be taken over.
-		require.ErrorIs(t, s.Takeover(ctx, c.Key, "owner-b", "owner-c", time.Minute), idemstore.ErrNotOwner)
+		require.ErrorIs(t, s.Takeover(ctx, takeover(c.Key, "owner-b", "owner-c")), idemstore.ErrNotOwner)
 	})
 
 	t.Run("LateFinalizeBeforeNewOwnerFinishes", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
-		require.NoError(t, s.Takeover(ctx, c.Key, "owner-a", "owner-b", time.Minute))
+		require.NoError(t, s.Takeover(ctx, takeover(c.Key, "owner-a", "owner-b")))
 
 		require.ErrorIs(t, s.Finalize(ctx, Done(c, "owner-a")), idemstore.ErrNotOwner)
 		rec, err := s.Get(ctx, c.Key)
@@ -293,14 +319,38 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("TakeoverMissingKey", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
-		require.ErrorIs(t, s.Takeover(ctx, NewKey(t), "owner-a", "owner-b", time.Minute), idemstore.ErrNotOwner)
+		s := newStore(t)
+		require.ErrorIs(t, s.Takeover(ctx, takeover(NewKey(t), "owner-a", "owner-b")), idemstore.ErrNotOwner)
+	})
+
+	t.Run("Release", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		s := newStore(t)
+		c := NewClaim(t, "owner-a")
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.ErrorIs(t, s.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-b"}), idemstore.ErrNotOwner,
+			"another owner's claim stays")
+		require.NoError(t, s.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-a"}))
+		_, err = s.Get(ctx, c.Key)
+		require.ErrorIs(t, err, idemstore.ErrNotFound)
+
+		// Released: claimable again. A record that left IN_FLIGHT is never released.
+		d, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
+		require.NoError(t, s.Finalize(ctx, Done(c, "owner-a")))
+		require.ErrorIs(t, s.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-a"}), idemstore.ErrNotOwner)
+		rec, err := s.Get(ctx, c.Key)
+		require.NoError(t, err)
+		assert.Equal(t, idemstore.StateDone, rec.State)
 	})
 
 	t.Run("GetNotFound", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		_, err := s.Get(ctx, NewKey(t))
 		require.ErrorIs(t, err, idemstore.ErrNotFound)
 	})
@@ -308,7 +358,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("ConcurrentAcquireExactlyOneWins", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setup(ctx, t)
+		s := newStore(t)
 		c := NewClaim(t, "")
 
 		const n = 200
@@ -337,6 +387,8 @@ func Exercise(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 				winner = decisions[i].Owner
 			case idemstore.OutcomeInFlight:
 				inFlight++
+			case idemstore.OutcomeDone, idemstore.OutcomeFailed, idemstore.OutcomeParamMismatch:
+				t.Errorf("acquire %d: unexpected outcome %s", i, decisions[i].Outcome)
 			default:
 				t.Errorf("acquire %d: unexpected outcome %s", i, decisions[i].Outcome)
 			}

@@ -84,7 +84,8 @@ func NewFloors(redisAddr, truthURL string, bodies map[string][]byte) (*Floors, e
 			if _, err := io.Copy(io.Discard, c.Request().Body); err != nil {
 				return err
 			}
-			_, err := truth.FindRecent(c.Request().Context(), floorSubject, scopeLegacy, floorHash, time.Now().Add(-24*time.Hour))
+			_, err := truth.FindRecent(c.Request().Context(), idemstore.FindRecentParams{
+				Subject: floorSubject, Scope: scopeLegacy, ParamHash: floorHash, Since: time.Now().Add(-24 * time.Hour)})
 			if err != nil && !errors.Is(err, idemstore.ErrNotFound) {
 				return err
 			}

@@ -34,7 +34,7 @@ const (
 	// DefaultWebhookTolerance bounds the age of a webhook event's timestamp.
 	DefaultWebhookTolerance = 5 * time.Minute
 	// MaxWebhookTolerance is the longest tolerance a catalog may declare
-	// (pgstore.WebhookReceiptRetention keeps receipts twice that long).
+	// (idemstore.WebhookReceiptRetention keeps receipts twice that long).
 	MaxWebhookTolerance = 24 * time.Hour
 	// DefaultWebhookReferenceField is where a webhook event carries the operation id.
 	DefaultWebhookReferenceField = "data.client_reference"

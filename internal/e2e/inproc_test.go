@@ -87,6 +87,7 @@ func startInproc(t *testing.T) *inprocStack {
 	truth, err := pgstore.Open(ctx, testenv.NewDatabase(t))
 	require.NoError(t, err)
 	require.NoError(t, truth.Migrate(ctx))
+	t.Cleanup(truth.Close)
 	store := combined.New(redisstore.New(rdb), truth, combined.Options{Logger: logger, Registerer: prometheus.NewRegistry()})
 	t.Cleanup(store.Close)
 
@@ -94,7 +95,7 @@ func startInproc(t *testing.T) *inprocStack {
 	tp := testenv.SharedTemporal(t)
 	tc := tp.Client(t)
 	queue := "inproc-" + fingerprint.NewNonce()
-	w := worker.New(tc, queue, &activities.Activities{Truth: store.Truth(), Store: store, HTTP: &http.Client{}, Logger: logger}, sdkworker.Options{})
+	w := worker.New(tc, queue, &activities.Activities{Truth: truth, Store: store, HTTP: &http.Client{}, Logger: logger}, sdkworker.Options{})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
