@@ -30,7 +30,7 @@ type SecurityEventKind struct {
 	// Kind is the event's name: the `kind` of logs, metrics and alerts.
 	Kind string
 	// Status is the answer the caller gets.
-	Status string
+	Status Status
 	// When says what happened, for the README.
 	When string
 }

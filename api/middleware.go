@@ -28,11 +28,11 @@ func (s *Server) timeConfirm(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		began := time.Now()
 		err := next(c)
-		status, _ := c.Get(ctxStatus).(string)
+		status, _ := c.Get(ctxStatus).(Status)
 		if status == "" {
 			status = "unknown"
 		}
-		s.metrics.confirm.WithLabelValues(status).Observe(time.Since(began).Seconds())
+		s.metrics.confirm.WithLabelValues(string(status)).Observe(time.Since(began).Seconds())
 		return err
 	}
 }

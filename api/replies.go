@@ -24,17 +24,17 @@ import (
 // the body shows it (the texts read it from there, see bodyTexts), else
 // into reply.text.
 
-func newReply(status string) reply { return reply{status: status} }
+func newReply(status Status) reply { return reply{status: status} }
 
 // opReply is a reply about operation opID.
-func opReply(status, opID string) reply {
+func opReply(status Status, opID string) reply {
 	r := newReply(status)
 	r.opID = opID
 	return r
 }
 
 // scopedReply is a reply about action scope.
-func scopedReply(status, scope string) reply {
+func scopedReply(status Status, scope string) reply {
 	r := newReply(status)
 	r.scope = scope
 	return r

@@ -24,7 +24,7 @@ const PollWith = "get_operation_status"
 // reply is one answer before rendering.
 type reply struct {
 	// status is a key of Statuses.
-	status string
+	status Status
 	// key is the message key when it differs from status.
 	key string
 	// opID is the operation_id, once one exists.
@@ -97,15 +97,15 @@ func (s *Server) render(c echo.Context, r reply) error {
 	if d.Path == "" {
 		d.Path = c.Request().URL.Path
 	}
-	switch r.status {
-	case StatusInProgress, StatusNeedsManualReview:
+	if info.Polls {
 		r = r.with("poll_with", PollWith).with("poll_after_ms", d.PollAfterMS)
-	case StatusTemporarilyUnavailable, StatusNotReady:
+	}
+	if info.RetryAfter {
 		r = r.with("retry_after_ms", d.RetryAfterMS)
 	}
 	key := r.key
 	if key == "" {
-		key = r.status
+		key = string(r.status)
 	}
 	lang := messages.ParseAcceptLanguage(c.Request().Header.Get("Accept-Language"))
 	if r.detail != "" {
@@ -119,7 +119,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	meaning, instruction, err := s.msgs.Render(lang, key, d)
 	if err != nil {
 		s.log.ErrorContext(c.Request().Context(), "render message", "trace_id", traceID, "err", err)
-		meaning, instruction = r.status, renderFailedInstruction(lang, traceID)
+		meaning, instruction = string(r.status), renderFailedInstruction(lang, traceID)
 	}
 	// An id from the path that is not an operation_id (GET
 	// /v1/operations/not-an-id) is named in the texts but never answered as
@@ -128,7 +128,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	if !operationIDRE.MatchString(bodyOpID) {
 		bodyOpID = ""
 	}
-	body := orderedBody(r.status, meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
+	body := orderedBody(string(r.status), meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
 	h := c.Response().Header()
 	for k, vs := range r.header {
 		for _, v := range vs {
@@ -140,7 +140,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	} else {
 		h.Set("Content-Language", "en")
 	}
-	s.metrics.responses.WithLabelValues(r.status).Inc()
+	s.metrics.responses.WithLabelValues(string(r.status)).Inc()
 	c.Set(ctxStatus, r.status)
 	return c.JSONBlob(info.Code, body)
 }

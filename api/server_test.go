@@ -168,7 +168,7 @@ func (b *bundle) do(t *testing.T, method, path, token, body string, hdr ...strin
 	return r
 }
 
-func (r resp) status() string      { s, _ := r.body["status"].(string); return s }
+func (r resp) status() Status      { s, _ := r.body["status"].(string); return Status(s) }
 func (r resp) str(k string) string { s, _ := r.body[k].(string); return s }
 
 const transferParams = `{"amount":"12.50","currency":" usd ","payee_id":"p-1","memo":"rent"}`
@@ -285,7 +285,7 @@ func TestPreviewQuoteAnswers(t *testing.T) {
 		name       string
 		status     int
 		body       string
-		want       string
+		want       Status
 		code       int
 		reason     string
 		fields     []string
@@ -584,8 +584,10 @@ func TestSecurityEvents(t *testing.T) {
 	fp := pv.str("fingerprint")
 
 	cases := []struct {
-		name, token, scope, fp, params, status, kind string
-		code                                         int
+		name, token, scope, fp, params string
+		status                         Status
+		kind                           string
+		code                           int
 	}{
 		{"param mismatch", "dev-alice", "payments.transfer", fp, `{"amount":"9999","currency":"USD","payee_id":"p-1"}`, StatusParamMismatch, EventParamMismatch, 422},
 		{"subject mismatch", "dev-bob", "payments.transfer", fp, transferParams, StatusSubjectMismatch, EventSubjectMismatch, 403},
@@ -744,8 +746,9 @@ func TestEchoErrorsAreJSON(t *testing.T) {
 	b.srv.echo.GET("/panic", func(echoCtx echoContext) error { panic("boom") })
 
 	cases := []struct {
-		name, method, path, token, body, status string
-		code                                    int
+		name, method, path, token, body string
+		status                          Status
+		code                            int
 	}{
 		{"unknown route", "GET", "/nope", "", "", StatusNotFound, 404},
 		{"wrong method", "DELETE", "/healthz", "", "", StatusMethodNotAllowed, 405},

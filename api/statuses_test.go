@@ -134,7 +134,7 @@ func hasHan(s string) bool {
 // HTTP code then name.
 func statusTable() string {
 	names := StatusNames()
-	slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(Statuses[a].Code, Statuses[b].Code) })
+	slices.SortStableFunc(names, func(a, b Status) int { return cmp.Compare(Statuses[a].Code, Statuses[b].Code) })
 	var b strings.Builder
 	b.WriteString("| status | HTTP | retryable | also carries | when |\n| --- | --- | --- | --- | --- |\n")
 	for _, name := range names {
@@ -192,9 +192,9 @@ func TestOpenAPIStatusEnumIsTheRegistry(t *testing.T) {
 	t.Parallel()
 	doc, err := openapi.Load(context.Background())
 	require.NoError(t, err)
-	var enum []string
+	var enum []Status
 	for _, v := range doc.Components.Schemas["Answer"].Value.Properties["status"].Value.Enum {
-		enum = append(enum, v.(string))
+		enum = append(enum, Status(v.(string)))
 	}
 	slices.Sort(enum)
 	assert.Equal(t, StatusNames(), enum)

@@ -12,7 +12,7 @@ import (
 // opsOnly are the gateway's statuses the client's calls never answer (ops,
 // health, the downstreams' webhooks, the tool definitions): the client does
 // not mirror them.
-var opsOnly = map[string]bool{
+var opsOnly = map[api.Status]bool{
 	api.StatusNotAwaitingReview: true, api.StatusInvalidResolution: true, api.StatusResolutionSent: true,
 	api.StatusOperationsListed: true, api.StatusOperationFound: true, api.StatusResolved: true, api.StatusAlreadyResolved: true,
 	api.StatusAlive: true, api.StatusReady: true, api.StatusNotReady: true,
@@ -40,7 +40,7 @@ func TestStatusesMirrorTheGateway(t *testing.T) {
 		}
 	}
 	for name := range mine {
-		_, ok := api.Statuses[string(name)]
+		_, ok := api.Statuses[api.Status(name)]
 		assert.Truef(t, ok, "client status %q is not the gateway's", name)
 	}
 }

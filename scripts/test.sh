@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
-echo "== go vet"
-go vet ./...
+echo "== lint: gofmt, go vet, exhaustive switches"
+./scripts/lint.sh
 echo "== go test"
 go test -count=1 -timeout 45m ./...
 echo "== deployments: compose file and kustomize overlays, offline (own module: deployments/validate)"
