@@ -73,7 +73,7 @@ type Activities struct {
 // A record with another param_hash is a non-retryable ErrTypeParamMismatch.
 func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput) (workflows.ClaimResult, error) {
 	d, err := a.Truth.Acquire(ctx, idemstore.Claim{
-		Key:            in.OperationID,
+		OperationID:    in.OperationID,
 		ParamHash:      in.ParamHash,
 		Owner:          in.Owner,
 		Subject:        in.Subject,
@@ -239,7 +239,7 @@ func (a *Activities) call(in workflows.OperationInput) downstream.Call {
 // MarkNeedsReview moves the truth record to NEEDS_REVIEW. A record already
 // terminal is a non-retryable ErrTypeAlreadyTerminal.
 func (a *Activities) MarkNeedsReview(ctx context.Context, in workflows.MarkNeedsReviewInput) error {
-	err := a.Truth.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{Key: in.OperationID, Reason: in.Reason})
+	err := a.Truth.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: in.OperationID, Reason: in.Reason})
 	switch {
 	case err == nil:
 		a.logger().Warn("operation needs manual review", "operation_id", in.OperationID, "reason", in.Reason)
@@ -256,7 +256,7 @@ func (a *Activities) MarkNeedsReview(ctx context.Context, in workflows.MarkNeeds
 // (such as a payout's "pending") on the operation's truth record, where the
 // gateway shows it to agents and operators.
 func (a *Activities) RecordDownstreamState(ctx context.Context, in workflows.RecordDownstreamStateInput) error {
-	if err := a.Truth.RecordDownstreamState(ctx, idemstore.DownstreamStateParams{Key: in.OperationID, State: in.State}); err != nil {
+	if err := a.Truth.RecordDownstreamState(ctx, idemstore.DownstreamStateParams{OperationID: in.OperationID, State: in.State}); err != nil {
 		return fmt.Errorf("record downstream state %s: %w", in.OperationID, err)
 	}
 	a.logger().Info("downstream state", "operation_id", in.OperationID, "downstream_state", in.State)
@@ -276,7 +276,7 @@ func (a *Activities) Finalize(ctx context.Context, in workflows.FinalizeInput) e
 		owner = in.TruthOwner
 	}
 	err := a.Store.Finalize(ctx, idemstore.Finalization{
-		Key:            in.OperationID,
+		OperationID:    in.OperationID,
 		Owner:          owner,
 		State:          in.State,
 		Result:         in.Result,

@@ -286,7 +286,7 @@ func TestReconcile(t *testing.T) {
 // not call it.
 type fakeStore struct {
 	idemstore.Store
-	decision         idemstore.Decision
+	decision         idemstore.ClaimDecision
 	acquireErr       error
 	claims           []idemstore.Claim
 	reviewed         map[string]string
@@ -296,7 +296,7 @@ type fakeStore struct {
 	downstreamStates map[string]string
 }
 
-func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Decision, error) {
+func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.ClaimDecision, error) {
 	f.claims = append(f.claims, c)
 	return f.decision, f.acquireErr
 }
@@ -305,7 +305,7 @@ func (f *fakeStore) RecordDownstreamState(_ context.Context, p idemstore.Downstr
 	if f.downstreamStates == nil {
 		f.downstreamStates = map[string]string{}
 	}
-	f.downstreamStates[p.Key] = p.State
+	f.downstreamStates[p.OperationID] = p.State
 	return nil
 }
 
@@ -313,7 +313,7 @@ func (f *fakeStore) MarkNeedsReview(_ context.Context, p idemstore.MarkNeedsRevi
 	if f.reviewed == nil {
 		f.reviewed = map[string]string{}
 	}
-	f.reviewed[p.Key] = p.Reason
+	f.reviewed[p.OperationID] = p.Reason
 	return f.reviewErr
 }
 
@@ -325,23 +325,23 @@ func (f *fakeStore) Finalize(_ context.Context, fin idemstore.Finalization) erro
 func TestClaimTruth(t *testing.T) {
 	tests := []struct {
 		name      string
-		decision  idemstore.Decision
+		decision  idemstore.ClaimDecision
 		err       error
 		want      workflows.ClaimResult
 		wantType  string
 		retryable bool
 	}{
-		{"acquired", idemstore.Decision{Outcome: idemstore.OutcomeAcquired}, nil, workflows.ClaimResult{State: idemstore.StateInFlight}, "", false},
-		{"in flight", idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: idemstore.StateInFlight}}, nil,
+		{"acquired", idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired}, nil, workflows.ClaimResult{State: idemstore.StateInFlight}, "", false},
+		{"in flight", idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: idemstore.StateInFlight}}, nil,
 			workflows.ClaimResult{State: idemstore.StateInFlight}, "", false},
-		{"needs review", idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: idemstore.StateNeedsReview, Reason: "status down"}}, nil,
+		{"needs review", idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: idemstore.StateNeedsReview, Reason: "status down"}}, nil,
 			workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: "status down"}, "", false},
-		{"done", idemstore.Decision{Outcome: idemstore.OutcomeDone, Record: idemstore.Record{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}}, nil,
+		{"done", idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone, Record: idemstore.Record{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}}, nil,
 			workflows.ClaimResult{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}, "", false},
-		{"failed", idemstore.Decision{Outcome: idemstore.OutcomeFailed, Record: idemstore.Record{State: idemstore.StateFailed, Reason: "insufficient_funds"}}, nil,
+		{"failed", idemstore.ClaimDecision{Outcome: idemstore.OutcomeFailed, Record: idemstore.Record{State: idemstore.StateFailed, Reason: "insufficient_funds"}}, nil,
 			workflows.ClaimResult{State: idemstore.StateFailed, Reason: "insufficient_funds"}, "", false},
-		{"param mismatch", idemstore.Decision{Outcome: idemstore.OutcomeParamMismatch}, nil, workflows.ClaimResult{}, activities.ErrTypeParamMismatch, false},
-		{"unavailable", idemstore.Decision{}, fmt.Errorf("acquire: %w", idemstore.ErrUnavailable), workflows.ClaimResult{}, "", true},
+		{"param mismatch", idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}, nil, workflows.ClaimResult{}, activities.ErrTypeParamMismatch, false},
+		{"unavailable", idemstore.ClaimDecision{}, fmt.Errorf("acquire: %w", idemstore.ErrUnavailable), workflows.ClaimResult{}, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -353,7 +353,7 @@ func TestClaimTruth(t *testing.T) {
 			val, err := env.ExecuteActivity(acts.ClaimTruth, in)
 
 			require.Len(t, store.claims, 1)
-			assert.Equal(t, idemstore.Claim{Key: opID, ParamHash: "ph", Owner: "gw-1/req-1", Subject: "alice",
+			assert.Equal(t, idemstore.Claim{OperationID: opID, ParamHash: "ph", Owner: "gw-1/req-1", Subject: "alice",
 				Scope: "payments.legacy_transfer", TerminalTTL: time.Hour}, store.claims[0])
 			switch {
 			case tt.wantType != "":
@@ -406,7 +406,7 @@ func TestFinalize(t *testing.T) {
 
 			require.Len(t, store.finalized, 1)
 			f := store.finalized[0]
-			assert.Equal(t, opID, f.Key)
+			assert.Equal(t, opID, f.OperationID)
 			assert.Equal(t, "gw-1/req-1", f.Owner)
 			assert.Equal(t, idemstore.StateDone, f.State)
 			assert.Equal(t, "x", f.ResultRef)
@@ -443,7 +443,7 @@ func TestMarkNeedsReview(t *testing.T) {
 }
 
 func TestClaimTruthReportsAnotherOwner(t *testing.T) {
-	store := &fakeStore{decision: idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Owner: "gw-2/req-9",
+	store := &fakeStore{decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Owner: "gw-2/req-9",
 		Record: idemstore.Record{State: idemstore.StateInFlight, Owner: "gw-2/req-9"}}}
 	acts := &activities.Activities{Truth: store, Store: store}
 	env := newActivityEnv(acts)

@@ -27,9 +27,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		}, []string{"action", "call", "status"}),
 		reconciled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "oncegate_reconcile_outcomes_total",
-			Help: "Answers of the status endpoint during reconciliation, by action and outcome (found, not_found, error).",
-		}, []string{"action", "outcome"}),
+			Name: "oncegate_reconcile_answers_total",
+			Help: "Answers of the status endpoint during reconciliation, by action and answer (found, not_found, error).",
+		}, []string{"action", "answer"}),
 		inFlight: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "oncegate_in_flight_duration_seconds",
 			Help:    "Time from the truth claim to the recorded terminal outcome, by action and final state.",
@@ -60,11 +60,11 @@ func (m *Metrics) observeDownstream(action, call string, status int, took time.D
 }
 
 // observeReconcile records one reconciliation answer.
-func (m *Metrics) observeReconcile(action, outcome string) {
+func (m *Metrics) observeReconcile(action, answer string) {
 	if m == nil {
 		return
 	}
-	m.reconciled.WithLabelValues(action, outcome).Inc()
+	m.reconciled.WithLabelValues(action, answer).Inc()
 }
 
 // observeInFlight records the time an operation spent before its outcome.

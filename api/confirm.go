@@ -111,7 +111,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	d, err := s.store.Acquire(actx, idemstore.Claim{
-		Key: p.Nonce, ParamHash: bp.paramHash, Owner: call.owner, Subject: id.Subject, Scope: action.Scope,
+		OperationID: p.Nonce, ParamHash: bp.paramHash, Owner: call.owner, Subject: id.Subject, Scope: action.Scope,
 		InFlightTTL: action.InFlightTTL, TerminalTTL: action.TerminalTTL, FingerprintExp: p.ExpiresAt(),
 		BoundParams: bp.canonical,
 	})
@@ -129,7 +129,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		}
 		if earlier && d.Record.State == idemstore.StateNeedsReview {
 			rec := d.Record
-			rec.Key = p.Nonce
+			rec.OperationID = p.Nonce
 			return s.answerFor(rec, true)
 		}
 		claimedAt := time.Time{}
@@ -147,7 +147,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		if rec.State == "" {
 			rec.State = idemstore.State(d.Outcome)
 		}
-		rec.Key = p.Nonce
+		rec.OperationID = p.Nonce
 		return s.answerFor(rec, true)
 	case idemstore.OutcomeParamMismatch:
 		s.securityEvent(ctx, EventStoreParamMismatch, id, action.Scope, p.Nonce, traceID, "the store holds this operation with another param_hash")
@@ -177,24 +177,24 @@ func (s *Server) confirmExpired(ctx context.Context, call confirmCall) reply {
 	case err != nil:
 		return s.storeErrorReply(call.action.Scope, "", fmt.Errorf("confirm expired %s: %w", call.payload.Nonce, err))
 	}
-	rec.Key = call.payload.Nonce
+	rec.OperationID = call.payload.Nonce
 	if rec.State.Terminal() || rec.State == idemstore.StateNeedsReview {
 		return s.answerFor(rec, true)
 	}
 	// Claimed before exp and still in flight: the same handling as any
 	// in-flight claim, orphan takeover included.
-	return s.confirmInFlight(ctx, call, idemstore.Decision{
+	return s.confirmInFlight(ctx, call, idemstore.ClaimDecision{
 		Outcome: idemstore.OutcomeInFlight, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt, Record: rec,
 	})
 }
 
 // confirmInFlight answers a claim held by another owner: review, orphan
 // takeover, or a short wait on the existing workflow.
-func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemstore.Decision) reply {
+func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemstore.ClaimDecision) reply {
 	nonce := call.payload.Nonce
 	if d.Record.State == idemstore.StateNeedsReview {
 		rec := d.Record
-		rec.Key = nonce
+		rec.OperationID = nonce
 		return s.answerFor(rec, true)
 	}
 	// An orphan: claimed longer ago than the grace period and Temporal has no
@@ -208,7 +208,7 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 		dcancel()
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			err := s.store.Takeover(ctx, idemstore.TakeoverParams{Key: nonce, FromOwner: d.Owner, ToOwner: call.owner, TTL: call.action.InFlightTTL})
+			err := s.store.Takeover(ctx, idemstore.TakeoverParams{OperationID: nonce, FromOwner: d.Owner, ToOwner: call.owner, TTL: call.action.InFlightTTL})
 			switch {
 			case err == nil:
 				s.log.WarnContext(ctx, "took over orphaned claim", "operation_id", nonce, "from", d.Owner,
@@ -337,7 +337,7 @@ func (s *Server) releaseUnstarted(ctx context.Context, call confirmCall) {
 	if !errors.As(err, &nf) {
 		return
 	}
-	if err := s.store.Release(ctx, idemstore.ReleaseParams{Key: nonce, Owner: call.owner}); err != nil {
+	if err := s.store.Release(ctx, idemstore.ReleaseParams{OperationID: nonce, Owner: call.owner}); err != nil {
 		s.log.WarnContext(ctx, "release unstarted claim", "operation_id", nonce, "err", err, "trace_id", call.traceID)
 	}
 }
@@ -371,7 +371,7 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 	defer rcancel()
 	rec, gerr := s.store.Get(rctx, nonce)
 	if gerr == nil {
-		rec.Key = nonce
+		rec.OperationID = nonce
 		return s.answerFor(rec, replay)
 	}
 	return opReply(StatusInProgress, nonce)
@@ -386,11 +386,11 @@ func (s *Server) refill(ctx context.Context, call confirmCall, rec idemstore.Rec
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	err := s.store.FinalizeFast(fctx, idemstore.Finalization{
-		Key: rec.Key, Owner: owner, State: rec.State, Result: rec.Result, ResultRef: rec.ResultRef,
+		OperationID: rec.OperationID, Owner: owner, State: rec.State, Result: rec.Result, ResultRef: rec.ResultRef,
 		Reason: rec.Reason, FailureKind: rec.FailureKind, ResolvedBy: rec.ResolvedBy, TerminalTTL: call.action.TerminalTTL,
 	})
 	if err != nil && !errors.Is(err, idemstore.ErrNotOwner) && !errors.Is(err, idemstore.ErrAlreadyTerminal) {
-		s.log.WarnContext(ctx, "refill fast path", "operation_id", rec.Key, "err", err, "trace_id", call.traceID)
+		s.log.WarnContext(ctx, "refill fast path", "operation_id", rec.OperationID, "err", err, "trace_id", call.traceID)
 	}
 }
 

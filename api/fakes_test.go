@@ -50,27 +50,27 @@ func newFakeStore(now func() time.Time) *fakeStore {
 	return &fakeStore{now: now, recs: map[string]*fakeRec{}}
 }
 
-func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Decision, error) {
+func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.ClaimDecision, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.unavailable {
-		return idemstore.Decision{}, fmt.Errorf("acquire: %w", idemstore.ErrUnavailable)
+		return idemstore.ClaimDecision{}, fmt.Errorf("acquire: %w", idemstore.ErrUnavailable)
 	}
 	f.writes++
-	r, ok := f.recs[c.Key]
+	r, ok := f.recs[c.OperationID]
 	if !ok {
 		now := f.now()
-		f.recs[c.Key] = &fakeRec{Record: idemstore.Record{Key: c.Key, Subject: c.Subject, Scope: c.Scope,
+		f.recs[c.OperationID] = &fakeRec{Record: idemstore.Record{OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope,
 			ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: now, CreatedAt: now}}
-		return idemstore.Decision{Outcome: idemstore.OutcomeAcquired, Owner: c.Owner, ClaimedAt: now}, nil
+		return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: c.Owner, ClaimedAt: now}, nil
 	}
 	switch {
 	case r.ParamHash != c.ParamHash:
-		return idemstore.Decision{Outcome: idemstore.OutcomeParamMismatch}, nil
+		return idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}, nil
 	case r.State.Terminal():
-		return idemstore.Decision{Outcome: idemstore.Outcome(r.State), Record: r.Record, TruthFound: r.truth}, nil
+		return idemstore.ClaimDecision{Outcome: idemstore.ClaimOutcome(r.State), Record: r.Record, TruthFound: r.truth}, nil
 	}
-	d := idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Owner: r.Owner, ClaimedAt: r.ClaimedAt, TruthFound: r.truth}
+	d := idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Owner: r.Owner, ClaimedAt: r.ClaimedAt, TruthFound: r.truth}
 	if r.truth {
 		d.Record = r.Record
 	}
@@ -95,7 +95,7 @@ func (f *fakeStore) Takeover(_ context.Context, p idemstore.TakeoverParams) erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
-	r, ok := f.recs[p.Key]
+	r, ok := f.recs[p.OperationID]
 	if !ok || r.Owner != p.FromOwner || r.State != idemstore.StateInFlight {
 		return idemstore.ErrNotOwner
 	}
@@ -107,11 +107,11 @@ func (f *fakeStore) Release(_ context.Context, p idemstore.ReleaseParams) error 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.writes++
-	r, ok := f.recs[p.Key]
+	r, ok := f.recs[p.OperationID]
 	if !ok || r.Owner != p.Owner || r.State != idemstore.StateInFlight {
 		return idemstore.ErrNotOwner
 	}
-	delete(f.recs, p.Key)
+	delete(f.recs, p.OperationID)
 	return nil
 }
 
@@ -134,7 +134,7 @@ func (f *fakeStore) List(_ context.Context, filter idemstore.ListFilter) ([]idem
 			out = append(out, r.Record)
 		}
 	}
-	slices.SortFunc(out, func(a, b idemstore.Record) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b idemstore.Record) int { return strings.Compare(a.OperationID, b.OperationID) })
 	if len(out) > limit {
 		out = out[:limit]
 	}
@@ -335,7 +335,7 @@ func (t *fakeTemporal) UpdateWorkflow(ctx context.Context, o client.UpdateWorkfl
 	t.mu.Lock()
 	r := t.runs[o.WorkflowID]
 	t.mu.Unlock()
-	return &fakeUpdate{run: r, decision: workflows.Decision{Outcome: res.Outcome, Operator: res.Operator,
+	return &fakeUpdate{run: r, decision: workflows.OperatorDecision{Outcome: res.Outcome, Operator: res.Operator,
 		Via: workflows.ViaUpdate, Note: res.Note, EvidenceURL: res.EvidenceURL}}, nil
 }
 
@@ -353,7 +353,7 @@ func (emptyHistory) Next() (*historypb.HistoryEvent, error) { return nil, errors
 // fakeUpdate is the handle of a resolve Update.
 type fakeUpdate struct {
 	run      *fakeRun
-	decision workflows.Decision
+	decision workflows.OperatorDecision
 }
 
 func (u *fakeUpdate) WorkflowID() string { return u.run.id }

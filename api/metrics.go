@@ -29,8 +29,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"status"}),
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oncegate_claims_total",
-			Help: "Claims decided at confirm, by outcome (ACQUIRED, IN_FLIGHT, DONE, FAILED, PARAM_MISMATCH).",
-		}, []string{"outcome"}),
+			Help: "Claims decided at confirm, by the claim's decision (ACQUIRED, IN_FLIGHT, DONE, FAILED, PARAM_MISMATCH).",
+		}, []string{"decision"}),
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oncegate_webhooks_total",
 			Help: "Downstream webhook events, by action and result (accepted, refused).",
@@ -38,9 +38,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	m.confirm = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "oncegate_confirm_duration_seconds",
-		Help:    "Time to answer a confirm, by outcome (the answer's status).",
+		Help:    "Time to answer a confirm, by the answer's status.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-	}, []string{"outcome"})
+	}, []string{"status"})
 	if err := reg.Register(m.confirm); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if !errors.As(err, &are) {

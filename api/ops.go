@@ -83,7 +83,7 @@ func (s *Server) handleOpsGet(c echo.Context) error {
 	case err != nil:
 		return s.render(c, s.storeErrorReply("", opID, fmt.Errorf("get operation %s: %w", opID, err)))
 	}
-	rec.Key = opID
+	rec.OperationID = opID
 	params, err := decimalsAsStrings(rec.BoundParams)
 	if err != nil {
 		params = nil // shown without its params rather than not at all
@@ -120,12 +120,12 @@ func (s *Server) timeline(ctx context.Context, rec idemstore.Record) ([]workflow
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), historyTimeout)
 	defer cancel()
 	var events []*historypb.HistoryEvent
-	iter := s.temporal.GetWorkflowHistory(hctx, rec.Key, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	iter := s.temporal.GetWorkflowHistory(hctx, rec.OperationID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var herr error
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {
-			herr = fmt.Errorf("read history of %s: %w", rec.Key, err)
+			herr = fmt.Errorf("read history of %s: %w", rec.OperationID, err)
 			break
 		}
 		events = append(events, ev)

@@ -134,7 +134,7 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 		Subject: id.Subject, Scope: action.Scope, ParamHash: bp.paramHash,
 	}
 	if found {
-		p.RecentOperation = recent.Key
+		p.RecentOperation = recent.OperationID
 	}
 	fp, err := s.keys.Sign(p)
 	if err != nil {

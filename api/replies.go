@@ -83,18 +83,18 @@ func (s *Server) answerFor(rec idemstore.Record, replay bool) reply {
 		if len(result) == 0 {
 			result = json.RawMessage("null")
 		}
-		r = opReply(status, rec.Key).with("result", result).with("result_ref", rec.ResultRef)
+		r = opReply(status, rec.OperationID).with("result", result).with("result_ref", rec.ResultRef)
 	case idemstore.StateFailed:
 		status := StatusFailed
 		if replay {
 			status = StatusAlreadyFailed
 		}
-		r = opReply(status, rec.Key).with("reason", rec.Reason)
+		r = opReply(status, rec.OperationID).with("reason", rec.Reason)
 		if rec.FailureKind != "" {
 			r = r.with("failure_kind", string(rec.FailureKind))
 		}
 	case idemstore.StateNeedsReview:
-		return opReply(StatusNeedsManualReview, rec.Key)
+		return opReply(StatusNeedsManualReview, rec.OperationID)
 	case idemstore.StateInFlight:
 		return s.inFlightReply(rec)
 	default:
@@ -119,7 +119,7 @@ const MaxPendingPollAfter = time.Minute
 // and a poll interval that grows with the wait (a quarter of the time waited
 // so far, from the configured poll_after up to MaxPendingPollAfter).
 func (s *Server) inFlightReply(rec idemstore.Record) reply {
-	r := opReply(StatusInProgress, rec.Key)
+	r := opReply(StatusInProgress, rec.OperationID)
 	if rec.DownstreamState == "" {
 		return r
 	}
@@ -140,7 +140,7 @@ type recentView map[string]any
 // the agent-facing status, its reference, when it finished, and why it
 // failed.
 func (s *Server) recentOperation(rec idemstore.Record) recentView {
-	out := recentView{"operation_id": rec.Key, "state": s.answerFor(rec, false).status, "result_ref": rec.ResultRef, "completed_at": nil}
+	out := recentView{"operation_id": rec.OperationID, "state": s.answerFor(rec, false).status, "result_ref": rec.ResultRef, "completed_at": nil}
 	if rec.State.Terminal() && !rec.UpdatedAt.IsZero() {
 		out["completed_at"] = rec.UpdatedAt.UTC().Format(time.RFC3339)
 	}
@@ -346,7 +346,7 @@ func operationsListedReply(recs []idemstore.Record, state idemstore.State) reply
 // (params nil: none kept), its timeline, and why the timeline is incomplete
 // (herr).
 func operationFoundReply(rec idemstore.Record, params any, timeline []workflows.TimelineEntry, herr error) reply {
-	r := opReply(StatusOperationFound, rec.Key).with("operation", rec).with("timeline", timeline)
+	r := opReply(StatusOperationFound, rec.OperationID).with("operation", rec).with("timeline", timeline)
 	if params != nil {
 		r = r.with("params", params)
 	}

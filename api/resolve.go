@@ -36,7 +36,7 @@ func decisionOfRecord(rec idemstore.Record) (decisionView, bool) {
 }
 
 // decisionOfWorkflow converts the workflow's decision.
-func decisionOfWorkflow(d workflows.Decision) decisionView {
+func decisionOfWorkflow(d workflows.OperatorDecision) decisionView {
 	return decisionView{Operator: d.Operator, Outcome: d.Outcome, DecidedAt: d.DecidedAt, Via: d.Via, Note: d.Note,
 		EvidenceURL: d.EvidenceURL}
 }
@@ -108,7 +108,7 @@ func (s *Server) resolveErrorReply(opID string, err error) reply {
 	if errors.As(err, &appErr) {
 		switch appErr.Type() {
 		case workflows.ErrTypeAlreadyResolved:
-			var d workflows.Decision
+			var d workflows.OperatorDecision
 			if derr := appErr.Details(&d); derr != nil {
 				s.log.Warn("undecodable decision of an already_resolved refusal", "operation_id", opID, "err", derr)
 			}

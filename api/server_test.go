@@ -691,7 +691,7 @@ func TestOrphanTakeover(t *testing.T) {
 	require.NoError(t, err)
 	var payload fingerprint.Payload
 	require.NoError(t, json.Unmarshal(raw, &payload))
-	d, err := b.store.Acquire(context.Background(), idemstore.Claim{Key: opID, ParamHash: payload.ParamHash,
+	d, err := b.store.Acquire(context.Background(), idemstore.Claim{OperationID: opID, ParamHash: payload.ParamHash,
 		Owner: "dead-gateway:1", Subject: "alice", Scope: "payments.legacy_transfer", InFlightTTL: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)

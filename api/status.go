@@ -26,7 +26,7 @@ func (s *Server) handleStatus(c echo.Context) error {
 		r := s.storeErrorReply("", opID, fmt.Errorf("status %s: %w", opID, err))
 		return s.render(c, r)
 	}
-	rec.Key = opID
+	rec.OperationID = opID
 	r := s.answerFor(rec, false)
 	r.scope = rec.Scope
 	return s.render(c, r)

@@ -30,7 +30,7 @@ func (r Record) Final() Final {
 }
 
 // Record returns f as the record of operation key, holding only the outcome.
-func (f Final) Record(key string) Record {
-	return Record{Key: key, State: f.State, Result: f.Result, ResultRef: f.ResultRef, Reason: f.Reason,
+func (f Final) Record(opID string) Record {
+	return Record{OperationID: opID, State: f.State, Result: f.Result, ResultRef: f.ResultRef, Reason: f.Reason,
 		FailureKind: f.FailureKind, ResolvedBy: f.ResolvedBy}
 }

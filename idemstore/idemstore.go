@@ -68,20 +68,20 @@ func (k FailureKind) ProvesNothingExecuted() bool {
 	return k == FailureRefused || k == FailureNotExecuted || k == FailureNotSent
 }
 
-// Outcome is what an Acquire decided.
-type Outcome string
+// ClaimOutcome is what an Acquire decided.
+type ClaimOutcome string
 
 const (
 	// OutcomeAcquired means this caller claimed the operation and must start it.
-	OutcomeAcquired Outcome = "ACQUIRED"
-	// OutcomeInFlight means another owner holds the claim; Decision.Owner names it.
-	OutcomeInFlight Outcome = "IN_FLIGHT"
-	// OutcomeDone means the operation already finished; Decision.Record holds the first result.
-	OutcomeDone Outcome = "DONE"
-	// OutcomeFailed means the operation already failed definitely; Decision.Record holds the reason.
-	OutcomeFailed Outcome = "FAILED"
+	OutcomeAcquired ClaimOutcome = "ACQUIRED"
+	// OutcomeInFlight means another owner holds the claim; ClaimDecision.Owner names it.
+	OutcomeInFlight ClaimOutcome = "IN_FLIGHT"
+	// OutcomeDone means the operation already finished; ClaimDecision.Record holds the first result.
+	OutcomeDone ClaimOutcome = "DONE"
+	// OutcomeFailed means the operation already failed definitely; ClaimDecision.Record holds the reason.
+	OutcomeFailed ClaimOutcome = "FAILED"
 	// OutcomeParamMismatch means the key was claimed with another param_hash: a security event.
-	OutcomeParamMismatch Outcome = "PARAM_MISMATCH"
+	OutcomeParamMismatch ClaimOutcome = "PARAM_MISMATCH"
 )
 
 var (
@@ -105,8 +105,8 @@ var (
 
 // Claim asks to move the operation Key from "never consumed" to IN_FLIGHT.
 type Claim struct {
-	// Key is the operation id: the fingerprint's nonce.
-	Key string
+	// OperationID is the operation id: the fingerprint's nonce.
+	OperationID string
 	// ParamHash is the fingerprint's param_hash; a claim with another hash is PARAM_MISMATCH.
 	ParamHash string
 	// Owner identifies this execution attempt (gateway instance + request).
@@ -127,10 +127,10 @@ type Claim struct {
 	BoundParams json.RawMessage
 }
 
-// Decision is the answer of Acquire.
-type Decision struct {
+// ClaimDecision is the answer of Acquire.
+type ClaimDecision struct {
 	// Outcome is what happened.
-	Outcome Outcome
+	Outcome ClaimOutcome
 	// Owner is the current owner for OutcomeInFlight (and this caller's for OutcomeAcquired).
 	Owner string
 	// ClaimedAt is when the current claim was taken, when known.
@@ -146,8 +146,8 @@ type Decision struct {
 
 // Finalization moves an IN_FLIGHT (or NEEDS_REVIEW) operation to DONE or FAILED.
 type Finalization struct {
-	// Key is the operation id.
-	Key string
+	// OperationID is the operation id.
+	OperationID string
 	// Owner must equal the record's owner, or ErrNotOwner is returned.
 	Owner string
 	// State is StateDone or StateFailed.
@@ -174,8 +174,8 @@ type Finalization struct {
 
 // Record is what a backend knows about one operation.
 type Record struct {
-	// Key is the operation id (the nonce).
-	Key string `json:"operation_id"`
+	// OperationID is the operation id (the nonce).
+	OperationID string `json:"operation_id"`
 	// Subject is who the operation belongs to.
 	Subject string `json:"subject,omitempty"`
 	// Scope is the action.
@@ -243,8 +243,8 @@ type ListFilter struct {
 
 // TakeoverParams moves an IN_FLIGHT claim from one owner to another.
 type TakeoverParams struct {
-	// Key is the operation id.
-	Key string
+	// OperationID is the operation id.
+	OperationID string
 	// FromOwner must hold the claim, or ErrNotOwner is returned.
 	FromOwner string
 	// ToOwner is the new owner.
@@ -255,16 +255,16 @@ type TakeoverParams struct {
 
 // ReleaseParams gives back an IN_FLIGHT claim whose workflow never started.
 type ReleaseParams struct {
-	// Key is the operation id.
-	Key string
+	// OperationID is the operation id.
+	OperationID string
 	// Owner must hold the claim, or ErrNotOwner is returned.
 	Owner string
 }
 
 // MarkNeedsReviewParams hands an IN_FLIGHT operation to an operator.
 type MarkNeedsReviewParams struct {
-	// Key is the operation id.
-	Key string
+	// OperationID is the operation id.
+	OperationID string
 	// Reason says why the outcome cannot be determined automatically.
 	Reason string
 }
@@ -272,8 +272,8 @@ type MarkNeedsReviewParams struct {
 // DownstreamStateParams keeps the business state a downstream reported for
 // an operation in flight.
 type DownstreamStateParams struct {
-	// Key is the operation id.
-	Key string
+	// OperationID is the operation id.
+	OperationID string
 	// State is the downstream's state, such as a payout's "pending".
 	State string
 }
@@ -313,9 +313,9 @@ type RefillParams struct {
 // implement it with the same semantics; storetest.Exercise checks them.
 type Store interface {
 	// Acquire claims c.Key atomically, or reports who holds it or how it ended.
-	Acquire(ctx context.Context, c Claim) (Decision, error)
+	Acquire(ctx context.Context, c Claim) (ClaimDecision, error)
 	// Get reads the record of key, or ErrNotFound.
-	Get(ctx context.Context, key string) (Record, error)
+	Get(ctx context.Context, opID string) (Record, error)
 	// Takeover moves an IN_FLIGHT claim to a new owner; ErrNotOwner when
 	// p.FromOwner does not hold it (or it is gone, or not IN_FLIGHT).
 	Takeover(ctx context.Context, p TakeoverParams) error
@@ -365,9 +365,9 @@ type Store interface {
 // checks it.
 type FastPath interface {
 	// Acquire claims c.Key atomically, or reports who holds it or how it ended.
-	Acquire(ctx context.Context, c Claim) (Decision, error)
+	Acquire(ctx context.Context, c Claim) (ClaimDecision, error)
 	// Get reads the record of key, or ErrNotFound.
-	Get(ctx context.Context, key string) (Record, error)
+	Get(ctx context.Context, opID string) (Record, error)
 	// Finalize records the terminal outcome f, owner-checked.
 	Finalize(ctx context.Context, f Finalization) error
 	// Takeover moves an IN_FLIGHT claim to a new owner with a fresh TTL, or ErrNotOwner.
@@ -384,13 +384,13 @@ type FastPath interface {
 // param_hash is PARAM_MISMATCH, DONE and FAILED replay rec, IN_FLIGHT and
 // NEEDS_REVIEW are OutcomeInFlight with rec's owner (Record.State tells
 // NEEDS_REVIEW). rec comes from the truth: TruthFound is set.
-func DecideExisting(c Claim, rec Record) Decision {
+func DecideExisting(c Claim, rec Record) ClaimDecision {
 	switch {
 	case rec.ParamHash != c.ParamHash:
-		return Decision{Outcome: OutcomeParamMismatch, Record: rec, TruthFound: true}
+		return ClaimDecision{Outcome: OutcomeParamMismatch, Record: rec, TruthFound: true}
 	case rec.State.Terminal():
-		return Decision{Outcome: Outcome(rec.State), Record: rec, TruthFound: true}
+		return ClaimDecision{Outcome: ClaimOutcome(rec.State), Record: rec, TruthFound: true}
 	default: // IN_FLIGHT or NEEDS_REVIEW
-		return Decision{Outcome: OutcomeInFlight, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt, Record: rec, TruthFound: true}
+		return ClaimDecision{Outcome: OutcomeInFlight, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt, Record: rec, TruthFound: true}
 	}
 }

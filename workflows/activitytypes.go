@@ -54,7 +54,7 @@ const (
 	// Non-retryable.
 	ErrTypeNotOwner = "NotOwner"
 	// ErrTypeAlreadyResolved refuses a resolution after the first decision;
-	// its details are the Decision.
+	// its details are the OperatorDecision.
 	ErrTypeAlreadyResolved = "AlreadyResolved"
 	// ErrTypeNotAwaitingReview refuses a resolution of an operation that is
 	// not NEEDS_REVIEW; its details are a NotAwaitingReview.

@@ -125,7 +125,7 @@ type StateView struct {
 	// while the operation is in flight (such as a payout's "pending").
 	DownstreamState string `json:"downstream_state,omitempty"`
 	// Decision is the operator's decision, once one was accepted.
-	Decision *Decision `json:"decision,omitempty"`
+	Decision *OperatorDecision `json:"decision,omitempty"`
 	// Refused lists the decisions refused (the latest few).
 	Refused []RefusedResolution `json:"refused,omitempty"`
 }

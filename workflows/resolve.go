@@ -35,9 +35,9 @@ const (
 	ViaSignal = "signal"
 )
 
-// Decision is the first resolution the workflow accepted: the one that
+// OperatorDecision is the first resolution the workflow accepted: the one that
 // counts. Every later one is refused.
-type Decision struct {
+type OperatorDecision struct {
 	// Outcome is "completed" or "failed".
 	Outcome string `json:"outcome"`
 	// Operator is who decided.
@@ -75,7 +75,7 @@ type ResolveAnswer struct {
 	// Result is the terminal outcome the workflow recorded.
 	Result OperationResult `json:"result"`
 	// Decision is the accepted decision.
-	Decision Decision `json:"decision"`
+	Decision OperatorDecision `json:"decision"`
 }
 
 // NotAwaitingReview is the details payload of an ErrTypeNotAwaitingReview error.
@@ -90,7 +90,7 @@ type NotAwaitingReview struct {
 type resolver struct {
 	in       OperationInput
 	view     *StateView
-	decision *Decision
+	decision *OperatorDecision
 	outcome  OperationResult
 	final    *OperationResult
 }
@@ -165,7 +165,7 @@ func (r *resolver) accept(ctx workflow.Context, res Resolution, via string) erro
 	}
 	out, _ := resolutionOutcome(res, r.in.Downstream.ResultRef) // checked above
 	r.outcome = out
-	r.decision = &Decision{Outcome: res.Outcome, Operator: res.Operator, DecidedAt: workflow.Now(ctx), Via: via,
+	r.decision = &OperatorDecision{Outcome: res.Outcome, Operator: res.Operator, DecidedAt: workflow.Now(ctx), Via: via,
 		Note: res.Note, EvidenceURL: res.EvidenceURL}
 	r.view.Decision = r.decision
 	workflow.GetLogger(ctx).Info("Operation resolved by an operator", "Outcome", res.Outcome, "Operator", res.Operator, "Via", via)

@@ -139,7 +139,7 @@ func TestResolve_SignalFirstThenUpdateRefusedNamingTheDecision(t *testing.T) {
 	assertRefused(t, late.refusal(), workflows.ErrTypeAlreadyResolved)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, late.refusal(), &appErr)
-	var d workflows.Decision
+	var d workflows.OperatorDecision
 	require.NoError(t, appErr.Details(&d), "the refusal names who decided what and when")
 	assert.Equal(t, "web-ui-op", d.Operator)
 	assert.Equal(t, "completed", d.Outcome)

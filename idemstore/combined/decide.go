@@ -16,7 +16,7 @@ import (
 // fastAnswer is what the fast path answered an Acquire.
 type fastAnswer struct {
 	// Decision is the fast path's decision (when Unavailable is false).
-	Decision idemstore.Decision
+	Decision idemstore.ClaimDecision
 	// Unavailable means the fast path could not answer (the store is
 	// degraded, or Redis failed within the budget): the truth alone decides.
 	Unavailable bool
@@ -83,7 +83,7 @@ type truthAnswer struct {
 // plan is what Acquire answers and what it repairs on the fast path.
 type plan struct {
 	// Answer is the decision returned when Err is nil.
-	Answer idemstore.Decision
+	Answer idemstore.ClaimDecision
 	// Err is returned instead of an answer.
 	Err error
 	// ReleaseFast gives back the fast-path claim this caller just took, so
@@ -133,7 +133,7 @@ func decideTruthOnly(c idemstore.Claim, truth truthAnswer) plan {
 }
 
 // decideClaimed answers a Redis ACQUIRED checked by claiming the truth.
-func decideClaimed(c idemstore.Claim, fast idemstore.Decision, truth truthAnswer) plan {
+func decideClaimed(c idemstore.Claim, fast idemstore.ClaimDecision, truth truthAnswer) plan {
 	switch truth.Kind {
 	case truthClaimed:
 		return acquired(truth.Record, fast.ClaimedAt)
@@ -159,7 +159,7 @@ func decideClaimed(c idemstore.Claim, fast idemstore.Decision, truth truthAnswer
 }
 
 // decideLookedUp answers a Redis IN_FLIGHT checked by reading the truth.
-func decideLookedUp(c idemstore.Claim, fast idemstore.Decision, truth truthAnswer) plan {
+func decideLookedUp(c idemstore.Claim, fast idemstore.ClaimDecision, truth truthAnswer) plan {
 	switch truth.Kind {
 	case truthAbsent:
 		// A claim only Redis knows: before its truth claim, or an orphan.
@@ -181,7 +181,7 @@ func decideLookedUp(c idemstore.Claim, fast idemstore.Decision, truth truthAnswe
 
 // acquired answers the truth's new claim rec, claimed at claimedAt.
 func acquired(rec idemstore.Record, claimedAt time.Time) plan {
-	return plan{Answer: idemstore.Decision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner,
+	return plan{Answer: idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner,
 		ClaimedAt: claimedAt, Record: rec, TruthFound: true}}
 }
 
@@ -196,7 +196,7 @@ func repairFound(c idemstore.Claim, rec idemstore.Record) plan {
 
 // existing is idemstore.DecideExisting as an answer: a PARAM_MISMATCH
 // carries no record (it belongs to the other claim).
-func existing(c idemstore.Claim, rec idemstore.Record) idemstore.Decision {
+func existing(c idemstore.Claim, rec idemstore.Record) idemstore.ClaimDecision {
 	d := idemstore.DecideExisting(c, rec)
 	if d.Outcome == idemstore.OutcomeParamMismatch {
 		d.Record = idemstore.Record{}

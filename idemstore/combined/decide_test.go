@@ -20,11 +20,11 @@ func TestQueryFor(t *testing.T) {
 		want truthQuery
 	}{
 		{fastAnswer{Unavailable: true}, queryClaim},
-		{fastAnswer{Decision: idemstore.Decision{Outcome: idemstore.OutcomeAcquired}}, queryClaim},
-		{fastAnswer{Decision: idemstore.Decision{Outcome: idemstore.OutcomeInFlight}}, queryLookup},
-		{fastAnswer{Decision: idemstore.Decision{Outcome: idemstore.OutcomeDone}}, queryNone},
-		{fastAnswer{Decision: idemstore.Decision{Outcome: idemstore.OutcomeFailed}}, queryNone},
-		{fastAnswer{Decision: idemstore.Decision{Outcome: idemstore.OutcomeParamMismatch}}, queryNone},
+		{fastAnswer{Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired}}, queryClaim},
+		{fastAnswer{Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight}}, queryLookup},
+		{fastAnswer{Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone}}, queryNone},
+		{fastAnswer{Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeFailed}}, queryNone},
+		{fastAnswer{Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}}, queryNone},
 	} {
 		assert.Equal(t, tt.want, queryFor(tt.fast), "%+v", tt.fast)
 	}
@@ -36,9 +36,9 @@ func TestDecide(t *testing.T) {
 	const me, earlier, fastOwner = "gw-1:me", "gw-2:earlier", "gw-3:fast"
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) // the truth's claimed_at
 	t1 := t0.Add(time.Second)                           // Redis's claimed_at
-	c := idemstore.Claim{Key: "op-1", ParamHash: "hash-1", Owner: me, InFlightTTL: time.Minute, TerminalTTL: time.Hour}
+	c := idemstore.Claim{OperationID: "op-1", ParamHash: "hash-1", Owner: me, InFlightTTL: time.Minute, TerminalTTL: time.Hour}
 	rec := func(state idemstore.State, hash, owner string) idemstore.Record {
-		return idemstore.Record{Key: c.Key, ParamHash: hash, State: state, Owner: owner, ClaimedAt: t0, ResultRef: "ref-" + string(state)}
+		return idemstore.Record{OperationID: c.OperationID, ParamHash: hash, State: state, Owner: owner, ClaimedAt: t0, ResultRef: "ref-" + string(state)}
 	}
 	truths := map[string]truthAnswer{
 		"not asked":            {Kind: truthNotAsked},
@@ -53,23 +53,23 @@ func TestDecide(t *testing.T) {
 		"needs review":         {Kind: truthFound, Record: rec(idemstore.StateNeedsReview, c.ParamHash, earlier)},
 		"unavailable":          {Kind: truthFailed, Err: fmt.Errorf("get: %w", idemstore.ErrUnavailable)},
 	}
-	fastRec := idemstore.Record{Key: c.Key, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: fastOwner, ClaimedAt: t1}
+	fastRec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: fastOwner, ClaimedAt: t1}
 	fasts := map[string]fastAnswer{
 		"unavailable": {Unavailable: true},
-		"ACQUIRED": {Decision: idemstore.Decision{Outcome: idemstore.OutcomeAcquired, Owner: me, ClaimedAt: t1,
-			Record: idemstore.Record{Key: c.Key, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: me}}},
-		"IN_FLIGHT": {Decision: idemstore.Decision{Outcome: idemstore.OutcomeInFlight, Owner: fastOwner, ClaimedAt: t1, Record: fastRec}},
-		"DONE": {Decision: idemstore.Decision{Outcome: idemstore.OutcomeDone,
-			Record: idemstore.Record{Key: c.Key, ParamHash: c.ParamHash, State: idemstore.StateDone, ResultRef: "ref-fast"}}},
-		"FAILED": {Decision: idemstore.Decision{Outcome: idemstore.OutcomeFailed,
-			Record: idemstore.Record{Key: c.Key, ParamHash: c.ParamHash, State: idemstore.StateFailed, Reason: "refused"}}},
-		"PARAM_MISMATCH": {Decision: idemstore.Decision{Outcome: idemstore.OutcomeParamMismatch}},
+		"ACQUIRED": {Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: me, ClaimedAt: t1,
+			Record: idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: me}}},
+		"IN_FLIGHT": {Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Owner: fastOwner, ClaimedAt: t1, Record: fastRec}},
+		"DONE": {Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone,
+			Record: idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateDone, ResultRef: "ref-fast"}}},
+		"FAILED": {Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeFailed,
+			Record: idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateFailed, Reason: "refused"}}},
+		"PARAM_MISMATCH": {Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}},
 	}
 
 	// want is the expected plan: the answer's fields, or the error, and the repairs.
 	type want struct {
-		outcome    idemstore.Outcome // "" when an error is expected
-		err        error             // errors.Is target
+		outcome    idemstore.ClaimOutcome // "" when an error is expected
+		err        error                  // errors.Is target
 		owner      string
 		claimedAt  time.Time
 		record     string // "truth", "fast" or "" (none)
@@ -80,7 +80,7 @@ func TestDecide(t *testing.T) {
 	}
 	var (
 		mismatch      = want{outcome: idemstore.OutcomeParamMismatch, truthFound: true}
-		replayTruth   = func(o idemstore.Outcome) want { return want{outcome: o, record: "truth", truthFound: true} }
+		replayTruth   = func(o idemstore.ClaimOutcome) want { return want{outcome: o, record: "truth", truthFound: true} }
 		runningTruth  = want{outcome: idemstore.OutcomeInFlight, owner: earlier, claimedAt: t0, record: "truth", truthFound: true}
 		unexpected    = want{err: errTruthAnswer}
 		unavailable   = want{err: idemstore.ErrUnavailable}
@@ -185,7 +185,7 @@ func TestDecide(t *testing.T) {
 func TestDecideWrapsTheTruthsError(t *testing.T) {
 	t.Parallel()
 	cause := errors.New("disk full")
-	p := decide(idemstore.Claim{Key: "k"}, fastAnswer{Decision: idemstore.Decision{Outcome: idemstore.OutcomeAcquired}},
+	p := decide(idemstore.Claim{OperationID: "k"}, fastAnswer{Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired}},
 		truthAnswer{Kind: truthFailed, Err: cause})
 	require.ErrorIs(t, p.Err, cause)
 	assert.True(t, p.ReleaseFast)

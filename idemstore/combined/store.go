@@ -136,7 +136,7 @@ func (s *Store) Close() {
 	s.wg.Wait()
 }
 
-// Acquire claims c.Key: Redis answers first (unless degraded), the truth
+// Acquire claims c.OperationID: Redis answers first (unless degraded), the truth
 // is asked what Redis could have got wrong, and decide (decide.go) merges
 // the two answers and plans the repairs of Redis: a terminal record Redis
 // lost is refilled, a Redis claim the truth refused is released, a Redis
@@ -149,7 +149,7 @@ func (s *Store) Close() {
 // Redis while another, whose Redis call timed out, inserts into the truth
 // first; the truth's unique key lets only one of them be ACQUIRED, and the
 // other answers IN_FLIGHT (its Redis claim mirrors the truth's owner).
-func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error) {
+func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.ClaimDecision, error) {
 	fast := fastAnswer{Unavailable: true}
 	if !s.Degraded() {
 		err := s.fastCall(ctx, func(ctx context.Context) (err error) {
@@ -160,7 +160,7 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decis
 		case err == nil:
 			fast.Unavailable = false
 		case !errors.Is(err, idemstore.ErrUnavailable) || ctx.Err() != nil:
-			return idemstore.Decision{}, fmt.Errorf("fast path: %w", err)
+			return idemstore.ClaimDecision{}, fmt.Errorf("fast path: %w", err)
 		}
 	}
 	if fast.Unavailable {
@@ -171,26 +171,26 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decis
 	case queryClaim:
 		truth = s.claimTruth(ctx, c)
 	case queryLookup:
-		truth = s.lookUpTruth(ctx, c.Key)
+		truth = s.lookUpTruth(ctx, c.OperationID)
 	case queryNone:
 	}
 	p := decide(c, fast, truth)
 	if p.ReleaseFast {
-		s.release(ctx, c.Key, c.Owner)
+		s.release(ctx, c.OperationID, c.Owner)
 	}
 	if p.Refill {
 		s.refill(ctx, p.RefillRecord, c.TerminalTTL)
 	}
 	if p.MirrorOwner != "" {
 		err := s.fastCall(ctx, func(ctx context.Context) error {
-			return s.fast.Takeover(ctx, idemstore.TakeoverParams{Key: c.Key, FromOwner: c.Owner, ToOwner: p.MirrorOwner, TTL: c.InFlightTTL})
+			return s.fast.Takeover(ctx, idemstore.TakeoverParams{OperationID: c.OperationID, FromOwner: c.Owner, ToOwner: p.MirrorOwner, TTL: c.InFlightTTL})
 		})
 		if err != nil {
-			s.log.Warn("mirror the truth's owner in redis failed", "operation_id", c.Key, "err", err)
+			s.log.Warn("mirror the truth's owner in redis failed", "operation_id", c.OperationID, "err", err)
 		}
 	}
 	if p.Err != nil {
-		return idemstore.Decision{}, p.Err
+		return idemstore.ClaimDecision{}, p.Err
 	}
 	return p.Answer, nil
 }
@@ -209,8 +209,8 @@ func (s *Store) claimTruth(ctx context.Context, c idemstore.Claim) truthAnswer {
 }
 
 // lookUpTruth reads the truth's record of key (queryLookup).
-func (s *Store) lookUpTruth(ctx context.Context, key string) truthAnswer {
-	rec, err := s.truth.Get(ctx, key)
+func (s *Store) lookUpTruth(ctx context.Context, opID string) truthAnswer {
+	rec, err := s.truth.Get(ctx, opID)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound):
 		return truthAnswer{Kind: truthAbsent}
@@ -231,7 +231,7 @@ func (s *Store) refill(ctx context.Context, rec idemstore.Record, ttl time.Durat
 		return s.fast.Refill(ctx, idemstore.RefillParams{Record: rec, TTL: ttl})
 	})
 	if err != nil {
-		s.log.Warn("refill redis from the truth failed", "operation_id", rec.Key, "err", err)
+		s.log.Warn("refill redis from the truth failed", "operation_id", rec.OperationID, "err", err)
 		return
 	}
 	s.refills.Inc()
@@ -250,7 +250,7 @@ func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
 	switch {
 	case terr == nil:
 		if !s.Degraded() {
-			s.release(ctx, p.Key, p.Owner)
+			s.release(ctx, p.OperationID, p.Owner)
 		}
 		return nil
 	case !errors.Is(terr, idemstore.ErrNotFound) || s.Degraded():
@@ -261,19 +261,19 @@ func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
 	case ferr == nil:
 		return nil
 	case !errors.Is(ferr, idemstore.ErrNotOwner):
-		s.log.Warn("release redis claim failed", "operation_id", p.Key, "err", ferr)
+		s.log.Warn("release redis claim failed", "operation_id", p.OperationID, "err", ferr)
 	}
 	return fmt.Errorf("truth: %w", terr)
 }
 
 // release gives back a Redis claim this store just took; failures are only
 // logged (the claim then expires with its in-flight TTL).
-func (s *Store) release(ctx context.Context, key, owner string) {
+func (s *Store) release(ctx context.Context, opID, owner string) {
 	err := s.fastCall(ctx, func(ctx context.Context) error {
-		return s.fast.Release(ctx, idemstore.ReleaseParams{Key: key, Owner: owner})
+		return s.fast.Release(ctx, idemstore.ReleaseParams{OperationID: opID, Owner: owner})
 	})
 	if err != nil {
-		s.log.Warn("release redis claim failed", "operation_id", key, "err", err)
+		s.log.Warn("release redis claim failed", "operation_id", opID, "err", err)
 	}
 }
 
@@ -297,15 +297,15 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, idemstore.ErrNotOwner):
-		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrFastPathNotOwner)
+		return fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrFastPathNotOwner)
 	case errors.Is(err, idemstore.ErrAlreadyTerminal):
 		// Redis disagrees with the truth, which wins.
-		if rec, gerr := s.truth.Get(ctx, f.Key); gerr == nil {
+		if rec, gerr := s.truth.Get(ctx, f.OperationID); gerr == nil {
 			s.refill(ctx, rec, f.TerminalTTL)
 		}
 		return nil
 	case errors.Is(err, idemstore.ErrUnavailable):
-		s.log.Warn("finalize on redis skipped: unavailable; the truth is written", "operation_id", f.Key, "err", err)
+		s.log.Warn("finalize on redis skipped: unavailable; the truth is written", "operation_id", f.OperationID, "err", err)
 		return nil
 	default:
 		return fmt.Errorf("fast path: %w", err)
@@ -322,7 +322,7 @@ func (s *Store) finalizeTruth(ctx context.Context, f idemstore.Finalization) err
 		}
 		return nil
 	}
-	if _, gerr := s.truth.Get(ctx, f.Key); !errors.Is(gerr, idemstore.ErrNotFound) {
+	if _, gerr := s.truth.Get(ctx, f.OperationID); !errors.Is(gerr, idemstore.ErrNotFound) {
 		if gerr != nil {
 			return fmt.Errorf("truth: %w", gerr)
 		}
@@ -334,7 +334,7 @@ func (s *Store) finalizeTruth(ctx context.Context, f idemstore.Finalization) err
 	}
 	var claim idemstore.Record
 	ferr := s.fastCall(ctx, func(ctx context.Context) (err error) {
-		claim, err = s.fast.Get(ctx, f.Key)
+		claim, err = s.fast.Get(ctx, f.OperationID)
 		return err
 	})
 	switch {
@@ -345,10 +345,10 @@ func (s *Store) finalizeTruth(ctx context.Context, f idemstore.Finalization) err
 	case ferr != nil:
 		return fmt.Errorf("fast path: %w", ferr)
 	case claim.State != idemstore.StateInFlight || claim.Owner != f.Owner:
-		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrNotOwner)
+		return fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrNotOwner)
 	}
 	if _, err := s.truth.Acquire(ctx, idemstore.Claim{
-		Key: claim.Key, ParamHash: claim.ParamHash, Owner: claim.Owner, Subject: claim.Subject, Scope: claim.Scope,
+		OperationID: claim.OperationID, ParamHash: claim.ParamHash, Owner: claim.Owner, Subject: claim.Subject, Scope: claim.Scope,
 		TerminalTTL: f.TerminalTTL, FingerprintExp: claim.FingerprintExp,
 	}); err != nil {
 		return fmt.Errorf("truth: %w", err)
@@ -364,7 +364,7 @@ func (s *Store) finalizeTruth(ctx context.Context, f idemstore.Finalization) err
 // to refill the fast path after attaching to a finished workflow.
 func (s *Store) FinalizeFast(ctx context.Context, f idemstore.Finalization) error {
 	if s.Degraded() {
-		return fmt.Errorf("finalize %s on the fast path: degraded: %w", f.Key, idemstore.ErrUnavailable)
+		return fmt.Errorf("finalize %s on the fast path: degraded: %w", f.OperationID, idemstore.ErrUnavailable)
 	}
 	if err := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Finalize(ctx, f) }); err != nil {
 		return fmt.Errorf("fast path: %w", err)
@@ -375,8 +375,8 @@ func (s *Store) FinalizeFast(ctx context.Context, f idemstore.Finalization) erro
 // Get reads the truth first (terminal and NEEDS_REVIEW records live there);
 // when the truth has no record, Redis (an IN_FLIGHT claim before the
 // gateway's truth claim, or an orphan). ErrUnavailable when neither can answer.
-func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
-	rec, terr := s.truth.Get(ctx, key)
+func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) {
+	rec, terr := s.truth.Get(ctx, opID)
 	if terr == nil {
 		return rec, nil
 	}
@@ -387,7 +387,7 @@ func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 		return idemstore.Record{}, fmt.Errorf("truth: %w", terr)
 	}
 	ferr := s.fastCall(ctx, func(ctx context.Context) (err error) {
-		rec, err = s.fast.Get(ctx, key)
+		rec, err = s.fast.Get(ctx, opID)
 		return err
 	})
 	switch {
@@ -408,8 +408,8 @@ func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 // only logged), and on Redis (which decides when the truth has no record).
 // While degraded the truth is the whole view: no truth record is ErrNotOwner.
 func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error {
-	key := p.Key
-	_, gerr := s.truth.Get(ctx, key)
+	opID := p.OperationID
+	_, gerr := s.truth.Get(ctx, opID)
 	if gerr != nil && !errors.Is(gerr, idemstore.ErrNotFound) {
 		return fmt.Errorf("truth: %w", gerr)
 	}
@@ -424,14 +424,14 @@ func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error 
 			return nil
 		}
 		// While degraded the truth is the whole view, and it has no record.
-		return fmt.Errorf("takeover %s: %w", key, idemstore.ErrNotOwner)
+		return fmt.Errorf("takeover %s: %w", opID, idemstore.ErrNotOwner)
 	}
 	err := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Takeover(ctx, p) })
 	switch {
 	case err == nil:
 		return nil
 	case truthFound:
-		s.log.Warn("takeover on redis failed; the truth was taken over", "operation_id", key, "err", err)
+		s.log.Warn("takeover on redis failed; the truth was taken over", "operation_id", opID, "err", err)
 		return nil
 	default:
 		return fmt.Errorf("fast path: %w", err)

@@ -103,14 +103,14 @@ func TestCombined(t *testing.T) {
 		assert.Equal(t, "tr_123", d.Record.ResultRef)
 		assert.True(t, d.TruthFound)
 
-		h, err := b.rdb.HGetAll(ctx, redisstore.Key(c.Key)).Result()
+		h, err := b.rdb.HGetAll(ctx, redisstore.Key(c.OperationID)).Result()
 		require.NoError(t, err)
 		assert.Equal(t, "DONE", h["state"], "Redis refilled")
 		assert.Equal(t, "owner-a", h["owner"])
-		rec, err := b.fast.Get(ctx, c.Key)
+		rec, err := b.fast.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, "tr_123", rec.ResultRef)
-		ttl, err := b.rdb.TTL(ctx, redisstore.Key(c.Key)).Result()
+		ttl, err := b.rdb.TTL(ctx, redisstore.Key(c.OperationID)).Result()
 		require.NoError(t, err)
 		assert.Greater(t, ttl, time.Duration(0))
 
@@ -148,7 +148,7 @@ func TestCombined(t *testing.T) {
 		assert.Equal(t, "owner-a", d.Owner)
 
 		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")))
-		rec, err := b.store.Get(ctx, c.Key)
+		rec, err := b.store.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateDone, rec.State)
 		for range 3 {
@@ -175,14 +175,14 @@ func TestCombined(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
 		assert.True(t, d.TruthFound)
-		n, err := b.rdb.Exists(ctx, redisstore.Key(c2.Key)).Result()
+		n, err := b.rdb.Exists(ctx, redisstore.Key(c2.OperationID)).Result()
 		require.NoError(t, err)
 		assert.EqualValues(t, 1, n, "the key appears in Redis")
 
 		d, err = b.store.Acquire(ctx, dup)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
-		state, err := b.rdb.HGet(ctx, redisstore.Key(c.Key), "state").Result()
+		state, err := b.rdb.HGet(ctx, redisstore.Key(c.OperationID), "state").Result()
 		require.NoError(t, err)
 		assert.Equal(t, "DONE", state)
 	})
@@ -195,7 +195,7 @@ func TestCombined(t *testing.T) {
 		c := storetest.NewClaim(t, "owner-a")
 		_, err := b.store.Acquire(ctx, c)
 		require.ErrorIs(t, err, idemstore.ErrUnavailable)
-		_, err = b.store.Get(ctx, c.Key)
+		_, err = b.store.Get(ctx, c.OperationID)
 		require.ErrorIs(t, err, idemstore.ErrUnavailable)
 		require.Error(t, b.store.Ready(ctx))
 	})
@@ -207,7 +207,7 @@ func TestCombined(t *testing.T) {
 		c := storetest.NewClaim(t, "owner-a")
 		_, err := b.store.Acquire(ctx, c)
 		require.ErrorIs(t, err, idemstore.ErrUnavailable)
-		n, err := b.rdb.Exists(ctx, redisstore.Key(c.Key)).Result()
+		n, err := b.rdb.Exists(ctx, redisstore.Key(c.OperationID)).Result()
 		require.NoError(t, err)
 		assert.EqualValues(t, 0, n, "nothing consumed")
 		assert.False(t, b.store.Degraded())
@@ -221,7 +221,7 @@ func TestCombined(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.truth.Acquire(ctx, c) // the workflow claimed the truth
 		require.NoError(t, err)
-		require.NoError(t, b.rdb.Del(ctx, redisstore.Key(c.Key)).Err()) // the in-flight TTL ran out
+		require.NoError(t, b.rdb.Del(ctx, redisstore.Key(c.OperationID)).Err()) // the in-flight TTL ran out
 
 		retry := c
 		retry.Owner = "owner-b"
@@ -232,7 +232,7 @@ func TestCombined(t *testing.T) {
 		assert.Equal(t, "owner-a", d.Owner)
 		assert.Equal(t, idemstore.StateInFlight, d.Record.State)
 		// Redis mirrors the truth's owner again...
-		owner, err := b.rdb.HGet(ctx, redisstore.Key(c.Key), "owner").Result()
+		owner, err := b.rdb.HGet(ctx, redisstore.Key(c.OperationID), "owner").Result()
 		require.NoError(t, err)
 		assert.Equal(t, "owner-a", owner)
 
@@ -268,7 +268,7 @@ func TestCombined(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.truth.Acquire(ctx, c)
 		require.NoError(t, err)
-		require.NoError(t, b.store.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{Key: c.Key, Reason: "status unknown"}))
+		require.NoError(t, b.store.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: c.OperationID, Reason: "status unknown"}))
 
 		d, err := b.store.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -276,7 +276,7 @@ func TestCombined(t *testing.T) {
 		assert.True(t, d.TruthFound)
 		assert.Equal(t, idemstore.StateNeedsReview, d.Record.State)
 
-		rec, err := b.store.Get(ctx, c.Key)
+		rec, err := b.store.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateNeedsReview, rec.State)
 		list, err := b.store.List(ctx, idemstore.ListFilter{State: idemstore.StateNeedsReview, Limit: 10})
@@ -301,7 +301,7 @@ func TestCombined(t *testing.T) {
 		assert.WithinDuration(t, time.Now(), d.ClaimedAt, 10*time.Second)
 
 		// The gateway takes the orphan over and starts it.
-		require.NoError(t, b.store.Takeover(ctx, idemstore.TakeoverParams{Key: c.Key, FromOwner: "owner-a", ToOwner: "owner-b", TTL: time.Minute}))
+		require.NoError(t, b.store.Takeover(ctx, idemstore.TakeoverParams{OperationID: c.OperationID, FromOwner: "owner-a", ToOwner: "owner-b", TTL: time.Minute}))
 		d, err = b.store.Acquire(ctx, c)
 		require.NoError(t, err)
 		assert.Equal(t, "owner-b", d.Owner)
@@ -314,11 +314,11 @@ func TestCombined(t *testing.T) {
 		_, err := b.fast.Acquire(ctx, c) // an orphan taken over before any truth claim
 		require.NoError(t, err)
 		require.ErrorIs(t, b.store.Finalize(ctx, storetest.Done(c, "owner-b")), idemstore.ErrNotOwner)
-		_, err = b.truth.Get(ctx, c.Key)
+		_, err = b.truth.Get(ctx, c.OperationID)
 		require.ErrorIs(t, err, idemstore.ErrNotFound, "another owner writes nothing")
 
 		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")))
-		rec, err := b.truth.Get(ctx, c.Key)
+		rec, err := b.truth.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateDone, rec.State)
 		assert.Equal(t, "owner-a", rec.Owner)
@@ -326,7 +326,7 @@ func TestCombined(t *testing.T) {
 		assert.Equal(t, "tr_123", rec.ResultRef)
 		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")), "idempotent")
 		require.ErrorIs(t, b.store.Finalize(ctx, storetest.Failed(c, "owner-a")), idemstore.ErrAlreadyTerminal)
-		fast, err := b.fast.Get(ctx, c.Key)
+		fast, err := b.fast.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateDone, fast.State)
 	})
@@ -337,10 +337,10 @@ func TestCombined(t *testing.T) {
 		c := storetest.NewClaim(t, "owner-a")
 		_, err := b.fast.Acquire(ctx, c)
 		require.NoError(t, err)
-		require.ErrorIs(t, b.store.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-b"}), idemstore.ErrNotFound,
+		require.ErrorIs(t, b.store.Release(ctx, idemstore.ReleaseParams{OperationID: c.OperationID, Owner: "owner-b"}), idemstore.ErrNotFound,
 			"no claim of owner-b anywhere")
-		require.NoError(t, b.store.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-a"}))
-		_, err = b.fast.Get(ctx, c.Key)
+		require.NoError(t, b.store.Release(ctx, idemstore.ReleaseParams{OperationID: c.OperationID, Owner: "owner-a"}))
+		_, err = b.fast.Get(ctx, c.OperationID)
 		require.ErrorIs(t, err, idemstore.ErrNotFound, "released on Redis")
 	})
 
@@ -353,14 +353,14 @@ func TestCombined(t *testing.T) {
 		_, err = b.truth.Acquire(ctx, c)
 		require.NoError(t, err)
 
-		require.NoError(t, b.store.Takeover(ctx, idemstore.TakeoverParams{Key: c.Key, FromOwner: "owner-a", ToOwner: "owner-b", TTL: time.Minute}))
-		rec, err := b.truth.Get(ctx, c.Key)
+		require.NoError(t, b.store.Takeover(ctx, idemstore.TakeoverParams{OperationID: c.OperationID, FromOwner: "owner-a", ToOwner: "owner-b", TTL: time.Minute}))
+		rec, err := b.truth.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, "owner-b", rec.Owner)
-		fast, err := b.fast.Get(ctx, c.Key)
+		fast, err := b.fast.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, "owner-b", fast.Owner)
-		require.ErrorIs(t, b.store.Takeover(ctx, idemstore.TakeoverParams{Key: c.Key, FromOwner: "owner-a", ToOwner: "owner-c", TTL: time.Minute}), idemstore.ErrNotOwner)
+		require.ErrorIs(t, b.store.Takeover(ctx, idemstore.TakeoverParams{OperationID: c.OperationID, FromOwner: "owner-a", ToOwner: "owner-c", TTL: time.Minute}), idemstore.ErrNotOwner)
 	})
 
 	t.Run("GetPrefersTruth", func(t *testing.T) {
@@ -369,14 +369,14 @@ func TestCombined(t *testing.T) {
 		c := storetest.NewClaim(t, "owner-a")
 		_, err := b.fast.Acquire(ctx, c) // a claim only Redis knows
 		require.NoError(t, err)
-		rec, err := b.store.Get(ctx, c.Key)
+		rec, err := b.store.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateInFlight, rec.State, "from Redis before the truth claim")
 		assert.True(t, rec.CreatedAt.IsZero())
 
 		_, err = b.truth.Acquire(ctx, c)
 		require.NoError(t, err)
-		rec, err = b.store.Get(ctx, c.Key)
+		rec, err = b.store.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.False(t, rec.CreatedAt.IsZero(), "from the truth")
 	})

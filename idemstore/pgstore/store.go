@@ -68,7 +68,7 @@ func scanRecord(row pgx.Row) (idemstore.Record, error) {
 	var rec idemstore.Record
 	var result, bound []byte
 	var resolvedAt, completedAt *time.Time
-	err := row.Scan(&rec.Key, &rec.Subject, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
+	err := row.Scan(&rec.OperationID, &rec.Subject, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
 		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.DownstreamState, &rec.EvidenceURL,
 		&resolvedAt, &bound, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
 	if err != nil {
@@ -120,11 +120,11 @@ func (s *Store) Degraded() bool { return false }
 // FinalizeFast does nothing: the truth has no fast path to refill.
 func (s *Store) FinalizeFast(context.Context, idemstore.Finalization) error { return nil }
 
-// Acquire claims c.Key by insert; on a unique collision the existing row is
+// Acquire claims c.OperationID by insert; on a unique collision the existing row is
 // read back and decided by idemstore.DecideExisting. Every decision comes
 // from the truth (TruthFound). c.InFlightTTL is not used: PostgreSQL claims
 // do not expire.
-func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error) {
+func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.ClaimDecision, error) {
 	// A row that collides can be reaped before it is read back; the insert
 	// is then tried again (once is enough in practice; three is generous).
 	for range 3 {
@@ -135,25 +135,25 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decis
 				$8::jsonb)
 			ON CONFLICT (idem_key) DO NOTHING
 			RETURNING `+recordColumns,
-			c.Key, c.Subject, c.Scope, c.ParamHash, c.Owner, timeOrNil(c.FingerprintExp), micros(c.TerminalTTL),
+			c.OperationID, c.Subject, c.Scope, c.ParamHash, c.Owner, timeOrNil(c.FingerprintExp), micros(c.TerminalTTL),
 			jsonOrNil(c.BoundParams)))
 		if err == nil {
-			return idemstore.Decision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt,
+			return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt,
 				Record: rec, TruthFound: true}, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
-			return idemstore.Decision{}, fmt.Errorf("acquire %s: %w", c.Key, interpretError(err))
+			return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, interpretError(err))
 		}
-		rec, err = s.get(ctx, c.Key)
+		rec, err = s.get(ctx, c.OperationID)
 		if errors.Is(err, idemstore.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return idemstore.Decision{}, fmt.Errorf("acquire %s: %w", c.Key, err)
+			return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, err)
 		}
 		return idemstore.DecideExisting(c, rec), nil
 	}
-	return idemstore.Decision{}, fmt.Errorf("acquire %s: record vanished between insert and read-back", c.Key)
+	return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: record vanished between insert and read-back", c.OperationID)
 }
 
 // Finalize moves an IN_FLIGHT or NEEDS_REVIEW record held by f.Owner to
@@ -164,7 +164,7 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decis
 // replaces the claim's terminal TTL.
 func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	if !f.State.Terminal() {
-		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.Key, f.State)
+		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.OperationID, f.State)
 	}
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE write_record SET
@@ -174,111 +174,111 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 			reap_after = greatest(now() + coalesce($9::bigint * interval '1 microsecond', terminal_ttl), fingerprint_exp),
 			completed_at = now(), updated_at = now()
 		WHERE idem_key = $1 AND owner = $2 AND state IN ('IN_FLIGHT', 'NEEDS_REVIEW')`,
-		f.Key, f.Owner, string(f.State), jsonOrNil(f.Result), f.ResultRef, f.Reason, f.ResolvedBy, f.ResolutionNote,
+		f.OperationID, f.Owner, string(f.State), jsonOrNil(f.Result), f.ResultRef, f.Reason, f.ResolvedBy, f.ResolutionNote,
 		micros(f.TerminalTTL), string(f.FailureKind), f.EvidenceURL, timeOrNil(f.ResolvedAt))
 	if err != nil {
-		return fmt.Errorf("finalize %s: %w", f.Key, interpretError(err))
+		return fmt.Errorf("finalize %s: %w", f.OperationID, interpretError(err))
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	rec, err := s.get(ctx, f.Key)
+	rec, err := s.get(ctx, f.OperationID)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound):
-		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrNotOwner)
+		return fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrNotOwner)
 	case err != nil:
-		return fmt.Errorf("finalize %s: %w", f.Key, err)
+		return fmt.Errorf("finalize %s: %w", f.OperationID, err)
 	case rec.Owner != f.Owner:
-		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrNotOwner)
+		return fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrNotOwner)
 	case rec.State == f.State:
 		return nil
 	case rec.State.Terminal():
-		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrAlreadyTerminal)
+		return fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrAlreadyTerminal)
 	default: // changed under us between the update and the read-back
-		return fmt.Errorf("finalize %s: %w", f.Key, idemstore.ErrNotOwner)
+		return fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrNotOwner)
 	}
 }
 
-// Takeover moves the IN_FLIGHT record of p.Key from p.FromOwner to
+// Takeover moves the IN_FLIGHT record of p.OperationID from p.FromOwner to
 // p.ToOwner; ErrNotOwner when it is missing, not IN_FLIGHT, or held by
 // another owner. p.TTL is not used: PostgreSQL claims do not expire.
 func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE write_record SET owner = $3, claimed_at = now(), updated_at = now()
-		WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, p.Key, p.FromOwner, p.ToOwner)
+		WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, p.OperationID, p.FromOwner, p.ToOwner)
 	if err != nil {
-		return fmt.Errorf("takeover %s: %w", p.Key, interpretError(err))
+		return fmt.Errorf("takeover %s: %w", p.OperationID, interpretError(err))
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("takeover %s: %w", p.Key, idemstore.ErrNotOwner)
+		return fmt.Errorf("takeover %s: %w", p.OperationID, idemstore.ErrNotOwner)
 	}
 	return nil
 }
 
-// Release deletes the IN_FLIGHT claim of p.Key that p.Owner holds: a claim whose
+// Release deletes the IN_FLIGHT claim of p.OperationID that p.Owner holds: a claim whose
 // workflow was never started, given back so that nothing is consumed.
 // ErrNotFound when there is no record; ErrNotOwner when another owner holds
 // it or it is no longer IN_FLIGHT (a record that ever left IN_FLIGHT is
 // never deleted).
 func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
-	key := p.Key
+	opID := p.OperationID
 	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM write_record WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, key, p.Owner)
+		DELETE FROM write_record WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, opID, p.Owner)
 	if err != nil {
-		return fmt.Errorf("release %s: %w", key, interpretError(err))
+		return fmt.Errorf("release %s: %w", opID, interpretError(err))
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	if _, err := s.get(ctx, key); err != nil {
-		return fmt.Errorf("release %s: %w", key, err)
+	if _, err := s.get(ctx, opID); err != nil {
+		return fmt.Errorf("release %s: %w", opID, err)
 	}
-	return fmt.Errorf("release %s: %w", key, idemstore.ErrNotOwner)
+	return fmt.Errorf("release %s: %w", opID, idemstore.ErrNotOwner)
 }
 
 // MarkNeedsReview moves an IN_FLIGHT record to NEEDS_REVIEW with p.Reason.
 // Marking a record that is already NEEDS_REVIEW succeeds (an activity retry);
 // a terminal record is ErrAlreadyTerminal, a missing one ErrNotFound.
 func (s *Store) MarkNeedsReview(ctx context.Context, p idemstore.MarkNeedsReviewParams) error {
-	key, reason := p.Key, p.Reason
+	opID, reason := p.OperationID, p.Reason
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE write_record SET state = 'NEEDS_REVIEW', reason = $2, updated_at = now()
-		WHERE idem_key = $1 AND state = 'IN_FLIGHT'`, key, reason)
+		WHERE idem_key = $1 AND state = 'IN_FLIGHT'`, opID, reason)
 	if err != nil {
-		return fmt.Errorf("mark needs review %s: %w", key, interpretError(err))
+		return fmt.Errorf("mark needs review %s: %w", opID, interpretError(err))
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	rec, err := s.get(ctx, key)
+	rec, err := s.get(ctx, opID)
 	switch {
 	case err != nil:
-		return fmt.Errorf("mark needs review %s: %w", key, err)
+		return fmt.Errorf("mark needs review %s: %w", opID, err)
 	case rec.State == idemstore.StateNeedsReview:
 		return nil
 	case rec.State.Terminal():
-		return fmt.Errorf("mark needs review %s: %w", key, idemstore.ErrAlreadyTerminal)
+		return fmt.Errorf("mark needs review %s: %w", opID, idemstore.ErrAlreadyTerminal)
 	default:
-		return fmt.Errorf("mark needs review %s: state changed concurrently to %s", key, rec.State)
+		return fmt.Errorf("mark needs review %s: state changed concurrently to %s", opID, rec.State)
 	}
 }
 
 // RecordDownstreamState keeps p.State, the business state the downstream
-// reported, on the IN_FLIGHT record of p.Key. A record no longer in flight is
+// reported, on the IN_FLIGHT record of p.OperationID. A record no longer in flight is
 // left alone (its outcome is known); a missing one is ErrNotFound.
 func (s *Store) RecordDownstreamState(ctx context.Context, p idemstore.DownstreamStateParams) error {
-	key, state := p.Key, p.State
+	opID, state := p.OperationID, p.State
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE write_record SET downstream_state = $2, updated_at = now()
-		WHERE idem_key = $1 AND state = 'IN_FLIGHT'`, key, state)
+		WHERE idem_key = $1 AND state = 'IN_FLIGHT'`, opID, state)
 	if err != nil {
-		return fmt.Errorf("record downstream state %s: %w", key, interpretError(err))
+		return fmt.Errorf("record downstream state %s: %w", opID, interpretError(err))
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	if _, err := s.get(ctx, key); err != nil {
-		return fmt.Errorf("record downstream state %s: %w", key, err)
+	if _, err := s.get(ctx, opID); err != nil {
+		return fmt.Errorf("record downstream state %s: %w", opID, err)
 	}
 	return nil
 }
@@ -296,17 +296,17 @@ func (s *Store) RecordWebhook(ctx context.Context, p idemstore.WebhookParams) (b
 }
 
 // Get reads the record of key; ErrNotFound when there is none.
-func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
-	rec, err := s.get(ctx, key)
+func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) {
+	rec, err := s.get(ctx, opID)
 	if err != nil {
-		return idemstore.Record{}, fmt.Errorf("get %s: %w", key, err)
+		return idemstore.Record{}, fmt.Errorf("get %s: %w", opID, err)
 	}
 	return rec, nil
 }
 
 // get is Get without the wrapping, for read-backs inside other operations.
-func (s *Store) get(ctx context.Context, key string) (idemstore.Record, error) {
-	rec, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM write_record WHERE idem_key = $1`, key))
+func (s *Store) get(ctx context.Context, opID string) (idemstore.Record, error) {
+	rec, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM write_record WHERE idem_key = $1`, opID))
 	if err != nil {
 		return idemstore.Record{}, interpretError(err)
 	}

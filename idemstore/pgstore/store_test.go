@@ -82,7 +82,7 @@ func TestPostgresSpecifics(t *testing.T) {
 		assert.False(t, d.ClaimedAt.IsZero())
 
 		var rows int
-		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM write_record WHERE idem_key = $1`, c.Key).Scan(&rows))
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM write_record WHERE idem_key = $1`, c.OperationID).Scan(&rows))
 		assert.Equal(t, 1, rows)
 	})
 
@@ -92,14 +92,14 @@ func TestPostgresSpecifics(t *testing.T) {
 		var keys []string
 		for i := range 4 {
 			c := storetest.NewClaim(t, "owner-a")
-			keys = append(keys, c.Key)
+			keys = append(keys, c.OperationID)
 			_, err := s.Acquire(ctx, c)
 			require.NoError(t, err)
 			if i == 1 {
 				require.NoError(t, s.Finalize(ctx, storetest.Done(c, "owner-a")))
 			}
 			if i == 2 {
-				require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{Key: c.Key, Reason: "unknown"}))
+				require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: c.OperationID, Reason: "unknown"}))
 			}
 		}
 
@@ -129,12 +129,12 @@ func TestPostgresSpecifics(t *testing.T) {
 			_, err := s.Acquire(ctx, c)
 			require.NoError(t, err)
 		}
-		_, err := s.Pool().Exec(ctx, `UPDATE write_record SET updated_at = now() - interval '10 minutes' WHERE idem_key = $1`, old.Key)
+		_, err := s.Pool().Exec(ctx, `UPDATE write_record SET updated_at = now() - interval '10 minutes' WHERE idem_key = $1`, old.OperationID)
 		require.NoError(t, err)
 
 		stuck, err := s.List(ctx, idemstore.ListFilter{State: idemstore.StateInFlight, OlderThan: 5 * time.Minute})
 		require.NoError(t, err)
-		assert.Equal(t, []string{old.Key}, recordKeys(stuck))
+		assert.Equal(t, []string{old.OperationID}, recordKeys(stuck))
 		none, err := s.List(ctx, idemstore.ListFilter{State: idemstore.StateInFlight, OlderThan: time.Hour})
 		require.NoError(t, err)
 		assert.Empty(t, none)
@@ -154,13 +154,13 @@ func TestPostgresSpecifics(t *testing.T) {
 		c.BoundParams = []byte(`{"amount":12.5,"currency":"USD","payee_id":"p-1"}`)
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
-		require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{Key: c.Key, Reason: "status unavailable"}))
+		require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: c.OperationID, Reason: "status unavailable"}))
 		decided := time.Now().Add(-time.Second).UTC().Truncate(time.Microsecond)
 		f := storetest.Failed(c, "owner-a")
 		f.ResolvedBy, f.ResolutionNote, f.EvidenceURL, f.ResolvedAt = "ops", "bank says no", "https://tickets.example/1", decided
 		require.NoError(t, s.Finalize(ctx, f))
 
-		rec, err := s.Get(ctx, c.Key)
+		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.JSONEq(t, string(c.BoundParams), string(rec.BoundParams))
 		assert.Equal(t, "https://tickets.example/1", rec.EvidenceURL)
@@ -204,10 +204,10 @@ func TestPostgresSpecifics(t *testing.T) {
 		// Never reaped, however old: IN_FLIGHT and NEEDS_REVIEW.
 		inFlight := claim(now.Add(-time.Hour), time.Minute)
 		review := claim(now.Add(-time.Hour), time.Minute)
-		require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{Key: review.Key, Reason: "unknown"}))
+		require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: review.OperationID, Reason: "unknown"}))
 
 		exists := func(c idemstore.Claim) bool {
-			_, err := s.Get(ctx, c.Key)
+			_, err := s.Get(ctx, c.OperationID)
 			if err != nil {
 				require.ErrorIs(t, err, idemstore.ErrNotFound)
 				return false
@@ -265,7 +265,7 @@ func TestPostgresSpecifics(t *testing.T) {
 func recordKeys(recs []idemstore.Record) []string {
 	keys := make([]string, len(recs))
 	for i, r := range recs {
-		keys[i] = r.Key
+		keys[i] = r.OperationID
 	}
 	return keys
 }

@@ -48,7 +48,7 @@ func benchClaims(n int) []idemstore.Claim {
 	claims := make([]idemstore.Claim, n)
 	for i := range claims {
 		claims[i] = idemstore.Claim{
-			Key:            p + strconv.Itoa(i),
+			OperationID:    p + strconv.Itoa(i),
 			ParamHash:      "e625dcbb23216d0d011ac838c5703c7ae5cd01afa8ae5abcc315cfe62a6f8af7",
 			Owner:          "bench/" + strconv.Itoa(i),
 			Subject:        "alice",

@@ -145,7 +145,7 @@ func TestClusterMasterKilled(t *testing.T) {
 	var c idemstore.Claim
 	for {
 		c = storetest.NewClaim(t, "owner-a")
-		owner, err := slotOwner(ctx, node, redisstore.Key(c.Key))
+		owner, err := slotOwner(ctx, node, redisstore.Key(c.OperationID))
 		require.NoError(t, err)
 		if owner == cluster.Addrs[0] {
 			break
@@ -156,7 +156,7 @@ func TestClusterMasterKilled(t *testing.T) {
 	require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
 
 	cluster.Kill(0)
-	_, err = s.Get(ctx, c.Key)
+	_, err = s.Get(ctx, c.OperationID)
 	require.ErrorIs(t, err, idemstore.ErrUnavailable)
 	_, err = s.Acquire(ctx, c)
 	require.ErrorIs(t, err, idemstore.ErrUnavailable)

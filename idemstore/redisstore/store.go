@@ -48,30 +48,30 @@ type resultBlob struct {
 }
 
 // Acquire runs the acquire script for c.
-func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error) {
+func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.ClaimDecision, error) {
 	if c.InFlightTTL <= 0 {
-		return idemstore.Decision{}, fmt.Errorf("acquire %s: in-flight TTL must be positive, got %s", c.Key, c.InFlightTTL)
+		return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: in-flight TTL must be positive, got %s", c.OperationID, c.InFlightTTL)
 	}
 	now := time.Now()
 	var exp int64
 	if !c.FingerprintExp.IsZero() {
 		exp = c.FingerprintExp.Unix()
 	}
-	reply, err := acquireScript.Run(ctx, s.rdb, []string{Key(c.Key)},
+	reply, err := acquireScript.Run(ctx, s.rdb, []string{Key(c.OperationID)},
 		c.ParamHash, c.Owner, c.InFlightTTL.Milliseconds(), c.Subject, c.Scope, now.UnixMilli(), exp,
 	).Slice()
 	if err != nil {
-		return idemstore.Decision{}, fmt.Errorf("acquire %s: %w", c.Key, interpretError(err))
+		return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, interpretError(err))
 	}
 	d, err := decodeAcquire(c, now, reply)
 	if err != nil {
-		return idemstore.Decision{}, fmt.Errorf("acquire %s: %w", c.Key, err)
+		return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, err)
 	}
 	return d, nil
 }
 
-// decodeAcquire turns the acquire script's reply into a Decision.
-func decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.Decision, error) {
+// decodeAcquire turns the acquire script's reply into a ClaimDecision.
+func decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.ClaimDecision, error) {
 	str := func(i int) string {
 		if i < len(reply) {
 			if s, ok := reply[i].(string); ok {
@@ -81,87 +81,87 @@ func decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.Dec
 		return ""
 	}
 	if len(reply) < 1 {
-		return idemstore.Decision{}, fmt.Errorf("unexpected acquire reply %v", reply)
+		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)
 	}
-	switch outcome := idemstore.Outcome(str(0)); outcome {
+	switch outcome := idemstore.ClaimOutcome(str(0)); outcome {
 	case idemstore.OutcomeAcquired:
 		claimedAt := time.UnixMilli(now.UnixMilli())
-		return idemstore.Decision{Outcome: outcome, Owner: c.Owner, ClaimedAt: claimedAt, Record: idemstore.Record{
-			Key: c.Key, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash,
+		return idemstore.ClaimDecision{Outcome: outcome, Owner: c.Owner, ClaimedAt: claimedAt, Record: idemstore.Record{
+			OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash,
 			State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: claimedAt, FingerprintExp: c.FingerprintExp,
 		}}, nil
 	case idemstore.OutcomeParamMismatch:
-		return idemstore.Decision{Outcome: outcome}, nil
+		return idemstore.ClaimDecision{Outcome: outcome}, nil
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
-		rec := idemstore.Record{Key: c.Key, ParamHash: c.ParamHash, State: idemstore.State(outcome)}
+		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.State(outcome)}
 		if err := decodeResult(str(1), &rec); err != nil {
-			return idemstore.Decision{}, err
+			return idemstore.ClaimDecision{}, err
 		}
-		return idemstore.Decision{Outcome: outcome, Record: rec}, nil
+		return idemstore.ClaimDecision{Outcome: outcome, Record: rec}, nil
 	case idemstore.OutcomeInFlight:
 		claimedAt := parseMillis(str(2))
-		return idemstore.Decision{Outcome: outcome, Owner: str(1), ClaimedAt: claimedAt, Record: idemstore.Record{
-			Key: c.Key, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: str(1), ClaimedAt: claimedAt,
+		return idemstore.ClaimDecision{Outcome: outcome, Owner: str(1), ClaimedAt: claimedAt, Record: idemstore.Record{
+			OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: str(1), ClaimedAt: claimedAt,
 		}}, nil
 	default:
-		return idemstore.Decision{}, fmt.Errorf("unexpected acquire reply %v", reply)
+		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)
 	}
 }
 
 // Finalize runs the owner-checked finalize script.
 func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	if !f.State.Terminal() {
-		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.Key, f.State)
+		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.OperationID, f.State)
 	}
 	if f.TerminalTTL <= 0 {
-		return fmt.Errorf("finalize %s: terminal TTL must be positive, got %s", f.Key, f.TerminalTTL)
+		return fmt.Errorf("finalize %s: terminal TTL must be positive, got %s", f.OperationID, f.TerminalTTL)
 	}
 	blob, err := encodeResult(idemstore.Record{
 		Result: f.Result, ResultRef: f.ResultRef, Reason: f.Reason, FailureKind: f.FailureKind,
 		ResolvedBy: f.ResolvedBy, ResolutionNote: f.ResolutionNote, UpdatedAt: time.Now(),
 	})
 	if err != nil {
-		return fmt.Errorf("finalize %s: %w", f.Key, err)
+		return fmt.Errorf("finalize %s: %w", f.OperationID, err)
 	}
-	reply, err := finalizeScript.Run(ctx, s.rdb, []string{Key(f.Key)},
+	reply, err := finalizeScript.Run(ctx, s.rdb, []string{Key(f.OperationID)},
 		f.Owner, string(f.State), blob, f.TerminalTTL.Milliseconds()).Text()
 	if err != nil {
-		return fmt.Errorf("finalize %s: %w", f.Key, interpretError(err))
+		return fmt.Errorf("finalize %s: %w", f.OperationID, interpretError(err))
 	}
 	if err := decodeStatus(reply); err != nil {
-		return fmt.Errorf("finalize %s: %w", f.Key, err)
+		return fmt.Errorf("finalize %s: %w", f.OperationID, err)
 	}
 	return nil
 }
 
-// Takeover moves the IN_FLIGHT claim of p.Key from p.FromOwner to p.ToOwner
+// Takeover moves the IN_FLIGHT claim of p.OperationID from p.FromOwner to p.ToOwner
 // and gives it the fresh in-flight TTL p.TTL; ErrNotOwner when the key is missing, not
 // IN_FLIGHT, or held by another owner.
 func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error {
 	if p.TTL <= 0 {
-		return fmt.Errorf("takeover %s: TTL must be positive, got %s", p.Key, p.TTL)
+		return fmt.Errorf("takeover %s: TTL must be positive, got %s", p.OperationID, p.TTL)
 	}
-	reply, err := takeoverScript.Run(ctx, s.rdb, []string{Key(p.Key)},
+	reply, err := takeoverScript.Run(ctx, s.rdb, []string{Key(p.OperationID)},
 		p.FromOwner, p.ToOwner, time.Now().UnixMilli(), p.TTL.Milliseconds()).Text()
 	if err != nil {
-		return fmt.Errorf("takeover %s: %w", p.Key, interpretError(err))
+		return fmt.Errorf("takeover %s: %w", p.OperationID, interpretError(err))
 	}
 	if err := decodeStatus(reply); err != nil {
-		return fmt.Errorf("takeover %s: %w", p.Key, err)
+		return fmt.Errorf("takeover %s: %w", p.OperationID, err)
 	}
 	return nil
 }
 
-// Release deletes the IN_FLIGHT claim of p.Key when p.Owner holds it, so
+// Release deletes the IN_FLIGHT claim of p.OperationID when p.Owner holds it, so
 // that a claim that could not be acted on leaves nothing consumed;
 // ErrNotOwner otherwise (a missing key included).
 func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
-	reply, err := releaseScript.Run(ctx, s.rdb, []string{Key(p.Key)}, p.Owner).Text()
+	reply, err := releaseScript.Run(ctx, s.rdb, []string{Key(p.OperationID)}, p.Owner).Text()
 	if err != nil {
-		return fmt.Errorf("release %s: %w", p.Key, interpretError(err))
+		return fmt.Errorf("release %s: %w", p.OperationID, interpretError(err))
 	}
 	if err := decodeStatus(reply); err != nil {
-		return fmt.Errorf("release %s: %w", p.Key, err)
+		return fmt.Errorf("release %s: %w", p.OperationID, err)
 	}
 	return nil
 }
@@ -172,14 +172,14 @@ func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
 func (s *Store) Refill(ctx context.Context, p idemstore.RefillParams) error {
 	rec, ttl := p.Record, p.TTL
 	if !rec.State.Terminal() {
-		return fmt.Errorf("refill %s: state %q is not DONE or FAILED", rec.Key, rec.State)
+		return fmt.Errorf("refill %s: state %q is not DONE or FAILED", rec.OperationID, rec.State)
 	}
 	if ttl <= 0 {
-		return fmt.Errorf("refill %s: TTL must be positive, got %s", rec.Key, ttl)
+		return fmt.Errorf("refill %s: TTL must be positive, got %s", rec.OperationID, ttl)
 	}
 	blob, err := encodeResult(rec)
 	if err != nil {
-		return fmt.Errorf("refill %s: %w", rec.Key, err)
+		return fmt.Errorf("refill %s: %w", rec.OperationID, err)
 	}
 	var claimedAt, exp string
 	if !rec.ClaimedAt.IsZero() {
@@ -188,25 +188,25 @@ func (s *Store) Refill(ctx context.Context, p idemstore.RefillParams) error {
 	if !rec.FingerprintExp.IsZero() {
 		exp = strconv.FormatInt(rec.FingerprintExp.Unix(), 10)
 	}
-	err = refillScript.Run(ctx, s.rdb, []string{Key(rec.Key)},
+	err = refillScript.Run(ctx, s.rdb, []string{Key(rec.OperationID)},
 		string(rec.State), rec.ParamHash, rec.Owner, rec.Subject, rec.Scope, claimedAt, exp, blob, ttl.Milliseconds()).Err()
 	if err != nil {
-		return fmt.Errorf("refill %s: %w", rec.Key, interpretError(err))
+		return fmt.Errorf("refill %s: %w", rec.OperationID, interpretError(err))
 	}
 	return nil
 }
 
 // Get reads the hash of key; ErrNotFound when it does not exist.
-func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
-	h, err := s.rdb.HGetAll(ctx, Key(key)).Result()
+func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) {
+	h, err := s.rdb.HGetAll(ctx, Key(opID)).Result()
 	if err != nil {
-		return idemstore.Record{}, fmt.Errorf("get %s: %w", key, interpretError(err))
+		return idemstore.Record{}, fmt.Errorf("get %s: %w", opID, interpretError(err))
 	}
 	if len(h) == 0 {
-		return idemstore.Record{}, fmt.Errorf("get %s: %w", key, idemstore.ErrNotFound)
+		return idemstore.Record{}, fmt.Errorf("get %s: %w", opID, idemstore.ErrNotFound)
 	}
 	rec := idemstore.Record{
-		Key: key, Subject: h["subject"], Scope: h["scope"], ParamHash: h["param_hash"],
+		OperationID: opID, Subject: h["subject"], Scope: h["scope"], ParamHash: h["param_hash"],
 		State: idemstore.State(h["state"]), Owner: h["owner"], ClaimedAt: parseMillis(h["claimed_at"]),
 	}
 	if exp, err := strconv.ParseInt(h["exp"], 10, 64); err == nil && exp > 0 {
@@ -214,7 +214,7 @@ func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	}
 	if rec.State.Terminal() {
 		if err := decodeResult(h["result"], &rec); err != nil {
-			return idemstore.Record{}, fmt.Errorf("get %s: %w", key, err)
+			return idemstore.Record{}, fmt.Errorf("get %s: %w", opID, err)
 		}
 	}
 	return rec, nil

@@ -46,12 +46,12 @@ func TestRedisSpecifics(t *testing.T) {
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
 
-		assert.Equal(t, "idem:{"+c.Key+"}", redisstore.Key(c.Key))
-		n, err := rdb.Exists(ctx, "idem:{"+c.Key+"}").Result()
+		assert.Equal(t, "idem:{"+c.OperationID+"}", redisstore.Key(c.OperationID))
+		n, err := rdb.Exists(ctx, "idem:{"+c.OperationID+"}").Result()
 		require.NoError(t, err)
 		assert.EqualValues(t, 1, n)
 
-		h, err := rdb.HGetAll(ctx, redisstore.Key(c.Key)).Result()
+		h, err := rdb.HGetAll(ctx, redisstore.Key(c.OperationID)).Result()
 		require.NoError(t, err)
 		assert.Equal(t, "IN_FLIGHT", h["state"])
 		assert.Equal(t, c.ParamHash, h["param_hash"])
@@ -70,23 +70,23 @@ func TestRedisSpecifics(t *testing.T) {
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
 
-		ttl, err := rdb.PTTL(ctx, redisstore.Key(c.Key)).Result()
+		ttl, err := rdb.PTTL(ctx, redisstore.Key(c.OperationID)).Result()
 		require.NoError(t, err)
 		assert.Greater(t, ttl, time.Duration(0))
 		assert.LessOrEqual(t, ttl, time.Second)
-		secs, err := rdb.TTL(ctx, redisstore.Key(c.Key)).Result()
+		secs, err := rdb.TTL(ctx, redisstore.Key(c.OperationID)).Result()
 		require.NoError(t, err)
 		assert.Equal(t, time.Second, secs)
 
 		// Expiry itself is Redis's job; check it happens without a long sleep.
 		require.NoError(t, testenv.WaitFor(ctx, 3*time.Second, func(ctx context.Context) error {
-			_, err := s.Get(ctx, c.Key)
+			_, err := s.Get(ctx, c.OperationID)
 			if err == nil {
 				return assert.AnError
 			}
 			return nil
 		}))
-		_, err = s.Get(ctx, c.Key)
+		_, err = s.Get(ctx, c.OperationID)
 		require.ErrorIs(t, err, idemstore.ErrNotFound)
 		d, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -102,7 +102,7 @@ func TestRedisSpecifics(t *testing.T) {
 		f := storetest.Done(c, "owner-a")
 		f.TerminalTTL = 48 * time.Hour
 		require.NoError(t, s.Finalize(ctx, f))
-		ttl, err := rdb.TTL(ctx, redisstore.Key(c.Key)).Result()
+		ttl, err := rdb.TTL(ctx, redisstore.Key(c.OperationID)).Result()
 		require.NoError(t, err)
 		assert.InDelta(t, (48 * time.Hour).Seconds(), ttl.Seconds(), 5)
 	})
@@ -114,8 +114,8 @@ func TestRedisSpecifics(t *testing.T) {
 		c.InFlightTTL = time.Second
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
-		require.NoError(t, s.Takeover(ctx, idemstore.TakeoverParams{Key: c.Key, FromOwner: "owner-a", ToOwner: "owner-b", TTL: time.Hour}))
-		ttl, err := rdb.TTL(ctx, redisstore.Key(c.Key)).Result()
+		require.NoError(t, s.Takeover(ctx, idemstore.TakeoverParams{OperationID: c.OperationID, FromOwner: "owner-a", ToOwner: "owner-b", TTL: time.Hour}))
+		ttl, err := rdb.TTL(ctx, redisstore.Key(c.OperationID)).Result()
 		require.NoError(t, err)
 		assert.InDelta(t, time.Hour.Seconds(), ttl.Seconds(), 5)
 	})
@@ -125,7 +125,7 @@ func TestRedisSpecifics(t *testing.T) {
 		s := redisstore.New(rdb)
 		c := storetest.NewClaim(t, "owner-a")
 		rec := idemstore.Record{
-			Key: c.Key, ParamHash: c.ParamHash, State: idemstore.StateDone, Owner: "owner-a",
+			OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateDone, Owner: "owner-a",
 			Subject: "alice", Scope: "payments.transfer", Result: []byte(`{"id":"tr_9"}`), ResultRef: "tr_9",
 			FingerprintExp: c.FingerprintExp,
 		}
@@ -135,7 +135,7 @@ func TestRedisSpecifics(t *testing.T) {
 		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
 		assert.Equal(t, "tr_9", d.Record.ResultRef)
 		assert.JSONEq(t, `{"id":"tr_9"}`, string(d.Record.Result))
-		got, err := s.Get(ctx, c.Key)
+		got, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, c.FingerprintExp, got.FingerprintExp)
 		assert.Equal(t, "alice", got.Subject)

@@ -35,7 +35,7 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 			return c
 		}
 		exists := func(c idemstore.Claim) bool {
-			_, err := s.Get(ctx, c.Key)
+			_, err := s.Get(ctx, c.OperationID)
 			if err != nil {
 				require.ErrorIs(t, err, idemstore.ErrNotFound)
 				return false
@@ -50,7 +50,7 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		// Never reaped, however old: IN_FLIGHT and NEEDS_REVIEW.
 		inFlight := claim(now.Add(-time.Hour), time.Minute)
 		review := claim(now.Add(-time.Hour), time.Minute)
-		require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{Key: review.Key, Reason: "unknown"}))
+		require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: review.OperationID, Reason: "unknown"}))
 
 		n, err := s.Reap(ctx, now.Add(90*time.Minute)) // past exp, not the terminal TTL
 		require.NoError(t, err)
@@ -97,13 +97,13 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		var keys []string
 		for i := range 3 {
 			c := NewClaim(t, "owner-a")
-			keys = append(keys, c.Key)
+			keys = append(keys, c.OperationID)
 			acquire(t, s, c)
 			switch i {
 			case 1:
 				require.NoError(t, s.Finalize(ctx, Done(c, "owner-a")))
 			case 2:
-				require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{Key: c.Key, Reason: "unknown"}))
+				require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: c.OperationID, Reason: "unknown"}))
 			}
 		}
 		// Other subtests write to a shared store: look at ours, in the order listed.
@@ -116,11 +116,11 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 			}
 			var out []string
 			for _, r := range recs {
-				if slices.Contains(keys, r.Key) {
+				if slices.Contains(keys, r.OperationID) {
 					if f.State != "" {
 						assert.Equal(t, f.State, r.State)
 					}
-					out = append(out, r.Key)
+					out = append(out, r.OperationID)
 				}
 			}
 			return out
@@ -141,7 +141,7 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		acquire(t, s, c)
-		mark := idemstore.MarkNeedsReviewParams{Key: c.Key, Reason: "status endpoint unavailable"}
+		mark := idemstore.MarkNeedsReviewParams{OperationID: c.OperationID, Reason: "status endpoint unavailable"}
 		require.NoError(t, s.MarkNeedsReview(ctx, mark))
 		require.NoError(t, s.MarkNeedsReview(ctx, mark), "idempotent")
 
@@ -151,17 +151,17 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		assert.True(t, d.TruthFound)
 		assert.Equal(t, idemstore.StateNeedsReview, d.Record.State)
 		assert.Equal(t, "status endpoint unavailable", d.Record.Reason)
-		rec, err := s.Get(ctx, c.Key)
+		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateNeedsReview, rec.State)
-		require.ErrorIs(t, s.Takeover(ctx, takeover(c.Key, "owner-a", "owner-b")), idemstore.ErrNotOwner)
+		require.ErrorIs(t, s.Takeover(ctx, takeover(c.OperationID, "owner-a", "owner-b")), idemstore.ErrNotOwner)
 
 		// An operator resolves it through the workflow, which finalizes as its owner.
 		f := Failed(c, "owner-a")
 		f.ResolvedBy, f.ResolutionNote, f.EvidenceURL = "ops", "bank says no", "https://tickets.example/1"
 		f.FailureKind, f.ResolvedAt = idemstore.FailureOperator, time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
 		require.NoError(t, s.Finalize(ctx, f))
-		rec, err = s.Get(ctx, c.Key)
+		rec, err = s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateFailed, rec.State)
 		assert.Equal(t, "ops", rec.ResolvedBy)
@@ -169,9 +169,9 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		assert.Equal(t, "https://tickets.example/1", rec.EvidenceURL)
 		assert.True(t, f.ResolvedAt.Equal(rec.ResolvedAt), "resolved_at %s, want %s", rec.ResolvedAt, f.ResolvedAt)
 
-		late := idemstore.MarkNeedsReviewParams{Key: c.Key, Reason: "late"}
+		late := idemstore.MarkNeedsReviewParams{OperationID: c.OperationID, Reason: "late"}
 		require.ErrorIs(t, s.MarkNeedsReview(ctx, late), idemstore.ErrAlreadyTerminal)
-		missing := idemstore.MarkNeedsReviewParams{Key: NewKey(t), Reason: "x"}
+		missing := idemstore.MarkNeedsReviewParams{OperationID: NewKey(t), Reason: "x"}
 		require.ErrorIs(t, s.MarkNeedsReview(ctx, missing), idemstore.ErrNotFound)
 	})
 
@@ -180,20 +180,20 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		acquire(t, s, c)
-		pending := idemstore.DownstreamStateParams{Key: c.Key, State: "pending"}
+		pending := idemstore.DownstreamStateParams{OperationID: c.OperationID, State: "pending"}
 		require.NoError(t, s.RecordDownstreamState(ctx, pending))
-		rec, err := s.Get(ctx, c.Key)
+		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, "pending", rec.DownstreamState)
 
 		require.NoError(t, s.Finalize(ctx, Done(c, "owner-a")))
-		require.NoError(t, s.RecordDownstreamState(ctx, idemstore.DownstreamStateParams{Key: c.Key, State: "failed"}),
+		require.NoError(t, s.RecordDownstreamState(ctx, idemstore.DownstreamStateParams{OperationID: c.OperationID, State: "failed"}),
 			"a late report on a finished record is ignored")
-		rec, err = s.Get(ctx, c.Key)
+		rec, err = s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateDone, rec.State)
 		assert.Equal(t, "pending", rec.DownstreamState)
-		missing := idemstore.DownstreamStateParams{Key: NewKey(t), State: "pending"}
+		missing := idemstore.DownstreamStateParams{OperationID: NewKey(t), State: "pending"}
 		require.ErrorIs(t, s.RecordDownstreamState(ctx, missing), idemstore.ErrNotFound)
 	})
 
@@ -223,7 +223,7 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		require.NoError(t, s.Finalize(ctx, Failed(refused, "owner-a")))
 		rec, err := find(intent)
 		require.NoError(t, err)
-		assert.Equal(t, done.Key, rec.Key, "a failure refused by the downstream is not a recent intent")
+		assert.Equal(t, done.OperationID, rec.OperationID, "a failure refused by the downstream is not a recent intent")
 		assert.Equal(t, idemstore.StateDone, rec.State)
 
 		// Every other failure is reported: the user should hear of it first.
@@ -234,13 +234,13 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 			require.NoError(t, s.Finalize(ctx, f))
 			rec, err = find(intent)
 			require.NoError(t, err)
-			assert.Equal(t, c.Key, rec.Key, "failed with kind %q", kind)
+			assert.Equal(t, c.OperationID, rec.OperationID, "failed with kind %q", kind)
 			assert.Equal(t, kind, rec.FailureKind)
 		}
 		running := claim("owner-b")
 		rec, err = find(intent)
 		require.NoError(t, err)
-		assert.Equal(t, running.Key, rec.Key, "the most recent one, in flight")
+		assert.Equal(t, running.OperationID, rec.OperationID, "the most recent one, in flight")
 
 		for name, p := range map[string]idemstore.FindRecentParams{
 			"other subject": {Subject: "bob-" + NewKey(t), Scope: intent.Scope, ParamHash: intent.ParamHash, Since: since},
@@ -256,7 +256,7 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 	t.Run("ReleaseMissingKey", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
-		err := s.Release(ctx, idemstore.ReleaseParams{Key: NewKey(t), Owner: "owner-a"})
+		err := s.Release(ctx, idemstore.ReleaseParams{OperationID: NewKey(t), Owner: "owner-a"})
 		require.ErrorIs(t, err, idemstore.ErrNotFound)
 	})
 
@@ -297,7 +297,7 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
-		rec := idemstore.Record{Key: c.Key, ParamHash: c.ParamHash, State: idemstore.StateDone, Owner: "owner-b",
+		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateDone, Owner: "owner-b",
 			Subject: c.Subject, Scope: c.Scope, Result: []byte(`{"transfer_id":"tr_9"}`), ResultRef: "tr_9"}
 		// It replaces whatever the key holds, an in-flight claim included.
 		require.NoError(t, s.Refill(ctx, idemstore.RefillParams{Record: rec, TTL: time.Hour}))
@@ -305,7 +305,7 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
 		assert.Equal(t, "tr_9", d.Record.ResultRef)
-		got, err := s.Get(ctx, c.Key)
+		got, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, "owner-b", got.Owner)
 		assert.JSONEq(t, `{"transfer_id":"tr_9"}`, string(got.Result))

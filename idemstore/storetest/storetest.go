@@ -37,7 +37,7 @@ func NewKey(t testing.TB) string {
 func NewClaim(t testing.TB, owner string) idemstore.Claim {
 	t.Helper()
 	return idemstore.Claim{
-		Key:            NewKey(t),
+		OperationID:    NewKey(t),
 		ParamHash:      "a3f1c2d4e5b6a7980a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071",
 		Owner:          owner,
 		Subject:        "alice",
@@ -51,7 +51,7 @@ func NewClaim(t testing.TB, owner string) idemstore.Claim {
 // Done returns a DONE finalization of c by owner.
 func Done(c idemstore.Claim, owner string) idemstore.Finalization {
 	return idemstore.Finalization{
-		Key: c.Key, Owner: owner, State: idemstore.StateDone,
+		OperationID: c.OperationID, Owner: owner, State: idemstore.StateDone,
 		Result:    json.RawMessage(`{"transfer_id":"tr_123","amount":"12.5","currency":"USD"}`),
 		ResultRef: "tr_123", TerminalTTL: time.Hour,
 	}
@@ -60,15 +60,15 @@ func Done(c idemstore.Claim, owner string) idemstore.Finalization {
 // Failed returns a FAILED finalization of c by owner.
 func Failed(c idemstore.Claim, owner string) idemstore.Finalization {
 	return idemstore.Finalization{
-		Key: c.Key, Owner: owner, State: idemstore.StateFailed,
+		OperationID: c.OperationID, Owner: owner, State: idemstore.StateFailed,
 		Reason: "insufficient_funds", FailureKind: idemstore.FailureRefused, TerminalTTL: time.Hour,
 	}
 }
 
 // machine is the state machine Store and FastPath share.
 type machine interface {
-	Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Decision, error)
-	Get(ctx context.Context, key string) (idemstore.Record, error)
+	Acquire(ctx context.Context, c idemstore.Claim) (idemstore.ClaimDecision, error)
+	Get(ctx context.Context, opID string) (idemstore.Record, error)
 	Finalize(ctx context.Context, f idemstore.Finalization) error
 	Takeover(ctx context.Context, p idemstore.TakeoverParams) error
 	Release(ctx context.Context, p idemstore.ReleaseParams) error
@@ -80,8 +80,8 @@ var (
 )
 
 // takeover is the TakeoverParams of key from one owner to another with a minute's TTL.
-func takeover(key, from, to string) idemstore.TakeoverParams {
-	return idemstore.TakeoverParams{Key: key, FromOwner: from, ToOwner: to, TTL: time.Minute}
+func takeover(opID, from, to string) idemstore.TakeoverParams {
+	return idemstore.TakeoverParams{OperationID: opID, FromOwner: from, ToOwner: to, TTL: time.Minute}
 }
 
 // ExerciseFastPath runs the state machine's tests and the fast path's own
@@ -135,7 +135,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 			assert.False(t, d.ClaimedAt.IsZero(), "ClaimedAt")
 		}
 
-		rec, err := s.Get(ctx, c.Key)
+		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateInFlight, rec.State)
 		assert.Equal(t, "owner-a", rec.Owner)
@@ -186,7 +186,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		assert.JSONEq(t, string(f.Result), string(d.Record.Result))
 		assert.Equal(t, "tr_123", d.Record.ResultRef)
 
-		rec, err := s.Get(ctx, c.Key)
+		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateDone, rec.State)
 		assert.Equal(t, "tr_123", rec.ResultRef)
@@ -228,7 +228,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		// Another outcome is refused.
 		require.ErrorIs(t, s.Finalize(ctx, Failed(c, "owner-a")), idemstore.ErrAlreadyTerminal)
 
-		rec, err := s.Get(ctx, c.Key)
+		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateDone, rec.State)
 		assert.Equal(t, "tr_123", rec.ResultRef)
@@ -245,7 +245,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		require.ErrorIs(t, s.Finalize(ctx, Done(c, "owner-x")), idemstore.ErrNotOwner)
 		require.ErrorIs(t, s.Finalize(ctx, Failed(c, "owner-x")), idemstore.ErrNotOwner)
 
-		rec, err := s.Get(ctx, c.Key)
+		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateInFlight, rec.State)
 		assert.Equal(t, "owner-a", rec.Owner)
@@ -258,7 +258,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		require.ErrorIs(t, s.Finalize(ctx, Done(c, "owner-a")), idemstore.ErrNotOwner)
-		_, err := s.Get(ctx, c.Key)
+		_, err := s.Get(ctx, c.OperationID)
 		require.ErrorIs(t, err, idemstore.ErrNotFound)
 	})
 
@@ -270,9 +270,9 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
 
-		require.NoError(t, s.Takeover(ctx, takeover(c.Key, "owner-a", "owner-b")))
+		require.NoError(t, s.Takeover(ctx, takeover(c.OperationID, "owner-a", "owner-b")))
 		// A second takeover from the old owner fails.
-		require.ErrorIs(t, s.Takeover(ctx, takeover(c.Key, "owner-a", "owner-c")), idemstore.ErrNotOwner)
+		require.ErrorIs(t, s.Takeover(ctx, takeover(c.OperationID, "owner-a", "owner-c")), idemstore.ErrNotOwner)
 
 		d, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
@@ -283,7 +283,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		// A's late finalize must not overwrite B's.
 		require.ErrorIs(t, s.Finalize(ctx, Failed(c, "owner-a")), idemstore.ErrNotOwner)
 
-		rec, err := s.Get(ctx, c.Key)
+		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateDone, rec.State)
 		assert.Equal(t, "owner-b", rec.Owner)
@@ -291,7 +291,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		assert.Empty(t, rec.Reason)
 
 		// Terminal records cannot be taken over.
-		require.ErrorIs(t, s.Takeover(ctx, takeover(c.Key, "owner-b", "owner-c")), idemstore.ErrNotOwner)
+		require.ErrorIs(t, s.Takeover(ctx, takeover(c.OperationID, "owner-b", "owner-c")), idemstore.ErrNotOwner)
 	})
 
 	t.Run("LateFinalizeBeforeNewOwnerFinishes", func(t *testing.T) {
@@ -301,10 +301,10 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
-		require.NoError(t, s.Takeover(ctx, takeover(c.Key, "owner-a", "owner-b")))
+		require.NoError(t, s.Takeover(ctx, takeover(c.OperationID, "owner-a", "owner-b")))
 
 		require.ErrorIs(t, s.Finalize(ctx, Done(c, "owner-a")), idemstore.ErrNotOwner)
-		rec, err := s.Get(ctx, c.Key)
+		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateInFlight, rec.State)
 		assert.Equal(t, "owner-b", rec.Owner)
@@ -330,10 +330,10 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
-		require.ErrorIs(t, s.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-b"}), idemstore.ErrNotOwner,
+		require.ErrorIs(t, s.Release(ctx, idemstore.ReleaseParams{OperationID: c.OperationID, Owner: "owner-b"}), idemstore.ErrNotOwner,
 			"another owner's claim stays")
-		require.NoError(t, s.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-a"}))
-		_, err = s.Get(ctx, c.Key)
+		require.NoError(t, s.Release(ctx, idemstore.ReleaseParams{OperationID: c.OperationID, Owner: "owner-a"}))
+		_, err = s.Get(ctx, c.OperationID)
 		require.ErrorIs(t, err, idemstore.ErrNotFound)
 
 		// Released: claimable again. A record that left IN_FLIGHT is never released.
@@ -341,8 +341,8 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		require.NoError(t, err)
 		require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
 		require.NoError(t, s.Finalize(ctx, Done(c, "owner-a")))
-		require.ErrorIs(t, s.Release(ctx, idemstore.ReleaseParams{Key: c.Key, Owner: "owner-a"}), idemstore.ErrNotOwner)
-		rec, err := s.Get(ctx, c.Key)
+		require.ErrorIs(t, s.Release(ctx, idemstore.ReleaseParams{OperationID: c.OperationID, Owner: "owner-a"}), idemstore.ErrNotOwner)
+		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.StateDone, rec.State)
 	})
@@ -362,7 +362,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		c := NewClaim(t, "")
 
 		const n = 200
-		decisions := make([]idemstore.Decision, n)
+		decisions := make([]idemstore.ClaimDecision, n)
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		start := make(chan struct{})

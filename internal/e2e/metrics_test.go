@@ -73,16 +73,16 @@ func TestWorkerMetrics(t *testing.T) {
 	}
 	gateway := scrape(t, s.GatewayURL+"/metrics")
 	for _, want := range []string{
-		`oncegate_confirm_duration_seconds_count{outcome=`,
+		`oncegate_confirm_duration_seconds_count{status=`,
 		`oncegate_action_in_flight_ttl_seconds{action="payments.transfer"} 600`,
-		`oncegate_claims_total{outcome="ACQUIRED"}`,
+		`oncegate_claims_total{decision="ACQUIRED"}`,
 	} {
 		assert.Contains(t, gateway, want)
 	}
 	assert.NotContains(t, worker, id, "no operation id in labels")
 	assert.NotContains(t, gateway, id, "no operation id in labels")
 	worker = scrape(t, s.WorkerMetricsURL)
-	assert.Contains(t, worker, `oncegate_reconcile_outcomes_total{action="payments.legacy_transfer",outcome="found"} 1`)
+	assert.Contains(t, worker, `oncegate_reconcile_answers_total{action="payments.legacy_transfer",answer="found"} 1`)
 
 	exposed := inFlight + worker + gateway
 	root, err := testenv.RepoRoot()

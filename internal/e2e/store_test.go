@@ -106,7 +106,7 @@ func claimsAcquired(t testing.TB, s *testenv.Stack) int {
 	require.NoError(t, err)
 	total := 0
 	for _, line := range strings.Split(string(all), "\n") {
-		if strings.HasPrefix(line, "oncegate_claims_total{") && strings.Contains(line, `outcome="ACQUIRED"`) {
+		if strings.HasPrefix(line, "oncegate_claims_total{") && strings.Contains(line, `decision="ACQUIRED"`) {
 			f := strings.Fields(line)
 			v, err := strconv.ParseFloat(f[len(f)-1], 64)
 			require.NoError(t, err)
