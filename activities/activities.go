@@ -160,7 +160,7 @@ func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (
 			ResultRef:  workflows.ExtractResultRef(ans.Result, in.Downstream.ResultRef),
 		}, nil
 	case errors.As(err, &refusal):
-		details := workflows.BusinessRefusal{StatusCode: refusal.StatusCode, Code: refusal.Code, Message: refusal.Message}
+		details := refusal.BusinessRefusal
 		log.Info("execute: refused by the downstream", "status", ans.StatusCode, "code", refusal.Code)
 		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeBusinessRefusal, nil, details)

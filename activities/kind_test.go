@@ -33,7 +33,7 @@ func (l *ledgerKind) Execute(_ context.Context, c dskind.Call) (dskind.Answer, e
 		return dskind.Answer{}, dskind.ErrNotSent
 	}
 	if p.Amount.String() == "999" {
-		return dskind.Answer{StatusCode: 422}, &dskind.Refusal{StatusCode: 422, Code: "over_balance"}
+		return dskind.Answer{StatusCode: 422}, &dskind.Refusal{BusinessRefusal: workflows.BusinessRefusal{StatusCode: 422, Code: "over_balance"}}
 	}
 	if e, ok := l.entries[c.OperationID]; ok {
 		return dskind.Answer{StatusCode: 200, Result: e}, nil

@@ -13,10 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/oncegate/oncegate/internal/plan"
+	"github.com/oncegate/oncegate/workflows"
 )
 
 // Call is one call of an operation to its downstream.
@@ -45,30 +45,15 @@ type Answer struct {
 }
 
 // Refusal is a definite refusal by the downstream (errors.As): it executed
-// nothing, and sending the same call again would be refused again.
+// nothing, and sending the same call again would be refused again. It
+// carries the refusal as the workflow records it (status, code, message,
+// and its Reason).
 type Refusal struct {
-	// StatusCode is the HTTP status of the refusal, when there is one.
-	StatusCode int
-	// Code is the downstream's error code, such as insufficient_funds.
-	Code string
-	// Message is the downstream's error message.
-	Message string
+	workflows.BusinessRefusal
 }
 
 // Error describes the refusal.
 func (r *Refusal) Error() string { return "refused by the downstream: " + r.Reason() }
-
-// Reason is the refusal's code, else its message, else its HTTP status.
-func (r *Refusal) Reason() string {
-	switch {
-	case r.Code != "":
-		return r.Code
-	case r.Message != "":
-		return r.Message
-	default:
-		return "refused by the downstream (HTTP " + strconv.Itoa(r.StatusCode) + ")"
-	}
-}
 
 // Sentinel errors of a call. Any other error means the outcome is unknown:
 // the downstream may or may not have executed it.
@@ -144,7 +129,7 @@ type errorBody struct {
 
 // refusalOf reads the downstream's error code and message from a refusal's body.
 func refusalOf(status int, body []byte) *Refusal {
-	r := &Refusal{StatusCode: status}
+	r := &Refusal{workflows.BusinessRefusal{StatusCode: status}}
 	var eb errorBody
 	if err := json.Unmarshal(body, &eb); err != nil {
 		return r
