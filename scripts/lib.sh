@@ -46,6 +46,50 @@ as_pg() { # cmd...: as the postgres user when root (PostgreSQL refuses root)
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+psql_q() { # sql [database]: the answer's values, as the postgres user
+  as_pg "$(pg_bin)/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "$1" "${2:-postgres}"
+}
+
+# start_postmaster [-c name=value ...]: PostgreSQL on $PGPORT over the data
+# in pg_data_dir (initialised once), as the postgres user when root; returns
+# once it answers a query, with the postmaster's pid in $RUN/postgres.pid.
+start_postmaster() {
+  local dir data bin i
+  dir=$(cd "$(pg_data_dir)" && pwd -P)
+  data=$dir/data
+  bin=$(pg_bin)
+  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
+  if [ ! -s "$data/PG_VERSION" ]; then
+    as_pg "$bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >>"$RUN/postgres.log" 2>&1
+  fi
+  rm -f "$data/postmaster.pid"
+  local args=("$bin/postgres" -D "$data" -p "$PGPORT" -c listen_addresses=127.0.0.1 -c unix_socket_directories="$dir" "$@")
+  if [ "$(id -u)" -eq 0 ]; then spawn postgres runuser -u postgres -- "${args[@]}"; else spawn postgres "${args[@]}"; fi
+  for ((i = 0; i < 300; i++)); do
+    psql_q "SELECT 1" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  if ! psql_q "SELECT 1" >/dev/null 2>&1; then
+    echo "postgres did not answer on port $PGPORT in 60s; see $RUN/postgres.log" >&2
+    tail -n 20 "$RUN/postgres.log" >&2 || true
+    return 1
+  fi
+  for ((i = 0; i < 100; i++)); do
+    [ -s "$data/postmaster.pid" ] && break
+    sleep 0.1
+  done
+  # The postmaster itself, not runuser, is what the pid file names.
+  head -n 1 "$data/postmaster.pid" >"$RUN/postgres.pid"
+}
+
+ensure_databases() { # name...: create each database that does not exist yet
+  local db
+  for db in "$@"; do
+    [ "$(psql_q "SELECT 1 FROM pg_database WHERE datname='$db'")" = 1 ] ||
+      as_pg "$(pg_bin)/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres "$db"
+  done
+}
+
 stop_one() { # name: SIGTERM, up to STOP_WAIT tenths of a second, then SIGKILL
   local f=$RUN/$1.pid pid i
   [ -s "$f" ] || return 0

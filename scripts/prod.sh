@@ -164,33 +164,11 @@ temporal_schema_dir() {
 # PostgreSQL refuses to run as root, and the postgres user may not be able to
 # traverse the checkout's parent folders: then the data lives in a folder of
 # its own under /var/tmp and .run-prod/postgres links to it.
-psql_q() { as_pg "$(pg_bin)/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "$1" "${2:-postgres}"; }
 
 start_postgres() {
-  local dir data bin i db
-  dir=$(cd "$(pg_data_dir)" && pwd -P)
-  data=$dir/data
-  bin=$(pg_bin)
-  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
-  if [ ! -s "$data/PG_VERSION" ]; then
-    as_pg "$bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >>"$RUN/postgres.log" 2>&1
-  fi
-  rm -f "$data/postmaster.pid"
-  local args=("$bin/postgres" -D "$data" -p "$PGPORT" -c listen_addresses=127.0.0.1
-    -c unix_socket_directories="$dir" -c max_connections=300)
-  if [ "$(id -u)" -eq 0 ]; then spawn postgres runuser -u postgres -- "${args[@]}"; else spawn postgres "${args[@]}"; fi
-  wait_until 60 postgres psql_q "SELECT 1"
-  for ((i = 0; i < 100; i++)); do
-    [ -s "$data/postmaster.pid" ] && break
-    sleep 0.1
-  done
-  # The postmaster itself, not runuser, is what the pid file names.
-  head -n 1 "$data/postmaster.pid" >"$RUN/postgres.pid"
+  start_postmaster -c max_connections=300
   # Temporal's two databases, the gateway's truth and the simulator's data.
-  for db in temporal temporal_visibility oncegate oncegate_sim; do
-    [ "$(psql_q "SELECT 1 FROM pg_database WHERE datname='$db'")" = 1 ] ||
-      as_pg "$bin/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres "$db"
-  done
+  ensure_databases temporal temporal_visibility oncegate oncegate_sim
 }
 
 # ---------- Redis Cluster

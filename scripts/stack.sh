@@ -121,38 +121,8 @@ wait_http() { # url seconds name
 # traverse the checkout's parent folders: then the data lives in a folder of
 # its own under /var/tmp and .run/postgres links to it.
 start_postgres() {
-  local dir data bin
-  dir=$(cd "$(pg_data_dir)" && pwd -P)
-  data=$dir/data
-  bin=$(pg_bin)
-  [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
-  if [ ! -s "$data/PG_VERSION" ]; then
-    as_pg "$bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >>"$RUN/postgres.log" 2>&1
-  fi
-  rm -f "$data/postmaster.pid"
-  if [ "$(id -u)" -eq 0 ]; then
-    spawn postgres runuser -u postgres -- "$bin/postgres" -D "$data" -p "$PGPORT" \
-      -c listen_addresses=127.0.0.1 -c unix_socket_directories="$dir"
-  else
-    spawn postgres "$bin/postgres" -D "$data" -p "$PGPORT" -c listen_addresses=127.0.0.1 -c unix_socket_directories="$dir"
-  fi
-  wait_tcp "$PGPORT" 60 postgres
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [ -s "$data/postmaster.pid" ] && break
-    sleep 0.1
-  done
-  # The postmaster itself, not runuser, is what the pid file names.
-  head -n 1 "$data/postmaster.pid" >"$RUN/postgres.pid"
-  for db in "$(db_of "$DATABASE_URL")" "$(db_of "$SIMULATOR_DATABASE_URL")"; do
-    for ((i = 0; i < 50; i++)); do
-      if out=$(as_pg "$bin/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='$db'" 2>&1); then
-        [ "$out" = 1 ] || as_pg "$bin/createdb" -h 127.0.0.1 -p "$PGPORT" -U postgres "$db"
-        break
-      fi
-      sleep 0.2
-    done
-  done
+  start_postmaster
+  ensure_databases "$(db_of "$DATABASE_URL")" "$(db_of "$SIMULATOR_DATABASE_URL")"
 }
 
 start_redis() {
