@@ -372,34 +372,21 @@ func (s *Store) FinalizeFast(ctx context.Context, f idemstore.Finalization) erro
 	return nil
 }
 
-// Get reads the truth first (terminal and NEEDS_REVIEW records live there);
-// when the truth has no record, Redis (an IN_FLIGHT claim before the
-// gateway's truth claim, or an orphan). ErrUnavailable when neither can answer.
+// Get reads the truth first, then Redis when the truth has no record or
+// cannot answer: decideGet (decide_get.go) decides. ErrUnavailable when
+// neither can answer.
 func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) {
-	rec, terr := s.truth.Get(ctx, opID)
-	if terr == nil {
-		return rec, nil
-	}
-	if !errors.Is(terr, idemstore.ErrNotFound) && !errors.Is(terr, idemstore.ErrUnavailable) {
-		return idemstore.Record{}, fmt.Errorf("truth: %w", terr)
-	}
-	if s.Degraded() {
-		return idemstore.Record{}, fmt.Errorf("truth: %w", terr)
-	}
-	ferr := s.fastCall(ctx, func(ctx context.Context) (err error) {
-		rec, err = s.fast.Get(ctx, opID)
-		return err
-	})
-	switch {
-	case ferr == nil:
-		return rec, nil
-	case errors.Is(ferr, idemstore.ErrUnavailable) && errors.Is(terr, idemstore.ErrNotFound):
-		// The truth answered; a claim only Redis knows cannot be seen now.
-		return idemstore.Record{}, fmt.Errorf("truth: %w", terr)
-	case errors.Is(ferr, idemstore.ErrNotFound) && errors.Is(terr, idemstore.ErrUnavailable):
-		return idemstore.Record{}, fmt.Errorf("truth: %w", terr)
-	default:
-		return idemstore.Record{}, fmt.Errorf("fast path: %w", ferr)
+	var in getFacts
+	for {
+		p := decideGet(in)
+		switch p.Ask {
+		case getAskTruth:
+			in.Truth = answerOf(s.truth.Get(ctx, opID))
+		case getAskFast:
+			in.Fast = s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) { return s.fast.Get(ctx, opID) })
+		case getDecided:
+			return p.Record, p.Err
+		}
 	}
 }
 
@@ -479,6 +466,20 @@ func (s *Store) fastCall(ctx context.Context, op func(context.Context) error) er
 		s.degrade(err)
 	}
 	return err
+}
+
+// askFast runs op on Redis (fastCall) and classifies its answer; while the
+// store is degraded Redis is not asked: replySkipped.
+func (s *Store) askFast(ctx context.Context, op func(context.Context) (idemstore.Record, error)) answer {
+	if s.Degraded() {
+		return answer{Reply: replySkipped}
+	}
+	var rec idemstore.Record
+	err := s.fastCall(ctx, func(ctx context.Context) (err error) {
+		rec, err = op(ctx)
+		return err
+	})
+	return answerOf(rec, err)
 }
 
 // degrade switches to the PostgreSQL-only path and starts the prober.
