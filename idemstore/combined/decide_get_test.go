@@ -43,38 +43,31 @@ func TestDecideGet(t *testing.T) {
 	}
 	truthErr := func(text string) want { return want{err: "truth: truth.Get: " + text} }
 	fastErr := func(text string) want { return want{err: "fast path: fast.Get: " + text} }
-	const (
-		notFound    = "idemstore: record not found"
-		notOwner    = "idemstore: not the owner"
-		terminal    = "idemstore: record already terminal"
-		unavailable = "idemstore: backend unavailable"
-		diskFull    = "disk full"
-	)
 	tests := map[string]want{
 		// The truth holds the record, or fails in a way Redis cannot make up for.
 		"truth.Get=found":            {record: truthRec},
-		"truth.Get=not owner":        truthErr(notOwner),
-		"truth.Get=already terminal": truthErr(terminal),
-		"truth.Get=failed":           truthErr(diskFull),
+		"truth.Get=not owner":        truthErr(textNotOwner),
+		"truth.Get=already terminal": truthErr(textTerminal),
+		"truth.Get=failed":           truthErr(textDiskFull),
 
 		// The truth has no record: a claim only Redis knows, or nothing.
 		"truth.Get=not found → fast.Get=found":            {record: fastRec},
-		"truth.Get=not found → fast.Get=skipped":          truthErr(notFound),
-		"truth.Get=not found → fast.Get=not found":        fastErr(notFound),
-		"truth.Get=not found → fast.Get=not owner":        fastErr(notOwner),
-		"truth.Get=not found → fast.Get=already terminal": fastErr(terminal),
-		"truth.Get=not found → fast.Get=unavailable":      truthErr(notFound),
-		"truth.Get=not found → fast.Get=failed":           fastErr(diskFull),
+		"truth.Get=not found → fast.Get=skipped":          truthErr(textNotFound),
+		"truth.Get=not found → fast.Get=not found":        fastErr(textNotFound),
+		"truth.Get=not found → fast.Get=not owner":        fastErr(textNotOwner),
+		"truth.Get=not found → fast.Get=already terminal": fastErr(textTerminal),
+		"truth.Get=not found → fast.Get=unavailable":      truthErr(textNotFound),
+		"truth.Get=not found → fast.Get=failed":           fastErr(textDiskFull),
 
 		// The truth cannot answer: Redis's record, or an error wrapping
 		// ErrUnavailable unless Redis failed otherwise.
 		"truth.Get=unavailable → fast.Get=found":            {record: fastRec},
-		"truth.Get=unavailable → fast.Get=skipped":          truthErr(unavailable),
-		"truth.Get=unavailable → fast.Get=not found":        truthErr(unavailable),
-		"truth.Get=unavailable → fast.Get=not owner":        fastErr(notOwner),
-		"truth.Get=unavailable → fast.Get=already terminal": fastErr(terminal),
-		"truth.Get=unavailable → fast.Get=unavailable":      fastErr(unavailable),
-		"truth.Get=unavailable → fast.Get=failed":           fastErr(diskFull),
+		"truth.Get=unavailable → fast.Get=skipped":          truthErr(textUnavailable),
+		"truth.Get=unavailable → fast.Get=not found":        truthErr(textUnavailable),
+		"truth.Get=unavailable → fast.Get=not owner":        fastErr(textNotOwner),
+		"truth.Get=unavailable → fast.Get=already terminal": fastErr(textTerminal),
+		"truth.Get=unavailable → fast.Get=unavailable":      fastErr(textUnavailable),
+		"truth.Get=unavailable → fast.Get=failed":           fastErr(textDiskFull),
 	}
 	require.ElementsMatch(t, keys(tests), keys(paths), "the table covers every path, and only those")
 

@@ -15,6 +15,15 @@ import (
 // errDiskFull is the cause of a backend's replyFailed in the tables.
 var errDiskFull = errors.New("disk full")
 
+// Error texts of the sentinels, for the tables' expected errors.
+const (
+	textNotFound    = "idemstore: record not found"
+	textNotOwner    = "idemstore: not the owner"
+	textTerminal    = "idemstore: record already terminal"
+	textUnavailable = "idemstore: backend unavailable"
+	textDiskFull    = "disk full"
+)
+
 // option is one answer a table gives a call, named in the path's key.
 type option struct {
 	name   string

@@ -390,38 +390,30 @@ func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) 
 	}
 }
 
-// Takeover moves the IN_FLIGHT claim from p.FromOwner to p.ToOwner: on the truth
-// when it holds a record (then the truth decides, and a stale Redis claim is
-// only logged), and on Redis (which decides when the truth has no record).
-// While degraded the truth is the whole view: no truth record is ErrNotOwner.
+// Takeover moves the IN_FLIGHT claim from p.FromOwner to p.ToOwner: on the
+// truth when it holds a record (then the truth decides, and a stale Redis
+// claim is only logged), and on Redis (which decides when the truth has no
+// record): decideTakeover (decide_takeover.go) decides. While degraded the
+// truth is the whole view: no truth record is ErrNotOwner.
 func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error {
-	opID := p.OperationID
-	_, gerr := s.truth.Get(ctx, opID)
-	if gerr != nil && !errors.Is(gerr, idemstore.ErrNotFound) {
-		return fmt.Errorf("truth: %w", gerr)
-	}
-	truthFound := gerr == nil
-	if truthFound {
-		if err := s.truth.Takeover(ctx, p); err != nil {
-			return fmt.Errorf("truth: %w", err)
+	var in takeoverFacts
+	for {
+		plan := decideTakeover(p, in)
+		switch plan.Ask {
+		case takeoverAskTruthRecord:
+			in.TruthRecord = answerOf(s.truth.Get(ctx, p.OperationID))
+		case takeoverAskTruth:
+			in.Truth = replied(s.truth.Takeover(ctx, p))
+		case takeoverAskFast:
+			in.Fast = s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) {
+				return idemstore.Record{}, s.fast.Takeover(ctx, p)
+			})
+		case takeoverDecided:
+			if plan.Ignored != nil {
+				s.log.Warn("takeover on redis failed; the truth was taken over", "operation_id", p.OperationID, "err", plan.Ignored)
+			}
+			return plan.Err
 		}
-	}
-	if s.Degraded() {
-		if truthFound {
-			return nil
-		}
-		// While degraded the truth is the whole view, and it has no record.
-		return fmt.Errorf("takeover %s: %w", opID, idemstore.ErrNotOwner)
-	}
-	err := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Takeover(ctx, p) })
-	switch {
-	case err == nil:
-		return nil
-	case truthFound:
-		s.log.Warn("takeover on redis failed; the truth was taken over", "operation_id", opID, "err", err)
-		return nil
-	default:
-		return fmt.Errorf("fast path: %w", err)
 	}
 }
 
