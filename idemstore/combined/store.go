@@ -278,86 +278,46 @@ func (s *Store) release(ctx context.Context, opID, owner string) {
 }
 
 // Finalize writes the outcome to the truth first (its errors are returned),
-// then to Redis, owner-checked, within the budget. When the truth has no
-// record (the claim lives only on Redis: an orphan taken over before any
-// truth claim), the Redis claim is claimed on the truth first if f.Owner
-// holds it (while degraded: ErrNotOwner, the truth being the whole view).
-// Redis held by another owner (or gone) returns idemstore.ErrFastPathNotOwner:
-// the truth stands and a newer owner, or the next acquire, refills Redis.
-// Redis unavailable is ignored (logged).
+// then to Redis, owner-checked, within the budget: decideFinalize
+// (decide_finalize.go) decides. When the truth has no record (the claim
+// lives only on Redis: an orphan taken over before any truth claim), the
+// Redis claim is claimed on the truth first if f.Owner holds it (while
+// degraded: ErrNotOwner, the truth being the whole view). Redis held by
+// another owner (or gone) returns idemstore.ErrFastPathNotOwner: the truth
+// stands and a newer owner, or the next acquire, refills Redis. Redis
+// unavailable is ignored (logged).
 func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
-	if err := s.finalizeTruth(ctx, f); err != nil {
-		return err
-	}
-	if s.Degraded() {
-		return nil
-	}
-	err := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Finalize(ctx, f) })
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, idemstore.ErrNotOwner):
-		return fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrFastPathNotOwner)
-	case errors.Is(err, idemstore.ErrAlreadyTerminal):
-		// Redis disagrees with the truth, which wins.
-		if rec, gerr := s.truth.Get(ctx, f.OperationID); gerr == nil {
-			s.refill(ctx, rec, f.TerminalTTL)
+	var in finalizeFacts
+	for {
+		p := decideFinalize(f, in)
+		switch p.Ask {
+		case finalizeAskTruth:
+			in.Truth = replied(s.truth.Finalize(ctx, f))
+		case finalizeAskTruthRecord:
+			in.TruthRecord = answerOf(s.truth.Get(ctx, f.OperationID))
+		case finalizeAskFastClaim:
+			in.FastClaim = s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) { return s.fast.Get(ctx, f.OperationID) })
+		case finalizeAskClaimTruth:
+			_, err := s.truth.Acquire(ctx, p.Claim)
+			in.ClaimTruth = replied(err)
+		case finalizeAskTruthAgain:
+			in.TruthAgain = replied(s.truth.Finalize(ctx, f))
+		case finalizeAskFast:
+			in.Fast = s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) {
+				return idemstore.Record{}, s.fast.Finalize(ctx, f)
+			})
+		case finalizeAskRefillRecord:
+			in.RefillRecord = answerOf(s.truth.Get(ctx, f.OperationID))
+		case finalizeDecided:
+			if p.Ignored != nil {
+				s.log.Warn("finalize on redis skipped: unavailable; the truth is written", "operation_id", f.OperationID, "err", p.Ignored)
+			}
+			if p.Refill {
+				s.refill(ctx, p.RefillRecord, f.TerminalTTL)
+			}
+			return p.Err
 		}
-		return nil
-	case errors.Is(err, idemstore.ErrUnavailable):
-		s.log.Warn("finalize on redis skipped: unavailable; the truth is written", "operation_id", f.OperationID, "err", err)
-		return nil
-	default:
-		return fmt.Errorf("fast path: %w", err)
 	}
-}
-
-// finalizeTruth finalizes on PostgreSQL, claiming the key there first from
-// the Redis claim when the truth has never seen it.
-func (s *Store) finalizeTruth(ctx context.Context, f idemstore.Finalization) error {
-	err := s.truth.Finalize(ctx, f)
-	if !errors.Is(err, idemstore.ErrNotOwner) {
-		if err != nil {
-			return fmt.Errorf("truth: %w", err)
-		}
-		return nil
-	}
-	if _, gerr := s.truth.Get(ctx, f.OperationID); !errors.Is(gerr, idemstore.ErrNotFound) {
-		if gerr != nil {
-			return fmt.Errorf("truth: %w", gerr)
-		}
-		return fmt.Errorf("truth: %w", err)
-	}
-	if s.Degraded() {
-		// While degraded the truth is the whole view, and it has no record.
-		return fmt.Errorf("truth: %w", err)
-	}
-	var claim idemstore.Record
-	ferr := s.fastCall(ctx, func(ctx context.Context) (err error) {
-		claim, err = s.fast.Get(ctx, f.OperationID)
-		return err
-	})
-	switch {
-	case errors.Is(ferr, idemstore.ErrNotFound), errors.Is(ferr, idemstore.ErrUnavailable):
-		// No claim of this owner can be proven: the truth has none, and
-		// Redis (now degraded) cannot be asked. The degraded view answers.
-		return fmt.Errorf("truth: %w", err)
-	case ferr != nil:
-		return fmt.Errorf("fast path: %w", ferr)
-	case claim.State != idemstore.StateInFlight || claim.Owner != f.Owner:
-		return fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrNotOwner)
-	}
-	if _, err := s.truth.Acquire(ctx, idemstore.Claim{
-		OperationID: claim.OperationID, ParamHash: claim.ParamHash, Owner: claim.Owner, Subject: claim.Subject, Scope: claim.Scope,
-		TerminalTTL: f.TerminalTTL, FingerprintExp: claim.FingerprintExp,
-	}); err != nil {
-		return fmt.Errorf("truth: %w", err)
-	}
-	// A concurrent claim of the truth under another owner makes this ErrNotOwner.
-	if err := s.truth.Finalize(ctx, f); err != nil {
-		return fmt.Errorf("truth: %w", err)
-	}
-	return nil
 }
 
 // FinalizeFast finalizes on Redis only, owner-checked. The gateway uses it
