@@ -111,3 +111,25 @@ func TestAnswerOf(t *testing.T) {
 		assert.Zero(t, got.Record, "no record with an error")
 	}
 }
+
+// TestSkippedTruthIsUnexpected checks every call of the truth that answers
+// replySkipped (only the fast path is ever skipped): an error, never an
+// answer.
+func TestSkippedTruthIsUnexpected(t *testing.T) {
+	t.Parallel()
+	skipped := answer{Reply: replySkipped}
+	ok := replied(nil)
+	notOwner, notFound := replied(idemstore.ErrNotOwner), replied(idemstore.ErrNotFound)
+	mine := answerOf(finalizeFastMine, nil)
+	for name, err := range map[string]error{
+		"Get: truth.Get":                 decideGet(getFacts{Truth: skipped}).Err,
+		"Takeover: truth.Get":            decideTakeover(idemstore.TakeoverParams{}, takeoverFacts{TruthRecord: skipped}).Err,
+		"Takeover: truth.Takeover":       decideTakeover(idemstore.TakeoverParams{}, takeoverFacts{TruthRecord: ok, Truth: skipped}).Err,
+		"Finalize: truth.Finalize":       decideFinalize(finalizeCase, finalizeFacts{Truth: skipped}).Err,
+		"Finalize: truth.Get":            decideFinalize(finalizeCase, finalizeFacts{Truth: notOwner, TruthRecord: skipped}).Err,
+		"Finalize: truth.Acquire":        decideFinalize(finalizeCase, finalizeFacts{Truth: notOwner, TruthRecord: notFound, FastClaim: mine, ClaimTruth: skipped}).Err,
+		"Finalize: truth.Finalize again": decideFinalize(finalizeCase, finalizeFacts{Truth: notOwner, TruthRecord: notFound, FastClaim: mine, ClaimTruth: ok, TruthAgain: skipped}).Err,
+	} {
+		assert.ErrorIs(t, err, errTruthAnswer, name)
+	}
+}
