@@ -8,10 +8,12 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 )
 
-// This file is the whole merge of the fast path's answer with the truth, as
+// This file is Acquire's merge of the fast path's answer with the truth, as
 // pure functions: Acquire asks the fast path, asks the truth what queryFor
 // says, lets decide plan the answer and the fast-path repairs, and applies
-// them. store_test's TestDecide covers every combination.
+// them. decide_test's TestDecide covers every combination. Finalize, Get and
+// Takeover decide the same way in decide_finalize.go, decide_get.go and
+// decide_takeover.go (answer.go says how).
 
 // fastAnswer is what the fast path answered an Acquire.
 type fastAnswer struct {

@@ -278,86 +278,46 @@ func (s *Store) release(ctx context.Context, opID, owner string) {
 }
 
 // Finalize writes the outcome to the truth first (its errors are returned),
-// then to Redis, owner-checked, within the budget. When the truth has no
-// record (the claim lives only on Redis: an orphan taken over before any
-// truth claim), the Redis claim is claimed on the truth first if f.Owner
-// holds it (while degraded: ErrNotOwner, the truth being the whole view).
-// Redis held by another owner (or gone) returns idemstore.ErrFastPathNotOwner:
-// the truth stands and a newer owner, or the next acquire, refills Redis.
-// Redis unavailable is ignored (logged).
+// then to Redis, owner-checked, within the budget: decideFinalize
+// (decide_finalize.go) decides. When the truth has no record (the claim
+// lives only on Redis: an orphan taken over before any truth claim), the
+// Redis claim is claimed on the truth first if f.Owner holds it (while
+// degraded: ErrNotOwner, the truth being the whole view). Redis held by
+// another owner (or gone) returns idemstore.ErrFastPathNotOwner: the truth
+// stands and a newer owner, or the next acquire, refills Redis. Redis
+// unavailable is ignored (logged).
 func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
-	if err := s.finalizeTruth(ctx, f); err != nil {
-		return err
-	}
-	if s.Degraded() {
-		return nil
-	}
-	err := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Finalize(ctx, f) })
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, idemstore.ErrNotOwner):
-		return fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrFastPathNotOwner)
-	case errors.Is(err, idemstore.ErrAlreadyTerminal):
-		// Redis disagrees with the truth, which wins.
-		if rec, gerr := s.truth.Get(ctx, f.OperationID); gerr == nil {
-			s.refill(ctx, rec, f.TerminalTTL)
+	var in finalizeFacts
+	for {
+		p := decideFinalize(f, in)
+		switch p.Ask {
+		case finalizeAskTruth:
+			in.Truth = replied(s.truth.Finalize(ctx, f))
+		case finalizeAskTruthRecord:
+			in.TruthRecord = answerOf(s.truth.Get(ctx, f.OperationID))
+		case finalizeAskFastClaim:
+			in.FastClaim = s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) { return s.fast.Get(ctx, f.OperationID) })
+		case finalizeAskClaimTruth:
+			_, err := s.truth.Acquire(ctx, p.Claim)
+			in.ClaimTruth = replied(err)
+		case finalizeAskTruthAgain:
+			in.TruthAgain = replied(s.truth.Finalize(ctx, f))
+		case finalizeAskFast:
+			in.Fast = s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) {
+				return idemstore.Record{}, s.fast.Finalize(ctx, f)
+			})
+		case finalizeAskRefillRecord:
+			in.RefillRecord = answerOf(s.truth.Get(ctx, f.OperationID))
+		case finalizeDecided:
+			if p.Ignored != nil {
+				s.log.Warn("finalize on redis skipped: unavailable; the truth is written", "operation_id", f.OperationID, "err", p.Ignored)
+			}
+			if p.Refill {
+				s.refill(ctx, p.RefillRecord, f.TerminalTTL)
+			}
+			return p.Err
 		}
-		return nil
-	case errors.Is(err, idemstore.ErrUnavailable):
-		s.log.Warn("finalize on redis skipped: unavailable; the truth is written", "operation_id", f.OperationID, "err", err)
-		return nil
-	default:
-		return fmt.Errorf("fast path: %w", err)
 	}
-}
-
-// finalizeTruth finalizes on PostgreSQL, claiming the key there first from
-// the Redis claim when the truth has never seen it.
-func (s *Store) finalizeTruth(ctx context.Context, f idemstore.Finalization) error {
-	err := s.truth.Finalize(ctx, f)
-	if !errors.Is(err, idemstore.ErrNotOwner) {
-		if err != nil {
-			return fmt.Errorf("truth: %w", err)
-		}
-		return nil
-	}
-	if _, gerr := s.truth.Get(ctx, f.OperationID); !errors.Is(gerr, idemstore.ErrNotFound) {
-		if gerr != nil {
-			return fmt.Errorf("truth: %w", gerr)
-		}
-		return fmt.Errorf("truth: %w", err)
-	}
-	if s.Degraded() {
-		// While degraded the truth is the whole view, and it has no record.
-		return fmt.Errorf("truth: %w", err)
-	}
-	var claim idemstore.Record
-	ferr := s.fastCall(ctx, func(ctx context.Context) (err error) {
-		claim, err = s.fast.Get(ctx, f.OperationID)
-		return err
-	})
-	switch {
-	case errors.Is(ferr, idemstore.ErrNotFound), errors.Is(ferr, idemstore.ErrUnavailable):
-		// No claim of this owner can be proven: the truth has none, and
-		// Redis (now degraded) cannot be asked. The degraded view answers.
-		return fmt.Errorf("truth: %w", err)
-	case ferr != nil:
-		return fmt.Errorf("fast path: %w", ferr)
-	case claim.State != idemstore.StateInFlight || claim.Owner != f.Owner:
-		return fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrNotOwner)
-	}
-	if _, err := s.truth.Acquire(ctx, idemstore.Claim{
-		OperationID: claim.OperationID, ParamHash: claim.ParamHash, Owner: claim.Owner, Subject: claim.Subject, Scope: claim.Scope,
-		TerminalTTL: f.TerminalTTL, FingerprintExp: claim.FingerprintExp,
-	}); err != nil {
-		return fmt.Errorf("truth: %w", err)
-	}
-	// A concurrent claim of the truth under another owner makes this ErrNotOwner.
-	if err := s.truth.Finalize(ctx, f); err != nil {
-		return fmt.Errorf("truth: %w", err)
-	}
-	return nil
 }
 
 // FinalizeFast finalizes on Redis only, owner-checked. The gateway uses it
@@ -372,69 +332,48 @@ func (s *Store) FinalizeFast(ctx context.Context, f idemstore.Finalization) erro
 	return nil
 }
 
-// Get reads the truth first (terminal and NEEDS_REVIEW records live there);
-// when the truth has no record, Redis (an IN_FLIGHT claim before the
-// gateway's truth claim, or an orphan). ErrUnavailable when neither can answer.
+// Get reads the truth first, then Redis when the truth has no record or
+// cannot answer: decideGet (decide_get.go) decides. ErrUnavailable when
+// neither can answer.
 func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) {
-	rec, terr := s.truth.Get(ctx, opID)
-	if terr == nil {
-		return rec, nil
-	}
-	if !errors.Is(terr, idemstore.ErrNotFound) && !errors.Is(terr, idemstore.ErrUnavailable) {
-		return idemstore.Record{}, fmt.Errorf("truth: %w", terr)
-	}
-	if s.Degraded() {
-		return idemstore.Record{}, fmt.Errorf("truth: %w", terr)
-	}
-	ferr := s.fastCall(ctx, func(ctx context.Context) (err error) {
-		rec, err = s.fast.Get(ctx, opID)
-		return err
-	})
-	switch {
-	case ferr == nil:
-		return rec, nil
-	case errors.Is(ferr, idemstore.ErrUnavailable) && errors.Is(terr, idemstore.ErrNotFound):
-		// The truth answered; a claim only Redis knows cannot be seen now.
-		return idemstore.Record{}, fmt.Errorf("truth: %w", terr)
-	case errors.Is(ferr, idemstore.ErrNotFound) && errors.Is(terr, idemstore.ErrUnavailable):
-		return idemstore.Record{}, fmt.Errorf("truth: %w", terr)
-	default:
-		return idemstore.Record{}, fmt.Errorf("fast path: %w", ferr)
+	var in getFacts
+	for {
+		p := decideGet(in)
+		switch p.Ask {
+		case getAskTruth:
+			in.Truth = answerOf(s.truth.Get(ctx, opID))
+		case getAskFast:
+			in.Fast = s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) { return s.fast.Get(ctx, opID) })
+		case getDecided:
+			return p.Record, p.Err
+		}
 	}
 }
 
-// Takeover moves the IN_FLIGHT claim from p.FromOwner to p.ToOwner: on the truth
-// when it holds a record (then the truth decides, and a stale Redis claim is
-// only logged), and on Redis (which decides when the truth has no record).
-// While degraded the truth is the whole view: no truth record is ErrNotOwner.
+// Takeover moves the IN_FLIGHT claim from p.FromOwner to p.ToOwner: on the
+// truth when it holds a record (then the truth decides, and a stale Redis
+// claim is only logged), and on Redis (which decides when the truth has no
+// record): decideTakeover (decide_takeover.go) decides. While degraded the
+// truth is the whole view: no truth record is ErrNotOwner.
 func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error {
-	opID := p.OperationID
-	_, gerr := s.truth.Get(ctx, opID)
-	if gerr != nil && !errors.Is(gerr, idemstore.ErrNotFound) {
-		return fmt.Errorf("truth: %w", gerr)
-	}
-	truthFound := gerr == nil
-	if truthFound {
-		if err := s.truth.Takeover(ctx, p); err != nil {
-			return fmt.Errorf("truth: %w", err)
+	var in takeoverFacts
+	for {
+		plan := decideTakeover(p, in)
+		switch plan.Ask {
+		case takeoverAskTruthRecord:
+			in.TruthRecord = answerOf(s.truth.Get(ctx, p.OperationID))
+		case takeoverAskTruth:
+			in.Truth = replied(s.truth.Takeover(ctx, p))
+		case takeoverAskFast:
+			in.Fast = s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) {
+				return idemstore.Record{}, s.fast.Takeover(ctx, p)
+			})
+		case takeoverDecided:
+			if plan.Ignored != nil {
+				s.log.Warn("takeover on redis failed; the truth was taken over", "operation_id", p.OperationID, "err", plan.Ignored)
+			}
+			return plan.Err
 		}
-	}
-	if s.Degraded() {
-		if truthFound {
-			return nil
-		}
-		// While degraded the truth is the whole view, and it has no record.
-		return fmt.Errorf("takeover %s: %w", opID, idemstore.ErrNotOwner)
-	}
-	err := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Takeover(ctx, p) })
-	switch {
-	case err == nil:
-		return nil
-	case truthFound:
-		s.log.Warn("takeover on redis failed; the truth was taken over", "operation_id", opID, "err", err)
-		return nil
-	default:
-		return fmt.Errorf("fast path: %w", err)
 	}
 }
 
@@ -479,6 +418,20 @@ func (s *Store) fastCall(ctx context.Context, op func(context.Context) error) er
 		s.degrade(err)
 	}
 	return err
+}
+
+// askFast runs op on Redis (fastCall) and classifies its answer; while the
+// store is degraded Redis is not asked: replySkipped.
+func (s *Store) askFast(ctx context.Context, op func(context.Context) (idemstore.Record, error)) answer {
+	if s.Degraded() {
+		return answer{Reply: replySkipped}
+	}
+	var rec idemstore.Record
+	err := s.fastCall(ctx, func(ctx context.Context) (err error) {
+		rec, err = op(ctx)
+		return err
+	})
+	return answerOf(rec, err)
 }
 
 // degrade switches to the PostgreSQL-only path and starts the prober.
