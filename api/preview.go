@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -106,17 +105,14 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	exp := now.Add(action.FingerprintTTL)
 	var quote map[string]any
 	if action.Downstream.Quote != "" {
-		q, qexp, err := s.fetchQuote(ctx, action, bp.normalized)
-		if err == nil && !qexp.IsZero() && !qexp.After(now) {
-			err = &quoteError{detail: detailQuoteExpired, err: fmt.Errorf("quote already expired at %s", qexp.Format(time.RFC3339))}
-		}
+		q, err := s.fetchQuote(ctx, action, bp.normalized, now)
 		if err != nil {
 			s.log.WarnContext(ctx, "quote failed", "scope", action.Scope, "subject", id.Subject, "err", err)
 			return quoteFailure(action.Scope, err)
 		}
-		quote = q
-		if !qexp.IsZero() && qexp.Before(exp) {
-			exp = qexp
+		quote = q.Answer
+		if !q.ExpiresAt.IsZero() && q.ExpiresAt.Before(exp) {
+			exp = q.ExpiresAt
 		}
 	}
 	window := action.DuplicateIntentWindow

@@ -14,6 +14,7 @@ import (
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/downstream"
 	"github.com/oncegate/oncegate/internal/params"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -246,21 +247,23 @@ const keyQuoteUnavailable = "quote_unavailable"
 // quoteFailure answers a failed quote: downstream_refused for a definite
 // refusal, else temporarily_unavailable with the quote's own texts.
 func quoteFailure(scope string, err error) reply {
-	var qe *quoteError
-	if errors.As(err, &qe) && qe.refused {
-		r := scopedReply(StatusDownstreamRefused, scope).with("reason", qe.reason)
-		if len(qe.problems) > 0 {
-			r = r.with("errors", qe.problems)
+	var qe *downstream.QuoteError
+	if errors.As(err, &qe) && qe.Refused {
+		r := scopedReply(StatusDownstreamRefused, scope).with("reason", qe.Reason)
+		if problems := fieldProblems(qe.Fields); len(problems) > 0 {
+			r = r.with("errors", problems)
 		}
 		return r
 	}
 	r := scopedReply(StatusTemporarilyUnavailable, scope)
 	r.key = keyQuoteUnavailable
-	r.detail = detailQuoteUnreachable
+	r.detail = quoteDetails[downstream.QuoteUnreachable]
 	if qe != nil {
-		r.detail = qe.detail
-		if qe.httpStatus != 0 {
-			r.text.Got = strconv.Itoa(qe.httpStatus)
+		if d, ok := quoteDetails[qe.Failure]; ok {
+			r.detail = d
+		}
+		if qe.HTTPStatus != 0 {
+			r.text.Got = strconv.Itoa(qe.HTTPStatus)
 		}
 	}
 	return r

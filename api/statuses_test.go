@@ -18,6 +18,7 @@ import (
 
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/openapi"
+	"github.com/oncegate/oncegate/internal/downstream"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated sections of README.md")
@@ -198,4 +199,24 @@ func TestOpenAPIStatusEnumIsTheRegistry(t *testing.T) {
 	}
 	slices.Sort(enum)
 	assert.Equal(t, StatusNames(), enum)
+}
+
+// TestEveryQuoteFailureHasItsDetail checks that each failure a quote can
+// report has a detail text in every language (the agent is told what went
+// wrong, not only that it did).
+func TestEveryQuoteFailureHasItsDetail(t *testing.T) {
+	t.Parallel()
+	msgs, err := messages.Load()
+	require.NoError(t, err)
+	for _, f := range []downstream.QuoteFailure{downstream.QuoteTimeout, downstream.QuoteUnreachable,
+		downstream.QuoteStatus, downstream.QuoteBadAnswer, downstream.QuoteExpired} {
+		key, ok := quoteDetails[f]
+		require.True(t, ok, "quote failure %q has no detail", f)
+		for _, lang := range messages.Langs {
+			text, err := msgs.Fragment(lang, key, fullData())
+			require.NoError(t, err, "%s/%s", lang, key)
+			assert.NotEmpty(t, text)
+		}
+	}
+	assert.Len(t, quoteDetails, 5, "a detail for a failure the list above does not name")
 }

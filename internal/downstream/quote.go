@@ -59,6 +59,9 @@ const (
 	QuoteStatus QuoteFailure = "status"
 	// QuoteBadAnswer means its answer could not be read.
 	QuoteBadAnswer QuoteFailure = "bad_answer"
+	// QuoteExpired means the quote's expires_at had passed when it was
+	// read (the caller checks it against its clock).
+	QuoteExpired QuoteFailure = "expired"
 )
 
 // FieldRefusal is a field a refusal names, with the downstream's words.
