@@ -6,9 +6,9 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 )
 
-// The decisions of Finalize, Get and Takeover (decide_*.go) are pure
-// functions of the answers the backends gave so far: each returns the next
-// call to make, or the method's answer and its follow-up actions. The
+// The decisions of Finalize, Get, Release and Takeover (decide_*.go) are
+// pure functions of the answers the backends gave so far: each returns the
+// next call to make, or the method's answer and its follow-up actions. The
 // method only makes the calls it is asked for, records each answer
 // (answerOf, askFast) and carries out the decision.
 

@@ -11,9 +11,14 @@ import (
 // This file is Acquire's merge of the fast path's answer with the truth, as
 // pure functions: Acquire asks the fast path, asks the truth what queryFor
 // says, lets decide plan the answer and the fast-path repairs, and applies
-// them. decide_test's TestDecide covers every combination. Finalize, Get and
-// Takeover decide the same way in decide_finalize.go, decide_get.go and
-// decide_takeover.go (answer.go says how).
+// them. decide_test's TestDecide covers every combination. Finalize, Get,
+// Release and Takeover decide in ask/decided steps over the shared answers
+// of answer.go (decide_finalize.go, decide_get.go, decide_release.go,
+// decide_takeover.go). Acquire keeps its own truthAnswer: the truth's claim
+// answers ACQUIRED or an earlier claim's record, which a classified answer
+// (a record or an error) cannot tell apart, and every truth error but a
+// lookup's ErrNotFound (truthAbsent) means the same here (truthFailed),
+// where answer's eight replies would need listing in each switch.
 
 // fastAnswer is what the fast path answered an Acquire.
 type fastAnswer struct {

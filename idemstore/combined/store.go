@@ -244,26 +244,26 @@ func (s *Store) refill(ctx context.Context, rec idemstore.Record, ttl time.Durat
 // period. The truth's claim is deleted (owner-checked; ErrNotOwner when
 // another owner holds it) and Redis's claim is released when Redis answers.
 // A claim only Redis holds is released there; ErrNotFound when neither
-// holds a claim of p.Owner that can be released.
+// holds a claim of p.Owner that can be released. decideRelease
+// (decide_release.go) decides.
 func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
-	terr := s.truth.Release(ctx, p)
-	switch {
-	case terr == nil:
-		if !s.Degraded() {
-			s.release(ctx, p.OperationID, p.Owner)
+	var in releaseFacts
+	for {
+		plan := decideRelease(in)
+		switch plan.Ask {
+		case releaseAskTruth:
+			in.Truth = replied(s.truth.Release(ctx, p))
+		case releaseAskFast:
+			in.Fast = s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) {
+				return idemstore.Record{}, s.fast.Release(ctx, p)
+			})
+		case releaseDecided:
+			if plan.Ignored != nil {
+				s.log.Warn("release redis claim failed", "operation_id", p.OperationID, "err", plan.Ignored)
+			}
+			return plan.Err
 		}
-		return nil
-	case !errors.Is(terr, idemstore.ErrNotFound) || s.Degraded():
-		return fmt.Errorf("truth: %w", terr)
 	}
-	ferr := s.fastCall(ctx, func(ctx context.Context) error { return s.fast.Release(ctx, p) })
-	switch {
-	case ferr == nil:
-		return nil
-	case !errors.Is(ferr, idemstore.ErrNotOwner):
-		s.log.Warn("release redis claim failed", "operation_id", p.OperationID, "err", ferr)
-	}
-	return fmt.Errorf("truth: %w", terr)
 }
 
 // release gives back a Redis claim this store just took; failures are only
