@@ -54,30 +54,53 @@ func TestRecordHistories(t *testing.T) {
 
 	s := testenv.StartStack(t, testenv.StackOptions{})
 
-	recording(t, "honouring_completed", func(t *testing.T) {
-		params := transferParams("41.00")
-		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
-		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
-		require.Equal(t, "completed", done.str("status"), done.String())
-		recordHistory(t, s, id, filepath.Join(dir, "honouring_completed.json"))
-	})
-
-	recording(t, "honouring_completed_single_claim", func(t *testing.T) {
-		params := transferParams("48.00")
-		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
-		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
-		require.Equal(t, "completed", done.str("status"), done.String())
-		recordHistory(t, s, id, filepath.Join(dir, "honouring_completed_single_claim.json"))
-	})
-
-	recording(t, "business_refusal_failed", func(t *testing.T) {
-		params := transferParams("10000.01")
-		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
-		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
-		require.Equal(t, "failed", done.str("status"), done.String())
-		require.Contains(t, done.str("reason"), "insufficient_funds")
-		recordHistory(t, s, id, filepath.Join(dir, "business_refusal_failed.json"))
-	})
+	// The paths that only need a preview, faults and confirms until the end.
+	for _, p := range []struct {
+		name, scope, amount, payee string
+		faults                     map[string]any
+		status, failureKind        string
+		reasonHas                  string
+		executions                 int // -1: not checked
+	}{
+		{name: "honouring_completed", scope: "payments.transfer", amount: "41.00", status: "completed", executions: -1},
+		{name: "honouring_completed_single_claim", scope: "payments.transfer", amount: "48.00", status: "completed", executions: -1},
+		{name: "business_refusal_failed", scope: "payments.transfer", amount: "10000.01", status: "failed",
+			reasonHas: "insufficient_funds", executions: -1},
+		{name: "legacy_late_commit_completed", scope: "payments.legacy_transfer", amount: "44.00",
+			faults: map[string]any{"commit_delay_ms": 8000, "status_lag_ms": 2000}, status: "completed", executions: 1},
+		{name: "legacy_not_executed_after_window", scope: "payments.legacy_transfer", amount: "45.00",
+			faults: map[string]any{"fail_next": 1}, status: "failed", failureKind: "not_executed", executions: 0},
+		{name: "payout_pending_paid", scope: "payments.payout", amount: "46.00", status: "completed", executions: -1},
+		{name: "payout_pending_failed", scope: "payments.payout", amount: "47.00", payee: "fail-47", status: "failed", executions: -1},
+		// Recorded once the workflow's input carried the downstream plan
+		// (downstream_plan) instead of the catalog's configuration.
+		{name: "honouring_completed_plan", scope: "payments.transfer", amount: "49.00", status: "completed", executions: -1},
+		{name: "legacy_late_commit_completed_plan", scope: "payments.legacy_transfer", amount: "50.00",
+			faults: map[string]any{"commit_delay_ms": 8000, "status_lag_ms": 2000}, status: "completed", executions: 1},
+		{name: "payout_pending_paid_plan", scope: "payments.payout", amount: "51.00", status: "completed", executions: -1},
+	} {
+		recording(t, p.name, func(t *testing.T) {
+			params := transferParams(p.amount)
+			if p.payee != "" {
+				params["payee_id"] = p.payee
+			}
+			fp, id := previewOK(t, s, "dev-alice", p.scope, params)
+			if p.faults != nil {
+				setFaults(t, s, p.faults)
+				defer clearFaults(t, s)
+			}
+			done := confirmUntilTerminal(t, s, "dev-alice", p.scope, fp, id, params)
+			require.Equal(t, p.status, done.str("status"), done.String())
+			if p.failureKind != "" {
+				require.Equal(t, p.failureKind, done.str("failure_kind"), done.String())
+			}
+			require.Contains(t, done.str("reason"), p.reasonHas, done.String())
+			if p.executions >= 0 {
+				require.Equal(t, p.executions, executions(t, s, id))
+			}
+			recordHistory(t, s, id, filepath.Join(dir, p.name+".json"))
+		})
+	}
 
 	recording(t, "legacy_worker_killed_reconciled", func(t *testing.T) {
 		params := transferParams("42.00")
@@ -132,74 +155,6 @@ func TestRecordHistories(t *testing.T) {
 		recordHistory(t, s, id, filepath.Join(dir, "legacy_needs_review_update_resolved.json"))
 	})
 
-	recording(t, "legacy_late_commit_completed", func(t *testing.T) {
-		params := transferParams("44.00")
-		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
-		setFaults(t, s, map[string]any{"commit_delay_ms": 8000, "status_lag_ms": 2000})
-		defer clearFaults(t, s)
-		done := confirmUntilTerminal(t, s, "dev-alice", "payments.legacy_transfer", fp, id, params)
-		require.Equal(t, "completed", done.str("status"), done.String())
-		require.Equal(t, 1, executions(t, s, id))
-		recordHistory(t, s, id, filepath.Join(dir, "legacy_late_commit_completed.json"))
-	})
-
-	// Recorded once the workflow's input carried the downstream plan
-	// (downstream_plan) instead of the catalog's configuration.
-	recording(t, "honouring_completed_plan", func(t *testing.T) {
-		params := transferParams("49.00")
-		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
-		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
-		require.Equal(t, "completed", done.str("status"), done.String())
-		recordHistory(t, s, id, filepath.Join(dir, "honouring_completed_plan.json"))
-	})
-
-	recording(t, "legacy_late_commit_completed_plan", func(t *testing.T) {
-		params := transferParams("50.00")
-		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
-		setFaults(t, s, map[string]any{"commit_delay_ms": 8000, "status_lag_ms": 2000})
-		defer clearFaults(t, s)
-		done := confirmUntilTerminal(t, s, "dev-alice", "payments.legacy_transfer", fp, id, params)
-		require.Equal(t, "completed", done.str("status"), done.String())
-		require.Equal(t, 1, executions(t, s, id))
-		recordHistory(t, s, id, filepath.Join(dir, "legacy_late_commit_completed_plan.json"))
-	})
-
-	recording(t, "payout_pending_paid_plan", func(t *testing.T) {
-		params := transferParams("51.00")
-		fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)
-		done := confirmUntilTerminal(t, s, "dev-alice", "payments.payout", fp, id, params)
-		require.Equal(t, "completed", done.str("status"), done.String())
-		recordHistory(t, s, id, filepath.Join(dir, "payout_pending_paid_plan.json"))
-	})
-
-	recording(t, "payout_pending_paid", func(t *testing.T) {
-		params := transferParams("46.00")
-		fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)
-		done := confirmUntilTerminal(t, s, "dev-alice", "payments.payout", fp, id, params)
-		require.Equal(t, "completed", done.str("status"), done.String())
-		recordHistory(t, s, id, filepath.Join(dir, "payout_pending_paid.json"))
-	})
-
-	recording(t, "payout_pending_failed", func(t *testing.T) {
-		params := transferParams("47.00")
-		params["payee_id"] = "fail-47"
-		fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)
-		done := confirmUntilTerminal(t, s, "dev-alice", "payments.payout", fp, id, params)
-		require.Equal(t, "failed", done.str("status"), done.String())
-		recordHistory(t, s, id, filepath.Join(dir, "payout_pending_failed.json"))
-	})
-
-	recording(t, "legacy_not_executed_after_window", func(t *testing.T) {
-		params := transferParams("45.00")
-		fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
-		setFaults(t, s, map[string]any{"fail_next": 1})
-		defer clearFaults(t, s)
-		done := confirmUntilTerminal(t, s, "dev-alice", "payments.legacy_transfer", fp, id, params)
-		require.Equal(t, "failed", done.str("status"), done.String())
-		require.Equal(t, "not_executed", done.str("failure_kind"), done.String())
-		require.Equal(t, 0, executions(t, s, id))
-		recordHistory(t, s, id, filepath.Join(dir, "legacy_not_executed_after_window.json"))
-	})
 }
 
 // recordHistory waits until workflow id is closed, writes its full history to
