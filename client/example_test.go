@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/client"
-	"github.com/oncegate/oncegate/internal/testenv"
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // gatewayURL and downstreamURL are those of the stack TestMain starts; the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test-prod: the end-to-end and crash tests against the production-like
-# profile (internal/e2eprod). Starts the profile when it is not up and stops
+# profile (internal/harness/e2eprod). Starts the profile when it is not up and stops
 # it again afterwards in that case; a profile that was already up stays up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ fi
 ./scripts/prod.sh up
 SECONDS=0
 set +e
-ONCEGATE_PROD_STACK=$PWD/.run-prod/stack.env go test -count=1 -timeout 30m -v ./internal/e2eprod/ 2>&1 | tee .run-prod/test-prod.log
+ONCEGATE_PROD_STACK=$PWD/.run-prod/stack.env go test -count=1 -timeout 30m -v ./internal/harness/e2eprod/ 2>&1 | tee .run-prod/test-prod.log
 rc=${PIPESTATUS[0]}
 set -e
 echo "test-prod: ${SECONDS}s of tests (log: .run-prod/test-prod.log)"

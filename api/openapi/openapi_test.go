@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/api/openapi"
-	"github.com/oncegate/oncegate/internal/testenv"
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 func TestDocumentLoadsAndValidates(t *testing.T) {

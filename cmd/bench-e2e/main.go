@@ -18,7 +18,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/oncegate/oncegate/internal/benche2e"
+	"github.com/oncegate/oncegate/internal/harness/benche2e"
 )
 
 func main() {

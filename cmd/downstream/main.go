@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncegate/oncegate/internal/envconfig"
-	"github.com/oncegate/oncegate/internal/simulator"
+	"github.com/oncegate/oncegate/internal/harness/simulator"
 )
 
 // shutdownGrace is how long in-flight requests may take after a signal.

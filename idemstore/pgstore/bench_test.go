@@ -10,7 +10,7 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
-	"github.com/oncegate/oncegate/internal/testenv"
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // BenchmarkPostgresAcquire measures one truth insert-or-read on a real local

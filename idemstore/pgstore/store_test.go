@@ -16,7 +16,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
 	"github.com/oncegate/oncegate/internal/catalog"
-	"github.com/oncegate/oncegate/internal/testenv"
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

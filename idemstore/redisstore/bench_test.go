@@ -12,7 +12,7 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
-	"github.com/oncegate/oncegate/internal/testenv"
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // BenchmarkRedisAcquire measures one acquire Lua script round trip on a

@@ -13,7 +13,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
-	"github.com/oncegate/oncegate/internal/testenv"
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
