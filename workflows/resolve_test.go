@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -45,17 +46,17 @@ func (u *updateCallback) refusal() error {
 // waits for review after the first hour; Finalize takes a minute.
 func reviewEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{},
-		temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{},
+		temporal.NewApplicationError("HTTP 503", operation.ErrTypeDownstreamUnavailable))
 	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.Anything).Return(nil).Once()
 	return env
 }
 
 func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	env := reviewEnv(t)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
 		return f.ResolvedBy == "bob" && f.ResolutionNote == "bank: never arrived" &&
 			f.EvidenceURL == "https://tickets.example/7" && !f.ResolvedAt.IsZero()
 	})).After(time.Minute).Return(nil).Once()
@@ -120,7 +121,7 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 
 func TestResolve_SignalFirstThenUpdateRefusedNamingTheDecision(t *testing.T) {
 	env := reviewEnv(t)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResolvedBy == "web-ui-op" && f.ResultRef == "tr_5"
 	})).After(time.Minute).Return(nil).Once()
 	late := &updateCallback{}
@@ -142,7 +143,7 @@ func TestResolve_SignalFirstThenUpdateRefusedNamingTheDecision(t *testing.T) {
 	var d workflows.OperatorDecision
 	require.NoError(t, appErr.Details(&d), "the refusal names who decided what and when")
 	assert.Equal(t, "web-ui-op", d.Operator)
-	assert.Equal(t, "completed", d.Outcome)
+	assert.Equal(t, workflows.ResolutionCompleted, d.Outcome)
 	assert.Equal(t, workflows.ViaSignal, d.Via)
 	assert.False(t, d.DecidedAt.IsZero())
 }

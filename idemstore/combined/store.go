@@ -208,7 +208,7 @@ func (s *Store) claimTruth(ctx context.Context, c idemstore.Claim) truthAnswer {
 	}
 }
 
-// lookUpTruth reads the truth's record of key (queryLookup).
+// lookUpTruth reads the truth's record of the operation (queryLookup).
 func (s *Store) lookUpTruth(ctx context.Context, opID string) truthAnswer {
 	rec, err := s.truth.Get(ctx, opID)
 	switch {

@@ -295,7 +295,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p idemstore.WebhookParams) (b
 	return tag.RowsAffected() == 1, nil
 }
 
-// Get reads the record of key; ErrNotFound when there is none.
+// Get reads the record of operation opID; ErrNotFound when there is none.
 func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) {
 	rec, err := s.get(ctx, opID)
 	if err != nil {

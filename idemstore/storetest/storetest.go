@@ -51,17 +51,20 @@ func NewClaim(t testing.TB, owner string) idemstore.Claim {
 // Done returns a DONE finalization of c by owner.
 func Done(c idemstore.Claim, owner string) idemstore.Finalization {
 	return idemstore.Finalization{
-		OperationID: c.OperationID, Owner: owner, State: idemstore.StateDone,
-		Result:    json.RawMessage(`{"transfer_id":"tr_123","amount":"12.5","currency":"USD"}`),
-		ResultRef: "tr_123", TerminalTTL: time.Hour,
+		OperationID: c.OperationID, Owner: owner, TerminalTTL: time.Hour, Final: idemstore.Final{
+			State:     idemstore.StateDone,
+			Result:    json.RawMessage(`{"transfer_id":"tr_123","amount":"12.5","currency":"USD"}`),
+			ResultRef: "tr_123",
+		},
 	}
 }
 
 // Failed returns a FAILED finalization of c by owner.
 func Failed(c idemstore.Claim, owner string) idemstore.Finalization {
 	return idemstore.Finalization{
-		OperationID: c.OperationID, Owner: owner, State: idemstore.StateFailed,
-		Reason: "insufficient_funds", FailureKind: idemstore.FailureRefused, TerminalTTL: time.Hour,
+		OperationID: c.OperationID, Owner: owner, TerminalTTL: time.Hour, Final: idemstore.Final{
+			State: idemstore.StateFailed, Reason: "insufficient_funds", FailureKind: idemstore.FailureRefused,
+		},
 	}
 }
 
