@@ -226,6 +226,7 @@ type fakeTemporal struct {
 	starts   []client.StartWorkflowOptions
 	inputs   []operation.Input
 	signals  []workflows.Resolution
+	events   []workflows.DownstreamEvent
 	startErr error
 	// startErrTimes, when positive, limits startErr to that many starts.
 	startErrTimes int
@@ -317,8 +318,15 @@ func (t *fakeTemporal) SignalWorkflow(_ context.Context, id, _, name string, arg
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r, ok := t.runs[id]
-	if !ok || name != workflows.SignalResolve {
+	if !ok {
 		return serviceerror.NewNotFound("workflow not found")
+	}
+	if name == workflows.SignalDownstreamState {
+		t.events = append(t.events, arg.(workflows.DownstreamEvent))
+		return nil
+	}
+	if name != workflows.SignalResolve {
+		return serviceerror.NewNotFound("no such signal")
 	}
 	res := arg.(workflows.Resolution)
 	t.signals = append(t.signals, res)

@@ -409,10 +409,12 @@ var bodyTexts = map[string]func(d *messages.Data, v any) bool{
 	"downstream_state": shows(func(d *messages.Data, v string) { d.State = v }),
 	"result_ref":       shows(func(d *messages.Data, v string) { d.ResultRef = v }),
 	"reason":           shows(func(d *messages.Data, v string) { d.Reason = v }),
-	"failure_kind":     shows(func(d *messages.Data, v string) { d.FailureKind = v }),
-	"expires_at":       shows(func(d *messages.Data, v string) { d.ExpiresAt = v }),
-	"redis":            shows(func(d *messages.Data, v string) { d.Redis = v }),
-	"operation":        shows(func(d *messages.Data, v idemstore.Record) { d.State = string(v.State) }),
+	"failure_kind": shows(func(d *messages.Data, v string) {
+		d.FailureKind, d.NothingExecuted = v, idemstore.FailureKind(v).ProvesNothingExecuted()
+	}),
+	"expires_at": shows(func(d *messages.Data, v string) { d.ExpiresAt = v }),
+	"redis":      shows(func(d *messages.Data, v string) { d.Redis = v }),
+	"operation":  shows(func(d *messages.Data, v idemstore.Record) { d.State = string(v.State) }),
 	"recent_operation": shows(func(d *messages.Data, v recentView) {
 		d.RecentOperationID, _ = v["operation_id"].(string)
 		d.State, _ = v["state"].(string)

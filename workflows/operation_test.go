@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -95,6 +98,7 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(workflows.Operation, workflow.RegisterOptions{Name: workflows.OperationWorkflowName})
 	env.RegisterActivity(&activities.Activities{})
+	guardLoops(t, env)
 	states := &[]string{}
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)
@@ -103,6 +107,32 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
 		}
 	}).Return(nil)
 	return env, states
+}
+
+// maxStartsAtOneInstant bounds the activities a workflow may start without
+// its clock moving: a loop that asks again and again at the same instant
+// (a wait of zero where the window has not passed) never ends on the
+// test environment's clock.
+const maxStartsAtOneInstant = 50
+
+// guardLoops fails the test and cancels the workflow when it starts more
+// than maxStartsAtOneInstant activities at one instant, so that such a loop
+// fails in a second instead of hanging until go test's timeout.
+func guardLoops(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
+	var (
+		at     time.Time
+		starts int
+	)
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if now := env.Now(); !now.Equal(at) {
+			at, starts = now, 0
+		}
+		if starts++; starts == maxStartsAtOneInstant+1 {
+			t.Errorf("%s started more than %d times at %s: a loop that does not wait", info.ActivityType.Name,
+				maxStartsAtOneInstant, at.Format(time.RFC3339))
+			env.CancelWorkflow()
+		}
+	})
 }
 
 // finalized matches a FinalizeInput of the given state.
@@ -237,7 +267,9 @@ func TestOperation_NonHonouring5xxNotFoundProvesOnlyAfterTheWindow(t *testing.T)
 	var asked []time.Time
 	var executeEnded time.Time
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Run(func(mock.Arguments) { executeEnded = env.Now() }).
+	// The send takes 4s (inside the 5s timeout): the window counts from
+	// when it ended, the last moment the downstream can have received it.
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).After(4*time.Second).Run(func(mock.Arguments) { executeEnded = env.Now() }).
 		Return(operation.ExecuteResult{}, temporal.NewApplicationError("HTTP 503", operation.ErrTypeDownstreamUnavailable))
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Run(func(mock.Arguments) { asked = append(asked, env.Now()) }).
 		Return(operation.ReconcileResult{Found: false}, nil)
@@ -633,6 +665,49 @@ func TestOperation_PendingPastTheDeadlineNeedsReview(t *testing.T) {
 	env.ExecuteWorkflow(workflows.Operation, payoutInput())
 
 	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+// TestOperation_UnlistedBusinessStateNeedsReview: an answer whose business
+// state the catalog lists neither as succeeded, failed nor pending proves
+// nothing: a person decides, never a refusal.
+func TestOperation_UnlistedBusinessStateNeedsReview(t *testing.T) {
+	env, states := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 202,
+		Result: json.RawMessage(`{"id":"po_1","status":"on_hold"}`), ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m operation.MarkNeedsReviewInput) bool {
+		return strings.Contains(m.Reason, `business state "on_hold" that the catalog does not list`)
+	})).Return(nil).Once()
+	mockNeverCalled(env, a.Finalize, a.RecordDownstreamState)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+
+	env.ExecuteWorkflow(workflows.Operation, payoutInput())
+
+	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
+	env.AssertActivityNotCalled(t, workflows.ActivityRecordDownstreamState, mock.Anything, mock.Anything)
+	assert.Equal(t, []string{"IN_FLIGHT", "NEEDS_REVIEW"}, *states)
+	env.AssertExpectations(t)
+}
+
+// TestOperation_PendingIgnoresAnUnlistedState: while pending, a status
+// answer with a state the catalog does not list is ignored, never taken
+// for an outcome; the next listed one decides.
+func TestOperation_PendingIgnoresAnUnlistedState(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.RecordDownstreamState, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true,
+		Result: json.RawMessage(`{"id":"po_1","status":"on_hold"}`)}, nil).Once()
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: payoutPaid}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+		return string(f.Result) == string(payoutPaid)
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, payoutInput())
+
+	assert.Equal(t, idemstore.StateDone, result(t, env).State)
 	env.AssertExpectations(t)
 }
 

@@ -93,7 +93,10 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	assert.Equal(t, idemstore.FailureOperator, out.FailureKind)
 	assert.Equal(t, "bob", out.ResolvedBy)
 
-	assertRefused(t, early.refusal(), workflows.ErrTypeNotAwaitingReview)
+	// Refused by the validator: rejected before anything is written to the
+	// history, never accepted and refused by the handler.
+	assert.False(t, early.accepted, "the validator refuses it")
+	assertRefused(t, early.rejected, workflows.ErrTypeNotAwaitingReview)
 	require.True(t, first.accepted)
 	require.NoError(t, first.err)
 	assert.Equal(t, idemstore.StateFailed, first.result.Result.State, "the Update answers the final state")
@@ -102,7 +105,8 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	// Admitted in the same workflow task as the first, the second may pass
 	// the validator; its handler refuses it then.
 	assertRefused(t, second.refusal(), workflows.ErrTypeAlreadyResolved)
-	assertRefused(t, third.refusal(), workflows.ErrTypeAlreadyResolved)
+	assert.False(t, third.accepted, "the validator refuses it")
+	assertRefused(t, third.rejected, workflows.ErrTypeAlreadyResolved)
 
 	require.NotNil(t, lateSignal.Decision)
 	assert.Equal(t, "bob", lateSignal.Decision.Operator)
