@@ -1,5 +1,5 @@
 // Package redisstore is the fast path of idemstore: the article's acquire and
-// finalize Lua scripts on one Redis hash per operation, key idem:{<nonce>}.
+// finalize Lua scripts on one Redis hash per operation, key idem:{<operation_id>}.
 // The hash tag keeps every key of one operation in one cluster slot.
 //
 // Redis is not the truth (it loses data on failover or FLUSHALL); the

@@ -33,7 +33,7 @@ func NewKey(t testing.TB) string {
 	return hex.EncodeToString(b)
 }
 
-// NewClaim returns a claim on a fresh key with sane TTLs, owned by owner.
+// NewClaim returns a claim on a fresh operation id with sane TTLs, owned by owner.
 func NewClaim(t testing.TB, owner string) idemstore.Claim {
 	t.Helper()
 	return idemstore.Claim{
@@ -82,7 +82,7 @@ var (
 	_ machine = idemstore.FastPath(nil)
 )
 
-// takeover is the TakeoverParams of key from one owner to another with a minute's TTL.
+// takeover is the TakeoverParams of operation opID from one owner to another with a minute's TTL.
 func takeover(opID, from, to string) idemstore.TakeoverParams {
 	return idemstore.TakeoverParams{OperationID: opID, FromOwner: from, ToOwner: to, TTL: time.Minute}
 }
