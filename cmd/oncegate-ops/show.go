@@ -83,3 +83,50 @@ func printShow(w io.Writer, body []byte) error {
 	}
 	return tw.Flush()
 }
+
+// resolvedAnswer is the part of a resolve answer (resolved, or
+// resolution_sent) that resolve prints.
+type resolvedAnswer struct {
+	Status      string `json:"status"`
+	OperationID string `json:"operation_id"`
+	State       string `json:"state"`
+	Outcome     string `json:"outcome"`
+	ResultRef   string `json:"result_ref"`
+	Reason      string `json:"reason"`
+	FailureKind string `json:"failure_kind"`
+	Meaning     string `json:"meaning"`
+	Decision    struct {
+		Operator  string `json:"operator"`
+		Outcome   string `json:"outcome"`
+		DecidedAt string `json:"decided_at"`
+		Via       string `json:"via"`
+	} `json:"decision"`
+}
+
+// printResolved writes a resolve answer for a person: what was decided,
+// by whom, and the operation's state now.
+func printResolved(w io.Writer, body []byte) error {
+	var a resolvedAnswer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return fmt.Errorf("resolve: decode answer: %w", err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	line := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, oneLine(v))
+		}
+	}
+	line("status", a.Status)
+	line("operation_id", a.OperationID)
+	line("state", a.State)
+	line("outcome", a.Outcome)
+	line("decided_by", a.Decision.Operator)
+	line("decided", a.Decision.Outcome)
+	line("decided_at", a.Decision.DecidedAt)
+	line("via", a.Decision.Via)
+	line("result_ref", a.ResultRef)
+	line("reason", a.Reason)
+	line("failure_kind", a.FailureKind)
+	line("meaning", a.Meaning)
+	return tw.Flush()
+}
