@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -28,6 +29,10 @@ func (s *Server) handleQuote(w http.ResponseWriter, r *http.Request) {
 	}
 	f, ok := s.beforeCounted(w, r, quoteFailNextColumn, "injected failure (quote_fail_next): no quote")
 	if !ok {
+		return
+	}
+	if strings.HasPrefix(p.payeeID, BlockedPayeePrefix) {
+		writeError(w, http.StatusUnprocessableEntity, CodePayeeBlocked, "payee "+p.payeeID+" is blocked: no transfer to it can be quoted")
 		return
 	}
 	ttl := s.quoteTTL

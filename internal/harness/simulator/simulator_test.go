@@ -515,6 +515,11 @@ func TestQuote(t *testing.T) {
 		a := b2.do(t, http.MethodPost, "/v1/quotes", `{"amount":1,"currency":"USD","payee_id":"p"}`, nil)
 		assert.Equal(t, "2030-01-02T03:05:05Z", a.json(t)["expires_at"])
 
+		// A blocked payee is refused definitively.
+		a = b2.do(t, http.MethodPost, "/v1/quotes", `{"amount":1,"currency":"USD","payee_id":"blocked-1"}`, nil)
+		assert.Equal(t, http.StatusUnprocessableEntity, a.status)
+		assert.Equal(t, simulator.CodePayeeBlocked, a.json(t)["error"], "%s", a.body)
+
 		// The quote_ttl_ms fault wins over the option while it is set.
 		b2.setFaults(t, `{"quote_ttl_ms":3000}`)
 		a = b2.do(t, http.MethodPost, "/v1/quotes", `{"amount":1,"currency":"USD","payee_id":"p"}`, nil)
