@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 
-	"github.com/oncegate/oncegate/internal/listen"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
+	"github.com/oncegate/oncegate/internal/listen"
 )
 
 // DefaultMetricsURL is where the worker serves /metrics when

@@ -24,7 +24,9 @@ func TestSignalVerdicts(t *testing.T) {
 		}
 		return out
 	}
-	decided := func(signal int) *OperatorDecision { return &OperatorDecision{Outcome: "failed", Operator: "bob", Via: ViaSignal, Signal: signal} }
+	decided := func(signal int) *OperatorDecision {
+		return &OperatorDecision{Outcome: "failed", Operator: "bob", Via: ViaSignal, Signal: signal}
+	}
 	refused := func(signal int, msg string) RefusedResolution {
 		return RefusedResolution{Via: ViaSignal, Signal: signal, Why: ErrTypeAlreadyResolved, Message: msg}
 	}

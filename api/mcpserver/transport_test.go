@@ -36,23 +36,7 @@ func TestTransportErrorsAreJSON(t *testing.T) {
 		{"Content-Type text", http.MethodPost, both, "text/plain", "", 400, "malformed_request", "Content-Type must be 'application/json'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequest(tc.method, srv.URL, strings.NewReader(list))
-			require.NoError(t, err)
-			req.Header.Set("Authorization", "Bearer dev-alice")
-			if tc.accept != "" {
-				req.Header.Set("Accept", tc.accept)
-			}
-			if tc.contentType != "" {
-				req.Header.Set("Content-Type", tc.contentType)
-			}
-			if tc.lang != "" {
-				req.Header.Set("Accept-Language", tc.lang)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			defer resp.Body.Close()
-			raw, err := io.ReadAll(resp.Body)
-			require.NoError(t, err)
+			resp, raw := send(t, tc.method, srv.URL, list, "Accept", tc.accept, "Content-Type", tc.contentType, "Accept-Language", tc.lang)
 			assert.Equal(t, tc.code, resp.StatusCode, "%s", raw)
 			assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 			var a map[string]any
@@ -72,17 +56,28 @@ func TestTransportErrorsAreJSON(t *testing.T) {
 	}
 
 	t.Run("a well-formed request passes", func(t *testing.T) {
-		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(list))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer dev-alice")
-		req.Header.Set("Accept", both)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
+		resp, raw := send(t, http.MethodPost, srv.URL, list, "Accept", both, "Content-Type", "application/json")
 		assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
 		assert.Contains(t, string(raw), `"payments_transfer_preview"`)
 	})
+}
+
+// send sends body to url as dev-alice with the headers given as name,
+// value pairs (an empty value is left out) and returns the answer and its body.
+func send(t *testing.T, method, url, body string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer dev-alice")
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] != "" {
+			req.Header.Set(header[i], header[i+1])
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, raw
 }

@@ -2,7 +2,6 @@ package tools_test
 
 import (
 	"encoding/json"
-	"os"
 	"regexp"
 	"testing"
 
@@ -12,30 +11,16 @@ import (
 	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/internal/iso4217"
 	"github.com/oncegate/oncegate/internal/params"
+	"github.com/oncegate/oncegate/internal/params/paramstest"
 )
-
-// decimalTable is internal/params/testdata/decimal_strings.json, the one
-// table of decimal strings the gateway's parser and the tool schemas are
-// checked against.
-type decimalTable struct {
-	Currency string `json:"currency"`
-	Rows     []struct {
-		S       string `json:"s"`
-		Decimal bool   `json:"decimal"`
-		Amount  bool   `json:"amount"`
-	} `json:"rows"`
-}
 
 // TestSchemaAndGatewayAcceptTheSameAmounts: the amount pattern of the dev
 // catalog's tool schema and the gateway's binding of the same params
 // accept and refuse the same strings, row by row of the shared table; an
 // unconstrained decimal's pattern is params.DecimalPattern itself.
 func TestSchemaAndGatewayAcceptTheSameAmounts(t *testing.T) {
-	raw, err := os.ReadFile("../../internal/params/testdata/decimal_strings.json")
+	tab, err := paramstest.ReadDecimalTable()
 	require.NoError(t, err)
-	var tab decimalTable
-	require.NoError(t, json.Unmarshal(raw, &tab))
-	require.NotEmpty(t, tab.Rows)
 	cur, err := iso4217.Lookup(tab.Currency)
 	require.NoError(t, err)
 	require.Equal(t, iso4217.MaxScale(), cur.Scale, "the table's currency allows as many decimals as the schema's pattern")

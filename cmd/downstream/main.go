@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncegate/oncegate/internal/envconfig"
-	"github.com/oncegate/oncegate/internal/listen"
 	"github.com/oncegate/oncegate/internal/harness/simulator"
+	"github.com/oncegate/oncegate/internal/listen"
 )
 
 // shutdownGrace is how long in-flight requests may take after a signal.

@@ -1,40 +1,14 @@
 package params
 
 import (
-	"encoding/json"
-	"os"
 	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/internal/params/paramstest"
 )
-
-// DecimalTable is testdata/decimal_strings.json: the one table of decimal
-// strings that the pattern, the parser and the tool schemas are checked
-// against (api/tools reads it too).
-type DecimalTable struct {
-	// Currency is the currency the amount column is judged with.
-	Currency string `json:"currency"`
-	// Rows are the strings and what each side must answer.
-	Rows []struct {
-		S       string `json:"s"`
-		Decimal bool   `json:"decimal"`
-		Problem string `json:"problem"`
-		Plain   string `json:"plain"`
-		Amount  bool   `json:"amount"`
-	} `json:"rows"`
-}
-
-func readDecimalTable(t *testing.T) DecimalTable {
-	t.Helper()
-	raw, err := os.ReadFile("testdata/decimal_strings.json")
-	require.NoError(t, err)
-	var tab DecimalTable
-	require.NoError(t, json.Unmarshal(raw, &tab))
-	require.NotEmpty(t, tab.Rows)
-	return tab
-}
 
 // TestDecimalStrings checks DecimalPattern and the parser of a decimal
 // string against the table: the same strings accepted, the same refused,
@@ -42,7 +16,9 @@ func readDecimalTable(t *testing.T) DecimalTable {
 func TestDecimalStrings(t *testing.T) {
 	t.Parallel()
 	re := regexp.MustCompile(DecimalPattern)
-	for _, row := range readDecimalTable(t).Rows {
+	tab, err := paramstest.ReadDecimalTable()
+	require.NoError(t, err)
+	for _, row := range tab.Rows {
 		t.Run(row.S, func(t *testing.T) {
 			assert.Equal(t, row.Decimal, re.MatchString(row.S), "DecimalPattern")
 			d, nerr := parseDecimalString(row.S)
