@@ -1,6 +1,9 @@
 package idemstore
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Final is an operation's terminal outcome, declared once: what a DONE or
 // FAILED record holds, what the operation's workflow returns
@@ -20,17 +23,21 @@ type Final struct {
 	FailureKind FailureKind `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator when a person decided.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// CompletedAt is when the outcome was decided, as the truth and the
+	// fast path record it (Finalization.CompletedAt); zero in histories
+	// recorded before it was decided in the workflow.
+	CompletedAt time.Time `json:"completed_at,omitzero"`
 }
 
 // Final returns the terminal outcome r holds (meaningful when r.State is
 // terminal).
 func (r Record) Final() Final {
 	return Final{State: r.State, Result: r.Result, ResultRef: r.ResultRef, Reason: r.Reason,
-		FailureKind: r.FailureKind, ResolvedBy: r.ResolvedBy}
+		FailureKind: r.FailureKind, ResolvedBy: r.ResolvedBy, CompletedAt: r.CompletedAt}
 }
 
 // Record returns f as the record of operation key, holding only the outcome.
 func (f Final) Record(opID string) Record {
 	return Record{OperationID: opID, State: f.State, Result: f.Result, ResultRef: f.ResultRef, Reason: f.Reason,
-		FailureKind: f.FailureKind, ResolvedBy: f.ResolvedBy}
+		FailureKind: f.FailureKind, ResolvedBy: f.ResolvedBy, CompletedAt: f.CompletedAt}
 }

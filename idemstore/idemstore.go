@@ -125,6 +125,11 @@ type Claim struct {
 	// the SHA-256 of), kept by the truth so an operator sees what the
 	// operation is; optional.
 	BoundParams json.RawMessage
+	// ApprovalSHA256 is the SHA-256 (64 lowercase hex) of the approval
+	// evidence the operation is confirmed under, stored with the claim (the
+	// truth and the fast path) so that every receipt of the operation names
+	// it; empty when the operation needs no approval.
+	ApprovalSHA256 string
 }
 
 // ClaimDecision is the answer of Acquire.
@@ -170,6 +175,10 @@ type Finalization struct {
 	ResolvedAt time.Time
 	// TerminalTTL is how long the result is replayed from the fast path.
 	TerminalTTL time.Duration
+	// CompletedAt is when the outcome was decided: the truth and the fast
+	// path both record this very time, so that every answer of the outcome
+	// (and its receipt) names the same one. Zero means the store's clock.
+	CompletedAt time.Time
 }
 
 // Record is what a backend knows about one operation.
@@ -209,7 +218,11 @@ type Record struct {
 	// BoundParams are the canonical bound params of the claim (the truth
 	// only; empty for records claimed before they were kept).
 	BoundParams json.RawMessage `json:"bound_params,omitempty"`
-	// CompletedAt is when the record turned terminal (the truth only).
+	// ApprovalSHA256 is the SHA-256 of the approval evidence the operation
+	// was claimed under (Claim.ApprovalSHA256); empty without approval.
+	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
+	// CompletedAt is when the record turned terminal (Finalization.CompletedAt:
+	// the same time in the truth and the fast path; zero while not terminal).
 	CompletedAt time.Time `json:"completed_at,omitzero"`
 	// CreatedAt is when the record was created (zero when unknown, as in Redis).
 	CreatedAt time.Time `json:"created_at,omitzero"`

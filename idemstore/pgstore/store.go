@@ -61,7 +61,7 @@ func (s *Store) Ready(ctx context.Context) error {
 // recordColumns are the columns scanRecord reads, in order.
 const recordColumns = `idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
 	failure_kind, resolved_by, resolution_note, downstream_state, resolution_evidence_url, resolved_at, bound_params,
-	fingerprint_exp, claimed_at, created_at, updated_at, completed_at`
+	approval_sha256, fingerprint_exp, claimed_at, created_at, updated_at, completed_at`
 
 // scanRecord reads one row of recordColumns.
 func scanRecord(row pgx.Row) (idemstore.Record, error) {
@@ -70,7 +70,7 @@ func scanRecord(row pgx.Row) (idemstore.Record, error) {
 	var resolvedAt, completedAt *time.Time
 	err := row.Scan(&rec.OperationID, &rec.Subject, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
 		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.DownstreamState, &rec.EvidenceURL,
-		&resolvedAt, &bound, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
+		&resolvedAt, &bound, &rec.ApprovalSHA256, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
 	if err != nil {
 		return idemstore.Record{}, err
 	}
@@ -130,13 +130,13 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Claim
 	for range 3 {
 		rec, err := scanRecord(s.pool.QueryRow(ctx, `
 			INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, fingerprint_exp, terminal_ttl,
-				bound_params)
+				bound_params, approval_sha256)
 			VALUES ($1, $2, $3, $4, 'IN_FLIGHT', $5, coalesce($6, now()), coalesce($7::bigint * interval '1 microsecond', interval '0'),
-				$8::jsonb)
+				$8::jsonb, $9)
 			ON CONFLICT (idem_key) DO NOTHING
 			RETURNING `+recordColumns,
 			c.OperationID, c.Subject, c.Scope, c.ParamHash, c.Owner, timeOrNil(c.FingerprintExp), micros(c.TerminalTTL),
-			jsonOrNil(c.BoundParams)))
+			jsonOrNil(c.BoundParams), c.ApprovalSHA256))
 		if err == nil {
 			return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt,
 				Record: rec, TruthFound: true}, nil
@@ -161,7 +161,8 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Claim
 // by another owner is ErrNotOwner; already terminal with the same state is
 // success (an activity retry; the first result stands); terminal with
 // another state is ErrAlreadyTerminal. f.TerminalTTL, when positive,
-// replaces the claim's terminal TTL.
+// replaces the claim's terminal TTL; f.CompletedAt, when set, is the
+// record's completed_at (else the database's clock).
 func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	if !f.State.Terminal() {
 		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.OperationID, f.State)
@@ -172,10 +173,10 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 			failure_kind = $10, resolution_evidence_url = $11, resolved_at = $12,
 			terminal_ttl = coalesce($9::bigint * interval '1 microsecond', terminal_ttl),
 			reap_after = greatest(now() + coalesce($9::bigint * interval '1 microsecond', terminal_ttl), fingerprint_exp),
-			completed_at = now(), updated_at = now()
+			completed_at = coalesce($13, now()), updated_at = now()
 		WHERE idem_key = $1 AND owner = $2 AND state IN ('IN_FLIGHT', 'NEEDS_REVIEW')`,
 		f.OperationID, f.Owner, string(f.State), jsonOrNil(f.Result), f.ResultRef, f.Reason, f.ResolvedBy, f.ResolutionNote,
-		micros(f.TerminalTTL), string(f.FailureKind), f.EvidenceURL, timeOrNil(f.ResolvedAt))
+		micros(f.TerminalTTL), string(f.FailureKind), f.EvidenceURL, timeOrNil(f.ResolvedAt), timeOrNil(f.CompletedAt))
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", f.OperationID, interpretError(err))
 	}
