@@ -117,6 +117,7 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 			Reason:      rec.Reason,
 			FailureKind: rec.FailureKind,
 			ResolvedBy:  rec.ResolvedBy,
+			CompletedAt: rec.CompletedAt,
 		}, nil
 	case idemstore.OutcomeParamMismatch:
 		a.logger().Error("truth holds the operation with another param_hash", "operation_id", in.OperationID)
@@ -288,6 +289,7 @@ func (a *Activities) Finalize(ctx context.Context, in workflows.FinalizeInput) e
 		EvidenceURL:    in.EvidenceURL,
 		ResolvedAt:     in.ResolvedAt,
 		TerminalTTL:    in.TerminalTTL,
+		CompletedAt:    in.CompletedAt,
 	})
 	log := a.logger().With("operation_id", in.OperationID, "state", in.State)
 	switch {

@@ -82,6 +82,9 @@ type ClaimResult struct {
 	FailureKind idemstore.FailureKind `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator who resolved the operation, if one did.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// CompletedAt is when the first outcome was recorded, when DONE or
+	// FAILED (zero in histories recorded before it was returned).
+	CompletedAt time.Time `json:"completed_at,omitzero"`
 	// ClaimedAt is when the truth record was claimed (zero in histories
 	// recorded before it was returned).
 	ClaimedAt time.Time `json:"claimed_at,omitzero"`

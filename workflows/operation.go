@@ -197,6 +197,10 @@ func run(ctx workflow.Context, in OperationInput, view *StateView, res *resolver
 			return OperationResult{}, err
 		}
 	}
+	// The outcome's time is decided here, once, and written to the truth and
+	// the fast path alike (an activity retry carries the same): every
+	// answer of the outcome, and its signed receipt, names this time.
+	out.CompletedAt = workflow.Now(ctx).UTC().Truncate(time.Millisecond)
 	fin := FinalizeInput{
 		OperationID: in.OperationID,
 		Owner:       in.Owner,
@@ -534,7 +538,7 @@ func truthOwner(c ClaimResult, in OperationInput) string {
 // claimOutcome is the terminal result held by the truth.
 func claimOutcome(c ClaimResult) OperationResult {
 	return OperationResult{State: c.State, Result: c.Result, ResultRef: c.ResultRef, Reason: c.Reason,
-		FailureKind: c.FailureKind, ResolvedBy: c.ResolvedBy}
+		FailureKind: c.FailureKind, ResolvedBy: c.ResolvedBy, CompletedAt: c.CompletedAt}
 }
 
 // upsertStart sets the search attributes the starter did not (or set

@@ -106,7 +106,9 @@ func TestOperation_HonouringHappyPath(t *testing.T) {
 	transfer := json.RawMessage(`{"id":"tr_1","amount":"12.5"}`)
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil).Once()
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
+	var written time.Time
 	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+		written = f.CompletedAt
 		return string(f.Result) == string(transfer) && f.ResultRef == "tr_1" && f.TerminalTTL == 24*time.Hour
 	})).Return(nil).Once()
 
@@ -116,6 +118,11 @@ func TestOperation_HonouringHappyPath(t *testing.T) {
 	assert.Equal(t, idemstore.StateDone, out.State)
 	assert.Equal(t, "tr_1", out.ResultRef)
 	assert.JSONEq(t, string(transfer), string(out.Result))
+	// The workflow decides the outcome's time once: what it writes to the
+	// stores is what it answers (the first confirm's receipt names it).
+	require.False(t, written.IsZero(), "Finalize is told the completed time")
+	assert.True(t, written.Equal(out.CompletedAt), "written %s, answered %s", written, out.CompletedAt)
+	assert.Equal(t, written, written.Truncate(time.Millisecond), "to the millisecond every store keeps")
 	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
 	env.AssertExpectations(t)
 }
@@ -138,8 +145,9 @@ func TestOperation_HonouringRetriesThenSucceeds(t *testing.T) {
 
 func TestOperation_TruthAlreadyTerminal(t *testing.T) {
 	env, states := newEnv(t)
+	first := time.Date(2026, 5, 1, 10, 0, 0, 123_000_000, time.UTC)
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{
-		State: idemstore.StateDone, Result: json.RawMessage(`{"id":"tr_0"}`), ResultRef: "tr_0",
+		State: idemstore.StateDone, Result: json.RawMessage(`{"id":"tr_0"}`), ResultRef: "tr_0", CompletedAt: first,
 	}, nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(true))
@@ -147,6 +155,7 @@ func TestOperation_TruthAlreadyTerminal(t *testing.T) {
 	out := result(t, env)
 	assert.Equal(t, idemstore.StateDone, out.State)
 	assert.Equal(t, "tr_0", out.ResultRef)
+	assert.True(t, first.Equal(out.CompletedAt), "the truth's completed time, answered %s", out.CompletedAt)
 	env.AssertActivityNotCalled(t, workflows.ActivityExecute, mock.Anything, mock.Anything)
 	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
 	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
