@@ -5,7 +5,8 @@
 # `stack.sh status` shows what runs.
 #
 # State lives in .run/: stack.env, <name>.pid, <name>.log, the data of
-# PostgreSQL, Redis and Temporal, and the fingerprint keys (made once).
+# PostgreSQL, Redis and Temporal, and the fingerprint and receipt keys (made
+# once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -50,6 +51,14 @@ if [ ! -s "$RUN/fingerprint.keys" ]; then
   umask 022
 fi
 ONCEGATE_FINGERPRINT_KEYS=${ONCEGATE_FINGERPRINT_KEYS:-$(cat "$RUN/fingerprint.keys")}
+# The receipt key: the 32-byte seed of an Ed25519 key (made once, like the
+# fingerprint keys; its dev- id is refused outside the dev stack).
+if [ ! -s "$RUN/receipt.keys" ]; then
+  umask 077
+  echo "dev-receipt-$(date +%Y%m%d):$(head -c 32 /dev/urandom | base64 -w0)" >"$RUN/receipt.keys"
+  umask 022
+fi
+ONCEGATE_RECEIPT_KEYS=${ONCEGATE_RECEIPT_KEYS:-$(cat "$RUN/receipt.keys")}
 # The secret the simulator signs its payout webhooks with, and the gateway
 # verifies them with (the dev catalog's payments.payout webhook.secret_env).
 if [ ! -s "$RUN/payout-webhook.secret" ]; then
@@ -69,7 +78,7 @@ ONCEGATE_ENV=dev
 # payments.mcp_* actions call them).
 DOWNSTREAM_MCP_URL=$DOWNSTREAM_URL/mcp
 ENV_KEYS=(ONCEGATE_ENV GATEWAY_URL DOWNSTREAM_URL DOWNSTREAM_MCP_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
-  SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL ONCEGATE_FINGERPRINT_KEYS ONCEGATE_CATALOG ONCEGATE_TOKENS
+  SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL ONCEGATE_FINGERPRINT_KEYS ONCEGATE_RECEIPT_KEYS ONCEGATE_CATALOG ONCEGATE_TOKENS
   ONCEGATE_PAYOUT_WEBHOOK_SECRET)
 ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
 ONCEGATE_TOKENS=$ROOT/deployments/tokens.dev.yaml
