@@ -65,6 +65,21 @@ type confirmCall struct {
 	bound   boundParams
 	owner   string
 	traceID string
+	// approvalSHA256 is the hash of the approval evidence this confirm runs
+	// under ("" when the action's policy asks for none): stored with the
+	// claim, named by every receipt.
+	approvalSHA256 string
+}
+
+// outcome is the terminal record of this call's operation from the
+// workflow's outcome f: the outcome, and the operation's identity, which
+// the claim bound (the fingerprint's nonce, subject and scope, the bound
+// params' hash, the approval).
+func (call confirmCall) outcome(f idemstore.Final) idemstore.Record {
+	rec := f.Record(call.payload.Nonce)
+	rec.Subject, rec.Scope, rec.ParamHash = call.id.Subject, call.action.Scope, call.bound.paramHash
+	rec.ApprovalSHA256 = call.approvalSHA256
+	return rec
 }
 
 // confirm is the confirm path of ARCHITECTURE.md: verify, amnesia guard,
@@ -113,7 +128,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	d, err := s.store.Acquire(actx, idemstore.Claim{
 		OperationID: p.Nonce, ParamHash: bp.paramHash, Owner: call.owner, Subject: id.Subject, Scope: action.Scope,
 		InFlightTTL: action.InFlightTTL, TerminalTTL: action.TerminalTTL, FingerprintExp: p.ExpiresAt(),
-		BoundParams: bp.canonical,
+		BoundParams: bp.canonical, ApprovalSHA256: call.approvalSHA256,
 	})
 	if err != nil {
 		return s.storeErrorReply(action.Scope, "", fmt.Errorf("confirm %s: %w", p.Nonce, err))
@@ -355,7 +370,7 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 	var res workflows.OperationResult
 	err := run.Get(wctx, &res)
 	if err == nil && res.State.Terminal() {
-		rec := res.Record(nonce)
+		rec := call.outcome(res)
 		s.refill(ctx, call, rec, owner)
 		return s.answerFor(rec, replay)
 	}
@@ -388,6 +403,7 @@ func (s *Server) refill(ctx context.Context, call confirmCall, rec idemstore.Rec
 	err := s.store.FinalizeFast(fctx, idemstore.Finalization{
 		OperationID: rec.OperationID, Owner: owner, State: rec.State, Result: rec.Result, ResultRef: rec.ResultRef,
 		Reason: rec.Reason, FailureKind: rec.FailureKind, ResolvedBy: rec.ResolvedBy, TerminalTTL: call.action.TerminalTTL,
+		CompletedAt: rec.CompletedAt,
 	})
 	if err != nil && !errors.Is(err, idemstore.ErrNotOwner) && !errors.Is(err, idemstore.ErrAlreadyTerminal) {
 		s.log.WarnContext(ctx, "refill fast path", "operation_id", rec.OperationID, "err", err, "trace_id", call.traceID)

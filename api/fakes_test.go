@@ -61,7 +61,8 @@ func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Cla
 	if !ok {
 		now := f.now()
 		f.recs[c.OperationID] = &fakeRec{Record: idemstore.Record{OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope,
-			ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: now, CreatedAt: now}}
+			ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: now, CreatedAt: now,
+			ApprovalSHA256: c.ApprovalSHA256}}
 		return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: c.Owner, ClaimedAt: now}, nil
 	}
 	switch {
@@ -196,6 +197,7 @@ func (f *fakeStore) finalize(key string, res workflows.OperationResult) {
 	defer f.mu.Unlock()
 	r := f.recs[key]
 	r.State, r.Result, r.ResultRef, r.Reason, r.ResolvedBy = res.State, res.Result, res.ResultRef, res.Reason, res.ResolvedBy
+	r.FailureKind, r.CompletedAt = res.FailureKind, res.CompletedAt
 	r.UpdatedAt = f.now()
 }
 

@@ -71,7 +71,8 @@ func (r reply) withProblems(key string, problems []params.FieldProblem) reply {
 // guard's state): completed/failed, or already_completed/already_failed with
 // Idempotent-Replayed when replay (an earlier call started the operation);
 // needs_manual_review; in_progress, with the downstream's business state
-// when it reported one.
+// when it reported one. A terminal answer carries the receipt this gateway
+// signs over rec (receipts.go): rec must name the operation in full.
 func (s *Server) answerFor(rec idemstore.Record, replay bool) reply {
 	var r reply
 	switch rec.State {
@@ -109,7 +110,7 @@ func (s *Server) answerFor(rec idemstore.Record, replay bool) reply {
 	if replay {
 		r = r.replayed()
 	}
-	return r
+	return s.withReceipt(r, rec)
 }
 
 // MaxPendingPollAfter caps the poll_after_ms told for a pending operation.
@@ -312,11 +313,14 @@ func resolutionSentReply(opID, outcome string) reply {
 	return opReply(StatusResolutionSent, opID).with("outcome", outcome)
 }
 
-// resolvedReply answers the first decision: the final state, the decision,
-// and the outcome's own fields (result and result_ref, or reason and
-// failure_kind).
-func (s *Server) resolvedReply(opID string, res workflows.OperationResult, d decisionView) reply {
+// resolvedReply answers the first decision about the operation claimed,
+// the truth's record it was decided on: the final state, the decision, and
+// the outcome's own fields (result and result_ref, or reason and
+// failure_kind, and its receipt).
+func (s *Server) resolvedReply(claimed idemstore.Record, res workflows.OperationResult, d decisionView) reply {
+	opID := claimed.OperationID
 	final := res.Record(opID)
+	final.Subject, final.Scope, final.ParamHash, final.ApprovalSHA256 = claimed.Subject, claimed.Scope, claimed.ParamHash, claimed.ApprovalSHA256
 	final.ResolvedBy = "" // the decision names the operator
 	r := opReply(StatusResolved, opID).with("state", res.State).with("decision", d)
 	for k, v := range s.answerFor(final, false).fields {

@@ -31,6 +31,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/receipt"
 )
 
 // BodyLimit is the largest request body accepted (larger → request_too_large).
@@ -42,6 +43,9 @@ type Deps struct {
 	Catalog *catalog.Catalog
 	// Keyring signs and verifies fingerprints (required).
 	Keyring *fingerprint.Keyring
+	// Receipts signs the receipt of every terminal answer and publishes its
+	// public keys at /.well-known/jwks.json (required).
+	Receipts *receipt.Keyring
 	// Store is the combined idempotency store (required).
 	Store idemstore.Store
 	// Temporal starts and watches the operation workflows (required).
@@ -72,6 +76,7 @@ type Deps struct {
 type Server struct {
 	cat      *catalog.Catalog
 	keys     *fingerprint.Keyring
+	receipts *receipt.Keyring
 	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
@@ -94,6 +99,8 @@ func New(deps Deps) (*Server, error) {
 		return nil, errors.New("api: Catalog is required")
 	case deps.Keyring == nil:
 		return nil, errors.New("api: Keyring is required")
+	case deps.Receipts == nil:
+		return nil, errors.New("api: Receipts is required")
 	case deps.Store == nil:
 		return nil, errors.New("api: Store is required")
 	case deps.Temporal == nil:
@@ -106,7 +113,7 @@ func New(deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	s := &Server{
-		cat: deps.Catalog, keys: deps.Keyring, store: deps.Store, temporal: deps.Temporal,
+		cat: deps.Catalog, keys: deps.Keyring, receipts: deps.Receipts, store: deps.Store, temporal: deps.Temporal,
 		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
 		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
 		tracer: deps.TracerProvider,
@@ -216,6 +223,8 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 		},
 	})))
 	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()))
+	// The receipts' public keys, for verifying a receipt offline.
+	e.GET(receipt.JWKSPath, s.handleJWKS)
 	return e
 }
 

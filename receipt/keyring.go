@@ -15,6 +15,9 @@ import (
 // over Ed25519).
 const Algorithm = jose.EdDSA
 
+// JWKSPath is where a gateway serves the JWK set of its receipt keys.
+const JWKSPath = "/.well-known/jwks.json"
+
 // Key is one Ed25519 key of a Keyring.
 type Key struct {
 	// ID names the key in a receipt's kid and in the JWK set: 1 to 64 of

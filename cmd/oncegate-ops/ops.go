@@ -25,6 +25,9 @@ commands:
   show <operation_id> [--json]
   resolve <operation_id> --outcome completed|failed [--result JSON] [--reason TEXT] --note TEXT
           [--evidence-url URL] [--json]
+  receipt verify <receipt> [--jwks URL|FILE] [--json]
+          verify a terminal answer's receipt offline and print what it states;
+          --jwks defaults to the gateway's GATEWAY_URL/.well-known/jwks.json
 
 Every command exits 0 on success, 1 when the gateway refuses (such as
 already_resolved: another decision was first) or cannot be reached, 2 on a
@@ -79,6 +82,8 @@ func run(ctx context.Context, args []string, environ map[string]string, stdout, 
 		err = c.show(ctx, args[1:])
 	case "resolve":
 		err = c.resolve(ctx, args[1:])
+	case "receipt":
+		err = c.receiptCmd(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
