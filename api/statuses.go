@@ -116,10 +116,10 @@ type StatusInfo struct {
 // (TestREADMEStatusTable) and every status has texts in every language.
 var Statuses = map[Status]StatusInfo{
 	StatusPreviewReady:           {http.StatusOK, false, "`fingerprint`, `expires_at`, `preview`, `recent_operation` (amnesia guard)", "preview succeeded; nothing was executed or written", false, false},
-	StatusCompleted:              {http.StatusOK, false, "`result`, `result_ref`", "this call executed the operation and it finished", false, false},
-	StatusAlreadyCompleted:       {http.StatusOK, false, "`result`, `result_ref`; header `Idempotent-Replayed: true`", "a replay of a finished operation: the first result itself", false, false},
-	StatusFailed:                 {http.StatusOK, false, "`reason`", "a definite failure; nothing was executed downstream", false, false},
-	StatusAlreadyFailed:          {http.StatusOK, false, "`reason`; header `Idempotent-Replayed: true`", "a replay of a definite failure", false, false},
+	StatusCompleted:              {http.StatusOK, false, "`result`, `result_ref`, `receipt`", "this call executed the operation and it finished", false, false},
+	StatusAlreadyCompleted:       {http.StatusOK, false, "`result`, `result_ref`, `receipt` (the first one); header `Idempotent-Replayed: true`", "a replay of a finished operation: the first result itself", false, false},
+	StatusFailed:                 {http.StatusOK, false, "`reason`, `failure_kind`, `receipt`", "a definite failure; nothing was executed downstream", false, false},
+	StatusAlreadyFailed:          {http.StatusOK, false, "`reason`, `failure_kind`, `receipt` (the first one); header `Idempotent-Replayed: true`", "a replay of a definite failure", false, false},
 	StatusInProgress:             {http.StatusAccepted, false, "`poll_with`, `poll_after_ms`", "started, the outcome is not known yet: poll `get_operation_status`", true, false},
 	StatusNeedsManualReview:      {http.StatusAccepted, false, "`poll_with`, `poll_after_ms`", "the outcome cannot be determined automatically; a person decides", true, false},
 	StatusParamMismatch:          {http.StatusUnprocessableEntity, false, "", "the bound params differ from the fingerprint's (a security event)", false, false},
@@ -143,7 +143,7 @@ var Statuses = map[Status]StatusInfo{
 	StatusNotAwaitingReview:      {http.StatusConflict, false, "`state`", "ops: a resolve for an operation that is not waiting for review", false, false},
 	StatusInvalidResolution:      {http.StatusBadRequest, false, "`errors`", "ops: a resolve body, or a list filter, that is incomplete or inconsistent", false, false},
 	StatusResolutionSent:         {http.StatusAccepted, false, "`outcome`", "ops: the decision was accepted by the operation's workflow but its outcome was not recorded within the wait", false, false},
-	StatusResolved:               {http.StatusOK, false, "`state`, `decision`, `result`/`reason`", "ops: this decision was the first; the operation is now in its final state", false, false},
+	StatusResolved:               {http.StatusOK, false, "`state`, `decision`, `result`/`reason`, `receipt`", "ops: this decision was the first; the operation is now in its final state", false, false},
 	StatusAlreadyResolved:        {http.StatusConflict, false, "`decision` (who decided what and when)", "ops: another decision was made first; this one is refused", false, false},
 	StatusOperationsListed:       {http.StatusOK, false, "`operations`, `count`", "ops: the list of operations", false, false},
 	StatusOperationFound:         {http.StatusOK, false, "`operation`", "ops: one operation's full record", false, false},
