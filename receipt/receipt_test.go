@@ -205,6 +205,8 @@ func TestUnknownKeyOrAlgorithmIsRefused(t *testing.T) {
 
 	octSet := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: []byte(pub), KeyID: "r1", Algorithm: "HS256"}}}
 	privSet := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: priv, KeyID: "r1"}}}
+	otherAlg := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: pub, KeyID: "r1", Algorithm: "ES256"}}}
+	encUse := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: pub, KeyID: "r1", Use: "enc"}}}
 	var parsed jose.JSONWebKeySet
 	require.NoError(t, json.Unmarshal([]byte(`{"keys":[`+okp("r1")+`,`+okp("r1")+`]}`), &parsed))
 	for _, tc := range []struct {
@@ -218,6 +220,8 @@ func TestUnknownKeyOrAlgorithmIsRefused(t *testing.T) {
 		{"HS256 keyed with the public key", forge(`{"alg":"HS256","kid":"r1"}`, payload, hs256), k.JWKS(), receipt.ErrMalformed},
 		{"HS256 against an oct key of the kid", forge(`{"alg":"HS256","kid":"r1"}`, payload, hs256), octSet, receipt.ErrMalformed},
 		{"EdDSA against an oct key of the kid", forge(`{"alg":"EdDSA","kid":"r1"}`, payload, edSign(priv)), octSet, receipt.ErrUnknownKey},
+		{"the kid's key is for another alg", forge(`{"alg":"EdDSA","kid":"r1"}`, payload, edSign(priv)), otherAlg, receipt.ErrUnknownKey},
+		{"the kid's key is for encryption", forge(`{"alg":"EdDSA","kid":"r1"}`, payload, edSign(priv)), encUse, receipt.ErrUnknownKey},
 		{"a private key in the set", forge(`{"alg":"EdDSA","kid":"r1"}`, payload, edSign(priv)), privSet, receipt.ErrUnknownKey},
 		{"the kid twice in the set", forge(`{"alg":"EdDSA","kid":"r1"}`, payload, edSign(priv)), parsed, receipt.ErrUnknownKey},
 		{"no kid", forge(`{"alg":"EdDSA"}`, payload, edSign(priv)), k.JWKS(), receipt.ErrUnknownKey},
