@@ -11,8 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/api/openapi"
+	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/receipt"
 )
 
@@ -138,4 +141,30 @@ func TestJWKSEndpoint(t *testing.T) {
 	assert.Equal(t, "r1", set.Keys[0].KeyID)
 	assert.Equal(t, b.receipts.JWKS().Keys[0].Key, set.Keys[0].Key)
 	assert.True(t, set.Keys[0].IsPublic())
+}
+
+// The first confirm's record is the workflow's outcome plus what the claim
+// bound: the operation, subject, scope, param_hash and approval its receipt
+// names.
+func TestConfirmCallOutcomeNamesTheClaim(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	call := confirmCall{
+		id: auth.Identity{Subject: "alice"}, action: &catalog.Action{Scope: "payments.transfer"},
+		payload: fingerprint.Payload{Nonce: strings.Repeat("0e", 16)}, bound: boundParams{paramHash: strings.Repeat("ab", 32)},
+		approvalSHA256: strings.Repeat("5e", 32),
+	}
+	rec := call.outcome(idemstore.Final{State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: at})
+	assert.Equal(t, idemstore.Record{
+		OperationID: call.payload.Nonce, Subject: "alice", Scope: "payments.transfer", ParamHash: strings.Repeat("ab", 32),
+		ApprovalSHA256: strings.Repeat("5e", 32), State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: at,
+	}, rec)
+	assert.Contains(t, (&Server{receipts: receiptKeyring(t)}).withReceipt(reply{}, rec).fields, fieldReceipt)
+}
+
+func receiptKeyring(t *testing.T) *receipt.Keyring {
+	t.Helper()
+	k, err := receipt.NewKeyring(receipt.Key{ID: "r1", Seed: make([]byte, 32)})
+	require.NoError(t, err)
+	return k
 }
