@@ -21,9 +21,10 @@ import (
 func TestGatewayRefusesDevCredentialsInADeployment(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
+	gateway := filepath.Join(testenv.Binaries(t), "gateway") // built first: the build is not the gateway's time
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(testenv.Binaries(t), "gateway"))
+	cmd := exec.CommandContext(ctx, gateway)
 	cmd.Env = []string{
 		"DATABASE_URL=postgres://postgres@127.0.0.1:1/none", "REDIS_URL=redis://127.0.0.1:1/0",
 		"GATEWAY_URL=http://127.0.0.1:1",
