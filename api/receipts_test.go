@@ -13,7 +13,6 @@ import (
 
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/api/openapi"
-	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/receipt"
@@ -143,23 +142,23 @@ func TestJWKSEndpoint(t *testing.T) {
 	assert.True(t, set.Keys[0].IsPublic())
 }
 
-// The first confirm's record is the workflow's outcome plus what the claim
-// bound: the operation, subject, scope, param_hash and approval its receipt
-// names.
-func TestConfirmCallOutcomeNamesTheClaim(t *testing.T) {
+// The first confirm's receipt names the workflow's outcome and what the
+// claim bound: the operation, subject, scope, param_hash and approval.
+func TestConfirmCallRefNamesTheClaim(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	call := confirmCall{
 		id: auth.Identity{Subject: "alice"}, action: &catalog.Action{Scope: "payments.transfer"},
-		payload: fingerprint.Payload{Nonce: strings.Repeat("0e", 16)}, bound: boundParams{paramHash: strings.Repeat("ab", 32)},
+		opID: strings.Repeat("0e", 16), bound: boundParams{paramHash: strings.Repeat("ab", 32)},
 		approvalSHA256: strings.Repeat("5e", 32),
 	}
-	rec := call.outcome(idemstore.Final{State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: at})
-	assert.Equal(t, idemstore.Record{
-		OperationID: call.payload.Nonce, Subject: "alice", Scope: "payments.transfer", ParamHash: strings.Repeat("ab", 32),
-		ApprovalSHA256: strings.Repeat("5e", 32), State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: at,
-	}, rec)
-	assert.Contains(t, (&Server{receipts: receiptKeyring(t)}).withReceipt(reply{}, rec).fields, fieldReceipt)
+	f := idemstore.Final{State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: at}
+	assert.Equal(t, receipt.Claims{
+		OperationID: call.opID, Subject: "alice", Scope: "payments.transfer", ParamHash: strings.Repeat("ab", 32),
+		ApprovalSHA256: strings.Repeat("5e", 32), Outcome: receipt.OutcomeCompleted, ResultRef: "tr_1", FinalizedAt: at,
+	}, receiptClaims(call.ref(), f))
+	s := &Server{receipts: receiptKeyring(t)}
+	assert.Contains(t, s.withReceipt(reply{}, call.ref(), f).fields, fieldReceipt)
 }
 
 func receiptKeyring(t *testing.T) *receipt.Keyring {

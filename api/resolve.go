@@ -23,9 +23,9 @@ func decisionOfRecord(rec idemstore.Record) (decisionView, bool) {
 	if rec.ResolvedBy == "" {
 		return decisionView{}, false
 	}
-	outcome := workflows.OutcomeFailed
+	outcome := workflows.ResolutionFailed
 	if rec.State == idemstore.StateDone {
-		outcome = workflows.OutcomeCompleted
+		outcome = workflows.ResolutionCompleted
 	}
 	at := rec.ResolvedAt
 	if at.IsZero() {
@@ -99,7 +99,7 @@ func (s *Server) handleOpsResolve(c echo.Context) error {
 	}
 	log.InfoContext(ctx, "operation resolved", "state", ans.Result.State)
 	rec.OperationID = opID
-	return s.render(c, s.resolvedReply(rec, ans.Result, decisionOfWorkflow(ans.Decision)))
+	return s.render(c, s.resolvedReply(refOf(rec), ans.Result, decisionOfWorkflow(ans.Decision)))
 }
 
 // resolveErrorReply maps the workflow's refusal of a decision (or a
