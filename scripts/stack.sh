@@ -129,29 +129,30 @@ TEMPORAL_UI_PORT=$(port_of "$TEMPORAL_UI_URL")
 export GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL \
   SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL
 
-if [ ! -s "$RUN/fingerprint.keys" ]; then
-  umask 077
-  echo "dev-$(date +%Y%m%d):$(head -c 32 /dev/urandom | base64 -w0)" >"$RUN/fingerprint.keys"
-  umask 022
-fi
+# keep_once file command...: the secrets are made once; a file that holds
+# one keeps it (readable by this user only).
+keep_once() {
+  local file=$1
+  shift
+  if [ ! -s "$file" ]; then
+    umask 077
+    "$@" >"$file"
+    umask 022
+  fi
+}
+random_b64() { head -c 32 /dev/urandom | base64 -w0; }
+random_b64url() { random_b64 | tr '+/' '-_'; }
+keep_once "$RUN/fingerprint.keys" echo "dev-$(date +%Y%m%d):$(random_b64)"
 CALLER_KEYS=${ONCEGATE_FINGERPRINT_KEYS:-}
 ONCEGATE_FINGERPRINT_KEYS=${ONCEGATE_FINGERPRINT_KEYS:-$(cat "$RUN/fingerprint.keys")}
-# The receipt key: the 32-byte seed of an Ed25519 key (made once, like the
-# fingerprint keys; its dev- id is refused outside the dev stack).
-if [ ! -s "$RUN/receipt.keys" ]; then
-  umask 077
-  echo "dev-receipt-$(date +%Y%m%d):$(head -c 32 /dev/urandom | base64 -w0)" >"$RUN/receipt.keys"
-  umask 022
-fi
+# The receipt key: the 32-byte seed of an Ed25519 key (its dev- id is
+# refused outside the dev stack).
+keep_once "$RUN/receipt.keys" echo "dev-receipt-$(date +%Y%m%d):$(random_b64)"
 CALLER_RECEIPT_KEYS=${ONCEGATE_RECEIPT_KEYS:-}
 ONCEGATE_RECEIPT_KEYS=${ONCEGATE_RECEIPT_KEYS:-$(cat "$RUN/receipt.keys")}
 # The secret the simulator signs its payout webhooks with, and the gateway
 # verifies them with (the dev catalog's payments.payout webhook.secret_env).
-if [ ! -s "$RUN/payout-webhook.secret" ]; then
-  umask 077
-  head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' >"$RUN/payout-webhook.secret"
-  umask 022
-fi
+keep_once "$RUN/payout-webhook.secret" random_b64url
 CALLER_WEBHOOK_SECRET=${ONCEGATE_PAYOUT_WEBHOOK_SECRET:-}
 ONCEGATE_PAYOUT_WEBHOOK_SECRET=${ONCEGATE_PAYOUT_WEBHOOK_SECRET:-$(cat "$RUN/payout-webhook.secret")}
 if [ -s "$RUN/stack.env" ]; then
