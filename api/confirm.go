@@ -65,6 +65,11 @@ type confirmCall struct {
 	bound   boundParams
 	owner   string
 	traceID string
+	// fingerprint is the fingerprint as sent (for the approval link).
+	fingerprint string
+	// approvalSHA256 is the approval evidence's hash the operation runs
+	// under (set by the approval gate; empty when none was needed).
+	approvalSHA256 string
 }
 
 // confirm is the confirm path of ARCHITECTURE.md: verify, amnesia guard,
@@ -96,13 +101,16 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	}
 	call := confirmCall{
 		id: id, action: action, payload: p, bound: bp, traceID: traceID,
-		owner: s.instance + ":" + randomHex(8),
+		owner: s.instance + ":" + randomHex(8), fingerprint: req.Fingerprint,
 	}
 	if p.RecentOperation != "" && req.AcknowledgeRepeatOf != p.RecentOperation {
 		return s.repeatUnacknowledged(ctx, call)
 	}
 	if now.Unix() >= p.Exp {
 		return s.confirmExpired(ctx, call)
+	}
+	if r, stop := s.approvalGate(ctx, &call); stop {
+		return r
 	}
 	// The claim must not be abandoned half-way when the agent hangs up (a
 	// lost answer): a Redis claim whose truth check and release were
@@ -113,7 +121,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	d, err := s.store.Acquire(actx, idemstore.Claim{
 		OperationID: p.Nonce, ParamHash: bp.paramHash, Owner: call.owner, Subject: id.Subject, Scope: action.Scope,
 		InFlightTTL: action.InFlightTTL, TerminalTTL: action.TerminalTTL, FingerprintExp: p.ExpiresAt(),
-		BoundParams: bp.canonical,
+		BoundParams: bp.canonical, ApprovalSHA256: call.approvalSHA256,
 	})
 	if err != nil {
 		return s.storeErrorReply(action.Scope, "", fmt.Errorf("confirm %s: %w", p.Nonce, err))
@@ -247,6 +255,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 		Owner: call.owner, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
 		Downstream: call.action.Downstream.Plan(), Summary: summary, TruthClaimed: truthClaimed, ClaimedAt: truthClaimedAt,
+		ApprovalSHA256: call.approvalSHA256,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       nonce,

@@ -82,6 +82,11 @@ type OperationInput struct {
 	CatalogDownstream json.RawMessage `json:"downstream,omitempty"`
 	// Summary is a short human text (action and amount) for the Web UI.
 	Summary string `json:"summary"`
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence (a
+	// person's passkey assertion) the operation runs under, when its action
+	// asked for one: the history shows which approval it executed under.
+	// Empty for operations that needed none (and in histories before it).
+	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
 }
 
 // OperationResult is the workflow's result: the terminal outcome (its JSON
