@@ -54,8 +54,11 @@ type Approval struct {
 	TTL time.Duration `json:"ttl,omitempty"`
 }
 
-// Asks reports whether the policy can ask for approval at all.
-func (a Approval) Asks() bool { return a.Required != ApprovalNever || a.NewPayee }
+// Asks reports whether the policy can ask for approval at all (the zero
+// value asks for nothing).
+func (a Approval) Asks() bool {
+	return a.Required == ApprovalAlways || a.Required == ApprovalAbove || a.NewPayee
+}
 
 // rawApproval mirrors Approval with the ttl as a string.
 type rawApproval struct {
