@@ -7,9 +7,11 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -319,6 +321,74 @@ func TestApprovals(t *testing.T) {
 		}
 		assert.Equal(t, before, approvalsDigest(t, s), "nothing recorded")
 		assert.Equal(t, "approval_required", conf(t, p.str("fingerprint"), params).str("status"))
+	})
+
+	t.Run("MCPOpensTheLinkThroughTheClientsHost", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		connect := func(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
+			t.Helper()
+			hc := &http.Client{Timeout: time.Minute, Transport: &bearerTransport{token: "dev-alice", next: http.DefaultTransport}}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "approval-e2e", Version: "1"}, opts).
+				Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp", HTTPClient: hc}, nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cs.Close() })
+			return cs
+		}
+		previewOver := func(t *testing.T, cs *mcp.ClientSession, params map[string]any) map[string]any {
+			t.Helper()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "payments_wire_preview", Arguments: map[string]any{"params": params}})
+			require.NoError(t, err)
+			return structured(t, res)
+		}
+
+		// A client that declared URL-mode elicitation: the host is asked to
+		// open the link; the person approves there; the call answers completed.
+		var opened []string
+		var mu sync.Mutex
+		withURL := connect(t, &mcp.ClientOptions{
+			Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				mu.Lock()
+				opened = append(opened, req.Params.URL)
+				mu.Unlock()
+				assert.Equal(t, "url", req.Params.Mode)
+				go func() { // the user, on the page the host opened
+					time.Sleep(300 * time.Millisecond)
+					if d, _ := ap.decide(t, req.Params.URL, "approve"); d.str("status") != "approval_recorded" {
+						t.Errorf("approve over MCP: %s", d)
+					}
+				}()
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			},
+		})
+		params := map[string]any{"amount": "900.00", "currency": "USD", "payee_id": "p-mcp"}
+		p := previewOver(t, withURL, params)
+		require.Equal(t, "preview_ready", p["status"], "%v", p)
+		res, err := withURL.CallTool(ctx, &mcp.CallToolParams{Name: "payments_wire_confirm",
+			Arguments: map[string]any{"fingerprint": p["fingerprint"], "params": params}})
+		require.NoError(t, err)
+		out := structured(t, res)
+		assert.Contains(t, []any{"completed", "in_progress"}, out["status"], "%v", out)
+		mu.Lock()
+		require.Len(t, opened, 1, "the host was asked to open the link once")
+		assert.Equal(t, p["approval"].(map[string]any)["url"], opened[0])
+		mu.Unlock()
+		op := p["operation_id"].(string)
+		assert.Contains(t, []string{"completed", "already_completed"}, s.confirmUntilDone(t, wire, p["fingerprint"].(string), params).str("status"))
+		assert.Equal(t, 1, s.executions(t, op))
+
+		// A client without it: approval_required with the link, as over HTTP.
+		plain := connect(t, nil)
+		params = map[string]any{"amount": "901.00", "currency": "USD", "payee_id": "p-mcp"}
+		p = previewOver(t, plain, params)
+		res, err = plain.CallTool(ctx, &mcp.CallToolParams{Name: "payments_wire_confirm",
+			Arguments: map[string]any{"fingerprint": p["fingerprint"], "params": params}})
+		require.NoError(t, err)
+		out = structured(t, res)
+		assert.True(t, res.IsError)
+		assert.Equal(t, "approval_required", out["status"], "%v", out)
+		assert.Equal(t, p["approval"].(map[string]any)["url"], out["approval"].(map[string]any)["url"])
 	})
 
 	t.Run("InviteIsSingleUseAndRevokeWorks", func(t *testing.T) {
