@@ -199,9 +199,10 @@ func publicURLOf(gatewayURL string) string {
 		return gatewayURL
 	}
 	if ip := net.ParseIP(u.Hostname()); ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+		port := u.Port()
 		u.Host = "localhost"
-		if p := u.Port(); p != "" {
-			u.Host = net.JoinHostPort("localhost", p)
+		if port != "" {
+			u.Host = net.JoinHostPort("localhost", port)
 		}
 	}
 	return strings.TrimRight(u.String(), "/")
