@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 echo "== lint: gofmt, go vet, exhaustive switches"
 ./scripts/lint.sh
-echo "== go test"
-go test -count=1 -timeout 45m ./...
+echo "== go test (artifacts, such as the approval page's screenshot, under .run/test-artifacts)"
+mkdir -p .run/test-artifacts
+go test -count=1 -timeout 45m -artifacts -outputdir "$PWD/.run/test-artifacts" ./...
 echo "== deployments: compose file and kustomize overlays, offline (own module: deployments/validate)"
 (cd deployments/validate && go vet ./... && go test -count=1 ./...)
 echo "== alert rules (promtool)"
