@@ -135,7 +135,7 @@ func TestApprovalInBrowser(t *testing.T) {
 		page, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
 		require.NoError(t, err)
 		assert.NotContains(t, page, "ignore previous instructions", "free text never reaches the page")
-		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		require.NoError(t, err)
 		file := filepath.Join(t.ArtifactDir(), "approval-page.png")
 		require.NoError(t, os.WriteFile(file, shot, 0o644))
