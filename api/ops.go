@@ -58,20 +58,30 @@ func (s *Server) handleOpsList(c echo.Context) error {
 		}
 		olderThan = d
 	}
-	limit := defaultListLimit
-	if q := c.QueryParam("limit"); q != "" {
-		n, err := strconv.Atoi(q)
-		if err != nil || n <= 0 {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
-				[]params.FieldProblem{{Field: "limit", Rule: params.RuleType, Problem: "must be a positive integer"}}))
-		}
-		limit = min(n, maxListLimit)
+	limit, r, ok := listLimit(c)
+	if !ok {
+		return s.render(c, r)
 	}
 	recs, err := s.store.List(c.Request().Context(), idemstore.ListFilter{State: state, OlderThan: olderThan, Limit: limit})
 	if err != nil {
 		return s.render(c, s.storeErrorReply("", "", fmt.Errorf("list operations: %w", err)))
 	}
 	return s.render(c, operationsListedReply(recs, state))
+}
+
+// listLimit reads an ops list's ?limit= (default defaultListLimit, at
+// most maxListLimit), or the reply refusing it.
+func listLimit(c echo.Context) (int, reply, bool) {
+	q := c.QueryParam("limit")
+	if q == "" {
+		return defaultListLimit, reply{}, true
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n <= 0 {
+		return 0, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
+			[]params.FieldProblem{{Field: "limit", Rule: params.RuleType, Problem: "must be a positive integer"}}), false
+	}
+	return min(n, maxListLimit), reply{}, true
 }
 
 // handleOpsGet serves GET /v1/ops/operations/:id: the full record.

@@ -209,14 +209,9 @@ func (s *Server) handleOpsApprovals(c echo.Context) error {
 		}
 		state = st
 	}
-	limit := defaultListLimit
-	if q := c.QueryParam("limit"); q != "" {
-		n, err := strconv.Atoi(q)
-		if err != nil || n <= 0 {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
-				[]params.FieldProblem{{Field: "limit", Rule: params.RuleType, Problem: "must be a positive integer"}}))
-		}
-		limit = min(n, maxListLimit)
+	limit, r, ok := listLimit(c)
+	if !ok {
+		return s.render(c, r)
 	}
 	recs, err := s.approvals.Approvals(c.Request().Context(), state, limit)
 	if err != nil {
