@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +103,11 @@ func (s *inprocStack) workflowApproval(t testing.TB, opID string) string {
 	}
 	t.Fatalf("no start event for %s", opID)
 	return ""
+}
+
+// approvalLocal is an approval link of the in-process gateway, reachable by the test.
+func approvalLocal(s *inprocStack, link string) string {
+	return s.url + strings.TrimPrefix(link, inprocPublicURL)
 }
 
 // TestApprovals runs the approval of CONTRACT §7 against real Redis,
@@ -230,6 +237,35 @@ func TestApprovals(t *testing.T) {
 		assert.Equal(t, before, approvalsDigest(t, s))
 		c := conf(t, p.str("fingerprint"), params)
 		assert.Equal(t, "approval_required", c.str("status"), c.String())
+	})
+
+	t.Run("TamperedLink", func(t *testing.T) {
+		small := prev(t, map[string]any{"amount": "250.00", "currency": "USD", "payee_id": "p-tamper"})
+		big := prev(t, map[string]any{"amount": "2500.00", "currency": "USD", "payee_id": "p-tamper"})
+		_, smallBody := decisionBody(t, approvalOf(t, small)["url"].(string), "approve")
+		bigPath, bigBody := decisionBody(t, approvalOf(t, big)["url"].(string), "approve")
+		// The 2500.00 operation's link with the 250.00 params: the page and
+		// the ceremony refuse it, since p's hash is not the fingerprint's.
+		q := "?f=" + url.QueryEscape(bigBody["f"].(string)) + "&p=" + url.QueryEscape(smallBody["p"].(string))
+		resp, err := httpClient.Get(s.url + bigPath + q)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "the page of a tampered link")
+		bigBody["p"] = smallBody["p"]
+		r := call(t, http.MethodPost, s.url+bigPath+"/options", "", bigBody)
+		assert.Equal(t, "ceremony_refused", r.str("status"), r.String())
+		assert.Contains(t, r.str("reason"), "not the ones the fingerprint binds")
+		// A fingerprint not signed by the gateway.
+		bigBody["f"] = strings.Replace(bigBody["f"].(string), ".", ".x", 1)
+		r = call(t, http.MethodPost, s.url+bigPath+"/options", "", bigBody)
+		assert.Equal(t, "ceremony_refused", r.str("status"), r.String())
+		// The genuine page shows the bound values.
+		page, err := httpClient.Get(approvalLocal(s, approvalOf(t, big)["url"].(string)))
+		require.NoError(t, err)
+		defer page.Body.Close()
+		html, _ := io.ReadAll(page.Body)
+		assert.Equal(t, http.StatusOK, page.StatusCode)
+		assert.Contains(t, string(html), `<span id="amount">2500.00</span> <span id="currency">USD</span>`)
 	})
 
 	t.Run("Expired", func(t *testing.T) {
