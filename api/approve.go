@@ -201,7 +201,7 @@ func (s *Server) prepareDecision(c echo.Context, req *decisionRequest) (decision
 	if !s.now().Before(link.payload.ExpiresAt()) {
 		return decisionCall{}, ceremonyRefusedReply(opID, "the approval expired at "+link.payload.ExpiresAt().Format(time.RFC3339), nil), false
 	}
-	rec, err := s.approvals.Approval(ctx, opID)
+	rec, err := s.approvals.Approval(ctx, link.payload.Nonce)
 	switch {
 	case err == nil && rec.State != approval.StatePending:
 		return decisionCall{}, ceremonyRefusedReply(opID, "this operation was already "+strings.ToLower(string(rec.State)), &rec), false

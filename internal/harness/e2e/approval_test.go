@@ -255,6 +255,10 @@ func TestApprovals(t *testing.T) {
 		r := call(t, http.MethodPost, s.url+bigPath+"/options", "", bigBody)
 		assert.Equal(t, "ceremony_refused", r.str("status"), r.String())
 		assert.Contains(t, r.str("reason"), "not the ones the fingerprint binds")
+		// A genuine link's f and p sent to another operation's page.
+		r = call(t, http.MethodPost, s.url+bigPath+"/options", "", smallBody)
+		assert.Equal(t, "ceremony_refused", r.str("status"), r.String())
+		assert.Contains(t, r.str("reason"), "another operation")
 		// A fingerprint not signed by the gateway.
 		bigBody["f"] = strings.Replace(bigBody["f"].(string), ".", ".x", 1)
 		r = call(t, http.MethodPost, s.url+bigPath+"/options", "", bigBody)
