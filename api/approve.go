@@ -44,9 +44,9 @@ func (s *Server) noBearer(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// approvalLinkOf is a verified approval link: the fingerprint's payload,
+// verifiedLink is a verified approval link: the fingerprint's payload,
 // its action and its canonical bound params.
-type approvalLinkOf struct {
+type verifiedLink struct {
 	payload   fingerprint.Payload
 	action    *catalog.Action
 	canonical []byte
@@ -57,29 +57,29 @@ type approvalLinkOf struct {
 // verifyLink checks the link's signed request for operation opID: the
 // fingerprint's signature (the gateway's keys), its nonce, that it asks for
 // approval, that p's SHA-256 is its param_hash, and that its action exists.
-func (s *Server) verifyLink(opID, fp, p string) (approvalLinkOf, error) {
+func (s *Server) verifyLink(opID, fp, p string) (verifiedLink, error) {
 	payload, err := s.keys.Parse(fp)
 	switch {
 	case err != nil:
-		return approvalLinkOf{}, errors.New("the link is not one this gateway signed")
+		return verifiedLink{}, errors.New("the link is not one this gateway signed")
 	case payload.Nonce != opID:
-		return approvalLinkOf{}, errors.New("the link is for another operation")
+		return verifiedLink{}, errors.New("the link is for another operation")
 	case payload.Approval == "":
-		return approvalLinkOf{}, errors.New("this operation needs no approval")
+		return verifiedLink{}, errors.New("this operation needs no approval")
 	}
 	canonical, err := base64.RawURLEncoding.DecodeString(p)
 	if err != nil {
-		return approvalLinkOf{}, errors.New("the link's params are not base64url")
+		return verifiedLink{}, errors.New("the link's params are not base64url")
 	}
 	sum := sha256.Sum256(canonical)
 	if hex.EncodeToString(sum[:]) != payload.ParamHash {
-		return approvalLinkOf{}, errors.New("the link's params are not the ones the fingerprint binds")
+		return verifiedLink{}, errors.New("the link's params are not the ones the fingerprint binds")
 	}
 	action, ok := s.cat.Lookup(payload.Scope)
 	if !ok {
-		return approvalLinkOf{}, fmt.Errorf("the action %s no longer exists", payload.Scope)
+		return verifiedLink{}, fmt.Errorf("the action %s no longer exists", payload.Scope)
 	}
-	return approvalLinkOf{payload: payload, action: action, canonical: canonical, fp: fp, p: p}, nil
+	return verifiedLink{payload: payload, action: action, canonical: canonical, fp: fp, p: p}, nil
 }
 
 // handleApprovePage serves GET /approve/:id?f=&p=: the page, from the
@@ -109,7 +109,7 @@ func (s *Server) handleApprovePage(c echo.Context) error {
 
 // approvePage fills the page from the link: the amount with its currency's
 // decimal places, the payee, and every bound field.
-func approvePage(link approvalLinkOf, reasons []string) pages.Approve {
+func approvePage(link verifiedLink, reasons []string) pages.Approve {
 	p := link.payload
 	page := pages.Approve{
 		Title: link.action.Title, Scope: p.Scope, OperationID: p.Nonce, Subject: p.Subject, Reasons: reasons,
@@ -177,7 +177,7 @@ type decisionRequest struct {
 // decisionCall is a verified decision request: its link, statement and the
 // subject's passkeys.
 type decisionCall struct {
-	link approvalLinkOf
+	link verifiedLink
 	st   approval.Statement
 	keys []approval.Passkey
 }
