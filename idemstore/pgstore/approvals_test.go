@@ -174,7 +174,7 @@ func TestPayeeKnown(t *testing.T) {
 	known, err := s.PayeeKnown(ctx, "alice", "payments.wire", "p-9")
 	require.NoError(t, err)
 	assert.False(t, known, "in flight is not paid yet")
-	require.NoError(t, s.Finalize(ctx, idemstore.Finalization{OperationID: op, Owner: "o", State: idemstore.StateDone, Result: json.RawMessage(`{}`), TerminalTTL: time.Hour}))
+	require.NoError(t, s.Finalize(ctx, idemstore.Finalization{OperationID: op, Owner: "o", Final: idemstore.Final{State: idemstore.StateDone, Result: json.RawMessage(`{}`)}, TerminalTTL: time.Hour}))
 	for _, tc := range []struct {
 		subject, scope, payee string
 		want                  bool

@@ -21,7 +21,7 @@ import (
 
 	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/fingerprint"
-	"github.com/oncegate/oncegate/workflows"
+	"github.com/oncegate/oncegate/operation"
 )
 
 const wire = "payments.wire"
@@ -96,7 +96,7 @@ func (s *inprocStack) workflowApproval(t testing.TB, opID string) string {
 		ev, err := iter.Next()
 		require.NoError(t, err)
 		if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
-			var in workflows.OperationInput
+			var in operation.Input
 			require.NoError(t, json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in))
 			return in.ApprovalSHA256
 		}
