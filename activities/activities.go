@@ -68,6 +68,7 @@ func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operat
 		TerminalTTL:    in.TerminalTTL,
 		FingerprintExp: in.FingerprintExp,
 		BoundParams:    in.BoundParams,
+		ApprovalSHA256: in.ApprovalSHA256,
 	})
 	if err != nil {
 		return operation.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)

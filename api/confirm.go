@@ -68,9 +68,11 @@ type confirmCall struct {
 	bound   boundParams
 	owner   string
 	traceID string
-	// approvalSHA256 is the hash of the approval evidence this confirm runs
-	// under ("" when the action's policy asks for none): stored with the
-	// claim, named by every receipt.
+	// fingerprint is the fingerprint as sent (for the approval link).
+	fingerprint string
+	// approvalSHA256 is the approval evidence's hash the operation runs
+	// under (set by the approval gate; empty when none was needed): stored
+	// with the claim, named by every receipt.
 	approvalSHA256 string
 }
 
@@ -112,12 +114,17 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	}
 	call := confirmCall{
 		id: id, action: action, payload: p, opID: p.Nonce, bound: bp, traceID: traceID,
-		owner: s.instance + ":" + randomHex(8),
+		owner: s.instance + ":" + randomHex(8), fingerprint: req.Fingerprint,
 	}
 	if p.RecentOperation != "" && req.AcknowledgeRepeatOf != p.RecentOperation {
 		return s.repeatUnacknowledged(ctx, call)
 	}
 	facts := confirmFacts{Owner: call.owner, Expired: now.Unix() >= p.Exp}
+	if !facts.Expired {
+		if r, stop := s.approvalGate(ctx, &call); stop {
+			return r
+		}
+	}
 	for {
 		plan := decideConfirm(facts)
 		switch plan.Ask {
@@ -232,7 +239,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 		OperationID: call.opID, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
 		Ownership: own, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		Downstream: call.action.Downstream.Plan(), Summary: summary,
+		Downstream: call.action.Downstream.Plan(), Summary: summary, ApprovalSHA256: call.approvalSHA256,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       call.opID,

@@ -86,6 +86,35 @@ const (
 	StatusWebhookAccepted Status = "webhook_accepted"
 	// StatusWebhookRefused means a webhook event was refused (unsigned, bad signature, stale, unknown operation, replayed).
 	StatusWebhookRefused Status = "webhook_refused"
+	// StatusApprovalRequired means the action's policy asks a person to
+	// approve this operation with a passkey and no approval is recorded yet;
+	// nothing was consumed (CONTRACT §7).
+	StatusApprovalRequired Status = "approval_required"
+	// StatusApprovalDeclined means the person declined with their passkey;
+	// the fingerprint can never be confirmed.
+	StatusApprovalDeclined Status = "approval_declined"
+	// StatusWebAuthnOptions means the options of a WebAuthn ceremony, for
+	// the approval and enrolment pages.
+	StatusWebAuthnOptions Status = "webauthn_options"
+	// StatusApprovalRecorded means a passkey's decision about an operation
+	// was verified and recorded.
+	StatusApprovalRecorded Status = "approval_recorded"
+	// StatusPasskeyEnrolled means a passkey was registered through an
+	// enrolment link.
+	StatusPasskeyEnrolled Status = "passkey_enrolled"
+	// StatusCeremonyRefused means an approval or enrolment ceremony was
+	// refused; nothing was recorded.
+	StatusCeremonyRefused Status = "ceremony_refused"
+	// StatusPasskeyInvited means an enrolment link was made.
+	StatusPasskeyInvited Status = "passkey_invited"
+	// StatusPasskeysListed means the ops list of passkeys.
+	StatusPasskeysListed Status = "passkeys_listed"
+	// StatusPasskeyRevoked means a passkey was revoked (or already was).
+	StatusPasskeyRevoked Status = "passkey_revoked"
+	// StatusApprovalsListed means the ops list of approvals.
+	StatusApprovalsListed Status = "approvals_listed"
+	// StatusUnknownPasskey means no passkey of that id.
+	StatusUnknownPasskey Status = "unknown_passkey"
 	// StatusAlive means liveness.
 	StatusAlive Status = "alive"
 	// StatusReady means readiness: the truth database answers.
@@ -152,6 +181,17 @@ var Statuses = map[Status]StatusInfo{
 	StatusInvalidRequest:         {http.StatusBadRequest, false, "", "`GET /v1/tools` with an unknown `format`", false, false},
 	StatusWebhookAccepted:        {http.StatusOK, false, "", "`POST /v1/webhooks/{scope}`: a downstream's signed event was verified and delivered to the operation's workflow", false, false},
 	StatusWebhookRefused:         {http.StatusBadRequest, false, "`reason`", "`POST /v1/webhooks/{scope}`: an unsigned, wrongly signed, stale, unknown or replayed event; nothing changed", false, false},
+	StatusApprovalRequired:       {http.StatusPreconditionRequired, false, "`approval` (`required`, `reasons`, `url`, `expires_at`, `state`)", "the action's policy asks a person to approve this operation with a passkey and no approval is recorded yet; nothing was consumed: give the user the link, and confirm again once they approved", false, false},
+	StatusApprovalDeclined:       {http.StatusForbidden, false, "`approval`", "the person declined this operation with their passkey; its fingerprint can never be confirmed", false, false},
+	StatusWebAuthnOptions:        {http.StatusOK, false, "`options`", "approval and enrolment pages: the options of a WebAuthn ceremony for `navigator.credentials`", false, false},
+	StatusApprovalRecorded:       {http.StatusOK, false, "`approval`", "approval page: the passkey's decision was verified and recorded", false, false},
+	StatusPasskeyEnrolled:        {http.StatusOK, false, "`passkey`", "enrolment page: a passkey was registered for the subject", false, false},
+	StatusCeremonyRefused:        {http.StatusBadRequest, false, "`reason`, `approval` when one is recorded", "approval and enrolment pages: the link, the decision or the passkey's answer was refused (expired, already decided, not the subject's passkey, a bad signature, a bearer token instead of a passkey); nothing was recorded", false, false},
+	StatusPasskeyInvited:         {http.StatusOK, false, "`url`, `subject`, `expires_at`", "ops: a one-time enrolment link for the subject", false, false},
+	StatusPasskeysListed:         {http.StatusOK, false, "`passkeys`, `count`", "ops: the passkeys", false, false},
+	StatusPasskeyRevoked:         {http.StatusOK, false, "`passkey`", "ops: the passkey is revoked and decides nothing any more", false, false},
+	StatusApprovalsListed:        {http.StatusOK, false, "`approvals`, `count`", "ops: the approvals (pending ones: asked, not decided)", false, false},
+	StatusUnknownPasskey:         {http.StatusNotFound, false, "", "ops: no passkey of that id", false, false},
 	StatusAlive:                  {http.StatusOK, false, "", "`GET /healthz`: the process runs", false, false},
 	StatusReady:                  {http.StatusOK, false, "`postgres`, `redis`", "`GET /readyz`: the truth database answers", false, false},
 	StatusNotReady:               {http.StatusServiceUnavailable, false, "`postgres`, `redis`", "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule", false, true},

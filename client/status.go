@@ -60,6 +60,11 @@ const (
 	StatusRequestTooLarge Status = "request_too_large"
 	// StatusInternalError means an unexpected error in the gateway; report the trace_id.
 	StatusInternalError Status = "internal_error"
+	// StatusApprovalRequired means the user must approve the operation with
+	// their passkey first (Answer.Approval has the link); nothing consumed.
+	StatusApprovalRequired Status = "approval_required"
+	// StatusApprovalDeclined means the user declined the operation with their passkey.
+	StatusApprovalDeclined Status = "approval_declined"
 )
 
 // statusInfo is what the client knows of a status: its HTTP code and the
@@ -96,6 +101,8 @@ var statuses = map[Status]statusInfo{
 	StatusMalformedRequest:       {http.StatusBadRequest, ErrBadRequest},
 	StatusRequestTooLarge:        {http.StatusRequestEntityTooLarge, ErrBadRequest},
 	StatusInternalError:          {http.StatusInternalServerError, ErrInternal},
+	StatusApprovalRequired:       {http.StatusPreconditionRequired, ErrApprovalRequired},
+	StatusApprovalDeclined:       {http.StatusForbidden, ErrApprovalDeclined},
 }
 
 // Statuses returns every status the client knows, each with the HTTP code

@@ -17,6 +17,10 @@ var opsOnly = map[api.Status]bool{
 	api.StatusOperationsListed: true, api.StatusOperationFound: true, api.StatusResolved: true, api.StatusAlreadyResolved: true,
 	api.StatusAlive: true, api.StatusReady: true, api.StatusNotReady: true,
 	api.StatusWebhookAccepted: true, api.StatusWebhookRefused: true, api.StatusInvalidRequest: true,
+	// The approval page's and the passkey operators' answers.
+	api.StatusWebAuthnOptions: true, api.StatusApprovalRecorded: true, api.StatusPasskeyEnrolled: true,
+	api.StatusCeremonyRefused: true, api.StatusPasskeyInvited: true, api.StatusPasskeysListed: true,
+	api.StatusPasskeyRevoked: true, api.StatusApprovalsListed: true, api.StatusUnknownPasskey: true,
 }
 
 func TestReplayHeaderIsTheGateways(t *testing.T) {

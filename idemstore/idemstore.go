@@ -141,10 +141,10 @@ type Claim struct {
 	// the SHA-256 of), kept by the truth so an operator sees what the
 	// operation is; optional.
 	BoundParams json.RawMessage
-	// ApprovalSHA256 is the SHA-256 (64 lowercase hex) of the approval
-	// evidence the operation is confirmed under, stored with the claim (the
-	// truth and the fast path) so that every receipt of the operation names
-	// it; empty when the operation needs no approval.
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
+	// operation was confirmed under (empty when its action asked for none);
+	// stored with the claim (the truth and the fast path) and read back, so
+	// that every receipt of the operation names it.
 	ApprovalSHA256 string
 }
 
@@ -214,8 +214,8 @@ type Record struct {
 	// BoundParams are the canonical bound params of the claim (the truth
 	// only; empty for records claimed before they were kept).
 	BoundParams json.RawMessage `json:"bound_params,omitempty"`
-	// ApprovalSHA256 is the SHA-256 of the approval evidence the operation
-	// was claimed under (Claim.ApprovalSHA256); empty without approval.
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
+	// operation was confirmed under (empty when none was needed).
 	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
 	// CompletedAt is when the record turned terminal (Final.CompletedAt: the
 	// same time in the truth and the fast path; zero while not terminal).

@@ -156,6 +156,7 @@ type rawCatalog struct {
 // pointers, so that validation can report every problem.
 type rawAction struct {
 	Description           string               `yaml:"description"`
+	Title                 string               `yaml:"title"`
 	Bind                  map[string]Field     `yaml:"bind"`
 	Free                  map[string]FreeField `yaml:"free"`
 	FingerprintTTL        string               `yaml:"fingerprint_ttl"`
@@ -164,6 +165,7 @@ type rawAction struct {
 	DuplicateIntentWindow string               `yaml:"duplicate_intent_window"`
 	SummaryField          string               `yaml:"summary_field"`
 	Downstream            rawDownstream        `yaml:"downstream"`
+	Approval              *rawApproval         `yaml:"approval"`
 }
 
 // rawDownstream mirrors Downstream.

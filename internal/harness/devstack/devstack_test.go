@@ -38,6 +38,11 @@ import (
 var unreachable = map[api.Status]string{
 	api.StatusInternalError:  "a bug in the gateway",
 	api.StatusResolutionSent: "a decision accepted while the truth database is slow for 20 s",
+	// Only a person's passkey in a browser reaches these (TestApprovalInBrowser, TestApprovals).
+	api.StatusApprovalRecorded: "a passkey's decision",
+	api.StatusApprovalDeclined: "a passkey's decline",
+	api.StatusPasskeyEnrolled:  "a passkey's registration",
+	api.StatusPasskeyRevoked:   "revoking needs an enrolled passkey",
 }
 
 // stackKeys are the variables a shell may carry from another stack's
