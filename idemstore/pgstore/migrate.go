@@ -36,12 +36,8 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	db := stdlib.OpenDBFromPool(s.pool)
 	defer db.Close()
-	// Out of order: branches land in another order than they numbered
-	// their migrations (00005 after 00006 and 00007 in a database that
-	// already ran those); each migration is independent of the others'
-	// numbers, so a missing one is applied rather than refused.
 	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
-		goose.WithTableName(MigrationTable), goose.WithSessionLocker(locker), goose.WithAllowOutofOrder(true))
+		goose.WithTableName(MigrationTable), goose.WithSessionLocker(locker))
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}

@@ -49,21 +49,6 @@ func TestPostgresSpecifics(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
-	t.Run("AMigrationThatLandedLateIsApplied", func(t *testing.T) {
-		t.Parallel()
-		// A database that ran 00006 and 00007 before 00005 existed (the
-		// approvals landed before the receipts' column).
-		s := newStore(t)
-		_, err := s.Pool().Exec(ctx, `ALTER TABLE write_record DROP COLUMN approval_sha256;
-			DELETE FROM `+pgstore.MigrationTable+` WHERE version_id = 5`)
-		require.NoError(t, err)
-		require.NoError(t, s.Migrate(ctx))
-		var n int
-		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM information_schema.columns
-			WHERE table_name = 'write_record' AND column_name = 'approval_sha256'`).Scan(&n))
-		assert.Equal(t, 1, n, "00005 applied after 00007")
-	})
-
 	t.Run("MigrateIsIdempotent", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
