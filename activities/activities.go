@@ -43,6 +43,10 @@ const (
 	ErrTypeNotOwner = workflows.ErrTypeNotOwner
 )
 
+// ReasonLimitExceeded is the reason of an operation whose claim the truth
+// refused over budget after its takeover.
+const ReasonLimitExceeded = "limit_exceeded: the amount no longer fits the subject's budget"
+
 // HeaderIdempotencyKey is the header carrying the operation_id to an HTTP downstream.
 const HeaderIdempotencyKey = downstream.HeaderIdempotencyKey
 
@@ -82,6 +86,7 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 		TerminalTTL:    in.TerminalTTL,
 		FingerprintExp: in.FingerprintExp,
 		BoundParams:    in.BoundParams,
+		Charge:         in.Charge,
 	})
 	if err != nil {
 		return workflows.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
@@ -118,6 +123,12 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 			FailureKind: rec.FailureKind,
 			ResolvedBy:  rec.ResolvedBy,
 		}, nil
+	case idemstore.OutcomeLimitExceeded:
+		// The truth never held this claim (its gateway died before its
+		// truth claim) and it no longer fits the subject's budget: it ends
+		// here, never sent.
+		a.logger().Warn("claim refused over budget", "operation_id", in.OperationID, "subject", in.Subject)
+		return workflows.ClaimResult{State: idemstore.StateFailed, Reason: ReasonLimitExceeded, FailureKind: idemstore.FailureNotSent}, nil
 	case idemstore.OutcomeParamMismatch:
 		a.logger().Error("truth holds the operation with another param_hash", "operation_id", in.OperationID)
 		return workflows.ClaimResult{}, temporal.NewNonRetryableApplicationError(
