@@ -17,6 +17,8 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/limits"
+	"github.com/oncegate/oncegate/internal/watch"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -38,6 +40,9 @@ type confirmRequest struct {
 func (s *Server) handleConfirm(c echo.Context) error {
 	action, r, ok := s.lookupAction(c)
 	if !ok {
+		return s.render(c, r)
+	}
+	if r, limited := s.rateLimited(c.Request().Context(), identityOf(c), limits.KindConfirm, action.Scope); limited {
 		return s.render(c, r)
 	}
 	var req confirmRequest
@@ -65,6 +70,9 @@ type confirmCall struct {
 	bound   boundParams
 	owner   string
 	traceID string
+	// charge is what the operation spends of the subject's budgets (nil:
+	// the action declares no spend).
+	charge *idemstore.Charge
 }
 
 // confirm is the confirm path of ARCHITECTURE.md: verify, amnesia guard,
@@ -104,6 +112,9 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	if now.Unix() >= p.Exp {
 		return s.confirmExpired(ctx, call)
 	}
+	if call.charge, err = s.charge(id, action, bp); err != nil {
+		return internalErrorReply(p.Nonce, err)
+	}
 	// The claim must not be abandoned half-way when the agent hangs up (a
 	// lost answer): a Redis claim whose truth check and release were
 	// cancelled is an orphan that answers in_progress to every retry and
@@ -113,7 +124,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	d, err := s.store.Acquire(actx, idemstore.Claim{
 		OperationID: p.Nonce, ParamHash: bp.paramHash, Owner: call.owner, Subject: id.Subject, Scope: action.Scope,
 		InFlightTTL: action.InFlightTTL, TerminalTTL: action.TerminalTTL, FingerprintExp: p.ExpiresAt(),
-		BoundParams: bp.canonical,
+		BoundParams: bp.canonical, Charge: call.charge,
 	})
 	if err != nil {
 		return s.storeErrorReply(action.Scope, "", fmt.Errorf("confirm %s: %w", p.Nonce, err))
@@ -124,6 +135,9 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		// The truth may already hold the operation under another owner (the
 		// fast path lost the key while its workflow runs): attach to it.
 		earlier := d.TruthFound && d.Record.Owner != "" && d.Record.Owner != call.owner
+		if call.charge != nil && d.TruthFound && !earlier {
+			s.metrics.reservations.WithLabelValues(call.charge.Currency).Inc()
+		}
 		if s.cfg.Failpoint == FailpointAfterClaim && !earlier {
 			crashNow()
 		}
@@ -152,6 +166,8 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	case idemstore.OutcomeParamMismatch:
 		s.securityEvent(ctx, EventStoreParamMismatch, id, action.Scope, p.Nonce, traceID, "the store holds this operation with another param_hash")
 		return opReply(StatusParamMismatch, p.Nonce)
+	case idemstore.OutcomeLimitExceeded:
+		return s.overBudget(ctx, call, call.charge, d.Usage)
 	}
 	return internalErrorReply(p.Nonce, fmt.Errorf("confirm %s: unknown outcome %q", p.Nonce, d.Outcome))
 }
@@ -222,8 +238,7 @@ func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemst
 			s.log.WarnContext(ctx, "describe workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
 		}
 	}
-	run := s.temporal.GetWorkflow(ctx, nonce, "")
-	return s.await(ctx, call, run, d.Owner, true)
+	return s.await(ctx, call, d.Owner, true)
 }
 
 // startAndAwait starts the operation's workflow (or attaches to an existing
@@ -247,6 +262,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 		Owner: call.owner, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
 		Downstream: call.action.Downstream.Plan(), Summary: summary, TruthClaimed: truthClaimed, ClaimedAt: truthClaimedAt,
+		Charge: call.charge,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       nonce,
@@ -260,7 +276,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	// The start must not be abandoned when the agent hangs up.
 	sctx, cancel := temporalContext(ctx)
 	defer cancel()
-	run, err := s.startWorkflow(sctx, opts, in)
+	_, err = s.startWorkflow(sctx, opts, in)
 	attached := false
 	if err != nil {
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
@@ -270,7 +286,6 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 			return unavailableReply(nonce, detailWorkflowEngine)
 		}
 		attached = true
-		run = s.temporal.GetWorkflow(ctx, nonce, "")
 	}
 	s.log.InfoContext(ctx, "operation started", "operation_id", nonce, "scope", call.action.Scope,
 		"subject", call.id.Subject, "attached", attached, "trace_id", call.traceID)
@@ -278,7 +293,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	if truthClaimed && !attached {
 		refillOwner = "" // the workflow's Finalize writes the fast path under this claim
 	}
-	return s.await(ctx, call, run, refillOwner, attached || earlier)
+	return s.await(ctx, call, refillOwner, attached || earlier)
 }
 
 // temporalContext detaches a Temporal call from the caller's cancellation
@@ -342,22 +357,62 @@ func (s *Server) releaseUnstarted(ctx context.Context, call confirmCall) {
 	}
 }
 
-// await waits up to ConfirmWait for the workflow's result. On a result it
-// refills the fast path with owner's claim; otherwise the store decides
-// between needs_manual_review, a terminal answer and in_progress. replay
-// marks an outcome that an earlier call started.
-func (s *Server) await(ctx context.Context, call confirmCall, run client.WorkflowRun, owner string, replay bool) reply {
+// await waits up to ConfirmWait for the operation's outcome, through the
+// gateway's one watcher of the operation (watchOperation), which every
+// concurrent confirm of the same operation shares. On the workflow's result
+// it refills the fast path with owner's claim; otherwise the store's record
+// decides between needs_manual_review, a terminal answer and in_progress.
+// With ONCEGATE_MAX_WATCHERS watchers running it answers in_progress at
+// once. replay marks an outcome that an earlier call started.
+func (s *Server) await(ctx context.Context, call confirmCall, owner string, replay bool) reply {
 	nonce := call.payload.Nonce
 	// Detached from the agent's connection: an agent that hangs up costs at
 	// most this wait, and never cancels a Temporal call in flight.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ConfirmWait)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ConfirmWait+startTimeout)
 	defer cancel()
-	var res workflows.OperationResult
-	err := run.Get(wctx, &res)
-	if err == nil && res.State.Terminal() {
-		rec := res.Record(nonce)
+	w, _, err := s.watchers.Do(wctx, nonce, func(ctx context.Context) (watched, error) {
+		return s.watchOperation(ctx, nonce, call.traceID), nil
+	})
+	switch {
+	case err != nil:
+		if !errors.Is(err, watch.ErrBusy) {
+			s.log.WarnContext(ctx, "wait for workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
+		}
+		return opReply(StatusInProgress, nonce)
+	case w.terminal:
+		rec := w.result.Record(nonce)
 		s.refill(ctx, call, rec, owner)
 		return s.answerFor(rec, replay)
+	case w.found:
+		w.rec.OperationID = nonce
+		return s.answerFor(w.rec, replay)
+	}
+	return opReply(StatusInProgress, nonce)
+}
+
+// watched is what one watch of an operation learnt: its workflow's
+// terminal result, or else the store's record of it.
+type watched struct {
+	// result is the workflow's result (terminal).
+	result workflows.OperationResult
+	// terminal says result holds the workflow's terminal outcome.
+	terminal bool
+	// rec is the store's record (found).
+	rec idemstore.Record
+	// found says rec was read.
+	found bool
+}
+
+// watchOperation waits up to ConfirmWait for opID's workflow result (one
+// long poll), then, without one, reads the store's record: the watch that
+// concurrent confirms of opID share.
+func (s *Server) watchOperation(ctx context.Context, opID, traceID string) watched {
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.ConfirmWait)
+	defer cancel()
+	var res workflows.OperationResult
+	err := s.temporal.GetWorkflow(wctx, opID, "").Get(wctx, &res)
+	if err == nil && res.State.Terminal() {
+		return watched{result: res, terminal: true}
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		level := slog.LevelWarn
@@ -365,16 +420,12 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 		if errors.As(err, &nf) {
 			level = slog.LevelInfo // the holder has not started it yet
 		}
-		s.log.Log(ctx, level, "wait for workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
+		s.log.Log(ctx, level, "wait for workflow", "operation_id", opID, "err", err, "trace_id", traceID)
 	}
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	rctx, rcancel := context.WithTimeout(ctx, startTimeout)
 	defer rcancel()
-	rec, gerr := s.store.Get(rctx, nonce)
-	if gerr == nil {
-		rec.OperationID = nonce
-		return s.answerFor(rec, replay)
-	}
-	return opReply(StatusInProgress, nonce)
+	rec, gerr := s.store.Get(rctx, opID)
+	return watched{rec: rec, found: gerr == nil}
 }
 
 // refill writes the terminal outcome to the fast path under owner's claim;

@@ -13,6 +13,7 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/params"
 )
 
@@ -26,6 +27,9 @@ type previewRequest struct {
 func (s *Server) handlePreview(c echo.Context) error {
 	action, r, ok := s.lookupAction(c)
 	if !ok {
+		return s.render(c, r)
+	}
+	if r, limited := s.rateLimited(c.Request().Context(), identityOf(c), limits.KindPreview, action.Scope); limited {
 		return s.render(c, r)
 	}
 	var req previewRequest
@@ -125,6 +129,11 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	if err != nil && !errors.Is(err, idemstore.ErrNotFound) {
 		return s.storeErrorReply(action.Scope, "", fmt.Errorf("amnesia guard: %w", err))
 	}
+	charge, err := s.charge(id, action, bp)
+	if err != nil {
+		return internalErrorReply("", fmt.Errorf("preview: %w", err))
+	}
+	warning := s.previewWarning(ctx, id.Subject, charge)
 	p := fingerprint.Payload{
 		Nonce: fingerprint.NewNonce(), Exp: exp.Unix(),
 		Subject: id.Subject, Scope: action.Scope, ParamHash: bp.paramHash,
@@ -141,8 +150,14 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	if quote != nil {
 		preview["quote"] = stringNumbers(quote)
 	}
+	var ready reply
 	if !found {
-		return s.previewReadyReply(action.Scope, fp, p, preview, nil)
+		ready = s.previewReadyReply(action.Scope, fp, p, preview, nil)
+	} else {
+		ready = s.previewReadyReply(action.Scope, fp, p, preview, &recent)
 	}
-	return s.previewReadyReply(action.Scope, fp, p, preview, &recent)
+	if warning != nil {
+		ready = ready.with("limit", viewOf(warning))
+	}
+	return ready
 }

@@ -30,7 +30,9 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/internal/watch"
 )
 
 // BodyLimit is the largest request body accepted (larger → request_too_large).
@@ -66,6 +68,13 @@ type Deps struct {
 	// TracerProvider makes the request spans; nil means one that records
 	// trace ids and exports nothing.
 	TracerProvider trace.TracerProvider
+	// Limits are the spend budgets and request rates; nil means none.
+	Limits *limits.Limits
+	// Rates counts the subjects' requests; nil means no rate is enforced.
+	Rates RateLimiter
+	// Budgets reads the budgets' windows (the preview's warning, the ops
+	// view); nil means no warning and no ops view.
+	Budgets BudgetOps
 }
 
 // Server is the gateway's HTTP server.
@@ -85,6 +94,10 @@ type Server struct {
 	tracer   trace.TracerProvider
 	instance string
 	echo     *echo.Echo
+	limits   *limits.Limits
+	rates    RateLimiter
+	budgets  BudgetOps
+	watchers *watch.Group[watched]
 }
 
 // New validates deps and builds the server with its routes.
@@ -109,7 +122,10 @@ func New(deps Deps) (*Server, error) {
 		cat: deps.Catalog, keys: deps.Keyring, store: deps.Store, temporal: deps.Temporal,
 		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
 		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
-		tracer: deps.TracerProvider,
+		tracer: deps.TracerProvider, limits: deps.Limits, rates: deps.Rates, budgets: deps.Budgets,
+	}
+	if s.limits == nil {
+		s.limits = &limits.Limits{}
 	}
 	if s.tracer == nil {
 		s.tracer = sdktrace.NewTracerProvider()
@@ -144,6 +160,7 @@ func New(deps Deps) (*Server, error) {
 	if s.metrics, err = newMetrics(reg); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
+	s.watchers = watch.New[watched](s.cfg.MaxWatchers, s.metrics.watch)
 	ttls := map[string]float64{}
 	for scope, a := range s.cat.Actions {
 		ttls[scope] = a.InFlightTTL.Seconds()

@@ -90,6 +90,12 @@ const (
 	StatusReady Status = "ready"
 	// StatusNotReady means the truth database cannot be reached.
 	StatusNotReady Status = "not_ready"
+	// StatusLimitExceeded means the amount does not fit one of the
+	// subject's spend budgets (limit names it); nothing was claimed.
+	StatusLimitExceeded Status = "limit_exceeded"
+	// StatusRateLimited means too many requests from the subject; the same
+	// request may be sent after retry_after_ms.
+	StatusRateLimited Status = "rate_limited"
 )
 
 // StatusInfo is what the registry knows about a status.
@@ -97,7 +103,8 @@ type StatusInfo struct {
 	// Code is the HTTP status code.
 	Code int
 	// Retryable tells the model whether sending exactly the same request
-	// again can succeed. CONTRACT §4: true only for temporarily_unavailable.
+	// again can succeed. CONTRACT §4 and §7: true only for
+	// temporarily_unavailable and rate_limited.
 	Retryable bool
 	// Carries lists the body members beyond the common ones, for the README.
 	Carries string
@@ -111,6 +118,11 @@ type StatusInfo struct {
 	RetryAfter bool
 }
 
+// Wait is the header Retry-After that asks the agent to come back: set for
+// an answer that polls or tells when to retry (CONTRACT §7: whole seconds,
+// rounded up, equal to the body's wait).
+func (i StatusInfo) Wait() bool { return i.Polls || i.RetryAfter }
+
 // Statuses maps every status the gateway answers to its code, retryability
 // and documentation. The README's status table is generated from it
 // (TestREADMEStatusTable) and every status has texts in every language.
@@ -120,8 +132,8 @@ var Statuses = map[Status]StatusInfo{
 	StatusAlreadyCompleted:       {http.StatusOK, false, "`result`, `result_ref`; header `Idempotent-Replayed: true`", "a replay of a finished operation: the first result itself", false, false},
 	StatusFailed:                 {http.StatusOK, false, "`reason`", "a definite failure; nothing was executed downstream", false, false},
 	StatusAlreadyFailed:          {http.StatusOK, false, "`reason`; header `Idempotent-Replayed: true`", "a replay of a definite failure", false, false},
-	StatusInProgress:             {http.StatusAccepted, false, "`poll_with`, `poll_after_ms`", "started, the outcome is not known yet: poll `get_operation_status`", true, false},
-	StatusNeedsManualReview:      {http.StatusAccepted, false, "`poll_with`, `poll_after_ms`", "the outcome cannot be determined automatically; a person decides", true, false},
+	StatusInProgress:             {http.StatusAccepted, false, "`poll_with`, `poll_after_ms`; header `Retry-After`", "started, the outcome is not known yet: poll `get_operation_status`", true, false},
+	StatusNeedsManualReview:      {http.StatusAccepted, false, "`poll_with`, `poll_after_ms`; header `Retry-After`", "the outcome cannot be determined automatically; a person decides", true, false},
 	StatusParamMismatch:          {http.StatusUnprocessableEntity, false, "", "the bound params differ from the fingerprint's (a security event)", false, false},
 	StatusSubjectMismatch:        {http.StatusForbidden, false, "", "the fingerprint was issued to another subject (a security event)", false, false},
 	StatusScopeMismatch:          {http.StatusForbidden, false, "", "the fingerprint was issued for another action (a security event)", false, false},
@@ -131,7 +143,7 @@ var Statuses = map[Status]StatusInfo{
 	StatusUnauthenticated:        {http.StatusUnauthorized, false, "header `WWW-Authenticate`", "no or unknown bearer token: do not retry with the same credentials", false, false},
 	StatusUnknownAction:          {http.StatusNotFound, false, "", "no such action (scope)", false, false},
 	StatusRepeatUnacknowledged:   {http.StatusConflict, false, "`recent_operation`", "an identical operation ran recently and the confirm did not acknowledge it: ask the user", false, false},
-	StatusTemporarilyUnavailable: {http.StatusServiceUnavailable, true, "`retry_after_ms`", "the truth store, the workflow engine or (at preview) the quote endpoint cannot answer now; nothing was consumed: the same request may be sent again a bounded number of times", false, true},
+	StatusTemporarilyUnavailable: {http.StatusServiceUnavailable, true, "`retry_after_ms`; header `Retry-After`", "the truth store, the workflow engine or (at preview) the quote endpoint cannot answer now; nothing was consumed: the same request may be sent again a bounded number of times", false, true},
 	StatusDownstreamRefused:      {http.StatusUnprocessableEntity, false, "`reason`, `errors` when the downstream names fields", "at preview, the downstream's quote endpoint refused the params definitively (a 4xx other than 408/429): change the params, do not resend", false, false},
 	StatusUnknownOperation:       {http.StatusNotFound, false, "", "no such operation for the caller", false, false},
 	StatusForbidden:              {http.StatusForbidden, false, "", "an ops endpoint called without the operator role", false, false},
@@ -152,7 +164,9 @@ var Statuses = map[Status]StatusInfo{
 	StatusWebhookRefused:         {http.StatusBadRequest, false, "`reason`", "`POST /v1/webhooks/{scope}`: an unsigned, wrongly signed, stale, unknown or replayed event; nothing changed", false, false},
 	StatusAlive:                  {http.StatusOK, false, "", "`GET /healthz`: the process runs", false, false},
 	StatusReady:                  {http.StatusOK, false, "`postgres`, `redis`", "`GET /readyz`: the truth database answers", false, false},
-	StatusNotReady:               {http.StatusServiceUnavailable, false, "`postgres`, `redis`", "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule", false, true},
+	StatusNotReady:               {http.StatusServiceUnavailable, false, "`postgres`, `redis`, `retry_after_ms`; header `Retry-After`", "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule", false, true},
+	StatusLimitExceeded:          {http.StatusForbidden, false, "`limit` (`name`, `window`, `currency`, `max`, `used`, `left`, `resets_at`)", "the amount does not fit one of the subject's spend budgets (`ONCEGATE_LIMITS`); nothing was claimed or executed", false, false},
+	StatusRateLimited:            {http.StatusTooManyRequests, true, "`retry_after_ms`; header `Retry-After`", "too many previews or confirms from this subject; nothing was done: the same request may be sent again after the wait", false, true},
 }
 
 // Message keys that render a status other than under its own name.

@@ -47,7 +47,8 @@ var boundPhrases = map[messages.Lang][]string{
 }
 
 // TestMessagesAgreeWithRetryable checks the status registry against the
-// contract's rule and the texts: retryable only for temporarily_unavailable;
+// contract's rule and the texts: retryable only for temporarily_unavailable
+// and rate_limited;
 // every text of every status in every language; a non-retryable text never
 // tells the model to resend; a retryable one always bounds the retries and
 // says what to tell the user after.
@@ -58,7 +59,8 @@ func TestMessagesAgreeWithRetryable(t *testing.T) {
 	used := map[string]bool{}
 	for _, status := range StatusNames() {
 		info := Statuses[status]
-		assert.Equal(t, status == StatusTemporarilyUnavailable, info.Retryable, "%s: retryable is true only for temporarily_unavailable", status)
+		assert.Equal(t, status == StatusTemporarilyUnavailable || status == StatusRateLimited, info.Retryable,
+			"%s: retryable is true only for temporarily_unavailable and rate_limited", status)
 		assert.NotZero(t, info.Code, status)
 		assert.NotEmpty(t, info.When, status)
 		for _, key := range messageKeys(status) {

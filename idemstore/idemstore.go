@@ -282,6 +282,18 @@ type Record struct {
 // the tolerance before or after its timestamp.
 const WebhookReceiptRetention = 48 * time.Hour
 
+// BudgetReset is an operator's reset of a subject's budget windows.
+type BudgetReset struct {
+	// Subject is whose windows start afresh.
+	Subject string `json:"subject"`
+	// At is when: reservations before it no longer count.
+	At time.Time `json:"reset_at"`
+	// By is the operator.
+	By string `json:"reset_by"`
+	// TraceID is the request that reset them.
+	TraceID string `json:"trace_id,omitempty"`
+}
+
 // ReservationRetention is how long a budget reservation is kept (Reap
 // deletes it after): longer than the longest window a limits file can
 // declare (monthly, 30 days), so that no window ever misses one.

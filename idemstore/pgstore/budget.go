@@ -117,37 +117,25 @@ func (s *Store) Currencies(ctx context.Context, subject string, since time.Time)
 	return out, nil
 }
 
-// BudgetReset is an operator's reset of a subject's windows.
-type BudgetReset struct {
-	// Subject is whose windows start afresh.
-	Subject string `json:"subject"`
-	// At is when: reservations before it no longer count.
-	At time.Time `json:"reset_at"`
-	// By is the operator.
-	By string `json:"reset_by"`
-	// TraceID is the request that reset them.
-	TraceID string `json:"trace_id,omitempty"`
-}
-
 // ResetBudget starts r.Subject's windows afresh at the database's now and
 // returns the reset as recorded.
-func (s *Store) ResetBudget(ctx context.Context, r BudgetReset) (BudgetReset, error) {
+func (s *Store) ResetBudget(ctx context.Context, r idemstore.BudgetReset) (idemstore.BudgetReset, error) {
 	err := s.pool.QueryRow(ctx, `INSERT INTO budget_reset (subject, reset_at, reset_by, trace_id) VALUES ($1, now(), $2, $3)
 		ON CONFLICT (subject) DO UPDATE SET reset_at = excluded.reset_at, reset_by = excluded.reset_by, trace_id = excluded.trace_id
 		RETURNING reset_at`, r.Subject, r.By, r.TraceID).Scan(&r.At)
 	if err != nil {
-		return BudgetReset{}, fmt.Errorf("reset budget %s: %w", r.Subject, interpretError(err))
+		return idemstore.BudgetReset{}, fmt.Errorf("reset budget %s: %w", r.Subject, interpretError(err))
 	}
 	return r, nil
 }
 
 // LastReset returns subject's last reset, or ErrNotFound.
-func (s *Store) LastReset(ctx context.Context, subject string) (BudgetReset, error) {
-	r := BudgetReset{Subject: subject}
+func (s *Store) LastReset(ctx context.Context, subject string) (idemstore.BudgetReset, error) {
+	r := idemstore.BudgetReset{Subject: subject}
 	err := s.pool.QueryRow(ctx, `SELECT reset_at, reset_by, trace_id FROM budget_reset WHERE subject = $1`, subject).
 		Scan(&r.At, &r.By, &r.TraceID)
 	if err != nil {
-		return BudgetReset{}, fmt.Errorf("last reset %s: %w", subject, interpretError(err))
+		return idemstore.BudgetReset{}, fmt.Errorf("last reset %s: %w", subject, interpretError(err))
 	}
 	return r, nil
 }

@@ -206,7 +206,7 @@ func TestBudget(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, u, 1)
 		assert.Equal(t, "10", u[0].Used.Text('f'))
-		r, err := s.ResetBudget(ctx, pgstore.BudgetReset{Subject: "reset", By: "ops"})
+		r, err := s.ResetBudget(ctx, idemstore.BudgetReset{Subject: "reset", By: "ops"})
 		require.NoError(t, err)
 		assert.False(t, r.At.IsZero())
 		u, err = s.Usage(ctx, "reset", *c.Charge)
