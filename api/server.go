@@ -217,6 +217,8 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	v1.GET("/ops/operations", s.handleOpsList, authed, operator)
 	v1.GET("/ops/operations/:id", s.handleOpsGet, authed, operator)
 	v1.POST("/ops/operations/:id/resolve", s.handleOpsResolve, authed, operator)
+	v1.GET("/ops/limits/:subject", s.handleOpsLimits, authed, operator)
+	v1.POST("/ops/limits/:subject/reset", s.handleOpsLimitsReset, authed, operator)
 	// Downstreams report business states here, authenticated by their
 	// signature (not by a bearer token).
 	v1.POST("/webhooks/:scope", s.handleWebhook)

@@ -93,6 +93,10 @@ const (
 	// StatusLimitExceeded means the amount does not fit one of the
 	// subject's spend budgets (limit names it); nothing was claimed.
 	StatusLimitExceeded Status = "limit_exceeded"
+	// StatusLimitsShown means the ops view of a subject's budgets and rates.
+	StatusLimitsShown Status = "limits_shown"
+	// StatusLimitsReset means an operator started a subject's budget windows afresh.
+	StatusLimitsReset Status = "limits_reset"
 	// StatusRateLimited means too many requests from the subject; the same
 	// request may be sent after retry_after_ms.
 	StatusRateLimited Status = "rate_limited"
@@ -166,6 +170,8 @@ var Statuses = map[Status]StatusInfo{
 	StatusReady:                  {http.StatusOK, false, "`postgres`, `redis`", "`GET /readyz`: the truth database answers", false, false},
 	StatusNotReady:               {http.StatusServiceUnavailable, false, "`postgres`, `redis`, `retry_after_ms`; header `Retry-After`", "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule", false, true},
 	StatusLimitExceeded:          {http.StatusForbidden, false, "`limit` (`name`, `window`, `currency`, `max`, `used`, `left`, `resets_at`)", "the amount does not fit one of the subject's spend budgets (`ONCEGATE_LIMITS`); nothing was claimed or executed", false, false},
+	StatusLimitsShown:            {http.StatusOK, false, "`limits` (`budgets`: `name`, `window`, `currency`, `max`, `used`, `left`; the rates; `last_reset`)", "ops: a subject's budgets, what each window holds and what is left", false, false},
+	StatusLimitsReset:            {http.StatusOK, false, "`reset` (`subject`, `reset_at`, `reset_by`, `trace_id`)", "ops: the subject's budget windows start afresh; earlier reservations no longer count", false, false},
 	StatusRateLimited:            {http.StatusTooManyRequests, true, "`retry_after_ms`; header `Retry-After`", "too many previews or confirms from this subject; nothing was done: the same request may be sent again after the wait", false, true},
 }
 

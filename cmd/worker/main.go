@@ -64,7 +64,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	sdkMetrics, meters, err := worker.SDKMetrics(reg)
+	sdkMetrics, meters, err := telemetry.SDKMetrics(reg)
 	if err != nil {
 		log.Fatal(err)
 	}
