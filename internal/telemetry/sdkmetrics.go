@@ -28,4 +28,3 @@ func SDKMetrics(reg prometheus.Registerer) (client.MetricsHandler, *sdkmetric.Me
 	})
 	return h, mp, nil
 }
-
