@@ -36,7 +36,7 @@ func reserved(t testing.TB, s *testenv.Stack, subject, currency string) string {
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	var sum string
-	require.NoError(t, conn.QueryRow(ctx, `SELECT coalesce(sum(amount), 0)::text FROM budget_reservation
+	require.NoError(t, conn.QueryRow(ctx, `SELECT trim_scale(coalesce(sum(amount), 0))::text FROM budget_reservation
 		WHERE subject = $1 AND currency = $2 AND released_at IS NULL`, subject, currency).Scan(&sum))
 	return sum
 }
@@ -58,7 +58,7 @@ budgets:
   - {name: bob-daily-gbp, subject: bob, currency: GBP, daily: "1000.00"}
 `)
 	s := testenv.StartStack(t, testenv.StackOptions{ExtraGatewayEnv: env})
-	twin, err := s.StartTwin("", "", env, nil)
+	twin, err := s.StartTwin("", "", env, []string{"WORKER_METRICS_URL=http://127.0.0.1:" + strconv.Itoa(testenv.MustFreePort(t)) + "/metrics"})
 	require.NoError(t, err)
 	t.Cleanup(twin.Stop)
 	gateways := []string{s.GatewayURL, twin.GatewayURL}
@@ -108,7 +108,7 @@ budgets:
 		}
 		assert.Equal(t, map[string]int{"completed": 10, "limit_exceeded": 10}, statuses)
 		assert.Equal(t, 10, executed, "the simulator executed exactly 10")
-		assert.Equal(t, "1000.00", reserved(t, s, "bob", currency), "the truth holds exactly the budget")
+		assert.Equal(t, "1000", reserved(t, s, "bob", currency), "the truth holds exactly the budget")
 	}
 
 	t.Run("RedisUp", func(t *testing.T) { run(t, "EUR", func(int) {}) })
@@ -169,10 +169,10 @@ budgets:
 	resolved := call(t, http.MethodPost, s.GatewayURL+"/v1/ops/operations/"+id+"/resolve", "dev-ops",
 		map[string]any{"outcome": "failed", "reason": "not in the ledger", "note": "checked with the bank"})
 	require.Equal(t, "resolved", resolved.str("status"), resolved.String())
-	assert.Equal(t, "0.00", reserved(t, s, "bob", "CHF"), "an operator's failed decision releases it")
+	assert.Equal(t, "0", reserved(t, s, "bob", "CHF"), "an operator's failed decision releases it")
 	done := confirmUntilTerminal(t, s, "dev-bob", "payments.transfer", fp2, id2, next)
 	assert.Equal(t, "completed", done.str("status"), "the same fingerprint, not consumed by the refusal, fits now: %s", done.String())
-	assert.Equal(t, "100.00", reserved(t, s, "bob", "CHF"))
+	assert.Equal(t, "100", reserved(t, s, "bob", "CHF"))
 
 	// The ops view and the audited reset.
 	out, err := s.OpsCLI(t, "limits", "show", "--subject", "bob")
@@ -246,11 +246,16 @@ func TestDuplicateWaitsCollapse(t *testing.T) {
 	setFaults(t, s, map[string]any{"payout_settle_ms": 6000})
 	params := transferParams("7.00")
 	fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)
+	// The SDK's own counter of long requests by operation: a wait for a
+	// workflow's result is GetWorkflowExecutionHistory long polls.
+	polls := func() float64 { return metricValue(t, s.GatewayURL, "temporal_long_request", `operation="GetWorkflowExecutionHistory"`) }
+	watchers := func() float64 { return metricValue(t, s.GatewayURL, "oncegate_watchers_started_total", "") }
+	p0 := polls()
 	first := confirm(t, s, "dev-alice", "payments.payout", fp, params)
 	require.Equal(t, "in_progress", first.str("status"), first.String())
+	onePoll := polls() - p0 // what one watch of one confirm wait costs
 
-	polls := func() float64 { return metricValue(t, s.GatewayURL, "temporal_long_request_total", `operation="GetWorkflowExecutionHistory"`) }
-	before := polls()
+	before, w0 := polls(), watchers()
 	began := time.Now()
 	const n = 200
 	answers := make([]answer, n)
@@ -260,7 +265,7 @@ func TestDuplicateWaitsCollapse(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(began)
-	after := polls()
+	after, started := polls(), watchers()-w0
 	statuses := map[string]int{}
 	for _, a := range answers {
 		statuses[a.str("status")]++
@@ -268,13 +273,16 @@ func TestDuplicateWaitsCollapse(t *testing.T) {
 			assert.NotEmpty(t, a.Header.Get("Retry-After"), "in_progress asks to come back")
 		}
 	}
-	t.Logf("%d duplicates in %s: %v; %v Temporal long polls", n, elapsed, statuses, after-before)
+	t.Logf("%d duplicates in %s: %v; %v watchers, %v long requests to Temporal (one watch alone: %v)",
+		n, elapsed, statuses, started, after-before, onePoll)
 	for st := range statuses {
 		assert.Contains(t, []string{"in_progress", "already_completed"}, st)
 	}
-	// One watcher at a time, each waiting at most the confirm wait (2s).
-	assert.LessOrEqual(t, after-before, float64(int(elapsed/(2*time.Second))+2),
-		"at most one long poll for the operation at a time")
+	// One watcher at a time, each waiting at most the confirm wait (2s):
+	// the burst costs Temporal what that many single watches cost, not 200.
+	windows := float64(int(elapsed/(2*time.Second)) + 2)
+	assert.LessOrEqual(t, started, windows, "at most one watcher of the operation at a time")
+	assert.LessOrEqual(t, after-before, windows*(onePoll+5), "the long polls of one watcher at a time")
 	done := waitStatus(t, s, "dev-alice", id, "completed")
 	assert.Equal(t, "completed", done.str("status"))
 	assert.Equal(t, 1, executions(t, s, id))
@@ -295,7 +303,7 @@ func metricValue(t *testing.T, gatewayURL, name, match string) float64 {
 	t.Helper()
 	sum := 0.0
 	for _, line := range strings.Split(scrape(t, gatewayURL+"/metrics"), "\n") {
-		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, match) {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") || !strings.Contains(line, match) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
