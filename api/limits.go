@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/idemstore"
@@ -179,4 +180,56 @@ func (s *Server) previewWarning(ctx context.Context, subject string, c *idemstor
 		return nil
 	}
 	return r
+}
+
+// budgetCollector exports, at each scrape, what each window of every
+// subject's own budget in one currency holds and its maximum, read from the
+// truth (oncegate_budget_used, oncegate_budget_max), so that an alert sees
+// a subject near its budget. Budgets of a role or of every currency have no
+// fixed series and are left out.
+type budgetCollector struct {
+	s         *Server
+	used, max *prometheus.Desc
+}
+
+// newBudgetCollector returns the collector of s's budgets.
+func newBudgetCollector(s *Server) *budgetCollector {
+	labels := []string{"subject", "budget", "window", "currency"}
+	return &budgetCollector{s: s,
+		used: prometheus.NewDesc("oncegate_budget_used", "What a window of a subject's budget holds now (reservations that count), in its currency.", labels, nil),
+		max:  prometheus.NewDesc("oncegate_budget_max", "The maximum of a window of a subject's budget, in its currency.", labels, nil),
+	}
+}
+
+// Describe sends the descriptors.
+func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.used; ch <- c.max }
+
+// Collect reads each budget's usage (one query per budget, bounded).
+func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.s.budgets == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, b := range c.s.limits.Budgets {
+		if b.Subject == "" || b.Currency == "" {
+			continue
+		}
+		one := limits.Limits{Budgets: []limits.Budget{b}}
+		charge := one.Charge(b.Subject, "", b.Action, apd.Decimal{}, b.Currency)
+		usage, err := c.s.budgets.Usage(ctx, b.Subject, charge)
+		if err != nil || len(usage) != len(charge.Windows) {
+			c.s.log.Warn("budget metrics: usage unreadable", "budget", b.Name, "err", err)
+			continue
+		}
+		for i, w := range charge.Windows {
+			if w.Period == 0 {
+				continue
+			}
+			used, _ := usage[i].Used.Float64()
+			maxV, _ := w.Max.Float64()
+			ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, used, b.Subject, b.Name, w.Kind, b.Currency)
+			ch <- prometheus.MustNewConstMetric(c.max, prometheus.GaugeValue, maxV, b.Subject, b.Name, w.Kind, b.Currency)
+		}
+	}
 }

@@ -165,6 +165,12 @@ func New(deps Deps) (*Server, error) {
 	for scope, a := range s.cat.Actions {
 		ttls[scope] = a.InFlightTTL.Seconds()
 	}
+	if err := reg.Register(newBudgetCollector(s)); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, fmt.Errorf("api: register budget metrics: %w", err)
+		}
+	}
 	if err := reg.Register(newCatalogCollector(ttls)); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if !errors.As(err, &are) {
