@@ -248,7 +248,9 @@ func TestDuplicateWaitsCollapse(t *testing.T) {
 	fp, id := previewOK(t, s, "dev-alice", "payments.payout", params)
 	// The SDK's own counter of long requests by operation: a wait for a
 	// workflow's result is GetWorkflowExecutionHistory long polls.
-	polls := func() float64 { return metricValue(t, s.GatewayURL, "temporal_long_request", `operation="GetWorkflowExecutionHistory"`) }
+	polls := func() float64 {
+		return metricValue(t, s.GatewayURL, "temporal_long_request", `operation="GetWorkflowExecutionHistory"`)
+	}
 	watchers := func() float64 { return metricValue(t, s.GatewayURL, "oncegate_watchers_started_total", "") }
 	p0 := polls()
 	first := confirm(t, s, "dev-alice", "payments.payout", fp, params)
