@@ -168,7 +168,8 @@ func TestBudget(t *testing.T) {
 			require.NoError(t, err)
 			f := storetest.Done(c, c.Owner)
 			if tc.state == idemstore.StateFailed {
-				f = idemstore.Finalization{OperationID: c.OperationID, Owner: c.Owner, State: tc.state, Reason: "no", FailureKind: tc.kind}
+				f = idemstore.Finalization{OperationID: c.OperationID, Owner: c.Owner,
+					Final: idemstore.Final{State: tc.state, Reason: "no", FailureKind: tc.kind}}
 			}
 			require.NoError(t, s.Finalize(ctx, f))
 			r, err := s.GetReservation(ctx, c.OperationID)
