@@ -261,13 +261,17 @@ func (a *Activities) RecordDownstreamState(ctx context.Context, in operation.Rec
 // non-retryable ErrTypeNotOwner.
 func (a *Activities) Finalize(ctx context.Context, in operation.FinalizeInput) error {
 	own := in.Owners()
-	err := a.Store.Finalize(ctx, idemstore.Finalization{
+	fin := idemstore.Finalization{
 		OperationID: in.OperationID,
 		Owner:       own.TruthOwner(),
 		Final:       in.Final,
 		TerminalTTL: in.TerminalTTL,
-	})
+	}
+	err := a.Store.Finalize(ctx, fin)
 	log := a.logger().With("operation_id", in.OperationID, "state", in.State)
+	if (err == nil || errors.Is(err, idemstore.ErrFastPathNotOwner)) && fin.ReleasesBudget() {
+		a.Metrics.observeRelease(in.Scope, in.FailureKind)
+	}
 	switch {
 	case err == nil:
 		a.Metrics.observeInFlight(in.Scope, string(in.State), own.ClaimedAt())
