@@ -296,9 +296,6 @@ type numberError struct {
 	args []string
 }
 
-// Error implements error with the English text.
-func (e *numberError) Error() string { return e.problem("", "").Problem }
-
 // problem is the FieldProblem of e at field under rule.
 func (e *numberError) problem(field, rule string) FieldProblem {
 	return newProblem(field, rule, e.code, "", e.args...)

@@ -104,9 +104,6 @@ var parsedTexts = func() map[string]*template.Template {
 // text here and a translation in api/messages.
 func ProblemCodes() []string { return slices.Sorted(maps.Keys(problemTexts)) }
 
-// ProblemText returns the English template text of code ("" when unknown).
-func ProblemText(code string) string { return problemTexts[code] }
-
 // argRE finds the arguments a text uses: {{.name}}, also inside actions.
 var argRE = regexp.MustCompile(`\.([a-z_]+)\b`)
 
