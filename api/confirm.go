@@ -18,6 +18,8 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/workflows"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // startTimeout bounds the store and Temporal calls that must finish even
@@ -81,16 +83,16 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	switch {
 	case errors.Is(err, fingerprint.ErrInvalid):
 		s.securityEvent(ctx, EventInvalidFingerprint, id, action.Scope, "", traceID, err.Error())
-		return newReply(StatusFingerprintInvalid)
+		return newReply(status.FingerprintInvalid)
 	case errors.Is(err, fingerprint.ErrSubjectMismatch):
 		s.securityEvent(ctx, EventSubjectMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued to "+p.Subject)
-		return newReply(StatusSubjectMismatch)
+		return newReply(status.SubjectMismatch)
 	case errors.Is(err, fingerprint.ErrScopeMismatch):
 		s.securityEvent(ctx, EventScopeMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued for "+p.Scope)
-		return opReply(StatusScopeMismatch, p.Nonce)
+		return opReply(status.ScopeMismatch, p.Nonce)
 	case errors.Is(err, fingerprint.ErrParamMismatch):
 		s.securityEvent(ctx, EventParamMismatch, id, action.Scope, p.Nonce, traceID, "bound params differ from the fingerprint's")
-		return opReply(StatusParamMismatch, p.Nonce)
+		return opReply(status.ParamMismatch, p.Nonce)
 	case err != nil:
 		return internalErrorReply("", fmt.Errorf("verify fingerprint: %w", err))
 	}
@@ -151,7 +153,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		return s.answerFor(rec, true)
 	case idemstore.OutcomeParamMismatch:
 		s.securityEvent(ctx, EventStoreParamMismatch, id, action.Scope, p.Nonce, traceID, "the store holds this operation with another param_hash")
-		return opReply(StatusParamMismatch, p.Nonce)
+		return opReply(status.ParamMismatch, p.Nonce)
 	}
 	return internalErrorReply(p.Nonce, fmt.Errorf("confirm %s: unknown outcome %q", p.Nonce, d.Outcome))
 }
@@ -374,7 +376,7 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 		rec.OperationID = nonce
 		return s.answerFor(rec, replay)
 	}
-	return opReply(StatusInProgress, nonce)
+	return opReply(status.InProgress, nonce)
 }
 
 // refill writes the terminal outcome to the fast path under owner's claim;
