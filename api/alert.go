@@ -17,7 +17,7 @@ import (
 const (
 	// EventParamMismatch means the confirm's params differ from the fingerprint's.
 	EventParamMismatch = "param_mismatch"
-	// EventStoreParamMismatch means the store holds the key with another param_hash.
+	// EventStoreParamMismatch means the store holds the operation with another param_hash.
 	EventStoreParamMismatch = "store_param_mismatch"
 	// EventSubjectMismatch means a fingerprint issued to another subject was presented.
 	EventSubjectMismatch = "subject_mismatch"

@@ -1,4 +1,4 @@
-// Package api is the agent-facing HTTP gateway (CONTRACT §4): preview,
+// Package api is the agent-facing HTTP gateway (docs/contract.md §4): preview,
 // confirm, status, ops, health and metrics, on Echo. Every answer, including
 // Echo's own errors, is a JSON body written for an LLM: a status, what it
 // means, exactly what to do next, and whether a retry can help.

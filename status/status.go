@@ -103,7 +103,7 @@ type Info struct {
 	Code int
 	// Retryable tells the caller whether sending exactly the same request
 	// again can succeed: true only for temporarily_unavailable
-	// (docs/contract.md, "Answers").
+	// (docs/contract.md §4).
 	Retryable bool
 	// Audience is who receives it.
 	Audience Audience

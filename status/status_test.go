@@ -11,7 +11,7 @@ import (
 
 // TestRegistryEntriesAreComplete checks every entry of the registry: a
 // code, an audience and a kind from their lists, a description; retryable
-// only for temporarily_unavailable (docs/contract.md, "Answers"); a
+// only for temporarily_unavailable (docs/contract.md §4); a
 // polling answer is a 202 outcome; a refusal is an HTTP error.
 func TestRegistryEntriesAreComplete(t *testing.T) {
 	t.Parallel()

@@ -248,7 +248,7 @@ func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
 		"status":      status.InvalidParams,
 		"meaning":     meaning,
 		"instruction": instruction,
-		"retryable":   false, // docs/contract.md, "Answers": only temporarily_unavailable is retryable
+		"retryable":   false, // docs/contract.md §4: only temporarily_unavailable is retryable
 		"trace_id":    traceID(header),
 		"errors": []map[string]string{{
 			"field":    "operation_id",
@@ -362,7 +362,7 @@ func (g *authGate) unauthenticated(w http.ResponseWriter, r *http.Request) {
 		"status":      status.Unauthenticated,
 		"meaning":     meaning,
 		"instruction": instruction,
-		"retryable":   false, // docs/contract.md, "Answers": only temporarily_unavailable is retryable
+		"retryable":   false, // docs/contract.md §4: only temporarily_unavailable is retryable
 		"trace_id":    tid,
 	})
 }

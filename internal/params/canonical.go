@@ -35,7 +35,7 @@ const (
 // maxExponent bounds a number's written exponent before apd sees it.
 const maxExponent = 10000
 
-// CanonicalJSON canonicalizes any JSON value with the rules of CONTRACT §3:
+// CanonicalJSON canonicalizes any JSON value with the rules of docs/contract.md §3:
 // members whose value is null are dropped (recursively; null array elements
 // stay), object keys are sorted by UTF-16 code units, strings (keys
 // included) are NFC-normalized and minimally escaped as RFC 8785 does, and
