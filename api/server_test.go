@@ -27,6 +27,7 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/workflows"
 
 	"github.com/oncegate/oncegate/status"
@@ -63,7 +64,7 @@ func testCatalog() *catalog.Catalog {
 		return &catalog.Action{
 			Scope: scope, Bind: bind, Free: free, FingerprintTTL: 15 * time.Minute, InFlightTTL: 10 * time.Minute,
 			TerminalTTL: 720 * time.Hour, DuplicateIntentWindow: 24 * time.Hour, SummaryField: "amount",
-			Downstream: catalog.Downstream{Execute: "http://downstream/v1/transfers", Quote: quote, Timeout: 5 * time.Second, Attempts: 1, ResultRef: "id"},
+			Downstream: catalog.Downstream{Endpoint: plan.Endpoint{Execute: "http://downstream/v1/transfers"}, Quote: quote, Timeout: 5 * time.Second, Attempts: 1, ResultRef: "id"},
 		}
 	}
 	return &catalog.Catalog{Actions: map[string]*catalog.Action{

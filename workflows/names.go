@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/idemstore"
-	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/plan"
 )
 
@@ -137,7 +136,7 @@ func (in OperationInput) WithPlan() (OperationInput, error) {
 	if in.Downstream.Kind != "" || len(in.CatalogDownstream) == 0 {
 		return in, nil
 	}
-	var cd catalog.Downstream
+	var cd plan.Source
 	if err := json.Unmarshal(in.CatalogDownstream, &cd); err != nil {
 		return in, fmt.Errorf("decode the downstream of %s: %w", in.OperationID, err)
 	}

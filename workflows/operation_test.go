@@ -29,7 +29,7 @@ var a *activities.Activities
 // payments.legacy_transfer (honours=false).
 func input(honours bool) workflows.OperationInput {
 	ds := catalog.Downstream{
-		Execute:              "http://downstream/v1/transfers",
+		Endpoint:             plan.Endpoint{Execute: "http://downstream/v1/transfers"},
 		HonorsIdempotencyKey: true,
 		Timeout:              5 * time.Second,
 		Attempts:             4,
