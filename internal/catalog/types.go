@@ -37,6 +37,10 @@ const (
 	KindIdentifier StringKind = "identifier"
 )
 
+// knownKinds are the string kinds a field may declare; each is a
+// Constraint (constraint_currency.go, constraint_identifier.go).
+var knownKinds = []StringKind{KindCurrency, KindIdentifier}
+
 // Field declares one bound param. The constraints (Min to Kind) only
 // refuse values; they never change one, so they never change a param_hash.
 // Strings are checked after their normalizers, decimals by exact value.

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/jcs"
 )
 
@@ -305,14 +306,14 @@ func (e *numberError) problem(field, rule string) FieldProblem {
 // removes its trailing zeros.
 func parseDecimal(s string) (*apd.Decimal, *numberError) {
 	if !isJSONNumber(s) {
-		return nil, &numberError{"number.syntax", []string{"value", quoted(s), "limit", strconv.Itoa(maxExponent)}}
+		return nil, &numberError{"number.syntax", []string{"value", catalog.Quoted(s), "limit", strconv.Itoa(maxExponent)}}
 	}
 	var d apd.Decimal
 	if _, _, err := d.SetString(s); err != nil {
-		return nil, &numberError{"number.inexact", []string{"value", quoted(s), "detail", err.Error()}}
+		return nil, &numberError{"number.inexact", []string{"value", catalog.Quoted(s), "detail", err.Error()}}
 	}
 	if d.Form != apd.Finite {
-		return nil, &numberError{"number.infinite", []string{"value", quoted(s)}}
+		return nil, &numberError{"number.infinite", []string{"value", catalog.Quoted(s)}}
 	}
 	d.Reduce(&d)
 	if d.IsZero() {
@@ -326,7 +327,7 @@ func parseDecimal(s string) (*apd.Decimal, *numberError) {
 		plain = max(digits, int64(-d.Exponent)+1) + 1
 	}
 	if plain > MaxNumberDigits {
-		return nil, &numberError{"number.digits", []string{"value", quoted(s), "limit", strconv.Itoa(MaxNumberDigits)}}
+		return nil, &numberError{"number.digits", []string{"value", catalog.Quoted(s), "limit", strconv.Itoa(MaxNumberDigits)}}
 	}
 	return &d, nil
 }

@@ -300,7 +300,7 @@ func numberValue(name string, t catalog.FieldType, v any) (json.Number, *FieldPr
 		return "", &p
 	}
 	if t == catalog.TypeInteger && d.Exponent < 0 {
-		p := newProblem(name, RuleType, "type.fraction", string(t), "value", quoted(s))
+		p := newProblem(name, RuleType, "type.fraction", string(t), "value", catalog.Quoted(s))
 		return "", &p
 	}
 	return json.Number(d.Text('f')), nil
