@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/workflows"
@@ -342,6 +343,11 @@ func (t *fakeTemporal) UpdateWorkflow(ctx context.Context, o client.UpdateWorkfl
 // GetWorkflowHistory has no events in the fake.
 func (t *fakeTemporal) GetWorkflowHistory(context.Context, string, string, bool, enumspb.HistoryEventFilterType) client.HistoryEventIterator {
 	return emptyHistory{}
+}
+
+// QueryWorkflow is not answered by the fake (its histories have no signals to judge).
+func (t *fakeTemporal) QueryWorkflow(context.Context, string, string, string, ...any) (converter.EncodedValue, error) {
+	return nil, errors.New("fakeTemporal: no queries")
 }
 
 // emptyHistory is a history without events.

@@ -132,9 +132,27 @@ func (s *Server) timeline(ctx context.Context, rec idemstore.Record) ([]workflow
 		}
 		events = append(events, ev)
 	}
-	out = append(out, workflows.HistoryTimeline(events)...)
+	out = append(out, s.judgeSignals(hctx, rec.OperationID, workflows.HistoryTimeline(events))...)
 	slices.SortStableFunc(out, func(a, b workflows.TimelineEntry) int { return a.At.Compare(b.At) })
 	return out, herr
+}
+
+// judgeSignals marks the resolve signals of a history's timeline accepted,
+// refused or pending, from the workflow's state query (asked only when
+// there is a resolve signal to judge).
+func (s *Server) judgeSignals(ctx context.Context, opID string, entries []workflows.TimelineEntry) []workflows.TimelineEntry {
+	if !slices.ContainsFunc(entries, func(e workflows.TimelineEntry) bool { return e.Event == "signal" }) {
+		return entries
+	}
+	var view workflows.StateView
+	q, err := s.temporal.QueryWorkflow(ctx, opID, "", workflows.QueryState)
+	if err == nil {
+		err = q.Get(&view)
+	}
+	if err != nil {
+		return workflows.SignalVerdicts(entries, nil, fmt.Errorf("query %s: %w", workflows.QueryState, err))
+	}
+	return workflows.SignalVerdicts(entries, &view, nil)
 }
 
 // decimalsAsStrings decodes canonical params with every number as a JSON

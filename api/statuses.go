@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/oncegate/oncegate/api/mcpserver"
 	"github.com/oncegate/oncegate/status"
 )
 
@@ -18,6 +19,7 @@ var altKeys = map[status.Status][]string{
 	status.TemporarilyUnavailable: {keyQuoteUnavailable},
 	status.InvalidResolution:      {keyInvalidFilter},
 	status.InProgress:             {keyInProgressPending},
+	status.MalformedRequest:       {mcpserver.TransportMessageKey},
 }
 
 // messageKeys returns every message key that renders status.

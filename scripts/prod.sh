@@ -11,6 +11,8 @@
 #   prod.sh build   only build the binaries (Temporal server, SQL tool, UI server, oncegate)
 #   prod.sh start NAME...  start the named components that are not running, without
 #                   building (the crash tests bring back what they killed with it)
+#   prod.sh clean   stop everything and forget what the profile kept (.run-prod/
+#                   and its PostgreSQL folder under /var/tmp, if any)
 #
 # State lives in .run-prod/: stack.env, <name>.pid, <name>.log, the data of
 # PostgreSQL and the Redis nodes, the profile's fingerprint keys and tokens.
@@ -336,5 +338,6 @@ case "${1:-}" in
   status) status ;;
   build) build ;;
   start) shift; start "$@" ;;
-  *) echo "usage: $0 up|down|status|build|start NAME..." >&2; exit 2 ;;
+  clean) down; forget_state ;;
+  *) echo "usage: $0 up|down|status|build|start NAME...|clean" >&2; exit 2 ;;
 esac

@@ -127,6 +127,9 @@ type StateView struct {
 	Decision *OperatorDecision `json:"decision,omitempty"`
 	// Refused lists the decisions refused (the latest few).
 	Refused []RefusedResolution `json:"refused,omitempty"`
+	// ResolveSignals counts the resolve signals the workflow has handled,
+	// each either the decision or refused (SignalVerdicts).
+	ResolveSignals int `json:"resolve_signals,omitempty"`
 }
 
 // WithPlan returns in with its Downstream plan, resolving the catalog

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,6 +116,13 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	require.NotNil(t, signal, "the late signal is refused and shown: %+v", lateSignal.Refused)
 	assert.Equal(t, "dave", signal.Operator)
 	assert.Equal(t, workflows.ErrTypeAlreadyResolved, signal.Why)
+	assert.Equal(t, 1, signal.Signal, "the first resolve signal the workflow received")
+	assert.Equal(t, 1, lateSignal.ResolveSignals)
+	assert.Equal(t, 0, lateSignal.Decision.Signal, "decided by an Update")
+	for _, r := range lateSignal.Refused {
+		assert.NotContains(t, r.Message, "retryable", "a refusal must not read as retryable")
+		assert.True(t, strings.HasPrefix(r.Message, "already resolved") || strings.HasPrefix(r.Message, "not awaiting review"), r.Message)
+	}
 	env.AssertExpectations(t)
 }
 
@@ -144,6 +152,7 @@ func TestResolve_SignalFirstThenUpdateRefusedNamingTheDecision(t *testing.T) {
 	assert.Equal(t, "web-ui-op", d.Operator)
 	assert.Equal(t, "completed", d.Outcome)
 	assert.Equal(t, workflows.ViaSignal, d.Via)
+	assert.Equal(t, 1, d.Signal, "carried by the first resolve signal")
 	assert.False(t, d.DecidedAt.IsZero())
 }
 

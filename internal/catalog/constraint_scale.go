@@ -53,5 +53,5 @@ func (scaleConstraint) Describe(f *Field) Description {
 
 // Texts are scale's.
 func (scaleConstraint) Texts() map[string]string {
-	return map[string]string{"scale": "has {{.got}} decimal places; at most {{.limit}} are allowed"}
+	return map[string]string{"scale": "has {{.got}} decimal {{if eq .got \"1\"}}place{{else}}places{{end}}; {{if eq .limit \"0\"}}no decimal places are{{else if eq .limit \"1\"}}at most 1 is{{else}}at most {{.limit}} are{{end}} allowed"}
 }

@@ -72,5 +72,5 @@ func (scaleFromConstraint) Describe(f *Field) Description {
 
 // Texts are scale_from's.
 func (scaleFromConstraint) Texts() map[string]string {
-	return map[string]string{"scale.currency": "has {{.got}} decimal places; {{.currency}} allows at most {{.limit}}"}
+	return map[string]string{"scale.currency": "has {{.got}} decimal {{if eq .got \"1\"}}place{{else}}places{{end}}; {{.currency}} allows {{if eq .limit \"0\"}}no decimal places{{else if eq .limit \"1\"}}at most 1{{else}}at most {{.limit}}{{end}}"}
 }
