@@ -23,7 +23,8 @@ const (
 // before the plan existed (OperationInput's "downstream"), so it must only
 // ever grow.
 type Source struct {
-	// Kind is the protocol: KindHTTP (empty means it too) or KindMCP.
+	// Kind names the registered kind (downstream.Register): KindHTTP, KindMCP
+	// or one a test registers; empty means KindHTTP (KindName).
 	Kind string `yaml:"kind" json:"kind,omitempty"`
 	// Endpoint is where and with what the kind calls (execute, status and,
 	// for KindMCP, the tools, their arguments and the token's variable):
