@@ -190,7 +190,7 @@ func numbersToStrings(v any) any {
 // resolveRequest is the body of POST /v1/ops/operations/{id}/resolve.
 type resolveRequest struct {
 	// Outcome is "completed" or "failed".
-	Outcome string `json:"outcome"`
+	Outcome workflows.ResolutionOutcome `json:"outcome"`
 	// Result is the downstream result for completed.
 	Result json.RawMessage `json:"result,omitempty"`
 	// Reason says why it failed.
@@ -206,13 +206,13 @@ func (req resolveRequest) validate() []params.FieldProblem {
 	var out []params.FieldProblem
 	hasResult := len(req.Result) > 0 && string(req.Result) != "null"
 	switch req.Outcome {
-	case "completed":
+	case workflows.ResolutionCompleted:
 		if !hasResult {
 			out = append(out, params.FieldProblem{Field: "result", Rule: params.RuleRequired, Problem: "required when outcome is completed: the downstream's result object"})
 		} else if strings.TrimSpace(string(req.Result))[0] != '{' {
 			out = append(out, params.FieldProblem{Field: "result", Rule: params.RuleType, Problem: "must be a JSON object"})
 		}
-	case "failed":
+	case workflows.ResolutionFailed:
 		if strings.TrimSpace(req.Reason) == "" {
 			out = append(out, params.FieldProblem{Field: "reason", Rule: params.RuleRequired, Problem: "required when outcome is failed"})
 		}

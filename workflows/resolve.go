@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // ChangeResolveOnce is the workflow.GetVersion change ID of first-wins
@@ -38,8 +39,8 @@ const (
 // OperatorDecision is the first resolution the workflow accepted: the one that
 // counts. Every later one is refused.
 type OperatorDecision struct {
-	// Outcome is "completed" or "failed".
-	Outcome string `json:"outcome"`
+	// Outcome is ResolutionCompleted or ResolutionFailed.
+	Outcome ResolutionOutcome `json:"outcome"`
 	// Operator is who decided.
 	Operator string `json:"operator"`
 	// DecidedAt is when the workflow accepted the decision.
@@ -59,7 +60,7 @@ type OperatorDecision struct {
 // RefusedResolution is a resolution the workflow did not apply.
 type RefusedResolution struct {
 	// Outcome is the outcome it asked for.
-	Outcome string `json:"outcome"`
+	Outcome ResolutionOutcome `json:"outcome"`
 	// Operator is who sent it.
 	Operator string `json:"operator"`
 	// Via is ViaUpdate or ViaSignal.
@@ -80,7 +81,7 @@ type RefusedResolution struct {
 // state and the decision that made it.
 type ResolveAnswer struct {
 	// Result is the terminal outcome the workflow recorded.
-	Result OperationResult `json:"result"`
+	Result idemstore.Final `json:"result"`
 	// Decision is the accepted decision.
 	Decision OperatorDecision `json:"decision"`
 }
@@ -95,11 +96,11 @@ type NotAwaitingReview struct {
 // waits for review, whether it comes by Update or by signal, and refuses
 // every other one.
 type resolver struct {
-	in       OperationInput
+	in       operation.Input
 	view     *StateView
 	decision *OperatorDecision
-	outcome  OperationResult
-	final    *OperationResult
+	outcome  idemstore.Final
+	final    *idemstore.Final
 }
 
 // register installs the resolve Update (with its validator) and the
@@ -173,8 +174,9 @@ func (r *resolver) accept(ctx workflow.Context, res Resolution, via string, sign
 		return err
 	}
 	out, _ := resolutionOutcome(res, r.in.Downstream.ResultRef) // checked above
+	out.ResolvedAt = workflow.Now(ctx)
 	r.outcome = out
-	r.decision = &OperatorDecision{Outcome: res.Outcome, Operator: res.Operator, DecidedAt: workflow.Now(ctx), Via: via,
+	r.decision = &OperatorDecision{Outcome: res.Outcome, Operator: res.Operator, DecidedAt: out.ResolvedAt, Via: via,
 		Note: res.Note, EvidenceURL: res.EvidenceURL, Signal: signal}
 	r.view.Decision = r.decision
 	workflow.GetLogger(ctx).Info("Operation resolved by an operator", "Outcome", res.Outcome, "Operator", res.Operator, "Via", via)
@@ -204,9 +206,9 @@ func (r *resolver) refuse(ctx workflow.Context, res Resolution, via string, sign
 }
 
 // wait blocks until a decision is accepted and returns its result.
-func (r *resolver) wait(ctx workflow.Context) (OperationResult, error) {
+func (r *resolver) wait(ctx workflow.Context) (idemstore.Final, error) {
 	if err := workflow.Await(ctx, func() bool { return r.decision != nil }); err != nil {
-		return OperationResult{}, fmt.Errorf("wait for %s: %w", SignalResolve, err)
+		return idemstore.Final{}, fmt.Errorf("wait for %s: %w", SignalResolve, err)
 	}
 	return r.outcome, nil
 }
@@ -214,7 +216,7 @@ func (r *resolver) wait(ctx workflow.Context) (OperationResult, error) {
 // finish records the final state, answers the Updates waiting for it and,
 // when a person decided (from ChangeResolveOnce version 1 on), keeps the
 // workflow open for ResolutionGrace to refuse late decisions visibly.
-func (r *resolver) finish(ctx workflow.Context, out OperationResult) error {
+func (r *resolver) finish(ctx workflow.Context, out idemstore.Final) error {
 	r.final = &out
 	if r.decision != nil && workflow.GetVersion(ctx, ChangeResolveOnce, workflow.DefaultVersion, 1) >= 1 {
 		// Canceled during the grace: the outcome is recorded, close normally.

@@ -9,6 +9,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // TimelineEntry is one step of an operation as an operator reads it.
@@ -142,7 +145,7 @@ func HistoryTimeline(events []*historypb.HistoryEvent) []TimelineEntry {
 			}
 			add(ev, "update_completed", detail)
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-			var res OperationResult
+			var res idemstore.Final
 			detail := "workflow completed"
 			if err := dc.FromPayloads(ev.GetWorkflowExecutionCompletedEventAttributes().GetResult(), &res); err == nil {
 				detail = "workflow completed: " + string(res.State)
@@ -170,12 +173,12 @@ func HistoryTimeline(events []*historypb.HistoryEvent) []TimelineEntry {
 func activityAnswer(dc converter.DataConverter, name string, p *commonpb.Payloads) string {
 	switch name {
 	case ActivityExecute:
-		var r ExecuteResult
+		var r operation.ExecuteResult
 		if err := dc.FromPayloads(p, &r); err == nil {
 			return fmt.Sprintf("the downstream answered HTTP %d %s", r.StatusCode, r.ResultRef)
 		}
 	case ActivityReconcile:
-		var r ReconcileResult
+		var r operation.ReconcileResult
 		if err := dc.FromPayloads(p, &r); err == nil {
 			if r.Found {
 				return "the status endpoint has it: " + r.ResultRef
@@ -183,7 +186,7 @@ func activityAnswer(dc converter.DataConverter, name string, p *commonpb.Payload
 			return "the status endpoint has no record of it"
 		}
 	case ActivityClaimTruth:
-		var r ClaimResult
+		var r operation.ClaimResult
 		if err := dc.FromPayloads(p, &r); err == nil {
 			return "the truth holds it " + string(r.State)
 		}
