@@ -70,6 +70,11 @@ type confirmCall struct {
 	bound   boundParams
 	owner   string
 	traceID string
+	// fingerprint is the fingerprint as sent (for the approval link).
+	fingerprint string
+	// approvalSHA256 is the approval evidence's hash the operation runs
+	// under (set by the approval gate; empty when none was needed).
+	approvalSHA256 string
 }
 
 // confirm is the confirm path of ARCHITECTURE.md: verify, amnesia guard,
@@ -102,12 +107,17 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	}
 	call := confirmCall{
 		id: id, action: action, payload: p, opID: p.Nonce, bound: bp, traceID: traceID,
-		owner: s.instance + ":" + randomHex(8),
+		owner: s.instance + ":" + randomHex(8), fingerprint: req.Fingerprint,
 	}
 	if p.RecentOperation != "" && req.AcknowledgeRepeatOf != p.RecentOperation {
 		return s.repeatUnacknowledged(ctx, call)
 	}
 	facts := confirmFacts{Owner: call.owner, Expired: now.Unix() >= p.Exp}
+	if !facts.Expired {
+		if r, stop := s.approvalGate(ctx, &call); stop {
+			return r
+		}
+	}
 	for {
 		plan := decideConfirm(facts)
 		switch plan.Ask {
@@ -142,7 +152,7 @@ func (s *Server) acquire(ctx context.Context, call confirmCall) claimAnswer {
 	d, err := s.store.Acquire(actx, idemstore.Claim{
 		OperationID: call.opID, ParamHash: call.bound.paramHash, Owner: call.owner, Subject: call.id.Subject,
 		Scope: call.action.Scope, InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical,
+		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical, ApprovalSHA256: call.approvalSHA256,
 	})
 	if err == nil {
 		s.metrics.claims.WithLabelValues(string(d.Outcome)).Inc()
@@ -222,7 +232,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 		OperationID: call.opID, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
 		Ownership: own, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		Downstream: call.action.Downstream.Plan(), Summary: summary,
+		Downstream: call.action.Downstream.Plan(), Summary: summary, ApprovalSHA256: call.approvalSHA256,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       call.opID,

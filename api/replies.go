@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/downstream"
@@ -167,13 +168,18 @@ func (s *Server) recentOperation(rec idemstore.Record) recentView {
 
 // previewReadyReply is preview_ready: the signed fingerprint, its expiry and
 // what it binds; with recent (the amnesia guard found an identical recent
-// operation) its view and texts.
-func (s *Server) previewReadyReply(scope, fp string, p fingerprint.Payload, preview map[string]any, recent *idemstore.Record) reply {
+// operation) its view and texts; with offer (the action's policy asks a
+// person to approve it) the approval's reasons and link.
+func (s *Server) previewReadyReply(scope, fp string, p fingerprint.Payload, preview map[string]any, recent *idemstore.Record,
+	offer *approvalView) reply {
 	r := opReply(status.PreviewReady, p.Nonce).
 		with("fingerprint", fp).
 		with("expires_at", p.ExpiresAt().Format(time.RFC3339)).
 		with("preview", preview)
 	r.scope = scope
+	if offer != nil {
+		r = r.with("approval", *offer)
+	}
 	if recent != nil {
 		r.key = keyPreviewReadyRepeat
 		r = r.with("recent_operation", s.recentOperation(*recent))
@@ -417,6 +423,17 @@ var bodyTexts = map[string]func(d *messages.Data, v any) bool{
 	"expires_at": shows(func(d *messages.Data, v string) { d.ExpiresAt = v }),
 	"redis":      shows(func(d *messages.Data, v string) { d.Redis = v }),
 	"operation":  shows(func(d *messages.Data, v idemstore.Record) { d.State = string(v.State) }),
+	"subject":    shows(func(d *messages.Data, v string) { d.Subject = v }),
+	"passkey":    shows(func(d *messages.Data, v approval.Passkey) { d.Subject = v.Subject }),
+	"approval": shows(func(d *messages.Data, v approvalView) {
+		d.ApprovalURL = v.URL
+		if v.State != "" {
+			d.State = string(v.State)
+		}
+		if d.ExpiresAt == "" {
+			d.ExpiresAt = v.ExpiresAt
+		}
+	}),
 	"recent_operation": shows(func(d *messages.Data, v recentView) {
 		d.RecentOperationID, _ = v["operation_id"].(string)
 		d.State, _ = v["state"].(string)

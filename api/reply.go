@@ -115,6 +115,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 			s.log.ErrorContext(c.Request().Context(), "render detail", "trace_id", traceID, "err", err)
 		}
 	}
+	if v, ok := r.fields["approval"].(approvalView); ok && r.detail == "" {
+		d.Detail = s.reasonsText(lang, v.Reasons)
+	}
 	if errs, ok := r.fields["errors"].([]params.FieldProblem); ok && lang != messages.English {
 		r.fields["errors"] = s.translateProblems(lang, errs)
 	}

@@ -31,6 +31,8 @@ var classes = map[Status]error{
 	status.MalformedRequest:       ErrBadRequest,
 	status.RequestTooLarge:        ErrBadRequest,
 	status.InternalError:          ErrInternal,
+	status.ApprovalRequired:       ErrApprovalRequired,
+	status.ApprovalDeclined:       ErrApprovalDeclined,
 }
 
 // ClassOf returns the sentinel error a refusal with status s matches

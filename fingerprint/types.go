@@ -28,6 +28,12 @@ type Payload struct {
 	// operation the preview warned about (the amnesia guard); a confirm must
 	// acknowledge it.
 	RecentOperation string `json:"r,omitempty"`
+	// Approval, when set, says that a person must approve the operation
+	// before it may be confirmed: the reasons the action's approval policy
+	// gave at preview, comma-separated codes (such as
+	// "amount_above_threshold,new_payee"). Signed with the rest, so an agent
+	// can neither drop nor change it.
+	Approval string `json:"a,omitempty"`
 }
 
 // ExpiresAt returns Exp as a time.

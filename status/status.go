@@ -64,6 +64,17 @@ const (
 	Alive                  Status = "alive"
 	Ready                  Status = "ready"
 	NotReady               Status = "not_ready"
+	ApprovalRequired       Status = "approval_required"
+	ApprovalDeclined       Status = "approval_declined"
+	WebAuthnOptions        Status = "webauthn_options"
+	ApprovalRecorded       Status = "approval_recorded"
+	PasskeyEnrolled        Status = "passkey_enrolled"
+	CeremonyRefused        Status = "ceremony_refused"
+	PasskeyInvited         Status = "passkey_invited"
+	PasskeysListed         Status = "passkeys_listed"
+	PasskeyRevoked         Status = "passkey_revoked"
+	ApprovalsListed        Status = "approvals_listed"
+	UnknownPasskey         Status = "unknown_passkey"
 )
 
 // Audience is who receives an answer with a status.
@@ -76,6 +87,9 @@ const (
 	Agent Audience = "agent"
 	// Operator is a person or tool on the ops routes.
 	Operator Audience = "operator"
+	// Approver is a person on the approval or enrolment page, deciding with
+	// a passkey.
+	Approver Audience = "approver"
 	// Probe is a health check (GET /healthz, /readyz).
 	Probe Audience = "probe"
 	// Downstream is a downstream posting a webhook event.
@@ -160,6 +174,17 @@ var registry = map[Status]Info{
 	WebhookRefused:         {Code: http.StatusBadRequest, Audience: Downstream, Kind: Refusal, Carries: "`reason`", When: "`POST /v1/webhooks/{scope}`: an unsigned, wrongly signed, stale, unknown or replayed event; nothing changed"},
 	Alive:                  {Code: http.StatusOK, Audience: Probe, Kind: Outcome, When: "`GET /healthz`: the process runs"},
 	Ready:                  {Code: http.StatusOK, Audience: Probe, Kind: Outcome, Carries: "`postgres`, `redis`", When: "`GET /readyz`: the truth database answers"},
+	ApprovalRequired:       {Code: http.StatusPreconditionRequired, Audience: Agent, Kind: Refusal, Carries: "`approval` (`required`, `reasons`, `url`, `expires_at`, `state`)", When: "the action's policy asks a person to approve this operation with a passkey and no approval is recorded yet; nothing was consumed: give the user the link, and confirm again once they approved"},
+	ApprovalDeclined:       {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Carries: "`approval`", When: "the person declined this operation with their passkey; its fingerprint can never be confirmed"},
+	WebAuthnOptions:        {Code: http.StatusOK, Audience: Approver, Kind: Outcome, Carries: "`options`", When: "approval and enrolment pages: the options of a WebAuthn ceremony for `navigator.credentials`"},
+	ApprovalRecorded:       {Code: http.StatusOK, Audience: Approver, Kind: Outcome, Carries: "`approval`", When: "approval page: the passkey's decision was verified and recorded"},
+	PasskeyEnrolled:        {Code: http.StatusOK, Audience: Approver, Kind: Outcome, Carries: "`passkey`", When: "enrolment page: a passkey was registered for the subject"},
+	CeremonyRefused:        {Code: http.StatusBadRequest, Audience: Approver, Kind: Refusal, Carries: "`reason`, `approval` when one is recorded", When: "approval and enrolment pages: the link, the decision or the passkey's answer was refused (expired, already decided, not the subject's passkey, a bad signature, a bearer token instead of a passkey); nothing was recorded"},
+	PasskeyInvited:         {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`url`, `subject`, `expires_at`", When: "ops: a one-time enrolment link for the subject"},
+	PasskeysListed:         {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`passkeys`, `count`", When: "ops: the passkeys"},
+	PasskeyRevoked:         {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`passkey`", When: "ops: the passkey is revoked and decides nothing any more"},
+	ApprovalsListed:        {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`approvals`, `count`", When: "ops: the approvals (pending ones: asked, not decided)"},
+	UnknownPasskey:         {Code: http.StatusNotFound, Audience: Operator, Kind: Refusal, When: "ops: no passkey of that id"},
 	NotReady:               {Code: http.StatusServiceUnavailable, Audience: Probe, Kind: Refusal, Carries: "`postgres`, `redis`", When: "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule", RetryAfter: true},
 }
 

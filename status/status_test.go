@@ -15,7 +15,7 @@ import (
 // polling answer is a 202 outcome; a refusal is an HTTP error.
 func TestRegistryEntriesAreComplete(t *testing.T) {
 	t.Parallel()
-	audiences := map[status.Audience]bool{status.Agent: true, status.Operator: true, status.Probe: true,
+	audiences := map[status.Audience]bool{status.Agent: true, status.Operator: true, status.Probe: true, status.Approver: true,
 		status.Downstream: true, status.ToolReader: true}
 	for _, s := range status.All() {
 		info, ok := status.Lookup(s)

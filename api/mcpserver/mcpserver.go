@@ -49,7 +49,23 @@ type Options struct {
 	// DisableLocalhostProtection turns off the SDK's DNS rebinding
 	// protection (requests to a localhost address with a foreign Host).
 	DisableLocalhostProtection bool
+	// ApprovalWait bounds how long a confirm tool waits for a person to
+	// decide after the client's host opened the approval link (URL-mode
+	// elicitation); default DefaultApprovalWait, which stays within the
+	// gateway's request timeout. Not decided by then: approval_required.
+	ApprovalWait time.Duration
+	// ApprovalPoll is how often the confirm is asked again while it waits
+	// (default DefaultApprovalPoll).
+	ApprovalPoll time.Duration
 }
+
+// Defaults of the approval wait of Options.
+const (
+	// DefaultApprovalWait is how long a confirm tool waits for a person.
+	DefaultApprovalWait = 20 * time.Second
+	// DefaultApprovalPoll is how often it asks the confirm again meanwhile.
+	DefaultApprovalPoll = 500 * time.Millisecond
+)
 
 // operationIDRE is the shape of an operation_id.
 var operationIDRE = regexp.MustCompile(tools.OperationIDPattern)
@@ -80,7 +96,13 @@ func New(cat *catalog.Catalog, gateway http.Handler, opts Options) http.Handler 
 		Logger:       opts.Logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	c := &caller{gateway: gateway, msgs: msgs}
+	if opts.ApprovalWait <= 0 {
+		opts.ApprovalWait = DefaultApprovalWait
+	}
+	if opts.ApprovalPoll <= 0 {
+		opts.ApprovalPoll = DefaultApprovalPoll
+	}
+	c := &caller{gateway: gateway, msgs: msgs, stateful: opts.Stateful, wait: opts.ApprovalWait, poll: opts.ApprovalPoll}
 	for _, t := range tools.Tools(cat) {
 		server.AddTool(&mcp.Tool{
 			Name:        t.Name,
@@ -124,8 +146,11 @@ func annotations(t tools.Tool) *mcp.ToolAnnotations {
 
 // caller executes tool calls against the gateway's handler.
 type caller struct {
-	gateway http.Handler
-	msgs    *messages.Catalog
+	gateway  http.Handler
+	msgs     *messages.Catalog
+	stateful bool
+	wait     time.Duration
+	poll     time.Duration
 }
 
 // handler returns the MCP handler of tool t.
@@ -145,7 +170,7 @@ func (c *caller) handler(t tools.Tool) mcp.ToolHandler {
 			// byte for byte: decimals keep their exact text.
 			return c.call(ctx, header, http.MethodPost, "/v1/actions/"+url.PathEscape(t.Scope)+"/preview", args)
 		case tools.KindConfirm:
-			return c.call(ctx, header, http.MethodPost, "/v1/actions/"+url.PathEscape(t.Scope)+"/confirm", args)
+			return c.confirm(ctx, req, header, "/v1/actions/"+url.PathEscape(t.Scope)+"/confirm", args), nil
 		case tools.KindStatus:
 			fallthrough
 		default:
@@ -163,6 +188,15 @@ func (c *caller) handler(t tools.Tool) mcp.ToolHandler {
 // call sends one in-process request to the gateway and turns its answer
 // into a tool result.
 func (c *caller) call(ctx context.Context, header http.Header, method, path string, body []byte) (*mcp.CallToolResult, error) {
+	code, out, err := c.send(ctx, header, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	return result(code, out), nil
+}
+
+// send sends one in-process request to the gateway and returns its answer.
+func (c *caller) send(ctx context.Context, header http.Header, method, path string, body []byte) (int, []byte, error) {
 	var rd *bytes.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -171,7 +205,7 @@ func (c *caller) call(ctx context.Context, header http.Header, method, path stri
 	}
 	r, err := http.NewRequestWithContext(ctx, method, path, rd)
 	if err != nil {
-		return nil, fmt.Errorf("build gateway request: %w", err)
+		return 0, nil, fmt.Errorf("build gateway request: %w", err)
 	}
 	r.RequestURI = path
 	r.RemoteAddr = "127.0.0.1:0"
@@ -188,7 +222,7 @@ func (c *caller) call(ctx context.Context, header http.Header, method, path stri
 	r.Header.Set("X-Oncegate-Via", "mcp")
 	rec := newRecorder()
 	c.gateway.ServeHTTP(rec, r)
-	return result(rec.status(), rec.body.Bytes()), nil
+	return rec.status(), rec.body.Bytes(), nil
 }
 
 // result turns a gateway answer into a tool result: the JSON body both as

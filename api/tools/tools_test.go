@@ -89,7 +89,7 @@ func TestToolsDevCatalog(t *testing.T) {
 		"payments_mcp_legacy_transfer_preview", "payments_mcp_legacy_transfer_confirm",
 		"payments_mcp_transfer_preview", "payments_mcp_transfer_confirm",
 		"payments_payout_preview", "payments_payout_confirm",
-		"payments_transfer_preview", "payments_transfer_confirm",
+		"payments_transfer_preview", "payments_transfer_confirm", "payments_wire_preview", "payments_wire_confirm",
 		"get_operation_status",
 	}, names)
 

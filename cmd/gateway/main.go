@@ -116,6 +116,7 @@ func run(logger *slog.Logger) error {
 	srv, err := api.New(api.Deps{
 		Catalog: cat, Keyring: keys, Store: store, Temporal: tc, Authenticator: authn,
 		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg, TracerProvider: tracer,
+		Approvals: truth, // approvals and passkeys live in the truth
 	})
 	if err != nil {
 		return err

@@ -140,6 +140,7 @@ type rawCatalog struct {
 // pointers, so that validation can report every problem.
 type rawAction struct {
 	Description           string               `yaml:"description"`
+	Title                 string               `yaml:"title"`
 	Bind                  map[string]Field     `yaml:"bind"`
 	Free                  map[string]FreeField `yaml:"free"`
 	FingerprintTTL        string               `yaml:"fingerprint_ttl"`
@@ -148,6 +149,7 @@ type rawAction struct {
 	DuplicateIntentWindow string               `yaml:"duplicate_intent_window"`
 	SummaryField          string               `yaml:"summary_field"`
 	Downstream            rawDownstream        `yaml:"downstream"`
+	Approval              *rawApproval         `yaml:"approval"`
 }
 
 // rawDownstream is the downstream section as written: the plan's endpoint

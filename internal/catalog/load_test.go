@@ -92,7 +92,16 @@ func TestDevCatalogLoads(t *testing.T) {
 	c, err := Load(filepath.Join("..", "..", "deployments", "catalog.dev.yaml"), gatewayWait)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"payments.legacy_transfer", "payments.mcp_legacy_transfer", "payments.mcp_transfer",
-		"payments.payout", "payments.transfer"}, c.Scopes())
+		"payments.payout", "payments.transfer", "payments.wire"}, c.Scopes())
+	// Only payments.wire asks a person to approve; every other action keeps never.
+	for _, scope := range c.Scopes() {
+		assert.Equal(t, scope == "payments.wire", c.Actions[scope].Approval.Asks(), scope)
+	}
+	wire := c.Actions["payments.wire"].Approval
+	assert.Equal(t, ApprovalAbove, wire.Required)
+	assert.Equal(t, "100", wire.Above["USD"].String())
+	assert.Equal(t, "100", wire.Above["EUR"].String())
+	assert.True(t, wire.NewPayee)
 	mt, ok := c.Lookup("payments.mcp_transfer")
 	require.True(t, ok)
 	assert.Equal(t, plan.KindMCP, mt.Downstream.Kind)

@@ -112,6 +112,9 @@ type Action struct {
 	Scope string `yaml:"-" json:"scope"`
 	// Description tells a model what the action does.
 	Description string `yaml:"description" json:"description"`
+	// Title names the action for a person, on the approval page (default:
+	// the scope).
+	Title string `yaml:"title" json:"title,omitempty"`
 	// Bind lists the fields that enter the fingerprint's param_hash.
 	Bind map[string]Field `yaml:"bind" json:"bind"`
 	// Free lists fields passed to the downstream but not bound.
@@ -128,6 +131,9 @@ type Action struct {
 	SummaryField string `yaml:"summary_field" json:"summary_field,omitempty"`
 	// Downstream is the API the action calls.
 	Downstream Downstream `yaml:"downstream" json:"downstream"`
+	// Approval is when a person must approve an operation with a passkey
+	// before it may be confirmed (default: never).
+	Approval Approval `yaml:"-" json:"approval"`
 }
 
 // Catalog is the loaded, validated set of actions.

@@ -145,6 +145,7 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 	a := &Action{
 		Scope:        scope,
 		Description:  r.Description,
+		Title:        r.Title,
 		Bind:         r.Bind,
 		Free:         r.Free,
 		SummaryField: r.SummaryField,
@@ -207,6 +208,14 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 	if a.DuplicateIntentWindow, dupOK = p.duration("duplicate_intent_window", r.DuplicateIntentWindow, DefaultDuplicateIntentWindow, false); dupOK && a.DuplicateIntentWindow < 0 {
 		p.addf("duplicate_intent_window %s must be >= 0", fmtDur(a.DuplicateIntentWindow))
 	}
+	if a.Title == "" {
+		a.Title = scope
+	}
+	fpForApproval := time.Duration(0)
+	if fpOK {
+		fpForApproval = a.FingerprintTTL
+	}
+	a.Approval = buildApproval(p, r.Approval, a.Bind, fpForApproval)
 	if fpOK && termOK && a.TerminalTTL < a.FingerprintTTL {
 		p.addf("terminal_ttl %s must be >= fingerprint_ttl %s (a result must be replayable as long as its fingerprint can be confirmed)",
 			fmtDur(a.TerminalTTL), fmtDur(a.FingerprintTTL))

@@ -30,6 +30,7 @@ import (
 	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
+
 	"github.com/oncegate/oncegate/status"
 )
 
@@ -38,6 +39,11 @@ import (
 var unreachable = map[status.Status]string{
 	status.InternalError:  "a bug in the gateway",
 	status.ResolutionSent: "a decision accepted while the truth database is slow for 20 s",
+	// Only a person's passkey in a browser reaches these (TestApprovalInBrowser, TestApprovals).
+	status.ApprovalRecorded: "a passkey's decision",
+	status.ApprovalDeclined: "a passkey's decline",
+	status.PasskeyEnrolled:  "a passkey's registration",
+	status.PasskeyRevoked:   "revoking needs an enrolled passkey",
 }
 
 // stackKeys are the variables a shell may carry from another stack's
