@@ -104,6 +104,7 @@ require (
 	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/telemetry v0.0.0-20261009151841-97e8ea77aa2a // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261110000943-09e21b237f2c // indirect
@@ -111,4 +112,7 @@ require (
 	google.golang.org/grpc v1.85.0 // indirect
 )
 
-tool github.com/nishanths/exhaustive/cmd/exhaustive
+tool (
+	github.com/nishanths/exhaustive/cmd/exhaustive
+	golang.org/x/tools/cmd/deadcode
+)

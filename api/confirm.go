@@ -19,6 +19,8 @@ import (
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // startTimeout bounds the store and Temporal calls that must finish even
@@ -90,16 +92,16 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	switch {
 	case errors.Is(err, fingerprint.ErrInvalid):
 		s.securityEvent(ctx, EventInvalidFingerprint, id, action.Scope, "", traceID, err.Error())
-		return newReply(StatusFingerprintInvalid)
+		return newReply(status.FingerprintInvalid)
 	case errors.Is(err, fingerprint.ErrSubjectMismatch):
 		s.securityEvent(ctx, EventSubjectMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued to "+p.Subject)
-		return newReply(StatusSubjectMismatch)
+		return newReply(status.SubjectMismatch)
 	case errors.Is(err, fingerprint.ErrScopeMismatch):
 		s.securityEvent(ctx, EventScopeMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued for "+p.Scope)
-		return opReply(StatusScopeMismatch, p.Nonce)
+		return opReply(status.ScopeMismatch, p.Nonce)
 	case errors.Is(err, fingerprint.ErrParamMismatch):
 		s.securityEvent(ctx, EventParamMismatch, id, action.Scope, p.Nonce, traceID, "bound params differ from the fingerprint's")
-		return opReply(StatusParamMismatch, p.Nonce)
+		return opReply(status.ParamMismatch, p.Nonce)
 	case err != nil:
 		return internalErrorReply("", fmt.Errorf("verify fingerprint: %w", err))
 	}
@@ -184,7 +186,7 @@ func (s *Server) act(ctx context.Context, call confirmCall, p confirmPlan, claim
 	case actRefuse:
 		s.securityEvent(ctx, EventStoreParamMismatch, call.id, call.action.Scope, call.opID, call.traceID,
 			"the store holds this operation with another param_hash")
-		return opReply(StatusParamMismatch, call.opID)
+		return opReply(status.ParamMismatch, call.opID)
 	case actExpired:
 		return fingerprintExpiredReply(call.payload.ExpiresAt())
 	case actUnavailable:
@@ -353,7 +355,7 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 		rec.OperationID = call.opID
 		return s.answerFor(rec, replay)
 	}
-	return opReply(StatusInProgress, call.opID)
+	return opReply(status.InProgress, call.opID)
 }
 
 // refill writes the terminal outcome to the fast path under refill.owner's

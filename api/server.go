@@ -1,4 +1,4 @@
-// Package api is the agent-facing HTTP gateway (CONTRACT §4): preview,
+// Package api is the agent-facing HTTP gateway (docs/contract.md §4): preview,
 // confirm, status, ops, health and metrics, on Echo. Every answer, including
 // Echo's own errors, is a JSON body written for an LLM: a status, what it
 // means, exactly what to do next, and whether a retry can help.
@@ -240,7 +240,7 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	// signature (not by a bearer token).
 	v1.POST("/webhooks/:scope", s.handleWebhook)
 
-	// Approvals (CONTRACT §7): pages a person opens and the ceremonies their
+	// Approvals (docs/contract.md §7): pages a person opens and the ceremonies their
 	// passkey answers; no bearer token is taken there (noBearer refuses one:
 	// a token never approves). The operators' side is under /v1/ops.
 	if s.approvals != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // Answer is one decoded gateway answer. Which fields are set depends on
-// Status (CONTRACT §4): Fingerprint, ExpiresAt and Preview for
+// Status (docs/contract.md §4): Fingerprint, ExpiresAt and Preview for
 // preview_ready; Result and ResultRef when completed; Reason when failed;
 // PollAfter while in progress or under review; Problems for invalid_params.
 type Answer struct {

@@ -126,7 +126,7 @@ type RecentOperation struct {
 
 // errorOf turns a decoded refusal into an *Error.
 func errorOf(a Answer) error {
-	class := a.Status.Class()
+	class := ClassOf(a.Status)
 	if class == nil {
 		class = ErrUnexpectedAnswer
 	}

@@ -1,4 +1,4 @@
-// Command gateway serves the oncegate HTTP API (CONTRACT §4). It only wires:
+// Command gateway serves the oncegate HTTP API (docs/contract.md §4). It only wires:
 // configuration from the environment, the stores, Temporal, the catalog, the
 // authenticators, then the HTTP server with a graceful shutdown.
 package main
