@@ -15,6 +15,8 @@ import (
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/iso4217"
 	"github.com/oncegate/oncegate/internal/limits"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // RateLimiter is the GCRA limiter of the subjects' request rates
@@ -68,7 +70,7 @@ func (s *Server) rateLimited(ctx context.Context, id auth.Identity, kind limits.
 		return reply{}, false
 	}
 	s.metrics.rateLimited.WithLabelValues(string(kind)).Inc()
-	r := scopedReply(StatusRateLimited, scope)
+	r := scopedReply(status.RateLimited, scope)
 	r.retryAfter = max(res.RetryAfter, time.Millisecond)
 	return r, true
 }
@@ -111,8 +113,8 @@ type limitView struct {
 	ResetsAt *string `json:"resets_at"`
 }
 
-// viewOf is r as the body shows it.
-func viewOf(r *limits.Refusal) limitView {
+// limitViewOf is r as the body shows it.
+func limitViewOf(r *limits.Refusal) limitView {
 	v := limitView{Name: r.Name, Window: string(r.Window), Currency: r.Currency,
 		Max: money(r.Max, r.Currency), Used: money(r.Used, r.Currency), Left: money(r.Left, r.Currency)}
 	if !r.ResetsAt.IsZero() {
@@ -137,7 +139,7 @@ func money(d apd.Decimal, currency string) string {
 
 // limitExceededReply refuses a confirm over budget; nothing was claimed.
 func limitExceededReply(scope, opID string, r *limits.Refusal) reply {
-	out := opReply(StatusLimitExceeded, opID).with("limit", viewOf(r))
+	out := opReply(status.LimitExceeded, opID).with("limit", limitViewOf(r))
 	out.scope = scope
 	return out
 }

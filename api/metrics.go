@@ -15,6 +15,7 @@ type metrics struct {
 	responses *prometheus.CounterVec
 	claims    *prometheus.CounterVec
 	webhooks  *prometheus.CounterVec
+	approvals *prometheus.CounterVec
 	confirm   *prometheus.HistogramVec
 
 	reservations  *prometheus.CounterVec
@@ -44,6 +45,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "oncegate_webhooks_total",
 			Help: "Downstream webhook events, by action and result (accepted, refused).",
 		}, []string{"scope", "result"}),
+		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncegate_approval_events_total",
+			Help: "Approval and passkey events, by event (approval_requested, approved, declined, ceremony_refused, passkey_invited, passkey_enrolled, passkey_revoked).",
+		}, []string{"event"}),
 	}
 	m.reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oncegate_budget_reservations_total",
@@ -94,6 +99,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if m.webhooks, err = register(reg, m.webhooks); err != nil {
 		return nil, err
+	}
+	if m.approvals, err = register(reg, m.approvals); err != nil {
+		return nil, err
+	}
+	for _, e := range approvalEvents {
+		m.approvals.WithLabelValues(e)
 	}
 	for _, c := range []**prometheus.CounterVec{&m.reservations, &m.limitRefusals, &m.rateLimited, &m.rateFailOpen, &m.limitResets} {
 		if *c, err = register(reg, *c); err != nil {

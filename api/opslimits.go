@@ -12,6 +12,8 @@ import (
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/limits"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // windowView is one window of a subject's budget as the ops view shows it.
@@ -87,7 +89,7 @@ func (s *Server) handleOpsLimits(c echo.Context) error {
 	} else if !errors.Is(err, idemstore.ErrNotFound) {
 		return s.render(c, s.storeErrorReply("", "", fmt.Errorf("limits of %s: %w", subject, err)))
 	}
-	r := newReply(StatusLimitsShown).with("limits", view)
+	r := newReply(status.LimitsShown).with("limits", view)
 	r.text.State = subject
 	return s.render(c, r)
 }
@@ -126,7 +128,7 @@ func (s *Server) handleOpsLimitsReset(c echo.Context) error {
 	s.metrics.limitResets.WithLabelValues(operator).Inc()
 	s.log.WarnContext(ctx, "budget windows reset", "subject", subject, "operator", operator, "reset_at", reset.At,
 		"trace_id", traceIDOf(c))
-	r := newReply(StatusLimitsReset).with("reset", reset)
+	r := newReply(status.LimitsReset).with("reset", reset)
 	r.text.State = subject
 	return s.render(c, r)
 }

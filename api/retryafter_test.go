@@ -10,6 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // TestRetryAfterEqualsTheBodysWait walks the status registry: every status
@@ -21,19 +23,19 @@ func TestRetryAfterEqualsTheBodysWait(t *testing.T) {
 	b := setup(t)
 	e := echo.New()
 	waits := 0
-	for _, status := range StatusNames() {
+	for _, st := range status.All() {
 		for _, wait := range []time.Duration{0, 1500 * time.Millisecond, 2 * time.Second, 1} {
-			r := newReply(status)
+			r := newReply(st)
 			r.retryAfter, r.pollAfter = wait, wait
 			rec := httptest.NewRecorder()
 			c := e.NewContext(httptest.NewRequest("GET", "/", nil), rec)
 			require.NoError(t, b.srv.render(c, r))
 			var body map[string]any
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
-			info := Statuses[status]
+			info, _ := status.Lookup(st)
 			header := rec.Header().Get(HeaderRetryAfter)
 			if !info.Wait() {
-				assert.Empty(t, header, "%s asks nobody to come back", status)
+				assert.Empty(t, header, "%s asks nobody to come back", st)
 				continue
 			}
 			field := "poll_after_ms"
@@ -41,11 +43,11 @@ func TestRetryAfterEqualsTheBodysWait(t *testing.T) {
 				field = "retry_after_ms"
 			}
 			ms, ok := body[field].(float64)
-			require.True(t, ok, "%s carries %s: %s", status, field, rec.Body.String())
+			require.True(t, ok, "%s carries %s: %s", st, field, rec.Body.String())
 			want := int64(ms+999) / 1000
-			assert.Equal(t, strconv.FormatInt(want, 10), header, "%s: %s %v ms", status, field, ms)
+			assert.Equal(t, strconv.FormatInt(want, 10), header, "%s: %s %v ms", st, field, ms)
 			if wait >= time.Millisecond {
-				assert.Equal(t, float64(wait.Milliseconds()), ms, "%s: the reply's own wait", status)
+				assert.Equal(t, float64(wait.Milliseconds()), ms, "%s: the reply's own wait", st)
 			}
 			waits++
 		}

@@ -151,6 +151,10 @@ type Claim struct {
 	// an action that spends nothing countable. The truth reserves it in the
 	// claim's own transaction, or refuses the claim (OutcomeLimitExceeded).
 	Charge *Charge
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
+	// operation was confirmed under (empty when its action asked for none);
+	// stored with the claim and read back.
+	ApprovalSHA256 string
 }
 
 // Charge is what one operation spends: its amount in its currency, and the
@@ -263,6 +267,9 @@ type Record struct {
 	// BoundParams are the canonical bound params of the claim (the truth
 	// only; empty for records claimed before they were kept).
 	BoundParams json.RawMessage `json:"bound_params,omitempty"`
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
+	// operation was confirmed under (empty when none was needed).
+	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
 	// CompletedAt is when the record turned terminal (the truth only).
 	CompletedAt time.Time `json:"completed_at,omitzero"`
 	// CreatedAt is when the record was created (zero when unknown, as in Redis).

@@ -117,6 +117,11 @@ type Data struct {
 	LimitLeft string
 	// LimitResetsAt is when the amount would fit (RFC 3339); empty: never.
 	LimitResetsAt string
+	// ApprovalURL is the link a person opens to approve the operation with
+	// their passkey (empty: no approval needed).
+	ApprovalURL string
+	// Subject is whose passkey or operation it is.
+	Subject string
 }
 
 // FragmentPrefix starts the key of every detail fragment.

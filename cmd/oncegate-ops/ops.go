@@ -27,6 +27,10 @@ commands:
           [--evidence-url URL] [--json]
   limits show --subject SUBJECT [--role ROLE] [--json]
   limits reset --subject SUBJECT [--json]
+  approvals [--state pending|approved|declined] [--json]
+  passkey invite --subject NAME [--json]     prints a one-time enrolment link
+  passkey list [--subject NAME] [--revoked] [--json]
+  passkey revoke <passkey_id>
 
 Every command exits 0 on success, 1 when the gateway refuses (such as
 already_resolved: another decision was first) or cannot be reached, 2 on a
@@ -83,6 +87,10 @@ func run(ctx context.Context, args []string, environ map[string]string, stdout, 
 		err = c.resolve(ctx, args[1:])
 	case "limits":
 		err = c.limits(ctx, args[1:])
+	case "approvals":
+		err = c.approvals(ctx, args[1:])
+	case "passkey":
+		err = c.passkey(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
