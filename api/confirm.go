@@ -385,12 +385,24 @@ type watched struct {
 	found bool
 }
 
+// historyTailRoom is kept between the end of a wait for a workflow's result
+// and its long poll's deadline. Temporal's history service answers a long
+// poll empty at once when less than a second is left before the caller's
+// deadline (longPollSoftTimeout in go.temporal.io/server
+// service/history/api), and the SDK then polls again at once: a wait whose
+// deadline is the poll's own spins hundreds of requests in its last second.
+const historyTailRoom = time.Second + 250*time.Millisecond
+
 // watchOperation waits up to ConfirmWait for opID's workflow result (the
 // SDK's long poll), then, without one, reads the store's record: the watch
 // that concurrent confirms of opID share.
 func (s *Server) watchOperation(ctx context.Context, opID, traceID string) watched {
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.ConfirmWait)
+	// The long poll's deadline lies historyTailRoom past the wait, and the
+	// wait ends by cancel: a deadline the poll reaches spins (see there).
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.ConfirmWait+historyTailRoom)
 	defer cancel()
+	stop := time.AfterFunc(s.cfg.ConfirmWait, cancel)
+	defer stop.Stop()
 	var res idemstore.Final
 	err := s.temporal.GetWorkflow(wctx, opID, "").Get(wctx, &res)
 	if err == nil && res.State.Terminal() {

@@ -256,6 +256,9 @@ func TestDuplicateWaitsCollapse(t *testing.T) {
 	first := confirm(t, s, "dev-alice", "payments.payout", fp, params)
 	require.Equal(t, "in_progress", first.str("status"), first.String())
 	onePoll := polls() - p0 // what one watch of one confirm wait costs
+	// One wait is one long poll (a few when the server answers early), not
+	// a spin of empty answers before its deadline.
+	assert.LessOrEqual(t, onePoll, 3.0, "one watch's long polls")
 
 	before, w0 := polls(), watchers()
 	began := time.Now()
