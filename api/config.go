@@ -35,6 +35,9 @@ const (
 	DefaultGatewayURL = "http://127.0.0.1:8080"
 	// DefaultShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultMaxWatchers bounds the operations whose workflow result the
+	// gateway watches at once (one Temporal long poll each).
+	DefaultMaxWatchers = 256
 	// DefaultEnrolmentTTL is how long a passkey enrolment link works.
 	DefaultEnrolmentTTL = 15 * time.Minute
 )
@@ -86,6 +89,12 @@ type Config struct {
 	FingerprintKeysFile string `env:"ONCEGATE_FINGERPRINT_KEYS_FILE,file"`
 	// CatalogPath is the action catalog.
 	CatalogPath string `env:"ONCEGATE_CATALOG" envDefault:"deployments/catalog.dev.yaml"`
+	// LimitsPath is the limits file (spend budgets and request rates);
+	// empty: no limits.
+	LimitsPath string `env:"ONCEGATE_LIMITS"`
+	// MaxWatchers bounds the operations whose workflow result the gateway
+	// watches at once; past it a confirm answers in_progress at once.
+	MaxWatchers int `env:"ONCEGATE_MAX_WATCHERS" envDefault:"256"`
 	// TokensPath is the static token file; empty disables it. It defaults to
 	// the dev token file in the dev environment only.
 	TokensPath string `env:"ONCEGATE_TOKENS"`
@@ -169,6 +178,9 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.MaxWatchers <= 0 {
+		c.MaxWatchers = DefaultMaxWatchers
+	}
 	if c.EnrolmentTTL <= 0 {
 		c.EnrolmentTTL = DefaultEnrolmentTTL
 	}
@@ -226,6 +238,9 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 		envconfig.Positive(environ, "ONCEGATE_POLL_AFTER", c.PollAfter),
 		envconfig.Positive(environ, "ONCEGATE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout),
 		envconfig.Positive(environ, "ONCEGATE_ENROLMENT_TTL", c.EnrolmentTTL))
+	if c.MaxWatchers <= 0 {
+		errs = append(errs, fmt.Errorf("ONCEGATE_MAX_WATCHERS=%d: want a positive number", c.MaxWatchers))
+	}
 	if c.FingerprintKeys == "" && strings.TrimSpace(environ["ONCEGATE_FINGERPRINT_KEYS_FILE"]) == "" {
 		// A file named but unreadable is already reported; an empty one is
 		// "no keys" when cmd/gateway parses the keyring.

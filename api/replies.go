@@ -440,6 +440,13 @@ var bodyTexts = map[string]func(d *messages.Data, v any) bool{
 		d.ResultRef, _ = v["result_ref"].(string)
 		d.Reason, _ = v["reason"].(string)
 	}),
+	"limit": shows(func(d *messages.Data, v limitView) {
+		d.LimitName, d.LimitWindow, d.LimitCurrency = v.Name, v.Window, v.Currency
+		d.LimitMax, d.LimitUsed, d.LimitLeft = v.Max, v.Used, v.Left
+		if v.ResetsAt != nil {
+			d.LimitResetsAt = *v.ResetsAt
+		}
+	}),
 	"decision": shows(func(d *messages.Data, v decisionView) {
 		d.DecidedBy, d.DecidedOutcome = v.Operator, string(v.Outcome)
 		if !v.DecidedAt.IsZero() {

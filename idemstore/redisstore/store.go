@@ -104,6 +104,8 @@ func decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.Cla
 		return idemstore.ClaimDecision{Outcome: outcome, Owner: str(1), ClaimedAt: claimedAt, Record: idemstore.Record{
 			OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: str(1), ClaimedAt: claimedAt,
 		}}, nil
+	case idemstore.OutcomeLimitExceeded: // budgets are the truth's alone; the script never answers it
+		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)
 	default:
 		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)
 	}
