@@ -14,7 +14,7 @@ import (
 	"github.com/oncegate/oncegate/internal/catalog"
 )
 
-// The approval's hooks into preview and confirm (CONTRACT §7): one call
+// The approval's hooks into preview and confirm (docs/contract.md §7): one call
 // each. Preview writes nothing: it applies the action's policy (reading
 // whether the payee was paid before), puts the reasons into the signed
 // fingerprint (its `a`) and caps its expiry with the policy's ttl. The

@@ -25,7 +25,7 @@ import (
 	"github.com/oncegate/oncegate/internal/iso4217"
 )
 
-// The approval page and its ceremony (CONTRACT §7): GET /approve/{id}
+// The approval page and its ceremony (docs/contract.md §7): GET /approve/{id}
 // shows the operation from its signed link; POST /approve/{id}/options
 // gives the page the WebAuthn options whose challenge is the statement's
 // hash; POST /approve/{id}/decision verifies the passkey's assertion and

@@ -35,6 +35,9 @@ const (
 	DefaultGatewayURL = "http://127.0.0.1:8080"
 	// DefaultShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultMaxWatchers bounds the operations whose workflow result the
+	// gateway watches at once (one Temporal long poll each).
+	DefaultMaxWatchers = 256
 	// DefaultEnrolmentTTL is how long a passkey enrolment link works.
 	DefaultEnrolmentTTL = 15 * time.Minute
 )
@@ -95,6 +98,12 @@ type Config struct {
 	ReceiptKeysFile string `env:"ONCEGATE_RECEIPT_KEYS_FILE,file"`
 	// CatalogPath is the action catalog.
 	CatalogPath string `env:"ONCEGATE_CATALOG" envDefault:"deployments/catalog.dev.yaml"`
+	// LimitsPath is the limits file (spend budgets and request rates);
+	// empty: no limits.
+	LimitsPath string `env:"ONCEGATE_LIMITS"`
+	// MaxWatchers bounds the operations whose workflow result the gateway
+	// watches at once; past it a confirm answers in_progress at once.
+	MaxWatchers int `env:"ONCEGATE_MAX_WATCHERS" envDefault:"256"`
 	// TokensPath is the static token file; empty disables it. It defaults to
 	// the dev token file in the dev environment only.
 	TokensPath string `env:"ONCEGATE_TOKENS"`
@@ -178,6 +187,9 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.MaxWatchers <= 0 {
+		c.MaxWatchers = DefaultMaxWatchers
+	}
 	if c.EnrolmentTTL <= 0 {
 		c.EnrolmentTTL = DefaultEnrolmentTTL
 	}
@@ -242,6 +254,9 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 			// "no keys" when cmd/gateway parses the keyring.
 			errs = append(errs, fmt.Errorf("%s (or %s_FILE) is required", name, name))
 		}
+	}
+	if c.MaxWatchers <= 0 {
+		errs = append(errs, fmt.Errorf("ONCEGATE_MAX_WATCHERS=%d: want a positive number", c.MaxWatchers))
 	}
 	if c.Env != EnvDev {
 		errs = append(errs, deploymentGuards(c)...)

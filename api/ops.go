@@ -20,6 +20,8 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/params"
 	"github.com/oncegate/oncegate/workflows"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // List limits of GET /v1/ops/operations.
@@ -44,7 +46,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 	if q := strings.ToLower(strings.TrimSpace(c.QueryParam("state"))); q != "" {
 		st, ok := stateFilters[q]
 		if !ok {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
+			return s.render(c, newReply(status.InvalidResolution).withProblems(keyInvalidFilter,
 				[]params.FieldProblem{{Field: "state", Rule: params.RuleEnum, Problem: "must be one of in_flight, needs_manual_review, completed, failed"}}))
 		}
 		state = st
@@ -53,7 +55,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 	if q := c.QueryParam("older_than"); q != "" {
 		d, err := time.ParseDuration(q)
 		if err != nil || d <= 0 {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
+			return s.render(c, newReply(status.InvalidResolution).withProblems(keyInvalidFilter,
 				[]params.FieldProblem{{Field: "older_than", Problem: "must be a positive Go duration such as 10m or 1h30m"}}))
 		}
 		olderThan = d
@@ -78,7 +80,7 @@ func listLimit(c echo.Context) (int, reply, bool) {
 	}
 	n, err := strconv.Atoi(q)
 	if err != nil || n <= 0 {
-		return 0, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
+		return 0, newReply(status.InvalidResolution).withProblems(keyInvalidFilter,
 			[]params.FieldProblem{{Field: "limit", Rule: params.RuleType, Problem: "must be a positive integer"}}), false
 	}
 	return min(n, maxListLimit), reply{}, true
@@ -90,7 +92,7 @@ func (s *Server) handleOpsGet(c echo.Context) error {
 	rec, err := s.store.Get(c.Request().Context(), opID)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound):
-		return s.render(c, opReply(StatusUnknownOperation, opID))
+		return s.render(c, opReply(status.UnknownOperation, opID))
 	case err != nil:
 		return s.render(c, s.storeErrorReply("", opID, fmt.Errorf("get operation %s: %w", opID, err)))
 	}

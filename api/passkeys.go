@@ -20,6 +20,8 @@ import (
 	"github.com/oncegate/oncegate/api/pages"
 	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/internal/params"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // Passkeys: an operator makes a one-time enrolment link for a subject
@@ -183,7 +185,7 @@ func (s *Server) handleOpsRevoke(c echo.Context) error {
 	pk, err := s.approvals.Revoke(ctx, approval.Revocation{ID: c.Param("id"), By: by, TraceID: traceIDOf(c), At: s.now()})
 	switch {
 	case errors.Is(err, approval.ErrNotFound):
-		return s.render(c, newReply(StatusUnknownPasskey))
+		return s.render(c, newReply(status.UnknownPasskey))
 	case errors.Is(err, approval.ErrRevoked):
 		return s.render(c, passkeyRevokedReply(pk))
 	case err != nil:
@@ -204,7 +206,7 @@ func (s *Server) handleOpsApprovals(c echo.Context) error {
 	if q := strings.ToLower(strings.TrimSpace(c.QueryParam("state"))); q != "" {
 		st, ok := approvalStateFilters[q]
 		if !ok {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
+			return s.render(c, newReply(status.InvalidResolution).withProblems(keyInvalidFilter,
 				[]params.FieldProblem{{Field: "state", Rule: params.RuleEnum, Problem: "must be one of pending, approved, declined"}}))
 		}
 		state = st

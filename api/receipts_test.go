@@ -16,6 +16,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/receipt"
+	"github.com/oncegate/oncegate/status"
 )
 
 // jwks fetches the gateway's JWK set, as a verifier does.
@@ -55,7 +56,7 @@ func TestReceiptsOfTerminalAnswers(t *testing.T) {
 	require.NoError(t, err)
 
 	first := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
-	require.Equal(t, StatusCompleted, first.status(), first.raw)
+	require.Equal(t, status.Completed, first.status(), first.raw)
 	c := b.verified(t, first)
 	assert.Equal(t, receipt.Claims{
 		OperationID: opID, Subject: "alice", Scope: "payments.transfer", ParamHash: p.ParamHash,
@@ -64,29 +65,29 @@ func TestReceiptsOfTerminalAnswers(t *testing.T) {
 
 	b.clock.Add(time.Minute) // later answers name the time the outcome was decided
 	replay := b.confirm(t, "dev-alice", "payments.transfer", fp, `{"amount":"12.5","currency":"USD","payee_id":"p-1","memo":"other"}`)
-	require.Equal(t, StatusAlreadyCompleted, replay.status(), replay.raw)
-	status := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
-	require.Equal(t, StatusCompleted, status.status(), status.raw)
+	require.Equal(t, status.AlreadyCompleted, replay.status(), replay.raw)
+	st := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	require.Equal(t, status.Completed, st.status(), st.raw)
 	assert.Equal(t, first.str(fieldReceipt), replay.str(fieldReceipt), "the replay's receipt is the first one")
-	assert.Equal(t, first.str(fieldReceipt), status.str(fieldReceipt), "the status's receipt is the first one")
+	assert.Equal(t, first.str(fieldReceipt), st.str(fieldReceipt), "the status's receipt is the first one")
 
 	// A failure's receipt states it, and how it is known.
 	big := `{"amount":"20000","currency":"USD","payee_id":"p-1"}`
 	pv = b.preview(t, "dev-alice", "payments.legacy_transfer", big)
 	failed := b.confirm(t, "dev-alice", "payments.legacy_transfer", pv.str("fingerprint"), big)
-	require.Equal(t, StatusFailed, failed.status(), failed.raw)
+	require.Equal(t, status.Failed, failed.status(), failed.raw)
 	c = b.verified(t, failed)
 	assert.Equal(t, receipt.OutcomeFailed, c.Outcome)
 	assert.Equal(t, "payments.legacy_transfer", c.Scope)
 	again := b.confirm(t, "dev-alice", "payments.legacy_transfer", pv.str("fingerprint"), big)
-	require.Equal(t, StatusAlreadyFailed, again.status(), again.raw)
+	require.Equal(t, status.AlreadyFailed, again.status(), again.raw)
 	assert.Equal(t, failed.str(fieldReceipt), again.str(fieldReceipt))
 
 	// Still moving: no receipt.
 	slow := `{"amount":"1","currency":"USD","payee_id":"slow"}`
 	pv = b.preview(t, "dev-alice", "payments.transfer", slow)
 	r := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), slow)
-	require.Equal(t, StatusInProgress, r.status(), r.raw)
+	require.Equal(t, status.InProgress, r.status(), r.raw)
 	assert.NotContains(t, r.body, fieldReceipt)
 	r = b.do(t, "GET", "/v1/operations/"+pv.str("operation_id"), "dev-alice", "")
 	assert.NotContains(t, r.body, fieldReceipt)
@@ -99,7 +100,7 @@ func TestReceiptNamesTheApproval(t *testing.T) {
 	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
 	opID := pv.str("operation_id")
 	r := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), transferParams)
-	require.Equal(t, StatusCompleted, r.status(), r.raw)
+	require.Equal(t, status.Completed, r.status(), r.raw)
 	approval := strings.Repeat("5e", 32)
 	b.store.mu.Lock()
 	b.store.recs[opID].ApprovalSHA256 = approval

@@ -6,9 +6,11 @@ import (
 
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/approval"
+
+	"github.com/oncegate/oncegate/status"
 )
 
-// The answers about approvals and passkeys (CONTRACT §7), built like the
+// The answers about approvals and passkeys (docs/contract.md §7), built like the
 // rest in replies.go: each value written once, into the body.
 
 // approvalView is an operation's approval as answers show it: in
@@ -74,28 +76,28 @@ func (s *Server) reasonsText(lang messages.Lang, reasons []approval.Reason) stri
 // approvalRequiredReply answers a confirm that needs an approval not
 // recorded: nothing consumed, the link and the reasons.
 func approvalRequiredReply(opID string, rec approval.Record, url string) reply {
-	return opReply(StatusApprovalRequired, opID).with("approval", viewOf(rec, url))
+	return opReply(status.ApprovalRequired, opID).with("approval", viewOf(rec, url))
 }
 
 // approvalDeclinedReply answers a confirm of a declined operation.
 func approvalDeclinedReply(opID string, rec approval.Record) reply {
-	return opReply(StatusApprovalDeclined, opID).with("approval", viewOf(rec, ""))
+	return opReply(status.ApprovalDeclined, opID).with("approval", viewOf(rec, ""))
 }
 
 // webAuthnOptionsReply hands a page the options of a ceremony.
 func webAuthnOptionsReply(opID string, options json.RawMessage) reply {
-	return opReply(StatusWebAuthnOptions, opID).with("options", options)
+	return opReply(status.WebAuthnOptions, opID).with("options", options)
 }
 
 // approvalRecordedReply answers a verified, recorded decision.
 func approvalRecordedReply(rec approval.Record) reply {
-	return opReply(StatusApprovalRecorded, rec.OperationID).with("approval", viewOf(rec, ""))
+	return opReply(status.ApprovalRecorded, rec.OperationID).with("approval", viewOf(rec, ""))
 }
 
 // ceremonyRefusedReply refuses a ceremony, saying why (rec, when set, is
 // the approval as recorded).
 func ceremonyRefusedReply(opID, why string, rec *approval.Record) reply {
-	r := opReply(StatusCeremonyRefused, opID).with("reason", why)
+	r := opReply(status.CeremonyRefused, opID).with("reason", why)
 	if rec != nil {
 		r = r.with("approval", viewOf(*rec, ""))
 	}
@@ -104,12 +106,12 @@ func ceremonyRefusedReply(opID, why string, rec *approval.Record) reply {
 
 // passkeyEnrolledReply answers an enrolment.
 func passkeyEnrolledReply(pk approval.Passkey) reply {
-	return newReply(StatusPasskeyEnrolled).with("passkey", pk)
+	return newReply(status.PasskeyEnrolled).with("passkey", pk)
 }
 
 // passkeyInvitedReply answers an invitation with its link.
 func passkeyInvitedReply(subject, url string, expires time.Time) reply {
-	return newReply(StatusPasskeyInvited).with("subject", subject).with("url", url).
+	return newReply(status.PasskeyInvited).with("subject", subject).with("url", url).
 		with("expires_at", expires.UTC().Format(time.RFC3339))
 }
 
@@ -118,12 +120,12 @@ func passkeysListedReply(keys []approval.Passkey) reply {
 	if keys == nil {
 		keys = []approval.Passkey{}
 	}
-	return newReply(StatusPasskeysListed).with("passkeys", keys).with("count", len(keys))
+	return newReply(status.PasskeysListed).with("passkeys", keys).with("count", len(keys))
 }
 
 // passkeyRevokedReply answers a revocation.
 func passkeyRevokedReply(pk approval.Passkey) reply {
-	return newReply(StatusPasskeyRevoked).with("passkey", pk)
+	return newReply(status.PasskeyRevoked).with("passkey", pk)
 }
 
 // approvalsListedReply lists approvals in state (empty: every state).
@@ -131,7 +133,7 @@ func approvalsListedReply(recs []approval.Record, state approval.State) reply {
 	if recs == nil {
 		recs = []approval.Record{}
 	}
-	r := newReply(StatusApprovalsListed).with("approvals", recs).with("count", len(recs))
+	r := newReply(status.ApprovalsListed).with("approvals", recs).with("count", len(recs))
 	r.text.State = string(state)
 	return r
 }

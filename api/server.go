@@ -1,4 +1,4 @@
-// Package api is the agent-facing HTTP gateway (CONTRACT §4): preview,
+// Package api is the agent-facing HTTP gateway (docs/contract.md §4): preview,
 // confirm, status, ops, health and metrics, on Echo. Every answer, including
 // Echo's own errors, is a JSON body written for an LLM: a status, what it
 // means, exactly what to do next, and whether a retry can help.
@@ -32,7 +32,9 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/internal/watch"
 	"github.com/oncegate/oncegate/receipt"
 )
 
@@ -69,6 +71,13 @@ type Deps struct {
 	// TracerProvider makes the request spans; nil means one that records
 	// trace ids and exports nothing.
 	TracerProvider trace.TracerProvider
+	// Limits are the spend budgets and request rates; nil means none.
+	Limits *limits.Limits
+	// Rates counts the subjects' requests; nil means no rate is enforced.
+	Rates RateLimiter
+	// Budgets reads the budgets' windows (the preview's warning, the ops
+	// view); nil means no warning and no ops view.
+	Budgets BudgetOps
 	// Approvals keeps approvals, passkeys and enrolment invites (the
 	// PostgreSQL truth). Required when an action's policy can ask for
 	// approval; nil turns the approval and passkey routes off.
@@ -93,6 +102,10 @@ type Server struct {
 	tracer   trace.TracerProvider
 	instance string
 	echo     *echo.Echo
+	limits   *limits.Limits
+	rates    RateLimiter
+	budgets  BudgetOps
+	watchers *watch.Group[watched]
 	// approvals and ceremony serve approvals (nil: off).
 	approvals approval.Store
 	ceremony  *ceremony.Ceremony
@@ -125,7 +138,11 @@ func New(deps Deps) (*Server, error) {
 		cat: deps.Catalog, keys: deps.Keyring, receipts: deps.Receipts, store: deps.Store, temporal: deps.Temporal,
 		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
 		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
-		tracer: deps.TracerProvider, approvals: deps.Approvals,
+		tracer: deps.TracerProvider, limits: deps.Limits, rates: deps.Rates, budgets: deps.Budgets,
+		approvals: deps.Approvals,
+	}
+	if s.limits == nil {
+		s.limits = &limits.Limits{}
 	}
 	if s.approvals != nil {
 		if s.ceremony, err = ceremony.New(ceremony.Config{RPID: s.cfg.WebAuthnRPID, Origins: s.cfg.WebAuthnOrigins}); err != nil {
@@ -165,9 +182,16 @@ func New(deps Deps) (*Server, error) {
 	if s.metrics, err = newMetrics(reg); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
+	s.watchers = watch.New[watched](s.cfg.MaxWatchers, s.metrics.watch)
 	ttls := map[string]float64{}
 	for scope, a := range s.cat.Actions {
 		ttls[scope] = a.InFlightTTL.Seconds()
+	}
+	if err := reg.Register(newBudgetCollector(s)); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, fmt.Errorf("api: register budget metrics: %w", err)
+		}
 	}
 	if err := reg.Register(newCatalogCollector(ttls)); err != nil {
 		var are prometheus.AlreadyRegisteredError
@@ -243,11 +267,13 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	v1.GET("/ops/operations", s.handleOpsList, authed, operator)
 	v1.GET("/ops/operations/:id", s.handleOpsGet, authed, operator)
 	v1.POST("/ops/operations/:id/resolve", s.handleOpsResolve, authed, operator)
+	v1.GET("/ops/limits/:subject", s.handleOpsLimits, authed, operator)
+	v1.POST("/ops/limits/:subject/reset", s.handleOpsLimitsReset, authed, operator)
 	// Downstreams report business states here, authenticated by their
 	// signature (not by a bearer token).
 	v1.POST("/webhooks/:scope", s.handleWebhook)
 
-	// Approvals (CONTRACT §7): pages a person opens and the ceremonies their
+	// Approvals (docs/contract.md §7): pages a person opens and the ceremonies their
 	// passkey answers; no bearer token is taken there (noBearer refuses one:
 	// a token never approves). The operators' side is under /v1/ops.
 	if s.approvals != nil {

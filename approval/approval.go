@@ -1,5 +1,5 @@
 // Package approval is what a person's approval of one operation is
-// (CONTRACT §7): why an operation needs one (Reasons, from the action's
+// (docs/contract.md §7): why an operation needs one (Reasons, from the action's
 // policy), the statement a passkey signs (Statement: operation id, subject,
 // scope, param_hash, fingerprint expiry and the decision), what a confirm
 // does with the stored approval (Gate), the domain types of approvals and

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/oncegate/oncegate/client"
+	"github.com/oncegate/oncegate/status"
 )
 
 // Every terminal answer carries the gateway's signed receipt of the
@@ -19,7 +19,7 @@ func ExampleVerifyReceipt() {
 		return
 	}
 	done, err := c.Confirm(ctx, "payments.transfer", p.Fingerprint, params)
-	if err == nil && done.Status == client.StatusInProgress {
+	if err == nil && done.Status == status.InProgress {
 		done, err = c.Wait(ctx, done.OperationID)
 	}
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/receipt"
+	"github.com/oncegate/oncegate/status"
 )
 
 // receiptKeys returns a keyring of one key per id, each from its own seed.
@@ -37,7 +38,7 @@ func signedAnswer(t *testing.T, k *receipt.Keyring) *Answer {
 		FinalizedAt: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)}
 	jws, err := k.Sign(c)
 	require.NoError(t, err)
-	return &Answer{Status: StatusAlreadyCompleted, OperationID: c.OperationID, ResultRef: "tr_1", Receipt: jws}
+	return &Answer{Status: status.AlreadyCompleted, OperationID: c.OperationID, ResultRef: "tr_1", Receipt: jws}
 }
 
 func TestVerifyReceipt(t *testing.T) {
@@ -73,10 +74,10 @@ func TestVerifyReceipt(t *testing.T) {
 	// A receipt that verifies but states another answer is refused.
 	for name, change := range map[string]func(a *Answer){
 		"another operation": func(a *Answer) { a.OperationID = strings.Repeat("0c", 16) },
-		"another outcome":   func(a *Answer) { a.Status = StatusFailed },
+		"another outcome":   func(a *Answer) { a.Status = status.Failed },
 		"another reference": func(a *Answer) { a.ResultRef = "tr_2" },
 		"another kind":      func(a *Answer) { a.FailureKind = "not_sent" },
-		"not an outcome":    func(a *Answer) { a.Status = StatusInProgress },
+		"not an outcome":    func(a *Answer) { a.Status = status.InProgress },
 	} {
 		other := *a
 		change(&other)
@@ -121,7 +122,7 @@ func TestClientImportsNoServerPackage(t *testing.T) {
 	const module = "github.com/oncegate/oncegate"
 	out, err := exec.Command("go", "list", "-deps", module+"/client").Output()
 	require.NoError(t, err)
-	allowed := map[string]bool{module + "/client": true, module + "/receipt": true, module + "/internal/keyspec": true}
+	allowed := map[string]bool{module + "/client": true, module + "/receipt": true, module + "/internal/keyspec": true, module + "/status": true}
 	deps := 0
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.HasPrefix(dep, module+"/") || dep == module {

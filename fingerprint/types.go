@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Payload is the signed content of a fingerprint (CONTRACT §3).
+// Payload is the signed content of a fingerprint (docs/contract.md §3).
 type Payload struct {
 	// Nonce is 32 lowercase hex chars (128 random bits); it is the operation_id.
 	Nonce string `json:"n"`

@@ -23,6 +23,7 @@ import (
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/status"
 )
 
 // Options configures the MCP endpoint. The zero value is usable.
@@ -65,18 +66,6 @@ const (
 	// DefaultApprovalPoll is how often it asks the confirm again meanwhile.
 	DefaultApprovalPoll = 500 * time.Millisecond
 )
-
-// okStatuses are the statuses of a tool result that is not an error: the
-// call did what it is for, even when the outcome is a definite failure.
-var okStatuses = map[string]bool{
-	"preview_ready":       true,
-	"completed":           true,
-	"already_completed":   true,
-	"failed":              true,
-	"already_failed":      true,
-	"in_progress":         true,
-	"needs_manual_review": true,
-}
 
 // operationIDRE is the shape of an operation_id.
 var operationIDRE = regexp.MustCompile(tools.OperationIDPattern)
@@ -246,7 +235,7 @@ func result(code int, body []byte) *mcp.CallToolResult {
 	isJSONObject := json.Unmarshal(body, &probe) == nil && bytes.HasPrefix(bytes.TrimSpace(body), []byte("{"))
 	if !isJSONObject {
 		wrapped, _ := json.Marshal(map[string]any{
-			"status":      "internal_error",
+			"status":      status.InternalError,
 			"meaning":     fmt.Sprintf("The gateway answered HTTP %d without a JSON answer; the outcome of this call is unknown.", code),
 			"instruction": "Do not call a confirm tool again to find out. If you have an operation_id, call get_operation_status with it; otherwise tell the user the gateway failed.",
 			"retryable":   false,
@@ -254,17 +243,24 @@ func result(code int, body []byte) *mcp.CallToolResult {
 			"body":        truncate(string(body), 2000),
 		})
 		body = wrapped
-		probe.Status = "internal_error"
+		probe.Status = string(status.InternalError)
 		if code < 400 {
 			code = http.StatusBadGateway
 		}
 	}
-	isError := code >= 400 || (probe.Status != "" && !okStatuses[probe.Status])
+	isError := code >= 400 || (probe.Status != "" && !isOutcome(status.Status(probe.Status)))
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
 		StructuredContent: json.RawMessage(body),
 		IsError:           isError,
 	}
+}
+
+// isOutcome reports whether an answer with s did what its call is for
+// (the registry's status.Outcome), so that its tool result is not an error.
+func isOutcome(s status.Status) bool {
+	info, ok := status.Lookup(s)
+	return ok && info.Kind == status.Outcome
 }
 
 // invalidOperationID answers a status call without a well-formed
@@ -275,7 +271,7 @@ func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
 		"Call get_operation_status again with the operation_id copied exactly from an earlier answer (32 lowercase hex characters). Never invent one."
 	problem := "required: 32 lowercase hex characters copied from an earlier answer"
 	if c.msgs != nil {
-		if m, i, err := c.msgs.Render(lang, "invalid_params", messages.Data{PollWith: tools.StatusToolName}); err == nil {
+		if m, i, err := c.msgs.Render(lang, string(status.InvalidParams), messages.Data{PollWith: tools.StatusToolName}); err == nil {
 			meaning, instruction = m, i
 		}
 		if p, err := c.msgs.Fragment(lang, messages.FragmentPrefix+"operation_id_required", messages.Data{}); err == nil {
@@ -283,10 +279,10 @@ func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
 		}
 	}
 	body, _ := json.Marshal(map[string]any{
-		"status":      "invalid_params",
+		"status":      status.InvalidParams,
 		"meaning":     meaning,
 		"instruction": instruction,
-		"retryable":   false, // CONTRACT §4: only temporarily_unavailable is retryable
+		"retryable":   false, // docs/contract.md §4: only temporarily_unavailable is retryable
 		"trace_id":    traceID(header),
 		"errors": []map[string]string{{
 			"field":    "operation_id",
@@ -391,7 +387,7 @@ func (g *authGate) unauthenticated(w http.ResponseWriter, r *http.Request) {
 	meaning, instruction := "The request carries no valid bearer token. Nothing was executed.",
 		"Do not retry with the same credentials. Send Authorization: Bearer <token> with a valid token."
 	if g.msgs != nil {
-		if m, i, err := g.msgs.Render(lang, "unauthenticated", messages.Data{TraceID: tid, Method: r.Method, Path: r.URL.Path}); err == nil {
+		if m, i, err := g.msgs.Render(lang, string(status.Unauthenticated), messages.Data{TraceID: tid, Method: r.Method, Path: r.URL.Path}); err == nil {
 			meaning, instruction = m, i
 		}
 	}
@@ -399,10 +395,10 @@ func (g *authGate) unauthenticated(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="oncegate"`)
 	w.WriteHeader(http.StatusUnauthorized)
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":      "unauthenticated",
+		"status":      status.Unauthenticated,
 		"meaning":     meaning,
 		"instruction": instruction,
-		"retryable":   false, // CONTRACT §4: only temporarily_unavailable is retryable
+		"retryable":   false, // docs/contract.md §4: only temporarily_unavailable is retryable
 		"trace_id":    tid,
 	})
 }

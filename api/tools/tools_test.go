@@ -108,7 +108,7 @@ func TestToolsDevCatalog(t *testing.T) {
 	assert.Contains(t, amount["description"], "exact decimal")
 	assert.Contains(t, amount["description"], "Must be greater than 0 and at most 1000000.")
 	currency := props["currency"].(map[string]any)
-	assert.Equal(t, tools.CurrencyPattern, currency["pattern"])
+	assert.Equal(t, catalog.CurrencyPattern, currency["pattern"])
 	payee := props["payee_id"].(map[string]any)
 	assert.Equal(t, 64, payee["maxLength"])
 	assert.Contains(t, payee["description"], "U+200B")

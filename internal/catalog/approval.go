@@ -10,7 +10,7 @@ import (
 )
 
 // ApprovalRequirement says which amounts of an action a person must approve
-// (CONTRACT §7); the new-payee rule adds to it.
+// (docs/contract.md §7); the new-payee rule adds to it.
 type ApprovalRequirement string
 
 const (

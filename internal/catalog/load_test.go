@@ -151,7 +151,7 @@ func TestDevCatalogLoads(t *testing.T) {
 	assert.Equal(t, 24*time.Hour, tr.DuplicateIntentWindow)
 	assert.Equal(t, Downstream{
 		Kind:                 plan.KindHTTP,
-		Execute:              "http://127.0.0.1:8090/v1/transfers",
+		Endpoint:             plan.Endpoint{Execute: "http://127.0.0.1:8090/v1/transfers"},
 		HonorsIdempotencyKey: true,
 		Quote:                "http://127.0.0.1:8090/v1/quotes",
 		Timeout:              5 * time.Second,
@@ -159,7 +159,7 @@ func TestDevCatalogLoads(t *testing.T) {
 		Backoff:              500 * time.Millisecond,
 		BackoffMax:           5 * time.Second,
 		ResultRef:            "id",
-		ReconcileDelay:       2 * time.Second,
+		Window:               plan.Window{ReconcileDelay: 2 * time.Second},
 		ReconcileAttempts:    5,
 
 		IdempotencyKeyRetention: 24 * time.Hour,

@@ -112,7 +112,7 @@ func approvalLocal(s *inprocStack, link string) string {
 	return s.url + strings.TrimPrefix(link, inprocPublicURL)
 }
 
-// TestApprovals runs the approval of CONTRACT §7 against real Redis,
+// TestApprovals runs the approval of docs/contract.md §7 against real Redis,
 // PostgreSQL and Temporal with a software authenticator: what the agent
 // sees, that nothing is consumed before a person approves, and every way an
 // approval must not work.

@@ -99,7 +99,7 @@ func enrolInBrowser(t *testing.T, ctx context.Context, s *testenv.Stack, subject
 	step(t, ctx, chromedp.Click(chromedp.CSS("#enrol")), chromedp.WaitVisible(chromedp.CSS(`#status[data-status="passkey_enrolled"]`)))
 }
 
-// TestApprovalInBrowser is the approval of CONTRACT §7 as a person does it,
+// TestApprovalInBrowser is the approval of docs/contract.md §7 as a person does it,
 // in real Chromium with the DevTools virtual authenticator, against a real
 // stack: enrol through the invite link, see exactly what will happen,
 // approve or decline with the passkey. The other refusals (replays, expiry,
