@@ -157,7 +157,9 @@ func TestApprovalInBrowser(t *testing.T) {
 			require.True(t, time.Now().Before(deadline), "never finished: %s", c)
 			time.Sleep(200 * time.Millisecond)
 		}
-		require.Equal(t, "completed", c.str("status"), c.String())
+		// completed, or already_completed when a loaded machine answered
+		// the first confirm in_progress and a later one replayed it.
+		require.Contains(t, []string{"completed", "already_completed"}, c.str("status"), c.String())
 		assert.Equal(t, 1, executions(t, s, op))
 		// A receipt that verifies, naming the approval it ran under.
 		claims, err := client.VerifyReceipt(c.str("receipt"), gatewayJWKS(t, s))
