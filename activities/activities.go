@@ -72,6 +72,7 @@ func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operat
 		TerminalTTL:    in.TerminalTTL,
 		FingerprintExp: in.FingerprintExp,
 		BoundParams:    in.BoundParams,
+		ApprovalSHA256: in.ApprovalSHA256,
 		Charge:         in.Charge,
 	})
 	if err != nil {

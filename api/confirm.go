@@ -81,8 +81,17 @@ type confirmCall struct {
 	// fingerprint is the fingerprint as sent (for the approval link).
 	fingerprint string
 	// approvalSHA256 is the approval evidence's hash the operation runs
-	// under (set by the approval gate; empty when none was needed).
+	// under (set by the approval gate; empty when none was needed): stored
+	// with the claim, named by every receipt.
 	approvalSHA256 string
+}
+
+// ref names this call's operation as its claim binds it (the fingerprint's
+// nonce, subject and scope, the bound params' hash, the approval): what
+// the receipt of its outcome states besides the outcome.
+func (call confirmCall) ref() operationRef {
+	return operationRef{ID: call.opID, Subject: call.id.Subject, Scope: call.action.Scope,
+		ParamHash: call.bound.paramHash, ApprovalSHA256: call.approvalSHA256}
 }
 
 // confirm is the confirm path of ARCHITECTURE.md: verify, amnesia guard,
@@ -364,7 +373,7 @@ func (s *Server) await(ctx context.Context, call confirmCall, refill fastPathRef
 		return opReply(status.InProgress, call.opID)
 	case w.terminal:
 		s.refill(ctx, call, w.final, refill)
-		return s.finalReply(call.opID, w.final, replay)
+		return s.finalReply(call.ref(), w.final, replay)
 	case w.found:
 		w.rec.OperationID = call.opID
 		return s.answerFor(w.rec, replay)

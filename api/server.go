@@ -35,6 +35,7 @@ import (
 	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/internal/watch"
+	"github.com/oncegate/oncegate/receipt"
 )
 
 // Deps is everything the server needs.
@@ -43,6 +44,9 @@ type Deps struct {
 	Catalog *catalog.Catalog
 	// Keyring signs and verifies fingerprints (required).
 	Keyring *fingerprint.Keyring
+	// Receipts signs the receipt of every terminal answer and publishes its
+	// public keys at /.well-known/jwks.json (required).
+	Receipts *receipt.Keyring
 	// Store is the combined idempotency store (required).
 	Store idemstore.Store
 	// Temporal starts and watches the operation workflows (required).
@@ -84,6 +88,7 @@ type Deps struct {
 type Server struct {
 	cat      *catalog.Catalog
 	keys     *fingerprint.Keyring
+	receipts *receipt.Keyring
 	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
@@ -113,6 +118,8 @@ func New(deps Deps) (*Server, error) {
 		return nil, errors.New("api: Catalog is required")
 	case deps.Keyring == nil:
 		return nil, errors.New("api: Keyring is required")
+	case deps.Receipts == nil:
+		return nil, errors.New("api: Receipts is required")
 	case deps.Store == nil:
 		return nil, errors.New("api: Store is required")
 	case deps.Temporal == nil:
@@ -128,7 +135,7 @@ func New(deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	s := &Server{
-		cat: deps.Catalog, keys: deps.Keyring, store: deps.Store, temporal: deps.Temporal,
+		cat: deps.Catalog, keys: deps.Keyring, receipts: deps.Receipts, store: deps.Store, temporal: deps.Temporal,
 		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
 		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
 		tracer: deps.TracerProvider, limits: deps.Limits, rates: deps.Rates, budgets: deps.Budgets,
@@ -294,6 +301,8 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 		},
 	})))
 	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()))
+	// The receipts' public keys, for verifying a receipt offline.
+	e.GET(receipt.JWKSPath, s.handleJWKS)
 	return e
 }
 

@@ -58,6 +58,10 @@ type Answer struct {
 	FailureKind string `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator who decided the outcome, if one did.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// Receipt is the gateway's signed receipt of the outcome (completed,
+	// failed, their replays, a terminal Status): a compact JWS; see
+	// Answer.VerifyReceipt.
+	Receipt string `json:"receipt,omitempty"`
 
 	// PollWith names the status tool (in_progress, needs_manual_review).
 	PollWith string `json:"poll_with,omitempty"`

@@ -153,7 +153,8 @@ type Claim struct {
 	Charge *Charge
 	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
 	// operation was confirmed under (empty when its action asked for none);
-	// stored with the claim and read back.
+	// stored with the claim (the truth and the fast path) and read back, so
+	// that every receipt of the operation names it.
 	ApprovalSHA256 string
 }
 
@@ -270,7 +271,8 @@ type Record struct {
 	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
 	// operation was confirmed under (empty when none was needed).
 	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
-	// CompletedAt is when the record turned terminal (the truth only).
+	// CompletedAt is when the record turned terminal (Final.CompletedAt: the
+	// same time in the truth and the fast path; zero while not terminal).
 	CompletedAt time.Time `json:"completed_at,omitzero"`
 	// CreatedAt is when the record was created (zero when unknown, as in Redis).
 	CreatedAt time.Time `json:"created_at,omitzero"`

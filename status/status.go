@@ -147,10 +147,10 @@ func (i Info) Wait() bool { return i.Polls || i.RetryAfter }
 // registry maps every status to what is known about it.
 var registry = map[Status]Info{
 	PreviewReady:           {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`fingerprint`, `expires_at`, `preview`, `recent_operation` (amnesia guard)", When: "preview succeeded; nothing was executed or written"},
-	Completed:              {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`result`, `result_ref`", When: "this call executed the operation and it finished"},
-	AlreadyCompleted:       {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`result`, `result_ref`; header `Idempotent-Replayed: true`", When: "a replay of a finished operation: the first result itself"},
-	Failed:                 {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`reason`, `failure_kind`", When: "a definite failure; `failure_kind` says how it is known, and only `downstream_refused`, `not_executed` and `not_sent` prove that nothing was executed (`operator_decision`: a person decided)"},
-	AlreadyFailed:          {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`reason`, `failure_kind`; header `Idempotent-Replayed: true`", When: "a replay of a definite failure"},
+	Completed:              {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`result`, `result_ref`, `receipt`", When: "this call executed the operation and it finished"},
+	AlreadyCompleted:       {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`result`, `result_ref`, `receipt` (the first one); header `Idempotent-Replayed: true`", When: "a replay of a finished operation: the first result itself"},
+	Failed:                 {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`reason`, `failure_kind`, `receipt`", When: "a definite failure; `failure_kind` says how it is known, and only `downstream_refused`, `not_executed` and `not_sent` prove that nothing was executed (`operator_decision`: a person decided)"},
+	AlreadyFailed:          {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`reason`, `failure_kind`, `receipt` (the first one); header `Idempotent-Replayed: true`", When: "a replay of a definite failure"},
 	InProgress:             {Code: http.StatusAccepted, Audience: Agent, Kind: Outcome, Carries: "`poll_with`, `poll_after_ms`; header `Retry-After`", When: "started, the outcome is not known yet: poll `get_operation_status`", Polls: true},
 	NeedsManualReview:      {Code: http.StatusAccepted, Audience: Agent, Kind: Outcome, Carries: "`poll_with`, `poll_after_ms`; header `Retry-After`", When: "the outcome cannot be determined automatically; a person decides", Polls: true},
 	ParamMismatch:          {Code: http.StatusUnprocessableEntity, Audience: Agent, Kind: Refusal, When: "the bound params differ from the fingerprint's (a security event)"},
@@ -174,7 +174,7 @@ var registry = map[Status]Info{
 	NotAwaitingReview:      {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Carries: "`state`", When: "ops: a resolve for an operation that is not waiting for review"},
 	InvalidResolution:      {Code: http.StatusBadRequest, Audience: Operator, Kind: Refusal, Carries: "`errors`", When: "ops: a resolve body, or a list filter, that is incomplete or inconsistent"},
 	ResolutionSent:         {Code: http.StatusAccepted, Audience: Operator, Kind: Outcome, Carries: "`outcome`", When: "ops: the decision was accepted by the operation's workflow but its outcome was not recorded within the wait"},
-	Resolved:               {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`state`, `decision`, `result`/`reason`", When: "ops: this decision was the first; the operation is now in its final state"},
+	Resolved:               {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`state`, `decision`, `result`/`reason`, `receipt`", When: "ops: this decision was the first; the operation is now in its final state"},
 	AlreadyResolved:        {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Carries: "`decision` (who decided what and when)", When: "ops: another decision was made first; this one is refused"},
 	OperationsListed:       {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`operations`, `count`", When: "ops: the list of operations"},
 	OperationFound:         {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`operation`", When: "ops: one operation's full record"},

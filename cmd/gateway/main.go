@@ -1,6 +1,7 @@
 // Command gateway serves the oncegate HTTP API (docs/contract.md §4). It only wires:
 // configuration from the environment, the stores, Temporal, the catalog, the
-// authenticators, then the HTTP server with a graceful shutdown.
+// fingerprint and receipt keys, the authenticators, then the HTTP server
+// with a graceful shutdown.
 package main
 
 import (
@@ -33,6 +34,7 @@ import (
 	"github.com/oncegate/oncegate/internal/listen"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/receipt"
 )
 
 func main() {
@@ -74,6 +76,10 @@ func run(logger *slog.Logger) error {
 	keys, err := fingerprint.ParseKeyring(cfg.FingerprintKeys)
 	if err != nil {
 		return fmt.Errorf("ONCEGATE_FINGERPRINT_KEYS: %w", err)
+	}
+	receipts, err := receipt.ParseKeyring(cfg.ReceiptKeys)
+	if err != nil {
+		return fmt.Errorf("ONCEGATE_RECEIPT_KEYS: %w", err)
 	}
 	authn, err := authenticator(cfg)
 	if err != nil {
@@ -129,7 +135,7 @@ func run(logger *slog.Logger) error {
 		alert = api.NewWebhookAlert(cfg.AlertWebhook, nil, logger)
 	}
 	srv, err := api.New(api.Deps{
-		Catalog: cat, Keyring: keys, Store: store, Temporal: tc, Authenticator: authn,
+		Catalog: cat, Keyring: keys, Receipts: receipts, Store: store, Temporal: tc, Authenticator: authn,
 		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg, TracerProvider: tracer,
 		Limits: lims, Rates: redis_rate.NewLimiter(rdb), Budgets: truth,
 		Approvals: truth, // approvals and passkeys live in the truth

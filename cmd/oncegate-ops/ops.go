@@ -31,6 +31,9 @@ commands:
   passkey invite --subject NAME [--json]     prints a one-time enrolment link
   passkey list [--subject NAME] [--revoked] [--json]
   passkey revoke <passkey_id>
+  receipt verify <receipt> [--jwks URL|FILE] [--json]
+          verify a terminal answer's receipt offline and print what it states;
+          --jwks defaults to the gateway's GATEWAY_URL/.well-known/jwks.json
 
 Every command exits 0 on success, 1 when the gateway refuses (such as
 already_resolved: another decision was first) or cannot be reached, 2 on a
@@ -91,6 +94,8 @@ func run(ctx context.Context, args []string, environ map[string]string, stdout, 
 		err = c.approvals(ctx, args[1:])
 	case "passkey":
 		err = c.passkey(ctx, args[1:])
+	case "receipt":
+		err = c.receiptCmd(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

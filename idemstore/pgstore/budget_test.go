@@ -79,7 +79,7 @@ func TestBudget(t *testing.T) {
 		defer func() { _ = tx.Rollback(ctx) }()
 		var outcome string
 		require.NoError(t, tx.QueryRow(ctx, `SELECT outcome FROM claim_operation($1, 'locked', 'payments.transfer', 'h', 'o',
-			NULL, NULL, NULL, 600, 'EUR', '[{"scope":"","period_us":86400000000,"max":"1000"}]')`, storetest.NewKey(t)).Scan(&outcome))
+			NULL, NULL, NULL, '', 600, 'EUR', '[{"scope":"","period_us":86400000000,"max":"1000"}]')`, storetest.NewKey(t)).Scan(&outcome))
 		require.Equal(t, "ACQUIRED", outcome)
 		second := make(chan idemstore.ClaimOutcome, 1)
 		go func() {

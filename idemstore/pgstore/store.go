@@ -61,7 +61,7 @@ func (s *Store) Ready(ctx context.Context) error {
 // recordColumns are the columns scanRecord reads, in order.
 const recordColumns = `idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
 	failure_kind, resolved_by, resolution_note, downstream_state, resolution_evidence_url, resolved_at, bound_params,
-	fingerprint_exp, claimed_at, created_at, updated_at, completed_at`
+	approval_sha256, fingerprint_exp, claimed_at, created_at, updated_at, completed_at`
 
 // scanRecord reads one row of recordColumns.
 func scanRecord(row pgx.Row) (idemstore.Record, error) {
@@ -70,7 +70,7 @@ func scanRecord(row pgx.Row) (idemstore.Record, error) {
 	var resolvedAt, completedAt *time.Time
 	err := row.Scan(&rec.OperationID, &rec.Subject, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
 		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.DownstreamState, &rec.EvidenceURL,
-		&resolvedAt, &bound, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
+		&resolvedAt, &bound, &rec.ApprovalSHA256, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
 	if err != nil {
 		return idemstore.Record{}, err
 	}
@@ -139,9 +139,9 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Claim
 		var outcome string
 		var usage []byte
 		var claimedAt *time.Time
-		err := s.pool.QueryRow(ctx, `SELECT outcome, usage, claimed_at FROM claim_operation($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::numeric, $10, $11::jsonb)`,
+		err := s.pool.QueryRow(ctx, `SELECT outcome, usage, claimed_at FROM claim_operation($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10::numeric, $11, $12::jsonb)`,
 			c.OperationID, c.Subject, c.Scope, c.ParamHash, c.Owner, timeOrNil(c.FingerprintExp), micros(c.TerminalTTL),
-			jsonOrNil(c.BoundParams), amount, currency, windows).Scan(&outcome, &usage, &claimedAt)
+			jsonOrNil(c.BoundParams), c.ApprovalSHA256, amount, currency, windows).Scan(&outcome, &usage, &claimedAt)
 		if err != nil {
 			return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, interpretError(err))
 		}
@@ -190,7 +190,7 @@ func claimedRecord(c idemstore.Claim, claimedAt time.Time) idemstore.Record {
 		exp = claimedAt
 	}
 	return idemstore.Record{OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash,
-		State: idemstore.StateInFlight, Owner: c.Owner, BoundParams: c.BoundParams, FingerprintExp: exp,
+		State: idemstore.StateInFlight, Owner: c.Owner, BoundParams: c.BoundParams, FingerprintExp: exp, ApprovalSHA256: c.ApprovalSHA256,
 		ClaimedAt: claimedAt, CreatedAt: claimedAt, UpdatedAt: claimedAt}
 }
 
@@ -199,7 +199,8 @@ func claimedRecord(c idemstore.Claim, claimedAt time.Time) idemstore.Record {
 // by another owner is ErrNotOwner; already terminal with the same state is
 // success (an activity retry; the first result stands); terminal with
 // another state is ErrAlreadyTerminal. f.TerminalTTL, when positive,
-// replaces the claim's terminal TTL.
+// replaces the claim's terminal TTL; f.CompletedAt, when set, is the
+// record's completed_at (else the database's clock).
 func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	if !f.State.Terminal() {
 		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.OperationID, f.State)
@@ -214,7 +215,7 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 				failure_kind = $10, resolution_evidence_url = $11, resolved_at = $12,
 				terminal_ttl = coalesce($9::bigint * interval '1 microsecond', terminal_ttl),
 				reap_after = greatest(now() + coalesce($9::bigint * interval '1 microsecond', terminal_ttl), fingerprint_exp),
-				completed_at = now(), updated_at = now()
+				completed_at = coalesce($14, now()), updated_at = now()
 			WHERE idem_key = $1 AND owner = $2 AND state IN ('IN_FLIGHT', 'NEEDS_REVIEW')
 			RETURNING idem_key
 		), released AS (
@@ -223,7 +224,7 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 		)
 		SELECT count(*) FROM f`,
 		f.OperationID, f.Owner, string(f.State), jsonOrNil(f.Result), f.ResultRef, f.Reason, f.ResolvedBy, f.ResolutionNote,
-		micros(f.TerminalTTL), string(f.FailureKind), f.EvidenceURL, timeOrNil(f.ResolvedAt), f.ReleasesBudget()).Scan(&updated)
+		micros(f.TerminalTTL), string(f.FailureKind), f.EvidenceURL, timeOrNil(f.ResolvedAt), f.ReleasesBudget(), timeOrNil(f.CompletedAt)).Scan(&updated)
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", f.OperationID, interpretError(err))
 	}

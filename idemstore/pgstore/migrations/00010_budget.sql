@@ -76,7 +76,7 @@ $$;
 -- +goose StatementBegin
 CREATE FUNCTION claim_operation(
     p_idem_key text, p_subject text, p_scope text, p_param_hash text, p_owner text,
-    p_fingerprint_exp timestamptz, p_terminal_ttl_us bigint, p_bound_params jsonb,
+    p_fingerprint_exp timestamptz, p_terminal_ttl_us bigint, p_bound_params jsonb, p_approval_sha256 text,
     p_amount numeric, p_currency text, p_windows jsonb)
 RETURNS TABLE (outcome text, usage jsonb, claimed_at timestamptz)
 LANGUAGE plpgsql VOLATILE AS $$
@@ -105,9 +105,10 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, fingerprint_exp, terminal_ttl, bound_params)
+    INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, fingerprint_exp, terminal_ttl, bound_params,
+                              approval_sha256)
     VALUES (p_idem_key, p_subject, p_scope, p_param_hash, 'IN_FLIGHT', p_owner, coalesce(p_fingerprint_exp, now()),
-            coalesce(p_terminal_ttl_us * interval '1 microsecond', interval '0'), p_bound_params)
+            coalesce(p_terminal_ttl_us * interval '1 microsecond', interval '0'), p_bound_params, coalesce(p_approval_sha256, ''))
     ON CONFLICT (idem_key) DO NOTHING
     RETURNING write_record.claimed_at INTO v_at;
     IF NOT FOUND THEN
@@ -124,7 +125,7 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
-DROP FUNCTION claim_operation(text, text, text, text, text, timestamptz, bigint, jsonb, numeric, text, jsonb);
+DROP FUNCTION claim_operation(text, text, text, text, text, timestamptz, bigint, jsonb, text, numeric, text, jsonb);
 DROP FUNCTION budget_usage(text, text, numeric, jsonb);
 DROP TABLE budget_reset;
 DROP TABLE budget_reservation;
