@@ -120,6 +120,13 @@ type Config struct {
 	JWTAudience string `env:"ONCEGATE_JWT_AUDIENCE"`
 	// AlertWebhook receives security events as JSON.
 	AlertWebhook string `env:"ONCEGATE_ALERT_WEBHOOK"`
+	// InProcessWorker also runs the Temporal worker (workflow and
+	// activities, the worker's variables apply) in the gateway's process,
+	// and starts each workflow eagerly: its first workflow task is handed
+	// to that worker in the start call's answer instead of through the
+	// task queue (StartWorkflowOptions.EnableEagerStart). For small
+	// deployments; separate workers still poll the same task queue.
+	InProcessWorker bool `env:"ONCEGATE_INPROCESS_WORKER"`
 	// ConfirmWait is how long a confirm waits for the outcome.
 	ConfirmWait time.Duration `env:"ONCEGATE_CONFIRM_WAIT" envDefault:"2s"`
 	// ClaimGrace is the orphan-claim grace period.

@@ -268,6 +268,10 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 		TypedSearchAttributes:    workflows.StartSearchAttributes(in),
 		StaticSummary:            summary,
 		Memo:                     map[string]any{"trace_id": call.traceID},
+		// The gateway's own worker takes the first workflow task from the
+		// start's answer (ONCEGATE_INPROCESS_WORKER); without one on this
+		// client the SDK starts it normally.
+		EnableEagerStart: s.cfg.InProcessWorker,
 	}
 	// The start must not be abandoned when the agent hangs up.
 	sctx, cancel := temporalContext(ctx)

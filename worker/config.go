@@ -46,7 +46,17 @@ type Config struct {
 	// Pollers is the number of pollers per task kind (workflow tasks and
 	// activity tasks); nil, the Temporal SDK's defaults apply.
 	Pollers *int `env:"ONCEGATE_WORKER_POLLERS"`
+	// Failpoint makes the worker kill itself at a named point, for crash
+	// tests only (ONCEGATE_FAILPOINT, in a worker built with -tags
+	// failpoint). FailpointAfterFinalize: right after Finalize recorded an
+	// outcome. Empty in every real deployment.
+	Failpoint string `env:"ONCEGATE_FAILPOINT"`
 }
+
+// FailpointAfterFinalize kills the worker with SIGKILL right after the
+// Finalize activity recorded the outcome, before the workflow task that ran
+// it as a local activity completed: its marker is never recorded.
+const FailpointAfterFinalize = "after_finalize"
 
 // ConfigFromEnv reads the configuration from environ (envconfig.OS() in
 // main) and loads the Temporal TLS files; every problem is reported at once.
@@ -57,6 +67,9 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	if c.ReapInterval < 0 {
 		errs = append(errs, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable",
 			environ["ONCEGATE_REAP_INTERVAL"]))
+	}
+	if c.Failpoint != "" && !failpointsCompiled {
+		errs = append(errs, errors.New("ONCEGATE_FAILPOINT needs a worker built with -tags failpoint (the crash tests build it so): unset it"))
 	}
 	// A malformed value leaves a zero behind, already reported by Parse.
 	if v := strings.TrimSpace(environ[EnvPollers]); c.Pollers != nil && *c.Pollers < 1 && v == strconv.Itoa(*c.Pollers) {

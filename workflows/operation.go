@@ -51,6 +51,22 @@ const ChangeNotFoundWindow = "not-found-after-processing-window"
 // activity.
 const ChangeSingleClaim = "single-claim"
 
+// ChangeLocalFinalize is the workflow.GetVersion change ID of the local
+// finalize: from its version 1 on, Finalize runs as a local activity inside
+// the workflow task that already follows the execute activity (no task of
+// its own to dispatch, no workflow task after it), and only a finalize the
+// local attempts could not finish within finalizeLocalBudget goes on as a
+// regular activity, retried until the truth answers. A worker that dies
+// before the local activity's marker is recorded leaves a workflow task
+// that times out; the next worker replays the history, finds no marker and
+// runs Finalize again (it is owner-checked and idempotent: the same outcome
+// again is accepted). Histories before it replay the regular activity.
+const ChangeLocalFinalize = "finalize-local-activity"
+
+// finalizeLocalBudget bounds the local attempts of Finalize (their
+// schedule-to-close timeout) before it goes on as a regular activity.
+const finalizeLocalBudget = 2 * time.Minute
+
 // ChangeBusinessState is the workflow.GetVersion change ID of business
 // states: from its version 1 on, a downstream that declares business_state
 // is DONE only when its answer says succeeded, FAILED when it says failed,
@@ -83,12 +99,7 @@ func Operation(ctx workflow.Context, in operation.Input) (idemstore.Final, error
 	// The truth (PostgreSQL) must be written: retried until it answers.
 	truthCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: truthTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
-			NonRetryableErrorTypes: []string{operation.ErrTypeParamMismatch, operation.ErrTypeAlreadyTerminal, operation.ErrTypeNotOwner},
-		},
+		RetryPolicy:         truthRetryPolicy(),
 	})
 	// A downstream that honours Idempotency-Key may be retried as the catalog
 	// says; one that ignores it is sent exactly once (MaximumAttempts 1): a
@@ -212,7 +223,7 @@ func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolve
 		Scope:       in.Scope,
 		TerminalTTL: in.TerminalTTL,
 	}
-	err := workflow.ExecuteActivity(truthCtx, a.Finalize, fin).Get(ctx, nil)
+	err := finalize(ctx, truthCtx, fin)
 	if isErrType(err, operation.ErrTypeAlreadyTerminal) {
 		// Truth is never overwritten: answer what it holds.
 		logger.Warn("Truth already terminal with another outcome", "Wanted", out.State)
@@ -225,6 +236,39 @@ func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolve
 		return idemstore.Final{}, err
 	}
 	return out, nil
+}
+
+// finalize records fin's outcome: from ChangeLocalFinalize version 1 on as
+// a local activity (with the truth's retry policy, for finalizeLocalBudget),
+// then, if that could not finish it, as a regular activity retried until
+// the truth answers; before it, as a regular activity.
+func finalize(ctx, truthCtx workflow.Context, fin operation.FinalizeInput) error {
+	if workflow.GetVersion(ctx, ChangeLocalFinalize, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return workflow.ExecuteActivity(truthCtx, a.Finalize, fin).Get(ctx, nil)
+	}
+	localCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    truthTimeout,
+		ScheduleToCloseTimeout: finalizeLocalBudget,
+		RetryPolicy:            truthRetryPolicy(),
+	})
+	err := workflow.ExecuteLocalActivity(localCtx, a.Finalize, fin).Get(ctx, nil)
+	var appErr *temporal.ApplicationError
+	if err == nil || temporal.IsCanceledError(err) || (errors.As(err, &appErr) && appErr.NonRetryable()) {
+		return err
+	}
+	workflow.GetLogger(ctx).Warn("Local finalize did not finish; going on as an activity", "Error", err)
+	return workflow.ExecuteActivity(truthCtx, a.Finalize, fin).Get(ctx, nil)
+}
+
+// truthRetryPolicy is the retry policy of the truth's activities: retried
+// until the truth answers, never for the answers that cannot change.
+func truthRetryPolicy() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        time.Minute,
+		NonRetryableErrorTypes: []string{operation.ErrTypeParamMismatch, operation.ErrTypeAlreadyTerminal, operation.ErrTypeNotOwner},
+	}
 }
 
 // verdict is what executing (and reconciling) decided: a terminal result,

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -779,4 +780,48 @@ func TestOperation_ATakeoverClaimsTheTruth(t *testing.T) {
 
 	assert.Equal(t, idemstore.StateDone, result(t, env).State)
 	env.AssertExpectations(t)
+}
+
+// TestOperation_FinalizeIsALocalActivity: from ChangeLocalFinalize on, the
+// outcome is recorded by a local activity in the workflow task that follows
+// the execute activity: no activity task of its own to dispatch.
+func TestOperation_FinalizeIsALocalActivity(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil).Once()
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201, Result: json.RawMessage(`{"id":"tr_l"}`), ResultRef: "tr_l"}, nil).Once()
+	var local []bool
+	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
+		local = append(local, activity.GetInfo(args.Get(0).(context.Context)).IsLocalActivity)
+	}).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, input(true))
+
+	assert.Equal(t, "tr_l", result(t, env).ResultRef)
+	assert.Equal(t, []bool{true}, local, "Finalize ran once, as a local activity")
+}
+
+// TestOperation_LocalFinalizeGoesOnAsAnActivity: a truth that does not
+// answer within the local attempts' budget is retried by a regular
+// activity, until it answers; the outcome is the same.
+func TestOperation_LocalFinalizeGoesOnAsAnActivity(t *testing.T) {
+	env, states := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil).Once()
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201, Result: json.RawMessage(`{"id":"tr_r"}`), ResultRef: "tr_r"}, nil).Once()
+	var local []bool
+	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(func(ctx context.Context, _ operation.FinalizeInput) error {
+		isLocal := activity.GetInfo(ctx).IsLocalActivity
+		local = append(local, isLocal)
+		if isLocal || len(local) < 3 {
+			return errors.New("finalize: truth unavailable")
+		}
+		return nil
+	})
+
+	env.ExecuteWorkflow(workflows.Operation, input(true))
+
+	assert.Equal(t, "tr_r", result(t, env).ResultRef)
+	require.NotEmpty(t, local)
+	assert.True(t, local[0], "the first attempts are local")
+	assert.False(t, local[len(local)-1], "the one that finished it is a regular activity")
+	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
@@ -25,6 +26,7 @@ import (
 	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
@@ -34,6 +36,7 @@ import (
 	"github.com/oncegate/oncegate/internal/listen"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/receipt"
 )
 
@@ -130,6 +133,15 @@ func run(logger *slog.Logger) error {
 	}
 	defer tc.Close()
 
+	if cfg.InProcessWorker {
+		stopWorker, err := startInProcessWorker(tc, truth, store, tracer, logger, reg)
+		if err != nil {
+			return err
+		}
+		// After the HTTP server drained (deferred calls run last first).
+		defer stopWorker()
+	}
+
 	var alert api.AlertHook = api.NopAlert{}
 	if cfg.AlertWebhook != "" {
 		alert = api.NewWebhookAlert(cfg.AlertWebhook, nil, logger)
@@ -173,6 +185,30 @@ func run(logger *slog.Logger) error {
 	}
 	logger.Info("gateway drained")
 	return nil
+}
+
+// startInProcessWorker starts the Temporal worker in the gateway's process
+// (ONCEGATE_INPROCESS_WORKER), on the gateway's Temporal client, so that
+// eager starts hand it their first workflow task. The worker's variables
+// (pollers, stop timeout, reaper) apply; its metrics are on the gateway's
+// /metrics.
+func startInProcessWorker(tc client.Client, truth *pgstore.Store, store idemstore.Store, tracer trace.TracerProvider,
+	logger *slog.Logger, reg prometheus.Registerer) (stop func(), err error) {
+	wcfg, err := worker.ConfigFromEnv(envconfig.OS())
+	if err != nil {
+		return nil, err
+	}
+	w, stopReaper, err := worker.Build(tc, wcfg, worker.Parts{Truth: truth, Store: store, Tracer: tracer,
+		Logger: logger.With("component", "worker"), Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(); err != nil {
+		stopReaper()
+		return nil, fmt.Errorf("start the in-process worker: %w", err)
+	}
+	logger.Info("in-process worker started", "task_queue", wcfg.TaskQueue)
+	return func() { w.Stop(); stopReaper() }, nil
 }
 
 // authenticator chains the token file and the JWT verifier, whichever are configured.

@@ -8,17 +8,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
-	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	temporallog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
@@ -74,19 +70,11 @@ func run(logger *slog.Logger) error {
 		Registerer: reg,
 	})
 	defer store.Close()
-	reg.MustRegister(worker.NewTruthCollector(pg))
-	actMetrics, err := activities.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
 	sdkMetrics, meters, err := telemetry.SDKMetrics(reg)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = meters.Shutdown(context.Background()) }()
-	metricsCtx, stopMetrics := context.WithCancel(ctx)
-	defer stopMetrics()
-	metricsLn.Serve(metricsCtx, reg, logger)
 
 	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-worker", cfg.Telemetry)
 	if err != nil {
@@ -108,44 +96,22 @@ func run(logger *slog.Logger) error {
 	}
 	defer c.Close()
 
-	acts := &activities.Activities{
-		Truth: pg,
-		Store: store,
-		// The downstream call continues the activity's trace (traceparent).
-		HTTP: &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport,
-			otelhttp.WithTracerProvider(tracer), otelhttp.WithPropagators(telemetry.Propagator))},
-		Logger:  logger,
-		Metrics: actMetrics,
+	w, stopReaper, err := worker.Build(c, cfg, worker.Parts{Truth: pg, Store: store, Tracer: tracer, Logger: logger, Registerer: reg})
+	if err != nil {
+		return err
 	}
 	// Stopped when the worker stops (Run returns on SIGINT/SIGTERM).
-	reapCtx, stopReaper := context.WithCancel(ctx)
 	defer stopReaper()
-	if cfg.ReapInterval > 0 {
-		logger.Info("reaper starting", "interval", cfg.ReapInterval, "safety_margin", reapSafetyMargin)
-		go worker.RunReaper(reapCtx, pg, cfg.ReapInterval, func() time.Time {
-			return time.Now().Add(-reapSafetyMargin)
-		}, logger)
-	} else {
-		logger.Info("reaper disabled", "env", "ONCEGATE_REAP_INTERVAL")
-	}
+	metricsCtx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	metricsLn.Serve(metricsCtx, reg, logger)
 
 	// At SIGTERM the worker stops polling and lets the activities it runs
 	// finish (a downstream call in flight gets its answer recorded) for up to
 	// cfg.StopTimeout; then they are cancelled and Temporal retries or reconciles.
-	w := worker.New(c, cfg.TaskQueue, acts, cfg.Options())
 	logger.Info("worker starting", "task_queue", cfg.TaskQueue)
 	if err := w.Run(sdkworker.InterruptCh()); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
 }
-
-// reapSafetyMargin is how far behind this host's clock the reaper's cutoff
-// stays. pgstore.Store.Reap is safe because the gateway refuses a
-// fingerprint at or after its exp; but the gateway checks exp by its own
-// clock, before it claims the operation and starts the workflow, so a row reaped
-// exactly at exp by a worker whose clock runs ahead could be claimed afresh
-// by a confirm the gateway still judged in time. The margin covers clock
-// skew between hosts and that check-to-claim delay; it only keeps rows
-// slightly longer.
-const reapSafetyMargin = 5 * time.Minute
