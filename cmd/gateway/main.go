@@ -75,7 +75,7 @@ func run(logger *slog.Logger) error {
 		return fmt.Errorf("open truth database: %w", err)
 	}
 	defer truth.Close()
-	rdb, err := redisstore.Connect(cfg.RedisURL, cfg.RedisAddrs)
+	rdb, err := redisstore.Connect(cfg.Config)
 	if err != nil {
 		return err
 	}
@@ -117,6 +117,7 @@ func run(logger *slog.Logger) error {
 	hs := &http.Server{
 		Addr:              cfg.ListenAddr,
 		Handler:           srv.Handler(),
+		TLSConfig:         cfg.TLS,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      cfg.RequestTimeout + 5*time.Second,
@@ -124,8 +125,12 @@ func run(logger *slog.Logger) error {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		logger.Info("gateway listening", "addr", cfg.ListenAddr, "instance", srv.InstanceID(),
+		logger.Info("gateway listening", "addr", cfg.ListenAddr, "https", cfg.TLS != nil, "instance", srv.InstanceID(),
 			"task_queue", cfg.TaskQueue, "temporal", cfg.Temporal.Address, "env", cfg.Env)
+		if cfg.TLS != nil {
+			errc <- hs.ListenAndServeTLS("", "") // the certificate is in hs.TLSConfig
+			return
+		}
 		errc <- hs.ListenAndServe()
 	}()
 	select {

@@ -42,7 +42,7 @@ func main() {
 	}
 	defer stopPprof()
 
-	rdb, err := redisstore.Connect(cfg.RedisURL, cfg.RedisAddrs)
+	rdb, err := redisstore.Connect(cfg.Config)
 	if err != nil {
 		log.Fatal(err)
 	}
