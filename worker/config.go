@@ -46,13 +46,16 @@ type Config struct {
 	// Pollers is the number of pollers per task kind (workflow tasks and
 	// activity tasks); nil, the Temporal SDK's defaults apply.
 	Pollers *int `env:"ONCEGATE_WORKER_POLLERS"`
+	// Versioning is the worker's part in a rollout: its Worker Versioning
+	// deployment version and the workflow changes it holds back.
+	Versioning
 }
 
 // ConfigFromEnv reads the configuration from environ (envconfig.OS() in
 // main) and loads the Temporal TLS files; every problem is reported at once.
 func ConfigFromEnv(environ map[string]string) (Config, error) {
 	c, err := envconfig.Parse[Config](environ)
-	errs := []error{err, c.Config.Validate(), c.Temporal.LoadTLS(),
+	errs := []error{err, c.Config.Validate(), c.Temporal.LoadTLS(), c.Versioning.Validate(),
 		envconfig.Positive(environ, "ONCEGATE_WORKER_STOP_TIMEOUT", c.StopTimeout)}
 	if c.ReapInterval < 0 {
 		errs = append(errs, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable",
@@ -68,13 +71,15 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	return c, nil
 }
 
-// Options returns the SDK worker's options: the pollers and the stop timeout.
+// Options returns the SDK worker's options: the pollers, the stop timeout
+// and the versioning.
 func (c Config) Options() sdkworker.Options {
 	o := sdkworker.Options{}
 	if c.Pollers != nil {
 		o = PollerOptions(*c.Pollers)
 	}
 	o.WorkerStopTimeout = c.StopTimeout
+	c.Versioning.apply(&o)
 	return o
 }
 
