@@ -28,3 +28,16 @@ if [ ! -x bin/temporal ]; then
   mkdir -p bin
   GOBIN="$PWD/bin" go install "github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}"
 fi
+
+# Headless Chromium for the browser tests (the production-like profile's Web
+# UI test): Debian's chromium, installed when missing. Only on request
+# (`scripts/deps.sh chromium`, which `make test-prod` runs).
+ensure_chromium() {
+  command -v chromium >/dev/null 2>&1 && return 0
+  echo "deps: installing chromium from Debian packages (the browser tests)" >&2
+  local sudo=
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+}
+if [ "${1:-}" = chromium ]; then ensure_chromium; fi
