@@ -138,11 +138,21 @@ EOF
 }
 
 # ---------- process helpers
-wait_until() { # seconds name command...: poll until the command succeeds
-  local secs=$1 name=$2 i
+# wait_until seconds name command...: polls until the command succeeds, for
+# at most that many seconds of wall time (a check that is slow itself, such
+# as a CLI against a server that is not up, does not stretch it); gives up at
+# once when the component's process has exited.
+wait_until() {
+  local secs=$1 name=$2 deadline
   shift 2
-  for ((i = 0; i < secs * 5; i++)); do
+  deadline=$((SECONDS + secs))
+  while ((SECONDS < deadline)); do
     "$@" >/dev/null 2>&1 && return 0
+    if [ -s "$RUN/$name.pid" ] && ! alive "$name"; then
+      echo "prod: $name exited before it was ready; see $RUN/$name.log" >&2
+      tail -n 30 "$RUN/$name.log" >&2 || true
+      return 1
+    fi
     sleep 0.2
   done
   echo "prod: $name not ready after ${secs}s; see $RUN/$name.log" >&2
