@@ -4,7 +4,7 @@ SHELL := /bin/bash
 # make soak PROFILE=prod soaks the production-like profile.
 PROFILE ?= dev
 
-.PHONY: help run up down status test bench bench-e2e build lint fuzz soak deps prod-up prod-down prod-status test-prod
+.PHONY: help run up down status clean prod-clean test bench bench-e2e build lint fuzz soak deps prod-up prod-down prod-status test-prod
 
 help: ## list the targets
 	@grep -E '^[a-z/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -21,6 +21,9 @@ down: ## stop the stack
 status: ## show which components run
 	@./scripts/stack.sh status
 
+clean: ## stop the stack and forget everything it kept (.run/, and its PostgreSQL folder under /var/tmp if it has one)
+	@./scripts/stack.sh clean
+
 prod-up: ## the production-like profile: Temporal server on PostgreSQL, Web UI, Redis Cluster, 2 gateways, 2 workers
 	@./scripts/prod.sh up
 
@@ -29,6 +32,9 @@ prod-down: ## stop the production-like profile
 
 prod-status: ## show which components of the production-like profile run
 	@./scripts/prod.sh status
+
+prod-clean: ## stop the production-like profile and forget everything it kept (.run-prod/, and its PostgreSQL folder under /var/tmp if it has one)
+	@./scripts/prod.sh clean
 
 test-prod: ## the end-to-end and crash tests against the production-like profile (starts it when it is not up)
 	@./scripts/test-prod.sh

@@ -18,29 +18,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/downstream"
 	"github.com/oncegate/oncegate/internal/telemetry"
-	"github.com/oncegate/oncegate/workflows"
-)
-
-// Error types of the activities' application errors (the same strings the
-// workflow tells apart; defined in package workflows, which cannot import
-// this one).
-const (
-	// ErrTypeBusinessRefusal is a definite 4xx refusal: nothing was executed.
-	ErrTypeBusinessRefusal = workflows.ErrTypeBusinessRefusal
-	// ErrTypeNotSent means the request could not be built: nothing was sent.
-	ErrTypeNotSent = workflows.ErrTypeNotSent
-	// ErrTypeDownstreamUnavailable is a 5xx, 408, 429 or transport error: outcome unknown, retryable.
-	ErrTypeDownstreamUnavailable = workflows.ErrTypeDownstreamUnavailable
-	// ErrTypeNoStatusEndpoint means the action cannot be reconciled.
-	ErrTypeNoStatusEndpoint = workflows.ErrTypeNoStatusEndpoint
-	// ErrTypeParamMismatch means the truth holds the key with another param_hash.
-	ErrTypeParamMismatch = workflows.ErrTypeParamMismatch
-	// ErrTypeAlreadyTerminal means the truth already holds another terminal outcome.
-	ErrTypeAlreadyTerminal = workflows.ErrTypeAlreadyTerminal
-	// ErrTypeNotOwner means the truth record belongs to another owner.
-	ErrTypeNotOwner = workflows.ErrTypeNotOwner
+	"github.com/oncegate/oncegate/operation"
 )
 
 // HeaderIdempotencyKey is the header carrying the operation_id to an HTTP downstream.
@@ -71,11 +52,16 @@ type Activities struct {
 // the existing one: a terminal record is returned as is (the workflow then
 // answers it without executing); NEEDS_REVIEW is returned with its reason.
 // A record with another param_hash is a non-retryable ErrTypeParamMismatch.
-func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput) (workflows.ClaimResult, error) {
+func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operation.ClaimResult, error) {
+	in, err := in.Resolved(catalog.PlanOf)
+	if err != nil {
+		return operation.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
+	}
+	owner := in.Ownership.Owner()
 	d, err := a.Truth.Acquire(ctx, idemstore.Claim{
 		OperationID:    in.OperationID,
 		ParamHash:      in.ParamHash,
-		Owner:          in.Owner,
+		Owner:          owner,
 		Subject:        in.Subject,
 		Scope:          in.Scope,
 		InFlightTTL:    in.InFlightTTL,
@@ -84,46 +70,36 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 		BoundParams:    in.BoundParams,
 	})
 	if err != nil {
-		return workflows.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
+		return operation.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
 	}
 	rec := d.Record
-	owner := rec.Owner
-	if owner == "" {
-		owner = d.Owner
-	}
 	switch d.Outcome {
 	case idemstore.OutcomeAcquired, idemstore.OutcomeInFlight:
-		if owner != "" && owner != in.Owner {
+		holder := rec.Owner
+		if holder == "" {
+			holder = d.Owner
+		}
+		if holder != "" && holder != owner {
 			a.logger().Warn("truth record held by another gateway claim; the workflow finalizes it as that owner",
-				"operation_id", in.OperationID, "owner", in.Owner, "truth_owner", owner)
+				"operation_id", in.OperationID, "owner", owner, "truth_owner", holder)
 		}
 		claimedAt := rec.ClaimedAt
 		if claimedAt.IsZero() {
 			claimedAt = d.ClaimedAt
 		}
+		res := operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}, Owner: holder, ClaimedAt: claimedAt}
 		if rec.State == idemstore.StateNeedsReview {
-			return workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: rec.Reason, Owner: owner, ClaimedAt: claimedAt}, nil
+			res.State, res.Reason = idemstore.StateNeedsReview, rec.Reason
 		}
-		return workflows.ClaimResult{State: idemstore.StateInFlight, Owner: owner, ClaimedAt: claimedAt}, nil
+		return res, nil
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
-		state := idemstore.StateDone
-		if d.Outcome == idemstore.OutcomeFailed {
-			state = idemstore.StateFailed
-		}
-		return workflows.ClaimResult{
-			State:       state,
-			Result:      rec.Result,
-			ResultRef:   rec.ResultRef,
-			Reason:      rec.Reason,
-			FailureKind: rec.FailureKind,
-			ResolvedBy:  rec.ResolvedBy,
-		}, nil
+		return operation.ClaimResult{Final: rec.Final()}, nil
 	case idemstore.OutcomeParamMismatch:
 		a.logger().Error("truth holds the operation with another param_hash", "operation_id", in.OperationID)
-		return workflows.ClaimResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("claim truth %s: param_hash mismatch", in.OperationID), ErrTypeParamMismatch, nil)
+		return operation.ClaimResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("claim truth %s: param_hash mismatch", in.OperationID), operation.ErrTypeParamMismatch, nil)
 	default:
-		return workflows.ClaimResult{}, fmt.Errorf("claim truth %s: unexpected outcome %q", in.OperationID, d.Outcome)
+		return operation.ClaimResult{}, fmt.Errorf("claim truth %s: unexpected outcome %q", in.OperationID, d.Outcome)
 	}
 }
 
@@ -131,10 +107,10 @@ func (a *Activities) ClaimTruth(ctx context.Context, in workflows.OperationInput
 // kind (package downstream): the operation_id as idempotency key and as
 // client_reference, the same on every attempt. Its answer is the result; a
 // definite refusal is a non-retryable ErrTypeBusinessRefusal whose details
-// are a workflows.BusinessRefusal; a call that could not be built a
+// are a operation.BusinessRefusal; a call that could not be built a
 // non-retryable ErrTypeNotSent; anything else (a 5xx, 408, 429, a timeout,
 // a transport error) a retryable ErrTypeDownstreamUnavailable.
-func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (workflows.ExecuteResult, error) {
+func (a *Activities) Execute(ctx context.Context, in operation.Input) (operation.ExecuteResult, error) {
 	attempt := int32(1)
 	if activity.IsActivity(ctx) {
 		attempt = activity.GetInfo(ctx).Attempt
@@ -142,8 +118,8 @@ func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (
 	log := a.logger().With("operation_id", in.OperationID, "attempt", attempt, "trace_id", telemetry.TraceID(ctx))
 	in, kind, err := kindOf(in)
 	if err != nil {
-		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeNotSent, err)
+		return operation.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("execute %s: %v", in.OperationID, err), operation.ErrTypeNotSent, err)
 	}
 	began := time.Now()
 	stop := heartbeat(ctx)
@@ -154,23 +130,23 @@ func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (
 	switch {
 	case err == nil:
 		log.Info("execute: done", "status", ans.StatusCode)
-		return workflows.ExecuteResult{
+		return operation.ExecuteResult{
 			StatusCode: ans.StatusCode,
 			Result:     ans.Result,
-			ResultRef:  workflows.ExtractResultRef(ans.Result, in.Downstream.ResultRef),
+			ResultRef:  operation.ExtractResultRef(ans.Result, in.Downstream.ResultRef),
 		}, nil
 	case errors.As(err, &refusal):
 		details := refusal.BusinessRefusal
 		log.Info("execute: refused by the downstream", "status", ans.StatusCode, "code", refusal.Code)
-		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeBusinessRefusal, nil, details)
+		return operation.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("execute %s: %v", in.OperationID, err), operation.ErrTypeBusinessRefusal, nil, details)
 	case errors.Is(err, downstream.ErrNotSent):
-		return workflows.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeNotSent, err)
+		return operation.ExecuteResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("execute %s: %v", in.OperationID, err), operation.ErrTypeNotSent, err)
 	default:
 		log.Warn("execute: outcome unknown", "status", ans.StatusCode, "error", err)
-		return workflows.ExecuteResult{}, temporal.NewApplicationErrorWithCause(
-			fmt.Sprintf("execute %s: %v", in.OperationID, err), ErrTypeDownstreamUnavailable, err)
+		return operation.ExecuteResult{}, temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("execute %s: %v", in.OperationID, err), operation.ErrTypeDownstreamUnavailable, err)
 	}
 }
 
@@ -179,11 +155,11 @@ func (a *Activities) Execute(ctx context.Context, in workflows.OperationInput) (
 // weighs against the processing window). No answer is a retryable
 // ErrTypeDownstreamUnavailable; a downstream with no way to ask a
 // non-retryable ErrTypeNoStatusEndpoint.
-func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput) (workflows.ReconcileResult, error) {
+func (a *Activities) Reconcile(ctx context.Context, in operation.Input) (operation.ReconcileResult, error) {
 	in, kind, err := kindOf(in)
 	if err != nil || !in.Downstream.Reconciles() {
-		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("reconcile %s: no status endpoint", in.OperationID), ErrTypeNoStatusEndpoint, err)
+		return operation.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("reconcile %s: no status endpoint", in.OperationID), operation.ErrTypeNoStatusEndpoint, err)
 	}
 	log := a.logger().With("operation_id", in.OperationID, "trace_id", telemetry.TraceID(ctx))
 	began := time.Now()
@@ -193,33 +169,33 @@ func (a *Activities) Reconcile(ctx context.Context, in workflows.OperationInput)
 	a.Metrics.observeDownstream(in.Scope, "reconcile", ans.StatusCode, time.Since(began))
 	switch {
 	case errors.Is(err, downstream.ErrNoStatus):
-		return workflows.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeNoStatusEndpoint, err)
+		return operation.ReconcileResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), operation.ErrTypeNoStatusEndpoint, err)
 	case err != nil:
 		a.Metrics.observeReconcile(in.Scope, "error")
 		log.Warn("reconcile: no answer", "status", ans.StatusCode, "error", err)
-		return workflows.ReconcileResult{}, temporal.NewApplicationErrorWithCause(
-			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), ErrTypeDownstreamUnavailable, err)
+		return operation.ReconcileResult{}, temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("reconcile %s: %v", in.OperationID, err), operation.ErrTypeDownstreamUnavailable, err)
 	case ans.Found:
 		a.Metrics.observeReconcile(in.Scope, "found")
 		log.Info("reconcile: found")
-		return workflows.ReconcileResult{
+		return operation.ReconcileResult{
 			Found:     true,
 			Result:    ans.Result,
-			ResultRef: workflows.ExtractResultRef(ans.Result, in.Downstream.ResultRef),
+			ResultRef: operation.ExtractResultRef(ans.Result, in.Downstream.ResultRef),
 		}, nil
 	default:
 		a.Metrics.observeReconcile(in.Scope, "not_found")
 		log.Info("reconcile: not found")
-		return workflows.ReconcileResult{Found: false}, nil
+		return operation.ReconcileResult{Found: false}, nil
 	}
 }
 
-// kindOf returns in with its plan (see workflows.OperationInput.WithPlan:
-// an activity scheduled before the plan existed carries only the catalog's
-// downstream) and the kind that plan names.
-func kindOf(in workflows.OperationInput) (workflows.OperationInput, downstream.Kind, error) {
-	in, err := in.WithPlan()
+// kindOf returns in resolved (see operation.Input.Resolved: an activity
+// scheduled before the plan existed carries only the catalog's downstream)
+// and the kind its plan names.
+func kindOf(in operation.Input) (operation.Input, downstream.Kind, error) {
+	in, err := in.Resolved(catalog.PlanOf)
 	if err != nil {
 		return in, nil, fmt.Errorf("%w: %w", downstream.ErrNotSent, err)
 	}
@@ -228,7 +204,7 @@ func kindOf(in workflows.OperationInput) (workflows.OperationInput, downstream.K
 }
 
 // call is the downstream call of in.
-func (a *Activities) call(in workflows.OperationInput) downstream.Call {
+func (a *Activities) call(in operation.Input) downstream.Call {
 	hc := a.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -238,7 +214,7 @@ func (a *Activities) call(in workflows.OperationInput) downstream.Call {
 
 // MarkNeedsReview moves the truth record to NEEDS_REVIEW. A record already
 // terminal is a non-retryable ErrTypeAlreadyTerminal.
-func (a *Activities) MarkNeedsReview(ctx context.Context, in workflows.MarkNeedsReviewInput) error {
+func (a *Activities) MarkNeedsReview(ctx context.Context, in operation.MarkNeedsReviewInput) error {
 	err := a.Truth.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: in.OperationID, Reason: in.Reason})
 	switch {
 	case err == nil:
@@ -246,7 +222,7 @@ func (a *Activities) MarkNeedsReview(ctx context.Context, in workflows.MarkNeeds
 		return nil
 	case errors.Is(err, idemstore.ErrAlreadyTerminal):
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("mark needs review %s: %v", in.OperationID, err), ErrTypeAlreadyTerminal, err)
+			fmt.Sprintf("mark needs review %s: %v", in.OperationID, err), operation.ErrTypeAlreadyTerminal, err)
 	default:
 		return fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
 	}
@@ -255,7 +231,7 @@ func (a *Activities) MarkNeedsReview(ctx context.Context, in workflows.MarkNeeds
 // RecordDownstreamState keeps the business state the downstream reported
 // (such as a payout's "pending") on the operation's truth record, where the
 // gateway shows it to agents and operators.
-func (a *Activities) RecordDownstreamState(ctx context.Context, in workflows.RecordDownstreamStateInput) error {
+func (a *Activities) RecordDownstreamState(ctx context.Context, in operation.RecordDownstreamStateInput) error {
 	if err := a.Truth.RecordDownstreamState(ctx, idemstore.DownstreamStateParams{OperationID: in.OperationID, State: in.State}); err != nil {
 		return fmt.Errorf("record downstream state %s: %w", in.OperationID, err)
 	}
@@ -264,35 +240,25 @@ func (a *Activities) RecordDownstreamState(ctx context.Context, in workflows.Rec
 }
 
 // Finalize records the terminal outcome in PostgreSQL, then in Redis,
-// owner-checked, as in.Owner (or as in.TruthOwner when set: the truth record
-// belongs to another gateway claim, and Redis then refuses). idemstore.ErrFastPathNotOwner (the truth was written, only
-// the fast path is held by a newer owner, who refills it) is logged and is
-// not an error. Another terminal outcome already in the truth is a
+// owner-checked, as the ownership's truth owner (Ownership.TruthOwner: the
+// truth record may belong to another gateway claim, and Redis then
+// refuses). idemstore.ErrFastPathNotOwner (the truth was written, only the
+// fast path is held by a newer owner, who refills it) is logged and is not
+// an error. Another terminal outcome already in the truth is a
 // non-retryable ErrTypeAlreadyTerminal; another owner of the truth record a
 // non-retryable ErrTypeNotOwner.
-func (a *Activities) Finalize(ctx context.Context, in workflows.FinalizeInput) error {
-	owner := in.Owner
-	if in.TruthOwner != "" {
-		owner = in.TruthOwner
-	}
+func (a *Activities) Finalize(ctx context.Context, in operation.FinalizeInput) error {
+	own := in.Owners()
 	err := a.Store.Finalize(ctx, idemstore.Finalization{
-		OperationID:    in.OperationID,
-		Owner:          owner,
-		State:          in.State,
-		Result:         in.Result,
-		ResultRef:      in.ResultRef,
-		Reason:         in.Reason,
-		FailureKind:    in.FailureKind,
-		ResolvedBy:     in.ResolvedBy,
-		ResolutionNote: in.ResolutionNote,
-		EvidenceURL:    in.EvidenceURL,
-		ResolvedAt:     in.ResolvedAt,
-		TerminalTTL:    in.TerminalTTL,
+		OperationID: in.OperationID,
+		Owner:       own.TruthOwner(),
+		Final:       in.Final,
+		TerminalTTL: in.TerminalTTL,
 	})
 	log := a.logger().With("operation_id", in.OperationID, "state", in.State)
 	switch {
 	case err == nil:
-		a.Metrics.observeInFlight(in.Scope, string(in.State), in.ClaimedAt)
+		a.Metrics.observeInFlight(in.Scope, string(in.State), own.ClaimedAt())
 		log.Info("finalized")
 		return nil
 	case errors.Is(err, idemstore.ErrFastPathNotOwner):
@@ -300,11 +266,11 @@ func (a *Activities) Finalize(ctx context.Context, in workflows.FinalizeInput) e
 		return nil
 	case errors.Is(err, idemstore.ErrAlreadyTerminal):
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("finalize %s: %v", in.OperationID, err), ErrTypeAlreadyTerminal, err)
+			fmt.Sprintf("finalize %s: %v", in.OperationID, err), operation.ErrTypeAlreadyTerminal, err)
 	case errors.Is(err, idemstore.ErrNotOwner):
-		log.Error("truth record held by another owner", "owner", owner, "error", err)
+		log.Error("truth record held by another owner", "owner", own.TruthOwner(), "error", err)
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("finalize %s: %v", in.OperationID, err), ErrTypeNotOwner, err)
+			fmt.Sprintf("finalize %s: %v", in.OperationID, err), operation.ErrTypeNotOwner, err)
 	default:
 		return fmt.Errorf("finalize %s: %w", in.OperationID, err)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/internal/telemetry"
-	"github.com/oncegate/oncegate/workflows"
+	"github.com/oncegate/oncegate/operation"
 )
 
 const opID = "0123456789abcdef0123456789abcdef"
@@ -67,13 +67,13 @@ func newDownstream(t *testing.T, answers ...answer) *downstream {
 	return d
 }
 
-func input(d *downstream) workflows.OperationInput {
-	return workflows.OperationInput{
+func input(d *downstream) operation.Input {
+	return operation.Input{
 		OperationID: opID,
 		Subject:     "alice",
 		Scope:       "payments.legacy_transfer",
 		ParamHash:   "ph",
-		Owner:       "gw-1/req-1",
+		Ownership:   operation.Takeover("gw-1/req-1"),
 		Params:      json.RawMessage(`{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"rent"}`),
 		TerminalTTL: time.Hour,
 		Downstream: plan.Downstream{
@@ -113,11 +113,11 @@ func TestExecute(t *testing.T) {
 		_, err := env.ExecuteActivity(acts.Execute, in)
 		appErr := appError(t, err)
 		assert.False(t, appErr.NonRetryable(), "a 503 leaves the outcome unknown: retryable")
-		assert.Equal(t, activities.ErrTypeDownstreamUnavailable, appErr.Type())
+		assert.Equal(t, operation.ErrTypeDownstreamUnavailable, appErr.Type())
 
 		val, err := env.ExecuteActivity(acts.Execute, in)
 		require.NoError(t, err)
-		var res workflows.ExecuteResult
+		var res operation.ExecuteResult
 		require.NoError(t, val.Get(&res))
 		assert.Equal(t, http.StatusCreated, res.StatusCode)
 		assert.Equal(t, "tr_1", res.ResultRef)
@@ -156,8 +156,8 @@ func TestExecute(t *testing.T) {
 
 			appErr := appError(t, err)
 			assert.True(t, appErr.NonRetryable())
-			assert.Equal(t, activities.ErrTypeBusinessRefusal, appErr.Type())
-			var refusal workflows.BusinessRefusal
+			assert.Equal(t, operation.ErrTypeBusinessRefusal, appErr.Type())
+			var refusal operation.BusinessRefusal
 			require.NoError(t, appErr.Details(&refusal))
 			assert.Equal(t, tt.status, refusal.StatusCode)
 			assert.Equal(t, tt.code, refusal.Code)
@@ -185,7 +185,7 @@ func TestExecute(t *testing.T) {
 
 			appErr := appError(t, err)
 			assert.False(t, appErr.NonRetryable())
-			assert.Equal(t, activities.ErrTypeDownstreamUnavailable, appErr.Type())
+			assert.Equal(t, operation.ErrTypeDownstreamUnavailable, appErr.Type())
 		})
 	}
 
@@ -220,7 +220,7 @@ func TestExecute(t *testing.T) {
 
 		appErr := appError(t, err)
 		assert.True(t, appErr.NonRetryable())
-		assert.Equal(t, activities.ErrTypeNotSent, appErr.Type())
+		assert.Equal(t, operation.ErrTypeNotSent, appErr.Type())
 		assert.Empty(t, d.requests)
 	})
 }
@@ -234,7 +234,7 @@ func TestReconcile(t *testing.T) {
 		val, err := env.ExecuteActivity(acts.Reconcile, input(d))
 
 		require.NoError(t, err)
-		var res workflows.ReconcileResult
+		var res operation.ReconcileResult
 		require.NoError(t, val.Get(&res))
 		assert.True(t, res.Found)
 		assert.Equal(t, "42", res.ResultRef)
@@ -251,7 +251,7 @@ func TestReconcile(t *testing.T) {
 		val, err := env.ExecuteActivity(acts.Reconcile, input(d))
 
 		require.NoError(t, err)
-		var res workflows.ReconcileResult
+		var res operation.ReconcileResult
 		require.NoError(t, val.Get(&res))
 		assert.False(t, res.Found)
 	})
@@ -264,7 +264,7 @@ func TestReconcile(t *testing.T) {
 
 		appErr := appError(t, err)
 		assert.False(t, appErr.NonRetryable())
-		assert.Equal(t, activities.ErrTypeDownstreamUnavailable, appErr.Type())
+		assert.Equal(t, operation.ErrTypeDownstreamUnavailable, appErr.Type())
 	})
 	t.Run("no status endpoint", func(t *testing.T) {
 		d := newDownstream(t)
@@ -277,7 +277,7 @@ func TestReconcile(t *testing.T) {
 
 		appErr := appError(t, err)
 		assert.True(t, appErr.NonRetryable())
-		assert.Equal(t, activities.ErrTypeNoStatusEndpoint, appErr.Type())
+		assert.Equal(t, operation.ErrTypeNoStatusEndpoint, appErr.Type())
 	})
 }
 
@@ -327,21 +327,21 @@ func TestClaimTruth(t *testing.T) {
 		name      string
 		decision  idemstore.ClaimDecision
 		err       error
-		want      workflows.ClaimResult
+		want      operation.ClaimResult
 		wantType  string
 		retryable bool
 	}{
-		{"acquired", idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired}, nil, workflows.ClaimResult{State: idemstore.StateInFlight}, "", false},
+		{"acquired", idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired}, nil, operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}}, "", false},
 		{"in flight", idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: idemstore.StateInFlight}}, nil,
-			workflows.ClaimResult{State: idemstore.StateInFlight}, "", false},
+			operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}}, "", false},
 		{"needs review", idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: idemstore.StateNeedsReview, Reason: "status down"}}, nil,
-			workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: "status down"}, "", false},
+			operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateNeedsReview, Reason: "status down"}}, "", false},
 		{"done", idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone, Record: idemstore.Record{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}}, nil,
-			workflows.ClaimResult{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}, "", false},
+			operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}}, "", false},
 		{"failed", idemstore.ClaimDecision{Outcome: idemstore.OutcomeFailed, Record: idemstore.Record{State: idemstore.StateFailed, Reason: "insufficient_funds"}}, nil,
-			workflows.ClaimResult{State: idemstore.StateFailed, Reason: "insufficient_funds"}, "", false},
-		{"param mismatch", idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}, nil, workflows.ClaimResult{}, activities.ErrTypeParamMismatch, false},
-		{"unavailable", idemstore.ClaimDecision{}, fmt.Errorf("acquire: %w", idemstore.ErrUnavailable), workflows.ClaimResult{}, "", true},
+			operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateFailed, Reason: "insufficient_funds"}}, "", false},
+		{"param mismatch", idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}, nil, operation.ClaimResult{}, operation.ErrTypeParamMismatch, false},
+		{"unavailable", idemstore.ClaimDecision{}, fmt.Errorf("acquire: %w", idemstore.ErrUnavailable), operation.ClaimResult{}, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -368,7 +368,7 @@ func TestClaimTruth(t *testing.T) {
 				}
 			default:
 				require.NoError(t, err)
-				var got workflows.ClaimResult
+				var got operation.ClaimResult
 				require.NoError(t, val.Get(&got))
 				assert.Equal(t, tt.want.State, got.State)
 				assert.Equal(t, tt.want.Reason, got.Reason)
@@ -390,8 +390,8 @@ func TestFinalize(t *testing.T) {
 	}{
 		{"ok", nil, "", false},
 		{"fast path not owner is not an error", fmt.Errorf("finalize: %w", idemstore.ErrFastPathNotOwner), "", false},
-		{"already terminal", idemstore.ErrAlreadyTerminal, activities.ErrTypeAlreadyTerminal, true},
-		{"not owner", idemstore.ErrNotOwner, activities.ErrTypeNotOwner, true},
+		{"already terminal", idemstore.ErrAlreadyTerminal, operation.ErrTypeAlreadyTerminal, true},
+		{"not owner", idemstore.ErrNotOwner, operation.ErrTypeNotOwner, true},
 		{"unavailable is retried", idemstore.ErrUnavailable, "", true},
 	}
 	for _, tt := range tests {
@@ -399,8 +399,8 @@ func TestFinalize(t *testing.T) {
 			store := &fakeStore{finalizeErr: tt.err}
 			acts := &activities.Activities{Truth: store, Store: store}
 			env := newActivityEnv(acts)
-			in := workflows.FinalizeInput{OperationID: opID, Owner: "gw-1/req-1", Final: idemstore.Final{State: idemstore.StateDone,
-				Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x", ResolvedBy: "ops"}, ResolutionNote: "n", TerminalTTL: time.Hour}
+			in := operation.FinalizeInput{OperationID: opID, Ownership: operation.Takeover("gw-1/req-1"), Final: idemstore.Final{State: idemstore.StateDone,
+				Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x", ResolvedBy: "ops", ResolutionNote: "n"}, TerminalTTL: time.Hour}
 
 			_, err := env.ExecuteActivity(acts.Finalize, in)
 
@@ -432,14 +432,14 @@ func TestMarkNeedsReview(t *testing.T) {
 	acts := &activities.Activities{Truth: store, Store: store}
 	env := newActivityEnv(acts)
 
-	_, err := env.ExecuteActivity(acts.MarkNeedsReview, workflows.MarkNeedsReviewInput{OperationID: opID, Reason: "status down"})
+	_, err := env.ExecuteActivity(acts.MarkNeedsReview, operation.MarkNeedsReviewInput{OperationID: opID, Reason: "status down"})
 
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{opID: "status down"}, store.reviewed)
 
 	store.reviewErr = idemstore.ErrAlreadyTerminal
-	_, err = env.ExecuteActivity(acts.MarkNeedsReview, workflows.MarkNeedsReviewInput{OperationID: opID, Reason: "again"})
-	assert.Equal(t, activities.ErrTypeAlreadyTerminal, appError(t, err).Type())
+	_, err = env.ExecuteActivity(acts.MarkNeedsReview, operation.MarkNeedsReviewInput{OperationID: opID, Reason: "again"})
+	assert.Equal(t, operation.ErrTypeAlreadyTerminal, appError(t, err).Type())
 }
 
 func TestClaimTruthReportsAnotherOwner(t *testing.T) {
@@ -451,7 +451,7 @@ func TestClaimTruthReportsAnotherOwner(t *testing.T) {
 	val, err := env.ExecuteActivity(acts.ClaimTruth, input(&downstream{}))
 
 	require.NoError(t, err)
-	var got workflows.ClaimResult
+	var got operation.ClaimResult
 	require.NoError(t, val.Get(&got))
 	assert.Equal(t, idemstore.StateInFlight, got.State)
 	assert.Equal(t, "gw-2/req-9", got.Owner)
@@ -462,12 +462,18 @@ func TestFinalizeAsTruthOwner(t *testing.T) {
 	acts := &activities.Activities{Truth: store, Store: store}
 	env := newActivityEnv(acts)
 
-	_, err := env.ExecuteActivity(acts.Finalize, workflows.FinalizeInput{OperationID: opID, Owner: "gw-1/req-1",
-		TruthOwner: "gw-2/req-9", Final: idemstore.Final{State: idemstore.StateFailed, Reason: "insufficient_funds"}})
-
+	_, err := env.ExecuteActivity(acts.Finalize, operation.FinalizeInput{OperationID: opID,
+		Ownership: operation.Takeover("gw-1/req-1").ClaimedAs("gw-2/req-9", time.Time{}),
+		Final:     idemstore.Final{State: idemstore.StateFailed, Reason: "insufficient_funds"}})
 	require.NoError(t, err)
-	require.Len(t, store.finalized, 1)
+	// An input recorded before the ownership value names the owners flat.
+	_, err = env.ExecuteActivity(acts.Finalize, operation.FinalizeInput{OperationID: opID, RecordedOwner: "gw-1/req-1",
+		RecordedTruthOwner: "gw-2/req-9", Final: idemstore.Final{State: idemstore.StateFailed, Reason: "insufficient_funds"}})
+	require.NoError(t, err)
+
+	require.Len(t, store.finalized, 2)
 	assert.Equal(t, "gw-2/req-9", store.finalized[0].Owner)
+	assert.Equal(t, "gw-2/req-9", store.finalized[1].Owner)
 }
 
 // TestExecuteForwardsTraceparent: with the worker's otelhttp transport,

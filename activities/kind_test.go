@@ -11,7 +11,7 @@ import (
 
 	"github.com/oncegate/oncegate/activities"
 	dskind "github.com/oncegate/oncegate/internal/downstream"
-	"github.com/oncegate/oncegate/workflows"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // ledgerKind is a test-only downstream kind: an in-memory ledger that
@@ -33,7 +33,7 @@ func (l *ledgerKind) Execute(_ context.Context, c dskind.Call) (dskind.Answer, e
 		return dskind.Answer{}, dskind.ErrNotSent
 	}
 	if p.Amount.String() == "999" {
-		return dskind.Answer{StatusCode: 422}, &dskind.Refusal{BusinessRefusal: workflows.BusinessRefusal{StatusCode: 422, Code: "over_balance"}}
+		return dskind.Answer{StatusCode: 422}, &dskind.Refusal{BusinessRefusal: operation.BusinessRefusal{StatusCode: 422, Code: "over_balance"}}
 	}
 	if e, ok := l.entries[c.OperationID]; ok {
 		return dskind.Answer{StatusCode: 200, Result: e}, nil
@@ -53,29 +53,30 @@ func (l *ledgerKind) Reconcile(_ context.Context, c dskind.Call) (dskind.Answer,
 func TestANewDownstreamKind(t *testing.T) {
 	ledger := &ledgerKind{entries: map[string]json.RawMessage{}}
 	dskind.Register("test-ledger", ledger)
-	env := newActivityEnv(&activities.Activities{})
+	acts := &activities.Activities{}
+	env := newActivityEnv(acts)
 	in := input(&downstream{})
 	in.Downstream.Kind = "test-ledger"
 	in.Downstream.Endpoint.Status = "ledger"
 
-	v, err := env.ExecuteActivity(workflows.ActivityExecute, in)
+	v, err := env.ExecuteActivity(acts.Execute, in)
 	require.NoError(t, err)
-	var res workflows.ExecuteResult
+	var res operation.ExecuteResult
 	require.NoError(t, v.Get(&res))
 	assert.Equal(t, "ledger-"+opID, res.ResultRef)
 
-	v, err = env.ExecuteActivity(workflows.ActivityReconcile, in)
+	v, err = env.ExecuteActivity(acts.Reconcile, in)
 	require.NoError(t, err)
-	var rec workflows.ReconcileResult
+	var rec operation.ReconcileResult
 	require.NoError(t, v.Get(&rec))
 	assert.True(t, rec.Found)
 
 	in.Params = json.RawMessage(`{"amount":999}`)
 	in.OperationID = "another"
-	_, err = env.ExecuteActivity(workflows.ActivityExecute, in)
-	assert.Equal(t, workflows.ErrTypeBusinessRefusal, appError(t, err).Type(), "the kind's refusal is a business refusal")
+	_, err = env.ExecuteActivity(acts.Execute, in)
+	assert.Equal(t, operation.ErrTypeBusinessRefusal, appError(t, err).Type(), "the kind's refusal is a business refusal")
 
 	in.Downstream.Kind = "nobody-registered-this"
-	_, err = env.ExecuteActivity(workflows.ActivityExecute, in)
-	assert.Equal(t, workflows.ErrTypeNotSent, appError(t, err).Type(), "an unknown kind sends nothing")
+	_, err = env.ExecuteActivity(acts.Execute, in)
+	assert.Equal(t, operation.ErrTypeNotSent, appError(t, err).Type(), "an unknown kind sends nothing")
 }

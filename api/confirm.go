@@ -17,6 +17,7 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -57,18 +58,21 @@ func (s *Server) handleConfirm(c echo.Context) error {
 	return s.render(c, r)
 }
 
-// confirmCall is one confirm in progress.
+// confirmCall is one confirm in progress; opID is its operation id (the
+// fingerprint's nonce).
 type confirmCall struct {
 	id      auth.Identity
 	action  *catalog.Action
 	payload fingerprint.Payload
+	opID    string
 	bound   boundParams
 	owner   string
 	traceID string
 }
 
 // confirm is the confirm path of ARCHITECTURE.md: verify, amnesia guard,
-// expiry, acquire, then start / attach / replay.
+// then what decideConfirm decides over the store's and Temporal's answers
+// (start, take over, attach, replay, review, refuse, expired).
 func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.Action, req confirmRequest, traceID string) reply {
 	bp, r, ok := bindParams(action, req.Params)
 	if !ok {
@@ -95,65 +99,89 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		return internalErrorReply("", fmt.Errorf("verify fingerprint: %w", err))
 	}
 	call := confirmCall{
-		id: id, action: action, payload: p, bound: bp, traceID: traceID,
+		id: id, action: action, payload: p, opID: p.Nonce, bound: bp, traceID: traceID,
 		owner: s.instance + ":" + randomHex(8),
 	}
 	if p.RecentOperation != "" && req.AcknowledgeRepeatOf != p.RecentOperation {
 		return s.repeatUnacknowledged(ctx, call)
 	}
-	if now.Unix() >= p.Exp {
-		return s.confirmExpired(ctx, call)
+	facts := confirmFacts{Owner: call.owner, Expired: now.Unix() >= p.Exp}
+	for {
+		plan := decideConfirm(facts)
+		switch plan.Ask {
+		case confirmAskClaim:
+			facts.Claim = s.acquire(ctx, call)
+		case confirmAskRecord:
+			rec, err := s.store.Get(ctx, call.opID)
+			facts.Claim = recordAnswerOf(rec, err, s.now(), s.cfg.ClaimGrace)
+		case confirmAskWorkflow:
+			dctx, dcancel := temporalContext(ctx)
+			_, err := s.temporal.DescribeWorkflowExecution(dctx, call.opID, "")
+			dcancel()
+			facts.Workflow = workflowAnswerOf(err)
+		case confirmAskTakeover:
+			err := s.store.Takeover(ctx, idemstore.TakeoverParams{OperationID: call.opID, FromOwner: plan.Holder,
+				ToOwner: call.owner, TTL: action.InFlightTTL})
+			facts.Takeover = takeoverAnswerOf(err)
+		case confirmDecided:
+			return s.act(ctx, call, plan, facts.Claim)
+		}
 	}
-	// The claim must not be abandoned half-way when the agent hangs up (a
-	// lost answer): a Redis claim whose truth check and release were
-	// cancelled is an orphan that answers in_progress to every retry and
-	// status query until the grace period, while nothing runs.
+}
+
+// acquire claims the operation for call. The claim must not be abandoned
+// half-way when the agent hangs up (a lost answer): a Redis claim whose
+// truth check and release were cancelled is an orphan that answers
+// in_progress to every retry and status query until the grace period,
+// while nothing runs.
+func (s *Server) acquire(ctx context.Context, call confirmCall) claimAnswer {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	d, err := s.store.Acquire(actx, idemstore.Claim{
-		OperationID: p.Nonce, ParamHash: bp.paramHash, Owner: call.owner, Subject: id.Subject, Scope: action.Scope,
-		InFlightTTL: action.InFlightTTL, TerminalTTL: action.TerminalTTL, FingerprintExp: p.ExpiresAt(),
-		BoundParams: bp.canonical,
+		OperationID: call.opID, ParamHash: call.bound.paramHash, Owner: call.owner, Subject: call.id.Subject,
+		Scope: call.action.Scope, InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
+		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical,
 	})
-	if err != nil {
-		return s.storeErrorReply(action.Scope, "", fmt.Errorf("confirm %s: %w", p.Nonce, err))
+	if err == nil {
+		s.metrics.claims.WithLabelValues(string(d.Outcome)).Inc()
 	}
-	s.metrics.claims.WithLabelValues(string(d.Outcome)).Inc()
-	switch d.Outcome {
-	case idemstore.OutcomeAcquired:
-		// The truth may already hold the operation under another owner (the
-		// fast path lost the key while its workflow runs): attach to it.
-		earlier := d.TruthFound && d.Record.Owner != "" && d.Record.Owner != call.owner
-		if s.cfg.Failpoint == FailpointAfterClaim && !earlier {
+	return claimAnswerOf(call.owner, d, err, s.now(), s.cfg.ClaimGrace)
+}
+
+// act does what the decision p names; claim is the store's answer it was
+// decided on (for the logs).
+func (s *Server) act(ctx context.Context, call confirmCall, p confirmPlan, claim claimAnswer) reply {
+	switch p.Action {
+	case actStart:
+		if s.cfg.Failpoint == FailpointAfterClaim {
 			crashNow()
 		}
-		if earlier && d.Record.State == idemstore.StateNeedsReview {
-			rec := d.Record
-			rec.OperationID = p.Nonce
-			return s.answerFor(rec, true)
+		return s.startAndAwait(ctx, call, p.Ownership)
+	case actTakeOver:
+		s.log.WarnContext(ctx, "took over orphaned claim", "operation_id", call.opID, "from", claim.Holder,
+			"to", call.owner, "claimed_at", claim.ClaimedAt, "trace_id", call.traceID)
+		return s.startAndAwait(ctx, call, p.Ownership)
+	case actAttach:
+		if p.Ignored != nil {
+			s.log.WarnContext(ctx, "describe workflow", "operation_id", call.opID, "err", p.Ignored, "trace_id", call.traceID)
 		}
-		claimedAt := time.Time{}
-		if d.TruthFound && !earlier {
-			claimedAt = d.ClaimedAt
-			if claimedAt.IsZero() {
-				claimedAt = s.now()
-			}
-		}
-		return s.startAndAwait(ctx, call, earlier, claimedAt)
-	case idemstore.OutcomeInFlight:
-		return s.confirmInFlight(ctx, call, d)
-	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
-		rec := d.Record
-		if rec.State == "" {
-			rec.State = idemstore.State(d.Outcome)
-		}
-		rec.OperationID = p.Nonce
+		run := s.temporal.GetWorkflow(ctx, call.opID, "")
+		return s.await(ctx, call, run, fastPathRefill{by: operation.RefillByGateway, owner: p.Holder}, true)
+	case actReplay, actReview:
+		rec := p.Record
+		rec.OperationID = call.opID
 		return s.answerFor(rec, true)
-	case idemstore.OutcomeParamMismatch:
-		s.securityEvent(ctx, EventStoreParamMismatch, id, action.Scope, p.Nonce, traceID, "the store holds this operation with another param_hash")
-		return opReply(StatusParamMismatch, p.Nonce)
+	case actRefuse:
+		s.securityEvent(ctx, EventStoreParamMismatch, call.id, call.action.Scope, call.opID, call.traceID,
+			"the store holds this operation with another param_hash")
+		return opReply(StatusParamMismatch, call.opID)
+	case actExpired:
+		return fingerprintExpiredReply(call.payload.ExpiresAt())
+	case actUnavailable:
+		return s.storeErrorReply(call.action.Scope, "", fmt.Errorf("confirm %s: %w", call.opID, p.Err))
+	case actAsk:
 	}
-	return internalErrorReply(p.Nonce, fmt.Errorf("confirm %s: unknown outcome %q", p.Nonce, d.Outcome))
+	return internalErrorReply(call.opID, fmt.Errorf("confirm %s: no action decided", call.opID))
 }
 
 // repeatUnacknowledged answers a fingerprint of the amnesia guard confirmed
@@ -164,92 +192,38 @@ func (s *Server) repeatUnacknowledged(ctx context.Context, call confirmCall) rep
 	if rec, err := s.store.Get(ctx, recentID); err == nil && rec.Subject == call.id.Subject {
 		recent = &rec
 	}
-	return s.repeatUnacknowledgedReply(call.payload.Nonce, recentID, recent)
+	return s.repeatUnacknowledgedReply(call.opID, recentID, recent)
 }
 
-// confirmExpired answers a fingerprint past exp: a replay when it was
-// consumed, else fingerprint_expired.
-func (s *Server) confirmExpired(ctx context.Context, call confirmCall) reply {
-	rec, err := s.store.Get(ctx, call.payload.Nonce)
-	switch {
-	case errors.Is(err, idemstore.ErrNotFound):
-		return fingerprintExpiredReply(call.payload.ExpiresAt())
-	case err != nil:
-		return s.storeErrorReply(call.action.Scope, "", fmt.Errorf("confirm expired %s: %w", call.payload.Nonce, err))
-	}
-	rec.OperationID = call.payload.Nonce
-	if rec.State.Terminal() || rec.State == idemstore.StateNeedsReview {
-		return s.answerFor(rec, true)
-	}
-	// Claimed before exp and still in flight: the same handling as any
-	// in-flight claim, orphan takeover included.
-	return s.confirmInFlight(ctx, call, idemstore.ClaimDecision{
-		Outcome: idemstore.OutcomeInFlight, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt, Record: rec,
-	})
+// fastPathRefill is who writes an outcome the gateway waited for to the
+// fast path, and under which claim's owner.
+type fastPathRefill struct {
+	// by is the writer: RefillByGateway makes the gateway refill it.
+	by operation.Refiller
+	// owner is the claim's owner the gateway refills under.
+	owner string
 }
 
-// confirmInFlight answers a claim held by another owner: review, orphan
-// takeover, or a short wait on the existing workflow.
-func (s *Server) confirmInFlight(ctx context.Context, call confirmCall, d idemstore.ClaimDecision) reply {
-	nonce := call.payload.Nonce
-	if d.Record.State == idemstore.StateNeedsReview {
-		rec := d.Record
-		rec.OperationID = nonce
-		return s.answerFor(rec, true)
-	}
-	// An orphan: claimed longer ago than the grace period and Temporal has no
-	// workflow of that ID. Its owner died between the claim and the start
-	// (with or without a truth record: the PostgreSQL-only path writes one at
-	// claim time). Only workflows call the downstream, so nothing ran yet and
-	// taking the claim over cannot execute anything twice.
-	if !d.ClaimedAt.IsZero() && s.now().Sub(d.ClaimedAt) >= s.cfg.ClaimGrace {
-		dctx, dcancel := temporalContext(ctx)
-		_, err := s.temporal.DescribeWorkflowExecution(dctx, nonce, "")
-		dcancel()
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			err := s.store.Takeover(ctx, idemstore.TakeoverParams{OperationID: nonce, FromOwner: d.Owner, ToOwner: call.owner, TTL: call.action.InFlightTTL})
-			switch {
-			case err == nil:
-				s.log.WarnContext(ctx, "took over orphaned claim", "operation_id", nonce, "from", d.Owner,
-					"to", call.owner, "claimed_at", d.ClaimedAt, "trace_id", call.traceID)
-				return s.startAndAwait(ctx, call, false, time.Time{})
-			case !errors.Is(err, idemstore.ErrNotOwner):
-				return s.storeErrorReply(call.action.Scope, nonce, fmt.Errorf("takeover %s: %w", nonce, err))
-			}
-			// Someone else took it over first: wait on theirs.
-		} else if err != nil {
-			s.log.WarnContext(ctx, "describe workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
-		}
-	}
-	run := s.temporal.GetWorkflow(ctx, nonce, "")
-	return s.await(ctx, call, run, d.Owner, true)
-}
-
-// startAndAwait starts the operation's workflow (or attaches to an existing
-// one of the same ID) and waits a short budget for its outcome. earlier
-// marks an operation that an earlier call already started, so that its
-// outcome is answered as a replay. truthClaimedAt, when set, says this
-// call's claim inserted the truth record itself at that time: the workflow
-// then takes it as its claim instead of claiming it again, and finalizes the
-// fast path under this very claim, so the answer does not refill it a
-// second time.
-func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bool, truthClaimedAt time.Time) reply {
-	truthClaimed := !truthClaimedAt.IsZero()
-	nonce := call.payload.Nonce
+// startAndAwait starts the operation's workflow under own (or attaches to
+// an existing one of the same ID) and waits a short budget for its outcome.
+// An attached workflow was started by an earlier call: its outcome is
+// answered as a replay, and the gateway refills the fast path under this
+// call's claim, since that workflow finalizes it under its own. Otherwise
+// own says who refills (operation.Ownership.Refiller).
+func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operation.Ownership) reply {
 	params, err := call.bound.downstreamParams()
 	if err != nil {
-		return internalErrorReply(nonce, err)
+		return internalErrorReply(call.opID, err)
 	}
 	summary := workflows.Summary(call.action.Scope, params, call.action.SummaryField)
-	in := workflows.OperationInput{
-		OperationID: nonce, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
-		Owner: call.owner, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
+	in := operation.Input{
+		OperationID: call.opID, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
+		Ownership: own, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		Downstream: call.action.Downstream.Plan(), Summary: summary, TruthClaimed: truthClaimed, ClaimedAt: truthClaimedAt,
+		Downstream: call.action.Downstream.Plan(), Summary: summary,
 	}
 	opts := client.StartWorkflowOptions{
-		ID:                       nonce,
+		ID:                       call.opID,
 		TaskQueue:                s.cfg.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -261,24 +235,22 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, earlier bo
 	sctx, cancel := temporalContext(ctx)
 	defer cancel()
 	run, err := s.startWorkflow(sctx, opts, in)
+	refill := fastPathRefill{by: own.Refiller(), owner: own.Owner()}
 	attached := false
 	if err != nil {
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		if !errors.As(err, &already) {
-			s.log.ErrorContext(ctx, "start workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
+			s.log.ErrorContext(ctx, "start workflow", "operation_id", call.opID, "err", err, "trace_id", call.traceID)
 			s.releaseUnstarted(sctx, call)
-			return unavailableReply(nonce, detailWorkflowEngine)
+			return unavailableReply(call.opID, detailWorkflowEngine)
 		}
 		attached = true
-		run = s.temporal.GetWorkflow(ctx, nonce, "")
+		refill.by = operation.RefillByGateway
+		run = s.temporal.GetWorkflow(ctx, call.opID, "")
 	}
-	s.log.InfoContext(ctx, "operation started", "operation_id", nonce, "scope", call.action.Scope,
-		"subject", call.id.Subject, "attached", attached, "trace_id", call.traceID)
-	refillOwner := call.owner
-	if truthClaimed && !attached {
-		refillOwner = "" // the workflow's Finalize writes the fast path under this claim
-	}
-	return s.await(ctx, call, run, refillOwner, attached || earlier)
+	s.log.InfoContext(ctx, "operation started", "operation_id", call.opID, "scope", call.action.Scope,
+		"subject", call.id.Subject, "attached", attached, "truth", own.Truth(), "trace_id", call.traceID)
+	return s.await(ctx, call, run, refill, attached)
 }
 
 // temporalContext detaches a Temporal call from the caller's cancellation
@@ -297,7 +269,7 @@ const startRetries = 3
 // ctx) when the Temporal frontend refuses transiently: unavailable,
 // overloaded, or a namespace its cache does not know yet. A start is safe to
 // repeat: the workflow ID makes a second one attach or be refused.
-func (s *Server) startWorkflow(ctx context.Context, opts client.StartWorkflowOptions, in workflows.OperationInput) (client.WorkflowRun, error) {
+func (s *Server) startWorkflow(ctx context.Context, opts client.StartWorkflowOptions, in operation.Input) (client.WorkflowRun, error) {
 	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		run, err := s.temporal.ExecuteWorkflow(ctx, opts, workflows.OperationWorkflowName, in)
@@ -331,33 +303,30 @@ func transientStartError(err error) bool {
 // have succeeded. Otherwise the claim stays, and a retry attaches to the
 // workflow or, after the grace period, takes the orphan over.
 func (s *Server) releaseUnstarted(ctx context.Context, call confirmCall) {
-	nonce := call.payload.Nonce
-	_, err := s.temporal.DescribeWorkflowExecution(ctx, nonce, "")
+	_, err := s.temporal.DescribeWorkflowExecution(ctx, call.opID, "")
 	var nf *serviceerror.NotFound
 	if !errors.As(err, &nf) {
 		return
 	}
-	if err := s.store.Release(ctx, idemstore.ReleaseParams{OperationID: nonce, Owner: call.owner}); err != nil {
-		s.log.WarnContext(ctx, "release unstarted claim", "operation_id", nonce, "err", err, "trace_id", call.traceID)
+	if err := s.store.Release(ctx, idemstore.ReleaseParams{OperationID: call.opID, Owner: call.owner}); err != nil {
+		s.log.WarnContext(ctx, "release unstarted claim", "operation_id", call.opID, "err", err, "trace_id", call.traceID)
 	}
 }
 
 // await waits up to ConfirmWait for the workflow's result. On a result it
-// refills the fast path with owner's claim; otherwise the store decides
+// refills the fast path as refill says; otherwise the store decides
 // between needs_manual_review, a terminal answer and in_progress. replay
 // marks an outcome that an earlier call started.
-func (s *Server) await(ctx context.Context, call confirmCall, run client.WorkflowRun, owner string, replay bool) reply {
-	nonce := call.payload.Nonce
+func (s *Server) await(ctx context.Context, call confirmCall, run client.WorkflowRun, refill fastPathRefill, replay bool) reply {
 	// Detached from the agent's connection: an agent that hangs up costs at
 	// most this wait, and never cancels a Temporal call in flight.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ConfirmWait)
 	defer cancel()
-	var res workflows.OperationResult
+	var res idemstore.Final
 	err := run.Get(wctx, &res)
 	if err == nil && res.State.Terminal() {
-		rec := res.Record(nonce)
-		s.refill(ctx, call, rec, owner)
-		return s.answerFor(rec, replay)
+		s.refill(ctx, call, res, refill)
+		return s.finalReply(call.opID, res, replay)
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		level := slog.LevelWarn
@@ -365,32 +334,33 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 		if errors.As(err, &nf) {
 			level = slog.LevelInfo // the holder has not started it yet
 		}
-		s.log.Log(ctx, level, "wait for workflow", "operation_id", nonce, "err", err, "trace_id", call.traceID)
+		s.log.Log(ctx, level, "wait for workflow", "operation_id", call.opID, "err", err, "trace_id", call.traceID)
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer rcancel()
-	rec, gerr := s.store.Get(rctx, nonce)
+	rec, gerr := s.store.Get(rctx, call.opID)
 	if gerr == nil {
-		rec.OperationID = nonce
+		rec.OperationID = call.opID
 		return s.answerFor(rec, replay)
 	}
-	return opReply(StatusInProgress, nonce)
+	return opReply(StatusInProgress, call.opID)
 }
 
-// refill writes the terminal outcome to the fast path under owner's claim;
-// NOT_OWNER (a newer owner) and an already terminal record are fine.
-func (s *Server) refill(ctx context.Context, call confirmCall, rec idemstore.Record, owner string) {
-	if owner == "" {
-		return
+// refill writes the terminal outcome to the fast path under refill.owner's
+// claim when the gateway is its writer; NOT_OWNER (a newer owner) and an
+// already terminal record are fine.
+func (s *Server) refill(ctx context.Context, call confirmCall, final idemstore.Final, refill fastPathRefill) {
+	switch refill.by {
+	case operation.RefillByWorkflow:
+		return // the workflow's Finalize writes the fast path under this very claim
+	case operation.RefillByGateway:
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
-	err := s.store.FinalizeFast(fctx, idemstore.Finalization{
-		OperationID: rec.OperationID, Owner: owner, State: rec.State, Result: rec.Result, ResultRef: rec.ResultRef,
-		Reason: rec.Reason, FailureKind: rec.FailureKind, ResolvedBy: rec.ResolvedBy, TerminalTTL: call.action.TerminalTTL,
-	})
+	err := s.store.FinalizeFast(fctx, idemstore.Finalization{OperationID: call.opID, Owner: refill.owner, Final: final,
+		TerminalTTL: call.action.TerminalTTL})
 	if err != nil && !errors.Is(err, idemstore.ErrNotOwner) && !errors.Is(err, idemstore.ErrAlreadyTerminal) {
-		s.log.WarnContext(ctx, "refill fast path", "operation_id", rec.OperationID, "err", err, "trace_id", call.traceID)
+		s.log.WarnContext(ctx, "refill fast path", "operation_id", call.opID, "err", err, "trace_id", call.traceID)
 	}
 }
 

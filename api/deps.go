@@ -6,6 +6,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 )
 
 // Temporal is the part of client.Client the gateway uses; a client.Client
@@ -21,6 +22,8 @@ type Temporal interface {
 	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
 	// UpdateWorkflow sends an Update to a running workflow.
 	UpdateWorkflow(ctx context.Context, options client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error)
+	// QueryWorkflow asks a workflow a query (its state view for the ops timeline).
+	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
 	// GetWorkflowHistory iterates over a workflow's history.
 	GetWorkflowHistory(ctx context.Context, workflowID, runID string, isLongPoll bool,
 		filterType enumspb.HistoryEventFilterType) client.HistoryEventIterator

@@ -17,8 +17,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -59,16 +61,19 @@ func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Cla
 	f.writes++
 	r, ok := f.recs[c.OperationID]
 	if !ok {
+		// As the combined store: the claim is inserted into the truth too.
 		now := f.now()
-		f.recs[c.OperationID] = &fakeRec{Record: idemstore.Record{OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope,
-			ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: now, CreatedAt: now}}
-		return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: c.Owner, ClaimedAt: now}, nil
+		r = &fakeRec{Record: idemstore.Record{OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope,
+			ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: now, CreatedAt: now}, truth: true}
+		f.recs[c.OperationID] = r
+		return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: c.Owner, ClaimedAt: now, Record: r.Record,
+			TruthFound: true}, nil
 	}
 	switch {
 	case r.ParamHash != c.ParamHash:
 		return idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}, nil
 	case r.State.Terminal():
-		return idemstore.ClaimDecision{Outcome: idemstore.ClaimOutcome(r.State), Record: r.Record, TruthFound: r.truth}, nil
+		return idemstore.ClaimDecision{Outcome: idemstore.OutcomeOf(r.State), Record: r.Record, TruthFound: r.truth}, nil
 	}
 	d := idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Owner: r.Owner, ClaimedAt: r.ClaimedAt, TruthFound: r.truth}
 	if r.truth {
@@ -191,7 +196,7 @@ func (f *fakeStore) claimTruth(key string) {
 }
 
 // finalize is the workflow's Finalize.
-func (f *fakeStore) finalize(key string, res workflows.OperationResult) {
+func (f *fakeStore) finalize(key string, res idemstore.Final) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.recs[key]
@@ -217,11 +222,12 @@ func (f *fakeStore) counts() (writes, reads int) {
 // fakeTemporal runs each workflow as a goroutine calling exec.
 type fakeTemporal struct {
 	mu       sync.Mutex
-	exec     func(ctx context.Context, in workflows.OperationInput, signals <-chan workflows.Resolution) workflows.OperationResult
+	exec     func(ctx context.Context, in operation.Input, signals <-chan workflows.Resolution) idemstore.Final
 	runs     map[string]*fakeRun
 	starts   []client.StartWorkflowOptions
-	inputs   []workflows.OperationInput
+	inputs   []operation.Input
 	signals  []workflows.Resolution
+	events   []workflows.DownstreamEvent
 	startErr error
 	// startErrTimes, when positive, limits startErr to that many starts.
 	startErrTimes int
@@ -232,7 +238,7 @@ var _ Temporal = (*fakeTemporal)(nil)
 type fakeRun struct {
 	id      string
 	done    chan struct{}
-	res     workflows.OperationResult
+	res     idemstore.Final
 	signals chan workflows.Resolution
 }
 
@@ -279,7 +285,7 @@ func (t *fakeTemporal) ExecuteWorkflow(_ context.Context, o client.StartWorkflow
 			return r, nil // USE_EXISTING
 		}
 	}
-	in := args[0].(workflows.OperationInput)
+	in := args[0].(operation.Input)
 	t.starts = append(t.starts, o)
 	t.inputs = append(t.inputs, in)
 	r := &fakeRun{id: o.ID, done: make(chan struct{}), signals: make(chan workflows.Resolution, 1)}
@@ -313,8 +319,15 @@ func (t *fakeTemporal) SignalWorkflow(_ context.Context, id, _, name string, arg
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r, ok := t.runs[id]
-	if !ok || name != workflows.SignalResolve {
+	if !ok {
 		return serviceerror.NewNotFound("workflow not found")
+	}
+	if name == workflows.SignalDownstreamState {
+		t.events = append(t.events, arg.(workflows.DownstreamEvent))
+		return nil
+	}
+	if name != workflows.SignalResolve {
+		return serviceerror.NewNotFound("no such signal")
 	}
 	res := arg.(workflows.Resolution)
 	t.signals = append(t.signals, res)
@@ -344,6 +357,11 @@ func (t *fakeTemporal) GetWorkflowHistory(context.Context, string, string, bool,
 	return emptyHistory{}
 }
 
+// QueryWorkflow is not answered by the fake (its histories have no signals to judge).
+func (t *fakeTemporal) QueryWorkflow(context.Context, string, string, string, ...any) (converter.EncodedValue, error) {
+	return nil, errors.New("fakeTemporal: no queries")
+}
+
 // emptyHistory is a history without events.
 type emptyHistory struct{}
 
@@ -360,7 +378,7 @@ func (u *fakeUpdate) WorkflowID() string { return u.run.id }
 func (u *fakeUpdate) RunID() string      { return u.run.GetRunID() }
 func (u *fakeUpdate) UpdateID() string   { return "update-1" }
 func (u *fakeUpdate) Get(ctx context.Context, v any) error {
-	var res workflows.OperationResult
+	var res idemstore.Final
 	if err := u.run.Get(ctx, &res); err != nil {
 		return err
 	}

@@ -130,9 +130,27 @@ func (s *Server) timeline(ctx context.Context, rec idemstore.Record) ([]workflow
 		}
 		events = append(events, ev)
 	}
-	out = append(out, workflows.HistoryTimeline(events)...)
+	out = append(out, s.judgeSignals(hctx, rec.OperationID, workflows.HistoryTimeline(events))...)
 	slices.SortStableFunc(out, func(a, b workflows.TimelineEntry) int { return a.At.Compare(b.At) })
 	return out, herr
+}
+
+// judgeSignals marks the resolve signals of a history's timeline accepted,
+// refused or pending, from the workflow's state query (asked only when
+// there is a resolve signal to judge).
+func (s *Server) judgeSignals(ctx context.Context, opID string, entries []workflows.TimelineEntry) []workflows.TimelineEntry {
+	if !slices.ContainsFunc(entries, func(e workflows.TimelineEntry) bool { return e.Event == "signal" }) {
+		return entries
+	}
+	var view workflows.StateView
+	q, err := s.temporal.QueryWorkflow(ctx, opID, "", workflows.QueryState)
+	if err == nil {
+		err = q.Get(&view)
+	}
+	if err != nil {
+		return workflows.SignalVerdicts(entries, nil, fmt.Errorf("query %s: %w", workflows.QueryState, err))
+	}
+	return workflows.SignalVerdicts(entries, &view, nil)
 }
 
 // decimalsAsStrings decodes canonical params with every number as a JSON
@@ -170,7 +188,7 @@ func numbersToStrings(v any) any {
 // resolveRequest is the body of POST /v1/ops/operations/{id}/resolve.
 type resolveRequest struct {
 	// Outcome is "completed" or "failed".
-	Outcome string `json:"outcome"`
+	Outcome workflows.ResolutionOutcome `json:"outcome"`
 	// Result is the downstream result for completed.
 	Result json.RawMessage `json:"result,omitempty"`
 	// Reason says why it failed.
@@ -186,13 +204,13 @@ func (req resolveRequest) validate() []params.FieldProblem {
 	var out []params.FieldProblem
 	hasResult := len(req.Result) > 0 && string(req.Result) != "null"
 	switch req.Outcome {
-	case "completed":
+	case workflows.ResolutionCompleted:
 		if !hasResult {
 			out = append(out, params.FieldProblem{Field: "result", Rule: params.RuleRequired, Problem: "required when outcome is completed: the downstream's result object"})
 		} else if strings.TrimSpace(string(req.Result))[0] != '{' {
 			out = append(out, params.FieldProblem{Field: "result", Rule: params.RuleType, Problem: "must be a JSON object"})
 		}
-	case "failed":
+	case workflows.ResolutionFailed:
 		if strings.TrimSpace(req.Reason) == "" {
 			out = append(out, params.FieldProblem{Field: "reason", Rule: params.RuleRequired, Problem: "required when outcome is failed"})
 		}

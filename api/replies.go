@@ -68,43 +68,52 @@ func (r reply) withProblems(key string, problems []params.FieldProblem) reply {
 
 // answerFor is the answer an operation's record gives, wherever a record
 // becomes an answer (confirm, its replays and waits, status, the amnesia
-// guard's state): completed/failed, or already_completed/already_failed with
-// Idempotent-Replayed when replay (an earlier call started the operation);
+// guard's state): its outcome (finalReply) once DONE or FAILED;
 // needs_manual_review; in_progress, with the downstream's business state
-// when it reported one.
+// when it reported one. replay marks an operation an earlier call started.
 func (s *Server) answerFor(rec idemstore.Record, replay bool) reply {
-	var r reply
 	switch rec.State {
+	case idemstore.StateDone, idemstore.StateFailed:
+		return s.finalReply(rec.OperationID, rec.Final(), replay)
+	case idemstore.StateNeedsReview:
+		return opReply(StatusNeedsManualReview, rec.OperationID)
+	case idemstore.StateInFlight:
+	}
+	// In flight, or a state this version does not know, which is answered
+	// as still moving: in_progress never makes the agent act twice.
+	return s.inFlightReply(rec)
+}
+
+// finalReply answers the terminal outcome f of operation opID:
+// completed/failed, or already_completed/already_failed with
+// Idempotent-Replayed when replay (an earlier call started the operation).
+func (s *Server) finalReply(opID string, f idemstore.Final, replay bool) reply {
+	var r reply
+	switch f.State {
 	case idemstore.StateDone:
 		status := StatusCompleted
 		if replay {
 			status = StatusAlreadyCompleted
 		}
-		result := stringNumbersRaw(rec.Result) // decimals are strings in answers
+		result := stringNumbersRaw(f.Result) // decimals are strings in answers
 		if len(result) == 0 {
 			result = json.RawMessage("null")
 		}
-		r = opReply(status, rec.OperationID).with("result", result).with("result_ref", rec.ResultRef)
+		r = opReply(status, opID).with("result", result).with("result_ref", f.ResultRef)
 	case idemstore.StateFailed:
 		status := StatusFailed
 		if replay {
 			status = StatusAlreadyFailed
 		}
-		r = opReply(status, rec.OperationID).with("reason", rec.Reason)
-		if rec.FailureKind != "" {
-			r = r.with("failure_kind", string(rec.FailureKind))
+		r = opReply(status, opID).with("reason", f.Reason)
+		if f.FailureKind != "" {
+			r = r.with("failure_kind", string(f.FailureKind))
 		}
-	case idemstore.StateNeedsReview:
-		return opReply(StatusNeedsManualReview, rec.OperationID)
-	case idemstore.StateInFlight:
-		return s.inFlightReply(rec)
-	default:
-		// A state this version does not know is answered as still moving:
-		// in_progress never makes the agent act twice.
-		return s.inFlightReply(rec)
+	case idemstore.StateInFlight, idemstore.StateNeedsReview:
+		return internalErrorReply(opID, fmt.Errorf("answer %s: state %s is not an outcome", opID, f.State))
 	}
-	if rec.ResolvedBy != "" {
-		r = r.with("resolved_by", rec.ResolvedBy)
+	if f.ResolvedBy != "" {
+		r = r.with("resolved_by", f.ResolvedBy)
 	}
 	if replay {
 		r = r.replayed()
@@ -274,7 +283,7 @@ type decisionView struct {
 	// Operator is who decided.
 	Operator string `json:"operator"`
 	// Outcome is completed or failed.
-	Outcome string `json:"outcome"`
+	Outcome workflows.ResolutionOutcome `json:"outcome"`
 	// DecidedAt is when the decision was accepted.
 	DecidedAt time.Time `json:"decided_at,omitzero"`
 	// Via is update (the ops API) or signal (Web UI, CLI); empty when read from the truth.
@@ -308,18 +317,18 @@ func invalidResolutionReply(opID string, problems []params.FieldProblem, detail 
 
 // resolutionSentReply answers a decision the workflow accepted but has not
 // recorded yet.
-func resolutionSentReply(opID, outcome string) reply {
+func resolutionSentReply(opID string, outcome workflows.ResolutionOutcome) reply {
 	return opReply(StatusResolutionSent, opID).with("outcome", outcome)
 }
 
 // resolvedReply answers the first decision: the final state, the decision,
 // and the outcome's own fields (result and result_ref, or reason and
 // failure_kind).
-func (s *Server) resolvedReply(opID string, res workflows.OperationResult, d decisionView) reply {
-	final := res.Record(opID)
+func (s *Server) resolvedReply(opID string, res idemstore.Final, d decisionView) reply {
+	final := res
 	final.ResolvedBy = "" // the decision names the operator
 	r := opReply(StatusResolved, opID).with("state", res.State).with("decision", d)
-	for k, v := range s.answerFor(final, false).fields {
+	for k, v := range s.finalReply(opID, final, false).fields {
 		r = r.with(k, v)
 	}
 	return r
@@ -400,10 +409,12 @@ var bodyTexts = map[string]func(d *messages.Data, v any) bool{
 	"downstream_state": shows(func(d *messages.Data, v string) { d.State = v }),
 	"result_ref":       shows(func(d *messages.Data, v string) { d.ResultRef = v }),
 	"reason":           shows(func(d *messages.Data, v string) { d.Reason = v }),
-	"failure_kind":     shows(func(d *messages.Data, v string) { d.FailureKind = v }),
-	"expires_at":       shows(func(d *messages.Data, v string) { d.ExpiresAt = v }),
-	"redis":            shows(func(d *messages.Data, v string) { d.Redis = v }),
-	"operation":        shows(func(d *messages.Data, v idemstore.Record) { d.State = string(v.State) }),
+	"failure_kind": shows(func(d *messages.Data, v string) {
+		d.FailureKind, d.NothingExecuted = v, idemstore.FailureKind(v).ProvesNothingExecuted()
+	}),
+	"expires_at": shows(func(d *messages.Data, v string) { d.ExpiresAt = v }),
+	"redis":      shows(func(d *messages.Data, v string) { d.Redis = v }),
+	"operation":  shows(func(d *messages.Data, v idemstore.Record) { d.State = string(v.State) }),
 	"recent_operation": shows(func(d *messages.Data, v recentView) {
 		d.RecentOperationID, _ = v["operation_id"].(string)
 		d.State, _ = v["state"].(string)
@@ -411,7 +422,7 @@ var bodyTexts = map[string]func(d *messages.Data, v any) bool{
 		d.Reason, _ = v["reason"].(string)
 	}),
 	"decision": shows(func(d *messages.Data, v decisionView) {
-		d.DecidedBy, d.DecidedOutcome = v.Operator, v.Outcome
+		d.DecidedBy, d.DecidedOutcome = v.Operator, string(v.Outcome)
 		if !v.DecidedAt.IsZero() {
 			d.DecidedAt = v.DecidedAt.UTC().Format(time.RFC3339)
 		}

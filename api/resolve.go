@@ -23,9 +23,9 @@ func decisionOfRecord(rec idemstore.Record) (decisionView, bool) {
 	if rec.ResolvedBy == "" {
 		return decisionView{}, false
 	}
-	outcome := workflows.OutcomeFailed
+	outcome := workflows.ResolutionFailed
 	if rec.State == idemstore.StateDone {
-		outcome = workflows.OutcomeCompleted
+		outcome = workflows.ResolutionCompleted
 	}
 	at := rec.ResolvedAt
 	if at.IsZero() {

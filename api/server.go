@@ -33,9 +33,6 @@ import (
 	"github.com/oncegate/oncegate/internal/telemetry"
 )
 
-// BodyLimit is the largest request body accepted (larger → request_too_large).
-const BodyLimit = "64K"
-
 // Deps is everything the server needs.
 type Deps struct {
 	// Catalog is the loaded action catalog (required).
@@ -182,7 +179,7 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 			return err
 		},
 	}))
-	e.Use(middleware.BodyLimit(BodyLimit))
+	e.Use(limitBody)
 	e.Use(middleware.ContextTimeout(s.cfg.RequestTimeout))
 
 	e.GET("/healthz", s.healthz)

@@ -27,6 +27,7 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -100,14 +101,14 @@ func setup(t *testing.T) *bundle {
 
 // exec is the fake workflow: payee "slow" waits for release, "review" needs
 // a person, an amount above 10000 fails, anything else succeeds.
-func (b *bundle) exec(_ context.Context, in workflows.OperationInput, signals <-chan workflows.Resolution) workflows.OperationResult {
+func (b *bundle) exec(_ context.Context, in operation.Input, signals <-chan workflows.Resolution) idemstore.Final {
 	b.store.claimTruth(in.OperationID)
 	var p struct {
 		Amount  json.Number `json:"amount"`
 		PayeeID string      `json:"payee_id"`
 	}
 	_ = json.Unmarshal(in.Params, &p)
-	var res workflows.OperationResult
+	var res idemstore.Final
 	switch {
 	case p.PayeeID == "slow":
 		<-b.release
@@ -116,12 +117,12 @@ func (b *bundle) exec(_ context.Context, in workflows.OperationInput, signals <-
 		b.store.markReview(in.OperationID, "status unknown")
 		sig := <-signals
 		if sig.Outcome == "completed" {
-			res = workflows.OperationResult{State: idemstore.StateDone, Result: sig.Result, ResultRef: "manual", ResolvedBy: sig.Operator}
+			res = idemstore.Final{State: idemstore.StateDone, Result: sig.Result, ResultRef: "manual", ResolvedBy: sig.Operator}
 		} else {
-			res = workflows.OperationResult{State: idemstore.StateFailed, Reason: sig.Reason, ResolvedBy: sig.Operator}
+			res = idemstore.Final{State: idemstore.StateFailed, Reason: sig.Reason, ResolvedBy: sig.Operator}
 		}
 	case strings.Compare(string(p.Amount), "10000") > 0 && len(p.Amount) >= 5:
-		res = workflows.OperationResult{State: idemstore.StateFailed, Reason: "insufficient_funds"}
+		res = idemstore.Final{State: idemstore.StateFailed, Reason: "insufficient_funds"}
 	default:
 		res = done(in.OperationID)
 	}
@@ -129,9 +130,9 @@ func (b *bundle) exec(_ context.Context, in workflows.OperationInput, signals <-
 	return res
 }
 
-func done(id string) workflows.OperationResult {
+func done(id string) idemstore.Final {
 	ref := "tr_" + id[:8]
-	return workflows.OperationResult{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"` + ref + `","status":"executed"}`), ResultRef: ref}
+	return idemstore.Final{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"` + ref + `","status":"executed"}`), ResultRef: ref}
 }
 
 type resp struct {
@@ -415,9 +416,10 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 	assert.Equal(t, 3, o.TypedSearchAttributes.Size())
 	assert.JSONEq(t, `{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"rent"}`, string(in.Params))
 	assert.Equal(t, "alice", in.Subject)
-	assert.True(t, strings.HasPrefix(in.Owner, b.srv.InstanceID()+":"))
-	require.Len(t, b.store.finalFast, 1)
-	assert.Equal(t, in.Owner, b.store.finalFast[0].Owner)
+	assert.True(t, strings.HasPrefix(in.Ownership.Owner(), b.srv.InstanceID()+":"))
+	assert.True(t, in.Ownership.TruthClaimed(), "the confirm's claim inserted the truth record: the workflow's claim")
+	assert.Equal(t, b.clock.Now(), in.Ownership.ClaimedAt())
+	assert.Empty(t, b.store.finalFast, "the workflow's Finalize writes the fast path under this claim: no refill")
 
 	for _, lang := range []string{"", "zh"} {
 		r = b.do(t, "POST", "/v1/actions/payments.transfer/confirm", "dev-alice",
@@ -705,7 +707,15 @@ func TestOrphanTakeover(t *testing.T) {
 	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
 	assert.Equal(t, StatusCompleted, r.status(), r.raw)
 	assert.Equal(t, opID, r.str("operation_id"))
-	assert.Equal(t, 1, b.tmp.started())
+	require.Equal(t, 1, b.tmp.started())
+	// The workflow of a takeover claims the truth itself: never as if the
+	// confirm had claimed it.
+	in := b.tmp.inputs[0]
+	assert.False(t, in.Ownership.TruthClaimed(), "a takeover never counts the truth as claimed")
+	assert.Equal(t, operation.TruthClaimedByWorkflow, in.Ownership.Truth())
+	assert.NotEqual(t, "dead-gateway:1", in.Ownership.Owner())
+	require.Len(t, b.store.finalFast, 1, "the gateway refills the fast path after a takeover")
+	assert.Equal(t, in.Ownership.Owner(), b.store.finalFast[0].Owner)
 }
 
 // TestTransientStartRefusalIsRetried: a frontend that does not know the

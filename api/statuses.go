@@ -4,6 +4,8 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+
+	"github.com/oncegate/oncegate/api/mcpserver"
 )
 
 // Status is the status of one of the gateway's answers: the first word an
@@ -169,6 +171,7 @@ var altKeys = map[Status][]string{
 	StatusTemporarilyUnavailable: {keyQuoteUnavailable},
 	StatusInvalidResolution:      {keyInvalidFilter},
 	StatusInProgress:             {keyInProgressPending},
+	StatusMalformedRequest:       {mcpserver.TransportMessageKey},
 }
 
 // messageKeys returns every message key that renders status.

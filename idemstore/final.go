@@ -1,12 +1,18 @@
 package idemstore
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
-// Final is an operation's terminal outcome, declared once: what a DONE or
-// FAILED record holds, what the operation's workflow returns
-// (workflows.OperationResult) and what it asks the Finalize activity to
-// write (workflows.FinalizeInput). Its JSON names are those of Record and of
-// every recorded workflow history; they must not change.
+// Final is an operation's terminal outcome, declared once and embedded
+// wherever an outcome travels: in Finalization (what a store writes), in
+// the operation workflow's result and in its Finalize activity's input
+// (operation.FinalizeInput), in what ClaimTruth read back
+// (operation.ClaimResult), and in the gateway's answers. A person's
+// decision is part of it (ResolvedBy, the note, the evidence, when). Its
+// JSON names are those of Record and of every recorded workflow history;
+// they must not change.
 type Final struct {
 	// State is DONE or FAILED.
 	State State `json:"state"`
@@ -20,17 +26,18 @@ type Final struct {
 	FailureKind FailureKind `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator when a person decided.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// ResolutionNote is the operator's note.
+	ResolutionNote string `json:"resolution_note,omitempty"`
+	// EvidenceURL is the operator's evidence link (a ticket, a statement).
+	EvidenceURL string `json:"evidence_url,omitempty"`
+	// ResolvedAt is when the operator decided (zero when no person did).
+	ResolvedAt time.Time `json:"resolved_at,omitzero"`
 }
 
 // Final returns the terminal outcome r holds (meaningful when r.State is
 // terminal).
 func (r Record) Final() Final {
 	return Final{State: r.State, Result: r.Result, ResultRef: r.ResultRef, Reason: r.Reason,
-		FailureKind: r.FailureKind, ResolvedBy: r.ResolvedBy}
-}
-
-// Record returns f as the record of operation key, holding only the outcome.
-func (f Final) Record(opID string) Record {
-	return Record{OperationID: opID, State: f.State, Result: f.Result, ResultRef: f.ResultRef, Reason: f.Reason,
-		FailureKind: f.FailureKind, ResolvedBy: f.ResolvedBy}
+		FailureKind: r.FailureKind, ResolvedBy: r.ResolvedBy, ResolutionNote: r.ResolutionNote,
+		EvidenceURL: r.EvidenceURL, ResolvedAt: r.ResolvedAt}
 }

@@ -68,7 +68,9 @@ func (k FailureKind) ProvesNothingExecuted() bool {
 	return k == FailureRefused || k == FailureNotExecuted || k == FailureNotSent
 }
 
-// ClaimOutcome is what an Acquire decided.
+// ClaimOutcome is what an Acquire decided. It is not a State: a claim's
+// outcome says what the caller must do (start, wait, replay, refuse), and
+// OutcomeOf maps a record's state onto it.
 type ClaimOutcome string
 
 const (
@@ -80,15 +82,29 @@ const (
 	OutcomeDone ClaimOutcome = "DONE"
 	// OutcomeFailed means the operation already failed definitely; ClaimDecision.Record holds the reason.
 	OutcomeFailed ClaimOutcome = "FAILED"
-	// OutcomeParamMismatch means the key was claimed with another param_hash: a security event.
+	// OutcomeParamMismatch means the operation was claimed with another param_hash: a security event.
 	OutcomeParamMismatch ClaimOutcome = "PARAM_MISMATCH"
 )
 
+// OutcomeOf is what a claim that finds a record in state s (with the
+// claim's param_hash) decides: DONE and FAILED replay it, IN_FLIGHT and
+// NEEDS_REVIEW are OutcomeInFlight (Record.State tells NEEDS_REVIEW).
+func OutcomeOf(s State) ClaimOutcome {
+	switch s {
+	case StateDone:
+		return OutcomeDone
+	case StateFailed:
+		return OutcomeFailed
+	case StateInFlight, StateNeedsReview:
+	}
+	return OutcomeInFlight
+}
+
 var (
-	// ErrNotFound is returned by Get when no record exists for the key.
+	// ErrNotFound is returned by Get when no record exists for the operation.
 	ErrNotFound = errors.New("idemstore: record not found")
-	// ErrNotOwner is returned by Finalize and Takeover when the key is held by
-	// another owner (or is gone): the caller must not overwrite anything.
+	// ErrNotOwner is returned by Finalize and Takeover when the operation is
+	// held by another owner (or is gone): the caller must not overwrite anything.
 	ErrNotOwner = errors.New("idemstore: not the owner")
 	// ErrAlreadyTerminal is returned by Finalize when the record is already
 	// DONE or FAILED with another outcome; truth is never overwritten.
@@ -103,7 +119,7 @@ var (
 	ErrFastPathNotOwner = errors.New("idemstore: truth finalized, fast path held by another owner")
 )
 
-// Claim asks to move the operation Key from "never consumed" to IN_FLIGHT.
+// Claim asks to move the operation OperationID from "never consumed" to IN_FLIGHT.
 type Claim struct {
 	// OperationID is the operation id: the fingerprint's nonce.
 	OperationID string
@@ -139,7 +155,7 @@ type ClaimDecision struct {
 	// the backend knows it, for OutcomeInFlight and OutcomeParamMismatch; the
 	// latter's belongs to the other claim and is never answered to an agent).
 	Record Record
-	// TruthFound reports that the PostgreSQL truth holds the key and Record
+	// TruthFound reports that the PostgreSQL truth holds the operation and Record
 	// comes from it; false is an answer of the Redis fast path alone.
 	TruthFound bool
 }
@@ -150,31 +166,15 @@ type Finalization struct {
 	OperationID string
 	// Owner must equal the record's owner, or ErrNotOwner is returned.
 	Owner string
-	// State is StateDone or StateFailed.
-	State State
-	// Result is the downstream's result (DONE).
-	Result json.RawMessage
-	// ResultRef is the business reference extracted from Result (DONE).
-	ResultRef string
-	// Reason says why the operation failed (FAILED).
-	Reason string
-	// FailureKind says how the failure is known (FAILED).
-	FailureKind FailureKind
-	// ResolvedBy names the operator when a person decided the outcome.
-	ResolvedBy string
-	// ResolutionNote is the operator's note.
-	ResolutionNote string
-	// EvidenceURL is the operator's evidence link (a ticket, a statement).
-	EvidenceURL string
-	// ResolvedAt is when the operator decided (zero when no person did).
-	ResolvedAt time.Time
+	// Final is the outcome to record: its State is StateDone or StateFailed.
+	Final
 	// TerminalTTL is how long the result is replayed from the fast path.
 	TerminalTTL time.Duration
 }
 
 // Record is what a backend knows about one operation.
 type Record struct {
-	// OperationID is the operation id (the nonce).
+	// OperationID is the operation id.
 	OperationID string `json:"operation_id"`
 	// Subject is who the operation belongs to.
 	Subject string `json:"subject,omitempty"`
@@ -312,9 +312,9 @@ type RefillParams struct {
 // PostgreSQL truth (pgstore) and the combined degrading store (combined)
 // implement it with the same semantics; storetest.Exercise checks them.
 type Store interface {
-	// Acquire claims c.Key atomically, or reports who holds it or how it ended.
+	// Acquire claims c.OperationID atomically, or reports who holds it or how it ended.
 	Acquire(ctx context.Context, c Claim) (ClaimDecision, error)
-	// Get reads the record of key, or ErrNotFound.
+	// Get reads the record of operation opID, or ErrNotFound.
 	Get(ctx context.Context, opID string) (Record, error)
 	// Takeover moves an IN_FLIGHT claim to a new owner; ErrNotOwner when
 	// p.FromOwner does not hold it (or it is gone, or not IN_FLIGHT).
@@ -364,9 +364,9 @@ type Store interface {
 // refill of a terminal record and a liveness probe. storetest.ExerciseFastPath
 // checks it.
 type FastPath interface {
-	// Acquire claims c.Key atomically, or reports who holds it or how it ended.
+	// Acquire claims c.OperationID atomically, or reports who holds it or how it ended.
 	Acquire(ctx context.Context, c Claim) (ClaimDecision, error)
-	// Get reads the record of key, or ErrNotFound.
+	// Get reads the record of operation opID, or ErrNotFound.
 	Get(ctx context.Context, opID string) (Record, error)
 	// Finalize records the terminal outcome f, owner-checked.
 	Finalize(ctx context.Context, f Finalization) error
@@ -374,7 +374,7 @@ type FastPath interface {
 	Takeover(ctx context.Context, p TakeoverParams) error
 	// Release deletes an IN_FLIGHT claim p.Owner holds, or ErrNotOwner.
 	Release(ctx context.Context, p ReleaseParams) error
-	// Refill writes p.Record, replacing whatever the key holds.
+	// Refill writes p.Record, replacing whatever the fast path holds for its operation.
 	Refill(ctx context.Context, p RefillParams) error
 	// Ping checks that the fast path answers.
 	Ping(ctx context.Context) error
@@ -389,7 +389,7 @@ func DecideExisting(c Claim, rec Record) ClaimDecision {
 	case rec.ParamHash != c.ParamHash:
 		return ClaimDecision{Outcome: OutcomeParamMismatch, Record: rec, TruthFound: true}
 	case rec.State.Terminal():
-		return ClaimDecision{Outcome: ClaimOutcome(rec.State), Record: rec, TruthFound: true}
+		return ClaimDecision{Outcome: OutcomeOf(rec.State), Record: rec, TruthFound: true}
 	default: // IN_FLIGHT or NEEDS_REVIEW
 		return ClaimDecision{Outcome: OutcomeInFlight, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt, Record: rec, TruthFound: true}
 	}

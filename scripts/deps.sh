@@ -12,6 +12,7 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)          # the stack's health checks
 command -v jq >/dev/null 2>&1 || need_apt+=(jq)              # the README's walk-through
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)    # the README's signed webhook recipe
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus) # promtool: the alert rules' tests
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from Debian packages" >&2

@@ -25,16 +25,25 @@ spawn() { # name cmd... : start detached, pid into $RUN/name.pid
 
 pg_bin() { dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)"; }
 
-# pg_data_dir: $RUN/postgres, made reachable by the postgres user: as root,
-# when that user cannot enter $RUN (a home folder, say), the data live under
-# /var/tmp/oncegate-<TAG>-<hash of ROOT> and $RUN/postgres links there.
+# outside_dir: the one folder a stack may keep outside $RUN, named after
+# $RUN itself: /var/tmp/oncegate-<TAG>-<12 hex of the SHA-256 of $RUN's
+# absolute path>. PostgreSQL's data go there (and $RUN/postgres links
+# there) when, as root, the postgres user cannot enter $RUN (a home folder,
+# a private temporary folder). forget_state removes it with $RUN.
+outside_dir() {
+  echo "/var/tmp/oncegate-$TAG-$(echo -n "$RUN" | sha256sum | cut -c1-12)"
+}
+
+# pg_data_dir: $RUN/postgres, made reachable by the postgres user (see
+# outside_dir).
 pg_data_dir() {
   local dir=$RUN/postgres
   if [ "$(id -u)" -eq 0 ] && [ ! -e "$dir" ]; then
     if ! runuser -u postgres -- test -x "$RUN" 2>/dev/null; then
       local ext
-      ext=/var/tmp/oncegate-$TAG-$(echo -n "$ROOT" | sha256sum | cut -c1-12)/postgres
+      ext=$(outside_dir)/postgres
       mkdir -p "$ext"
+      chmod 755 "$(outside_dir)"
       ln -s "$ext" "$dir"
     fi
   fi
@@ -42,8 +51,45 @@ pg_data_dir() {
   echo "$dir"
 }
 
-as_pg() { # cmd...: as the postgres user when root (PostgreSQL refuses root)
-  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+# as_pg cmd...: as the postgres user when root (PostgreSQL refuses root),
+# run from / : PostgreSQL's programs complain ("could not change directory
+# to ...: Permission denied") when started in a folder that user cannot enter.
+as_pg() {
+  if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
+}
+
+# forget_state: after down, removes $RUN and the folder outside it, saying
+# "<TAG>: forgot <folder>" for each one that existed.
+forget_state() {
+  local d dirs=("$(outside_dir)")
+  # A link made before the folder was named after $RUN points elsewhere.
+  if [ -L "$RUN/postgres" ]; then
+    d=$(dirname "$(readlink "$RUN/postgres")")
+    [[ $d == /var/tmp/oncegate-$TAG-* && $d != "${dirs[0]}" ]] && dirs+=("$d")
+  fi
+  dirs+=("$RUN")
+  for d in "${dirs[@]}"; do
+    if [ -e "$d" ] || [ -L "$d" ]; then
+      rm -rf "$d"
+      echo "$TAG: forgot $d"
+    fi
+  done
+}
+
+# port_taken port: 0 when something accepts connections on 127.0.0.1:port.
+port_taken() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# require_free_port name port variable value: refuses (exit 2) to start
+# component name on a port another process holds, naming the variable
+# that moves it.
+require_free_port() {
+  if port_taken "$2"; then
+    echo "$TAG: port $2 ($3=$4) is already in use by another process, so $1 cannot start there:" \
+      "stop that process, or move this stack's port with $3 (see the README's port table)" >&2
+    exit 2
+  fi
 }
 
 psql_q() { # sql [database]: the answer's values, as the postgres user
@@ -64,7 +110,8 @@ start_postmaster() {
   fi
   rm -f "$data/postmaster.pid"
   local args=("$bin/postgres" -D "$data" -p "$PGPORT" -c listen_addresses=127.0.0.1 -c unix_socket_directories="$dir" "$@")
-  if [ "$(id -u)" -eq 0 ]; then spawn postgres runuser -u postgres -- "${args[@]}"; else spawn postgres "${args[@]}"; fi
+  # Started from its data folder, which the postgres user can always enter.
+  if [ "$(id -u)" -eq 0 ]; then (cd "$dir" && spawn postgres runuser -u postgres -- "${args[@]}"); else spawn postgres "${args[@]}"; fi
   for ((i = 0; i < 300; i++)); do
     psql_q "SELECT 1" >/dev/null 2>&1 && break
     sleep 0.2

@@ -23,6 +23,8 @@
 #                   of the truth), write back what Temporal knows since the backup
 #                   (oncegate-rebuild), start the workers and the gateways again
 #   prod.sh rebuild SINCE   only the write-back (oncegate-rebuild -since SINCE)
+#   prod.sh clean   stop everything and forget what the profile kept (.run-prod/
+#                   and its PostgreSQL folder under /var/tmp, if any)
 #
 # State lives in .run-prod/: stack.env, <name>.pid, <name>.log, the data of
 # PostgreSQL and the Redis nodes, the profile's fingerprint keys and tokens.
@@ -493,5 +495,6 @@ case "${1:-}" in
   backup) shift; backup "$@" ;;
   restore) [ $# -eq 2 ] || { echo "usage: $0 restore FILE" >&2; exit 2; }; restore "$2" ;;
   rebuild) [ $# -eq 2 ] || { echo "usage: $0 rebuild SINCE" >&2; exit 2; }; rebuild "$2" ;;
-  *) echo "usage: $0 up|down|status|build|start NAME...|backup [FILE]|restore FILE|rebuild SINCE" >&2; exit 2 ;;
+  clean) down; forget_state ;;
+  *) echo "usage: $0 up|down|status|build|start NAME...|backup [FILE]|restore FILE|rebuild SINCE|clean" >&2; exit 2 ;;
 esac

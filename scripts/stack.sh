@@ -2,53 +2,139 @@
 # The one-command dev stack: `stack.sh up` starts what is not running (so it
 # is idempotent and brings back a killed component), `stack.sh down` stops all,
 # `stack.sh run` starts it in the foreground and stops it on Ctrl-C,
-# `stack.sh status` shows what runs.
+# `stack.sh status` shows what runs, `stack.sh clean` stops it and forgets
+# everything it kept.
 #
-# State lives in .run/: stack.env, <name>.pid, <name>.log, the data of
-# PostgreSQL, Redis and Temporal, and the fingerprint keys (made once).
+# All state of a stack lives in its run folder, .run/ (ONCEGATE_RUN_DIR
+# moves it): stack.env, <name>.pid, <name>.log, the data of PostgreSQL,
+# Redis and Temporal, and the fingerprint keys (made once). The one
+# exception is PostgreSQL's data when, as root, the postgres user cannot
+# enter the run folder: then they live in /var/tmp/oncegate-stack-<hash of
+# the run folder's path> (see outside_dir in lib.sh), which clean removes too.
+#
+# A stack is what its stack.env recorded: its addresses come from there
+# unless the caller sets the variable, and a running stack is never moved
+# (the caller's other value is refused, naming the stack).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$(readlink -f "$0")")/.."
 ROOT=$PWD
-RUN=$ROOT/.run
+RUN=${ONCEGATE_RUN_DIR:-$ROOT/.run}
+mkdir -p "$RUN"
+RUN=$(cd "$RUN" && pwd -P)
 TAG=stack
 # shellcheck source=scripts/lib.sh
 . "$ROOT/scripts/lib.sh"
-mkdir -p "$RUN"
 
 COMPONENTS=(postgres redis temporal downstream worker gateway)
 
-# ---------- configuration (every port can be moved with the variable of the same name)
-GATEWAY_URL=${GATEWAY_URL:-http://127.0.0.1:8080}
-DOWNSTREAM_URL=${DOWNSTREAM_URL:-http://127.0.0.1:8090}
-TEMPORAL_ADDRESS=${TEMPORAL_ADDRESS:-127.0.0.1:7233}
-TEMPORAL_UI_URL=${TEMPORAL_UI_URL:-http://127.0.0.1:8233}
-TEMPORAL_NAMESPACE=${TEMPORAL_NAMESPACE:-default}
-REDIS_URL=${REDIS_URL:-redis://127.0.0.1:16379/0}
-WORKER_METRICS_URL=${WORKER_METRICS_URL:-http://127.0.0.1:9091/metrics}
-
+# ---------- configuration
+# The variables that say where a stack is (every port can be moved with the
+# variable of the same name). Each comes from, in order: the caller's
+# environment, the stack.env of the stack this run folder holds, the default.
+ADDRESS_KEYS=(GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
+  SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL)
+declare -A DEFAULT=(
+  [GATEWAY_URL]=http://127.0.0.1:8080
+  [DOWNSTREAM_URL]=http://127.0.0.1:8090
+  [TEMPORAL_ADDRESS]=127.0.0.1:7233
+  [TEMPORAL_UI_URL]=http://127.0.0.1:8233
+  [TEMPORAL_NAMESPACE]=default
+  [REDIS_URL]=redis://127.0.0.1:16379/0
+  [WORKER_METRICS_URL]=http://127.0.0.1:9091/metrics
+)
+pg_url() { # port database -> the stack's PostgreSQL URL of that database
+  echo "postgres://postgres@127.0.0.1:$1/$2?sslmode=disable"
+}
 db_of() { # postgres url -> database name
   local s=${1#*://}; s=${s#*/}; echo "${s%%\?*}"
 }
-# The dev stack runs one PostgreSQL, on the port of DATABASE_URL when that
-# is given (else PGPORT, else 15432). The simulator's database lives on that
-# same server unless SIMULATOR_DATABASE_URL says otherwise, so moving
-# DATABASE_URL alone never points the simulator at another stack's server.
-if [ -n "${DATABASE_URL:-}" ]; then
-  PGPORT=$(port_of "$DATABASE_URL")
-else
-  PGPORT=${PGPORT:-15432}
-  DATABASE_URL=postgres://postgres@127.0.0.1:${PGPORT}/oncegate?sslmode=disable
+
+# What the caller set. PGPORT alone stands for DATABASE_URL on that port.
+declare -A CALLER=()
+for k in "${ADDRESS_KEYS[@]}"; do
+  if [ -n "${!k:-}" ]; then CALLER[$k]=${!k}; fi
+done
+if [ -z "${CALLER[DATABASE_URL]:-}" ] && [ -n "${PGPORT:-}" ]; then
+  CALLER[DATABASE_URL]=$(pg_url "$PGPORT" oncegate)
 fi
-SIMULATOR_DATABASE_URL=${SIMULATOR_DATABASE_URL:-postgres://postgres@127.0.0.1:${PGPORT}/oncegate_sim?sslmode=disable}
+
+# What the stack in this run folder recorded (nothing for a new one).
+declare -A RECORDED=()
+if [ -s "$RUN/stack.env" ]; then
+  for k in "${ADDRESS_KEYS[@]}"; do
+    v=$(unset "$k"; . "$RUN/stack.env" >/dev/null 2>&1; printf '%s' "${!k:-}")
+    if [ -n "$v" ]; then RECORDED[$k]=$v; fi
+  done
+fi
+
+running_components() { # the components whose pid file names a live process
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    if alive "$c"; then printf '%s ' "$c"; fi
+  done
+}
+
+# stack_name: how messages name this stack.
+stack_name() {
+  echo "the stack in $RUN (gateway $GATEWAY_URL)"
+}
+
+# refuse_moving_a_running_stack: a caller's value that differs from what a
+# running stack recorded would start components that join another stack's
+# stores (or print another stack's URLs): refused, naming both.
+refuse_moving_a_running_stack() {
+  local k running diff=()
+  running=$(running_components)
+  running=${running% }
+  [ -n "$running" ] || return 0
+  for k in "${ADDRESS_KEYS[@]}"; do
+    if [ -n "${CALLER[$k]:-}" ] && [ -n "${RECORDED[$k]:-}" ] && [ "${CALLER[$k]}" != "${RECORDED[$k]}" ]; then
+      diff+=("$k=${CALLER[$k]} (the running stack has ${RECORDED[$k]})")
+    fi
+  done
+  for k in ONCEGATE_FINGERPRINT_KEYS ONCEGATE_PAYOUT_WEBHOOK_SECRET; do # secrets: not printed
+    if [ -n "${CALLER[$k]:-}" ] && [ -n "${RECORDED[$k]:-}" ] && [ "${CALLER[$k]}" != "${RECORDED[$k]}" ]; then
+      diff+=("$k (another value than the running stack's)")
+    fi
+  done
+  [ ${#diff[@]} -gt 0 ] || return 0
+  {
+    echo "stack: refusing to move the running stack in $RUN (gateway ${RECORDED[GATEWAY_URL]:-?}; running: $running):"
+    for k in "${diff[@]}"; do echo "  $k"; done
+    echo "Unset these variables to act on that stack (make up reads $RUN/stack.env by itself),"
+    echo "run make down first to move it, or give another stack its own run folder (ONCEGATE_RUN_DIR) or checkout."
+  } >&2
+  exit 2
+}
+
+for k in "${ADDRESS_KEYS[@]}"; do
+  if [ -n "${CALLER[$k]:-}" ]; then
+    printf -v "$k" '%s' "${CALLER[$k]}"
+  elif [ -n "${RECORDED[$k]:-}" ] && { [ "$k" != SIMULATOR_DATABASE_URL ] || [ -z "${CALLER[DATABASE_URL]:-}" ]; }; then
+    # (a moved DATABASE_URL moves the simulator's database with it)
+    printf -v "$k" '%s' "${RECORDED[$k]}"
+  elif [ -n "${DEFAULT[$k]:-}" ]; then
+    printf -v "$k" '%s' "${DEFAULT[$k]}"
+  fi
+done
+# The dev stack runs one PostgreSQL, on the port of DATABASE_URL. The
+# simulator's database lives on that same server unless
+# SIMULATOR_DATABASE_URL says otherwise.
+DATABASE_URL=${DATABASE_URL:-$(pg_url 15432 oncegate)}
+PGPORT=$(port_of "$DATABASE_URL")
+SIMULATOR_DATABASE_URL=${SIMULATOR_DATABASE_URL:-$(pg_url "$PGPORT" oncegate_sim)}
 REDIS_PORT=$(port_of "$REDIS_URL")
 TEMPORAL_PORT=$(port_of "$TEMPORAL_ADDRESS")
 TEMPORAL_UI_PORT=$(port_of "$TEMPORAL_UI_URL")
+export GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL \
+  SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL
 
 if [ ! -s "$RUN/fingerprint.keys" ]; then
   umask 077
   echo "dev-$(date +%Y%m%d):$(head -c 32 /dev/urandom | base64 -w0)" >"$RUN/fingerprint.keys"
   umask 022
 fi
+CALLER_KEYS=${ONCEGATE_FINGERPRINT_KEYS:-}
 ONCEGATE_FINGERPRINT_KEYS=${ONCEGATE_FINGERPRINT_KEYS:-$(cat "$RUN/fingerprint.keys")}
 # The secret the simulator signs its payout webhooks with, and the gateway
 # verifies them with (the dev catalog's payments.payout webhook.secret_env).
@@ -57,7 +143,16 @@ if [ ! -s "$RUN/payout-webhook.secret" ]; then
   head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' >"$RUN/payout-webhook.secret"
   umask 022
 fi
+CALLER_WEBHOOK_SECRET=${ONCEGATE_PAYOUT_WEBHOOK_SECRET:-}
 ONCEGATE_PAYOUT_WEBHOOK_SECRET=${ONCEGATE_PAYOUT_WEBHOOK_SECRET:-$(cat "$RUN/payout-webhook.secret")}
+if [ -s "$RUN/stack.env" ]; then
+  for k in ONCEGATE_FINGERPRINT_KEYS ONCEGATE_PAYOUT_WEBHOOK_SECRET; do
+    v=$(unset "$k"; . "$RUN/stack.env" >/dev/null 2>&1; printf '%s' "${!k:-}")
+    if [ -n "$v" ]; then RECORDED[$k]=$v; fi
+  done
+fi
+[ -z "$CALLER_KEYS" ] || CALLER[ONCEGATE_FINGERPRINT_KEYS]=$CALLER_KEYS
+[ -z "$CALLER_WEBHOOK_SECRET" ] || CALLER[ONCEGATE_PAYOUT_WEBHOOK_SECRET]=$CALLER_WEBHOOK_SECRET
 
 # stack.env: `export KEY=value` lines, so that `source .run/stack.env` passes
 # them on to the commands a user runs next. A value with characters the shell
@@ -85,7 +180,7 @@ shell_quote() { # value -> itself when plain, else in single quotes
 write_env() {
   local k
   {
-    echo "# Written by scripts/stack.sh up. Use it with: source .run/stack.env"
+    echo "# Written by scripts/stack.sh up. Use it with: source $RUN/stack.env"
     for k in "${ENV_KEYS[@]}"; do
       printf 'export %s=%s\n' "$k" "$(shell_quote "${!k}")"
     done
@@ -168,14 +263,48 @@ build() {
   go build -o bin/ ./cmd/gateway ./cmd/worker ./cmd/downstream ./cmd/oncegate-ops
 }
 
+# say_which: tells which stack this command acts on, and why.
+say_which() {
+  if [ ${#RECORDED[@]} -gt 0 ]; then
+    echo "stack: acting on the stack recorded in $RUN/stack.env (gateway $GATEWAY_URL)"
+  else
+    echo "stack: a new stack in $RUN (gateway $GATEWAY_URL)"
+  fi
+}
+
+# ports_of component: "port variable value" lines of what it listens on.
+ports_of() {
+  case $1 in
+    postgres) echo "$PGPORT DATABASE_URL $DATABASE_URL" ;;
+    redis) echo "$REDIS_PORT REDIS_URL $REDIS_URL" ;;
+    temporal)
+      echo "$TEMPORAL_PORT TEMPORAL_ADDRESS $TEMPORAL_ADDRESS"
+      echo "$TEMPORAL_UI_PORT TEMPORAL_UI_URL $TEMPORAL_UI_URL"
+      ;;
+    downstream) echo "$(port_of "$DOWNSTREAM_URL") DOWNSTREAM_URL $DOWNSTREAM_URL" ;;
+    worker) echo "$(port_of "$WORKER_METRICS_URL") WORKER_METRICS_URL $WORKER_METRICS_URL" ;;
+    gateway) echo "$(port_of "$GATEWAY_URL") GATEWAY_URL $GATEWAY_URL" ;;
+  esac
+}
+
 up() {
+  refuse_moving_a_running_stack
+  say_which
   if [ "$(port_of "$SIMULATOR_DATABASE_URL")" != "$PGPORT" ]; then
     echo "stack: SIMULATOR_DATABASE_URL ($SIMULATOR_DATABASE_URL) is not on the stack's PostgreSQL (port $PGPORT, from DATABASE_URL or PGPORT)" >&2
     return 2
   fi
+  local c port var val
+  # Every port a component to start needs must be free: another process
+  # there (another stack, a system service) is named with its variable.
+  for c in "${COMPONENTS[@]}"; do
+    alive "$c" && continue
+    while read -r port var val; do
+      require_free_port "$c" "$port" "$var" "$val"
+    done < <(ports_of "$c")
+  done
   build
   write_env
-  local c
   for c in "${COMPONENTS[@]}"; do
     if alive "$c"; then
       echo "stack: $c already running (pid $(cat "$RUN/$c.pid"))"
@@ -186,12 +315,19 @@ up() {
   done
   cat <<EOF
 
-oncegate is up.
+oncegate is up: the stack in $RUN
   gateway       $GATEWAY_URL
   downstream    $DOWNSTREAM_URL
   Temporal UI   $TEMPORAL_UI_URL
   environment   $RUN/stack.env   logs: $RUN/<name>.log
 EOF
+}
+
+# clean: stop the stack and forget everything it kept.
+clean() {
+  echo "stack: stopping and forgetting $(stack_name)"
+  down
+  forget_state
 }
 
 status() { component_status; }
@@ -221,8 +357,9 @@ run() {
 
 case "${1:-}" in
   up) up ;;
-  down) down ;;
+  down) echo "stack: stopping $(stack_name)"; down ;;
   run) run ;;
-  status) status ;;
-  *) echo "usage: $0 up|down|run|status" >&2; exit 2 ;;
+  status) echo "$(stack_name):"; status ;;
+  clean) clean ;;
+  *) echo "usage: $0 up|down|run|status|clean" >&2; exit 2 ;;
 esac

@@ -8,6 +8,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -40,16 +42,16 @@ var drillMaxVersion = func() workflow.Version {
 func operationWorkflow() any { return drillOperation }
 
 // drillOperation is workflows.Operation preceded by the drill's change.
-func drillOperation(ctx workflow.Context, in workflows.OperationInput) (workflows.OperationResult, error) {
+func drillOperation(ctx workflow.Context, in operation.Input) (idemstore.Final, error) {
 	v := workflow.GetVersion(ctx, ChangeUpgradeDrill, workflow.DefaultVersion, drillMaxVersion)
 	if v >= 1 {
 		if err := workflow.UpsertMemo(ctx, map[string]any{"upgrade_drill": int(v)}); err != nil {
-			return workflows.OperationResult{}, err
+			return idemstore.Final{}, err
 		}
 	}
 	if v >= 2 {
 		if err := workflow.Sleep(ctx, time.Millisecond); err != nil {
-			return workflows.OperationResult{}, err
+			return idemstore.Final{}, err
 		}
 	}
 	return workflows.Operation(ctx, in)

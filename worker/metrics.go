@@ -19,6 +19,7 @@ import (
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 
 	"github.com/oncegate/oncegate/idemstore/pgstore"
+	"github.com/oncegate/oncegate/internal/listen"
 )
 
 // DefaultMetricsURL is where the worker serves /metrics when
@@ -107,33 +108,48 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// ServeMetrics serves gath at metricsURL's host and path until ctx ends.
-// It returns once the listener is bound (an error when it cannot be).
-func ServeMetrics(ctx context.Context, metricsURL string, gath prometheus.Gatherer, log *slog.Logger) error {
+// MetricsListener is the bound address the worker serves its metrics on.
+type MetricsListener struct {
+	ln   net.Listener
+	url  string
+	path string
+}
+
+// ListenMetrics binds metricsURL's host, before the worker connects to
+// anything, so that a taken port stops it at once with an error naming the
+// port and WORKER_METRICS_URL.
+func ListenMetrics(metricsURL string) (*MetricsListener, error) {
 	u, err := url.Parse(metricsURL)
 	if err != nil || u.Host == "" {
-		return fmt.Errorf("WORKER_METRICS_URL=%q: want a URL such as %s", metricsURL, DefaultMetricsURL)
+		return nil, fmt.Errorf("WORKER_METRICS_URL=%q: want a URL such as %s", metricsURL, DefaultMetricsURL)
 	}
 	path := u.Path
 	if path == "" {
 		path = "/metrics"
 	}
-	ln, err := net.Listen("tcp", u.Host)
+	ln, err := listen.TCP("WORKER_METRICS_URL", metricsURL, u.Host)
 	if err != nil {
-		return fmt.Errorf("serve metrics: %w", err)
+		return nil, fmt.Errorf("serve metrics: %w", err)
 	}
+	return &MetricsListener{ln: ln, url: metricsURL, path: path}, nil
+}
+
+// Close releases the address (when Serve is never called).
+func (m *MetricsListener) Close() error { return m.ln.Close() }
+
+// Serve serves gath on the listener until ctx ends.
+func (m *MetricsListener) Serve(ctx context.Context, gath prometheus.Gatherer, log *slog.Logger) {
 	mux := http.NewServeMux()
-	mux.Handle(path, promhttp.HandlerFor(gath, promhttp.HandlerOpts{}))
+	mux.Handle(m.path, promhttp.HandlerFor(gath, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()
 	}()
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server stopped", "err", err)
 		}
 	}()
-	log.Info("serving metrics", "url", metricsURL)
-	return nil
+	log.Info("serving metrics", "url", m.url)
 }

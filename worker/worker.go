@@ -13,7 +13,8 @@ import (
 
 // New returns a worker polling taskQueue, with workflows.Operation registered
 // as workflows.OperationWorkflowName and every method of acts registered as
-// an activity under its method name (the names the workflow calls, see
+// an activity under its method name (the workflow calls them by method
+// value, which names them the same; histories record these names, see
 // workflows.ActivityExecute and its siblings). The caller runs it, for
 // example with Run(sdkworker.InterruptCh()).
 func New(c client.Client, taskQueue string, acts *activities.Activities, opts sdkworker.Options) sdkworker.Worker {

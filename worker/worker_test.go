@@ -14,21 +14,25 @@ import (
 	"github.com/oncegate/oncegate/workflows"
 )
 
-// TestActivityNamesAreMethods guards the names the workflow calls its
-// activities by: each must be a method of *activities.Activities, which the
-// worker registers under the method's name.
-func TestActivityNamesAreMethods(t *testing.T) {
+// TestActivityNamesAreTheMethodNames guards the activity type names that
+// recorded histories hold and HistoryTimeline reads: the workflow calls its
+// activities by method value and the worker registers
+// *activities.Activities, so each name is a method's name, and every
+// method is one of them.
+func TestActivityNamesAreTheMethodNames(t *testing.T) {
 	typ := reflect.TypeFor[*activities.Activities]()
-	for _, name := range []string{
+	var methods []string
+	for m := range typ.Methods() {
+		methods = append(methods, m.Name)
+	}
+	assert.ElementsMatch(t, []string{
 		workflows.ActivityClaimTruth,
 		workflows.ActivityExecute,
 		workflows.ActivityReconcile,
 		workflows.ActivityMarkNeedsReview,
 		workflows.ActivityFinalize,
-	} {
-		_, ok := typ.MethodByName(name)
-		assert.True(t, ok, "activities.Activities has no method %s", name)
-	}
+		workflows.ActivityRecordDownstreamState,
+	}, methods)
 }
 
 func TestNew(t *testing.T) {

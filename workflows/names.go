@@ -1,16 +1,14 @@
 // Package workflows holds the one Temporal workflow every operation runs as:
 // its ID is the operation_id (the fingerprint's nonce), so Temporal itself
-// refuses a second execution of the same operation.
+// refuses a second execution of the same operation. Its input, its
+// activities' inputs and answers are in package operation; its activities
+// are the methods of activities.Activities, called by method value.
 package workflows
 
 import (
 	"encoding/json"
-	"fmt"
-	"time"
 
 	"github.com/oncegate/oncegate/idemstore"
-	"github.com/oncegate/oncegate/internal/catalog"
-	"github.com/oncegate/oncegate/internal/plan"
 )
 
 const (
@@ -32,6 +30,40 @@ const (
 	QueryState = "state"
 )
 
+// Activity type names as histories record them. The workflow calls its
+// activities by method value (workflow.ExecuteActivity(ctx, a.Execute, in))
+// and the worker registers activities.Activities as a struct, so each name
+// is its method's name; they are spelled out only where a recorded history
+// is read by name (HistoryTimeline, the payload test), and
+// TestActivityNamesAreTheMethodNames keeps them equal to the methods.
+const (
+	// ActivityClaimTruth inserts-or-reads the PostgreSQL truth record.
+	ActivityClaimTruth = "ClaimTruth"
+	// ActivityExecute calls the downstream's execute endpoint.
+	ActivityExecute = "Execute"
+	// ActivityReconcile asks the downstream's status endpoint by client_reference.
+	ActivityReconcile = "Reconcile"
+	// ActivityMarkNeedsReview moves the truth record to NEEDS_REVIEW.
+	ActivityMarkNeedsReview = "MarkNeedsReview"
+	// ActivityFinalize records the terminal outcome: PostgreSQL, then Redis.
+	ActivityFinalize = "Finalize"
+	// ActivityRecordDownstreamState keeps the downstream's reported business
+	// state (such as "pending") on the truth record.
+	ActivityRecordDownstreamState = "RecordDownstreamState"
+)
+
+// Application error types of the resolve Update's refusals.
+const (
+	// ErrTypeAlreadyResolved refuses a resolution after the first decision;
+	// its details are the OperatorDecision.
+	ErrTypeAlreadyResolved = "AlreadyResolved"
+	// ErrTypeNotAwaitingReview refuses a resolution of an operation that is
+	// not NEEDS_REVIEW; its details are a NotAwaitingReview.
+	ErrTypeNotAwaitingReview = "NotAwaitingReview"
+	// ErrTypeInvalidResolution refuses a malformed resolution.
+	ErrTypeInvalidResolution = "InvalidResolution"
+)
+
 // Search attribute names (Keyword), registered by the dev stack at start.
 const (
 	// SearchAttrState holds IN_FLIGHT, DONE, FAILED or NEEDS_REVIEW.
@@ -42,56 +74,22 @@ const (
 	SearchAttrSubject = "IdemSubject"
 )
 
-// OperationInput is the workflow's input: everything it needs, copied from
-// the catalog at start, so a later catalog change cannot alter a running
-// operation or the replay of its history.
-type OperationInput struct {
-	// OperationID is the nonce; also the workflow ID, Idempotency-Key and client_reference.
-	OperationID string `json:"operation_id"`
-	// Subject is who the operation belongs to.
-	Subject string `json:"subject"`
-	// Scope is the action.
-	Scope string `json:"scope"`
-	// ParamHash binds the canonical params.
-	ParamHash string `json:"param_hash"`
-	// Owner is the gateway claim's owner in Redis, for the owner-checked finalize.
-	Owner string `json:"owner"`
-	// Params is the JSON body sent downstream: normalized bound params plus free params.
-	Params json.RawMessage `json:"params"`
-	// TruthClaimed says the starting gateway inserted the truth record
-	// IN_FLIGHT under Owner itself (a fresh claim), so the workflow need
-	// not claim it again; false for takeovers of orphaned claims.
-	TruthClaimed bool `json:"truth_claimed,omitempty"`
-	// ClaimedAt is when the gateway's claim was taken (with TruthClaimed).
-	ClaimedAt time.Time `json:"claimed_at,omitzero"`
-	// BoundParams are the canonical bound params (param_hash is their
-	// SHA-256), kept in the truth at claim for operators.
-	BoundParams json.RawMessage `json:"bound_params,omitempty"`
-	// FingerprintExp is the fingerprint's expiry.
-	FingerprintExp time.Time `json:"fingerprint_exp"`
-	// InFlightTTL is the action's in_flight_ttl.
-	InFlightTTL time.Duration `json:"in_flight_ttl"`
-	// TerminalTTL is the action's terminal_ttl.
-	TerminalTTL time.Duration `json:"terminal_ttl"`
-	// Downstream is the action's downstream, resolved by the catalog into
-	// the plain values the workflow and its activities run.
-	Downstream plan.Downstream `json:"downstream_plan"`
-	// CatalogDownstream is the catalog's downstream configuration that
-	// gateways sent before the plan existed; read only (by WithPlan) to
-	// replay and continue their workflows. New inputs leave it empty.
-	CatalogDownstream json.RawMessage `json:"downstream,omitempty"`
-	// Summary is a short human text (action and amount) for the Web UI.
-	Summary string `json:"summary"`
-}
+// ResolutionOutcome is what an operator decides for an operation waiting
+// for review: a person's word, not a claim's outcome (idemstore.ClaimOutcome)
+// nor a state, though it leads to one.
+type ResolutionOutcome string
 
-// OperationResult is the workflow's result: the terminal outcome (its JSON
-// is that of every recorded history).
-type OperationResult = idemstore.Final
+const (
+	// ResolutionCompleted resolves NEEDS_REVIEW to DONE.
+	ResolutionCompleted ResolutionOutcome = "completed"
+	// ResolutionFailed resolves NEEDS_REVIEW to FAILED.
+	ResolutionFailed ResolutionOutcome = "failed"
+)
 
-// Resolution is the payload of the resolve signal.
+// Resolution is the payload of the resolve signal and of the resolve Update.
 type Resolution struct {
-	// Outcome is "completed" or "failed".
-	Outcome string `json:"outcome"`
+	// Outcome is ResolutionCompleted or ResolutionFailed.
+	Outcome ResolutionOutcome `json:"outcome"`
 	// Result is the operator's result for a completed outcome.
 	Result json.RawMessage `json:"result,omitempty"`
 	// Reason is the operator's reason for a failed outcome.
@@ -128,19 +126,7 @@ type StateView struct {
 	Decision *OperatorDecision `json:"decision,omitempty"`
 	// Refused lists the decisions refused (the latest few).
 	Refused []RefusedResolution `json:"refused,omitempty"`
-}
-
-// WithPlan returns in with its Downstream plan, resolving the catalog
-// downstream of an input recorded before the plan existed (a pure function
-// of the input, so a replay resolves it the same way).
-func (in OperationInput) WithPlan() (OperationInput, error) {
-	if in.Downstream.Kind != "" || len(in.CatalogDownstream) == 0 {
-		return in, nil
-	}
-	var cd catalog.Downstream
-	if err := json.Unmarshal(in.CatalogDownstream, &cd); err != nil {
-		return in, fmt.Errorf("decode the downstream of %s: %w", in.OperationID, err)
-	}
-	in.Downstream, in.CatalogDownstream = cd.Plan(), nil
-	return in, nil
+	// ResolveSignals counts the resolve signals the workflow has handled,
+	// each either the decision or refused (SignalVerdicts).
+	ResolveSignals int `json:"resolve_signals,omitempty"`
 }

@@ -10,9 +10,16 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/plan"
+	"github.com/oncegate/oncegate/operation"
 )
+
+// a names the activities by method value (workflow.ExecuteActivity(ctx,
+// a.Execute, in)); the worker registers the real *activities.Activities.
+var a *activities.Activities
 
 // Typed search attribute keys (Keyword). The gateway starts every workflow
 // with them (StartWorkflowOptions.TypedSearchAttributes =
@@ -27,14 +34,6 @@ var (
 	SubjectKey = temporal.NewSearchAttributeKeyKeyword(SearchAttrSubject)
 )
 
-// Outcomes of the resolve signal.
-const (
-	// OutcomeCompleted resolves NEEDS_REVIEW to DONE.
-	OutcomeCompleted = "completed"
-	// OutcomeFailed resolves NEEDS_REVIEW to FAILED.
-	OutcomeFailed = "failed"
-)
-
 // truthTimeout bounds one call of a truth activity.
 const truthTimeout = 30 * time.Second
 
@@ -46,9 +45,10 @@ const truthTimeout = 30 * time.Second
 const ChangeNotFoundWindow = "not-found-after-processing-window"
 
 // ChangeSingleClaim is the workflow.GetVersion change ID of the single
-// claim: from its version 1 on, a workflow whose input says the gateway
-// claimed the truth (OperationInput.TruthClaimed) does not claim it again
-// with the ClaimTruth activity. Histories before it replay the activity.
+// claim: from its version 1 on, a workflow whose input's Ownership says the
+// confirm claimed the truth (operation.TruthClaimedByConfirm) does not claim
+// it again with the ClaimTruth activity. Histories before it replay the
+// activity.
 const ChangeSingleClaim = "single-claim"
 
 // ChangeBusinessState is the workflow.GetVersion change ID of business
@@ -60,7 +60,7 @@ const ChangeBusinessState = "business-state"
 
 // StartSearchAttributes returns the search attributes a workflow of in is
 // started with: IdemState=IN_FLIGHT, IdemScope and IdemSubject.
-func StartSearchAttributes(in OperationInput) temporal.SearchAttributes {
+func StartSearchAttributes(in operation.Input) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
 		StateKey.ValueSet(string(idemstore.StateInFlight)),
 		ScopeKey.ValueSet(in.Scope),
@@ -68,16 +68,16 @@ func StartSearchAttributes(in OperationInput) temporal.SearchAttributes {
 	)
 }
 
-// Operation runs one operation exactly once: it claims the PostgreSQL truth,
-// calls the downstream (with the operation_id as Idempotency-Key and
+// Operation runs one operation exactly once: it claims the PostgreSQL truth
+// (unless the confirm's claim did, as in.Ownership says), calls the downstream (with the operation_id as Idempotency-Key and
 // client_reference on every attempt), reconciles an unknown answer through
 // the status endpoint, waits for an operator when the outcome cannot be
 // determined, and records the terminal outcome. Its workflow ID is the
 // operation_id, so Temporal runs at most one of it.
-func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error) {
-	in, err := in.WithPlan()
+func Operation(ctx workflow.Context, in operation.Input) (idemstore.Final, error) {
+	in, err := in.Resolved(catalog.PlanOf)
 	if err != nil {
-		return OperationResult{}, err
+		return idemstore.Final{}, err
 	}
 	ds := in.Downstream
 	// The truth (PostgreSQL) must be written: retried until it answers.
@@ -87,7 +87,7 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
 			MaximumInterval:        time.Minute,
-			NonRetryableErrorTypes: []string{ErrTypeParamMismatch, ErrTypeAlreadyTerminal, ErrTypeNotOwner},
+			NonRetryableErrorTypes: []string{operation.ErrTypeParamMismatch, operation.ErrTypeAlreadyTerminal, operation.ErrTypeNotOwner},
 		},
 	})
 	// A downstream that honours Idempotency-Key may be retried as the catalog
@@ -97,65 +97,69 @@ func Operation(ctx workflow.Context, in OperationInput) (OperationResult, error)
 	executeCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    ds.Execute.Timeout,
 		ScheduleToCloseTimeout: ds.KeyRetention,
-		RetryPolicy:            retryPolicy(ds.Execute, ErrTypeBusinessRefusal, ErrTypeNotSent),
+		RetryPolicy:            retryPolicy(ds.Execute, operation.ErrTypeBusinessRefusal, operation.ErrTypeNotSent),
 	})
 	// Reconciliation only reads, so it may be retried, but boundedly: then a
 	// person decides.
 	reconcileCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: ds.StatusQuery.Timeout,
-		RetryPolicy:         retryPolicy(ds.StatusQuery, ErrTypeNoStatusEndpoint),
+		RetryPolicy:         retryPolicy(ds.StatusQuery, operation.ErrTypeNoStatusEndpoint),
 	})
 
 	view := StateView{State: idemstore.StateInFlight}
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (StateView, error) {
 		return view, nil
 	}); err != nil {
-		return OperationResult{}, fmt.Errorf("register query %s: %w", QueryState, err)
+		return idemstore.Final{}, fmt.Errorf("register query %s: %w", QueryState, err)
 	}
 	res := &resolver{in: in, view: &view}
 	if err := res.register(ctx); err != nil {
-		return OperationResult{}, err
+		return idemstore.Final{}, err
 	}
 	out, err := run(ctx, in, &view, res, truthCtx, executeCtx, reconcileCtx)
 	if err != nil {
-		return OperationResult{}, err
+		return idemstore.Final{}, err
 	}
 	if err := res.finish(ctx, out); err != nil {
-		return OperationResult{}, err
+		return idemstore.Final{}, err
 	}
 	return out, nil
 }
 
 // run is the operation up to its terminal outcome.
-func run(ctx workflow.Context, in OperationInput, view *StateView, res *resolver,
-	truthCtx, executeCtx, reconcileCtx workflow.Context) (OperationResult, error) {
+func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolver,
+	truthCtx, executeCtx, reconcileCtx workflow.Context) (idemstore.Final, error) {
 	logger := workflow.GetLogger(ctx)
 	if err := upsertStart(ctx, in); err != nil {
-		return OperationResult{}, err
+		return idemstore.Final{}, err
 	}
 	setDetails(ctx, in, *view)
 
-	var claim ClaimResult
-	if workflow.GetVersion(ctx, ChangeSingleClaim, workflow.DefaultVersion, 1) == 1 && in.TruthClaimed {
-		// The gateway's claim is the claim: it inserted the truth record
-		// IN_FLIGHT under in.Owner just before starting this workflow, and
-		// no one else can have changed it (only this workflow moves it on).
-		claim = ClaimResult{State: idemstore.StateInFlight, Owner: in.Owner, ClaimedAt: in.ClaimedAt}
-	} else if err := workflow.ExecuteActivity(truthCtx, ActivityClaimTruth, in).Get(ctx, &claim); err != nil {
-		return OperationResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
+	own := in.Ownership
+	var claim operation.ClaimResult
+	if workflow.GetVersion(ctx, ChangeSingleClaim, workflow.DefaultVersion, 1) == 1 && own.TruthClaimed() {
+		// The confirm's claim is the claim: it inserted the truth record
+		// IN_FLIGHT under own.Owner() just before starting this workflow,
+		// and no one else can have changed it (only this workflow moves it
+		// on). A takeover never gets here (operation.Takeover).
+		claim.State = idemstore.StateInFlight
+	} else {
+		if err := workflow.ExecuteActivity(truthCtx, a.ClaimTruth, in).Get(ctx, &claim); err != nil {
+			return idemstore.Final{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
+		}
+		own = own.ClaimedAs(claim.Owner, claim.ClaimedAt)
 	}
 	if claim.State.Terminal() {
 		// Already decided: answer the first outcome, never execute again.
 		logger.Info("Operation already terminal in the truth", "State", claim.State)
-		out := claimOutcome(claim)
-		if err := transition(ctx, in, view, out.State, out.Reason, out.ResultRef); err != nil {
-			return OperationResult{}, err
+		if err := transition(ctx, in, view, claim.State, claim.Reason, claim.ResultRef); err != nil {
+			return idemstore.Final{}, err
 		}
-		return out, nil
+		return claim.Final, nil
 	}
 
 	var (
-		out          OperationResult
+		out          idemstore.Final
 		reviewReason string
 		marked       bool
 	)
@@ -164,11 +168,11 @@ func run(ctx workflow.Context, in OperationInput, view *StateView, res *resolver
 	} else {
 		v, err := execute(ctx, executeCtx, reconcileCtx, in)
 		if err != nil {
-			return OperationResult{}, err
+			return idemstore.Final{}, err
 		}
 		if v.pending != nil {
 			if v, err = awaitFinal(ctx, reconcileCtx, truthCtx, in, view, v.pending); err != nil {
-				return OperationResult{}, err
+				return idemstore.Final{}, err
 			}
 		}
 		out, reviewReason = v.result, v.unknown
@@ -177,50 +181,44 @@ func run(ctx workflow.Context, in OperationInput, view *StateView, res *resolver
 	if out.State == "" {
 		// The outcome cannot be determined automatically: a person decides.
 		if !marked {
-			err := workflow.ExecuteActivity(truthCtx, ActivityMarkNeedsReview, MarkNeedsReviewInput{
+			err := workflow.ExecuteActivity(truthCtx, a.MarkNeedsReview, operation.MarkNeedsReviewInput{
 				OperationID: in.OperationID,
 				Reason:      reviewReason,
 			}).Get(ctx, nil)
-			if isErrType(err, ErrTypeAlreadyTerminal) {
+			if isErrType(err, operation.ErrTypeAlreadyTerminal) {
 				return readTerminal(ctx, truthCtx, in, view)
 			}
 			if err != nil {
-				return OperationResult{}, fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
+				return idemstore.Final{}, fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
 			}
 		}
 		logger.Warn("Operation needs manual review", "Reason", reviewReason)
 		if err := transition(ctx, in, view, idemstore.StateNeedsReview, reviewReason, ""); err != nil {
-			return OperationResult{}, err
+			return idemstore.Final{}, err
 		}
 		var err error
 		if out, err = res.wait(ctx); err != nil {
-			return OperationResult{}, err
+			return idemstore.Final{}, err
 		}
 	}
-	fin := FinalizeInput{
+	fin := operation.FinalizeInput{
 		OperationID: in.OperationID,
-		Owner:       in.Owner,
-		TruthOwner:  truthOwner(claim, in),
+		Ownership:   own,
 		Final:       out,
 		Scope:       in.Scope,
-		ClaimedAt:   claim.ClaimedAt,
 		TerminalTTL: in.TerminalTTL,
 	}
-	if d := res.decision; d != nil {
-		fin.ResolutionNote, fin.EvidenceURL, fin.ResolvedAt = d.Note, d.EvidenceURL, d.DecidedAt
-	}
-
-	err := workflow.ExecuteActivity(truthCtx, ActivityFinalize, fin).Get(ctx, nil)
-	if isErrType(err, ErrTypeAlreadyTerminal) {
+	err := workflow.ExecuteActivity(truthCtx, a.Finalize, fin).Get(ctx, nil)
+	if isErrType(err, operation.ErrTypeAlreadyTerminal) {
 		// Truth is never overwritten: answer what it holds.
 		logger.Warn("Truth already terminal with another outcome", "Wanted", out.State)
 		return readTerminal(ctx, truthCtx, in, view)
 	}
 	if err != nil {
-		return OperationResult{}, fmt.Errorf("finalize %s: %w", in.OperationID, err)
+		return idemstore.Final{}, fmt.Errorf("finalize %s: %w", in.OperationID, err)
 	}
 	if err := transition(ctx, in, view, out.State, out.Reason, out.ResultRef); err != nil {
-		return OperationResult{}, err
+		return idemstore.Final{}, err
 	}
 	return out, nil
 }
@@ -229,7 +227,7 @@ func run(ctx workflow.Context, in OperationInput, view *StateView, res *resolver
 // unknown with the reason a person must look at it, or pending: accepted by
 // the downstream, whose answer (kept here) says the outcome comes later.
 type verdict struct {
-	result  OperationResult
+	result  idemstore.Final
 	unknown string
 	pending *pendingAnswer
 }
@@ -243,10 +241,10 @@ type pendingAnswer struct {
 
 // execute sends the operation downstream and, after an unknown answer,
 // reconciles it.
-func execute(ctx, executeCtx, reconcileCtx workflow.Context, in OperationInput) (verdict, error) {
+func execute(ctx, executeCtx, reconcileCtx workflow.Context, in operation.Input) (verdict, error) {
 	logger := workflow.GetLogger(ctx)
-	var res ExecuteResult
-	err := workflow.ExecuteActivity(executeCtx, ActivityExecute, in).Get(ctx, &res)
+	var res operation.ExecuteResult
+	err := workflow.ExecuteActivity(executeCtx, a.Execute, in).Get(ctx, &res)
 	// No attempt can be sent after the activity ended: its last attempt's
 	// context (and the HTTP request) ends with it. So this bounds the last send.
 	lastSent := workflow.Now(ctx)
@@ -256,8 +254,8 @@ func execute(ctx, executeCtx, reconcileCtx workflow.Context, in OperationInput) 
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
 		switch appErr.Type() {
-		case ErrTypeBusinessRefusal:
-			var refusal BusinessRefusal
+		case operation.ErrTypeBusinessRefusal:
+			var refusal operation.BusinessRefusal
 			if appErr.HasDetails() {
 				if derr := appErr.Details(&refusal); derr != nil {
 					logger.Warn("Undecodable refusal details", "Error", derr)
@@ -267,7 +265,7 @@ func execute(ctx, executeCtx, reconcileCtx workflow.Context, in OperationInput) 
 				refusal.Message = appErr.Message()
 			}
 			return verdict{result: failed(idemstore.FailureRefused, refusal.Reason())}, nil
-		case ErrTypeNotSent:
+		case operation.ErrTypeNotSent:
 			return verdict{result: failed(idemstore.FailureNotSent, "not sent: "+appErr.Message())}, nil
 		}
 	}
@@ -302,16 +300,16 @@ func keyRetentionRanOut(err error) bool {
 // answer or a status answer) means: DONE for a downstream whose 2xx is the
 // outcome; with a declared business_state, DONE, FAILED (a definite refusal,
 // even a late one), pending, or unknown for a state the catalog does not list.
-func interpret(ctx workflow.Context, in OperationInput, record json.RawMessage, resultRef string) verdict {
+func interpret(ctx workflow.Context, in operation.Input, record json.RawMessage, resultRef string) verdict {
 	business := in.Downstream.Business
 	if business == nil {
-		return verdict{result: OperationResult{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
+		return verdict{result: idemstore.Final{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
 	}
 	_ = workflow.GetVersion(ctx, ChangeBusinessState, workflow.DefaultVersion, 1)
 	state, phase, reason := business.State.Classify(record)
 	switch phase {
 	case plan.PhaseSucceeded:
-		return verdict{result: OperationResult{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
+		return verdict{result: idemstore.Final{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
 	case plan.PhaseFailed:
 		return verdict{result: failed(idemstore.FailureRefused, reason)}
 	case plan.PhasePending:
@@ -328,14 +326,14 @@ func interpret(ctx workflow.Context, in OperationInput, record json.RawMessage, 
 // state first (the other is then ignored). Past completion_deadline a person
 // decides. The reported state is kept on the truth record and in the state
 // query while it waits.
-func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput, view *StateView, p *pendingAnswer) (verdict, error) {
+func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in operation.Input, view *StateView, p *pendingAnswer) (verdict, error) {
 	logger := workflow.GetLogger(ctx)
 	ds := in.Downstream
 	state, _, _ := ds.Business.State.Classify(p.record)
 	report := func(st string) error {
 		view.DownstreamState = st
 		setDetails(ctx, in, *view)
-		err := workflow.ExecuteActivity(truthCtx, ActivityRecordDownstreamState, RecordDownstreamStateInput{
+		err := workflow.ExecuteActivity(truthCtx, a.RecordDownstreamState, operation.RecordDownstreamStateInput{
 			OperationID: in.OperationID, State: st,
 		}).Get(ctx, nil)
 		if err != nil {
@@ -380,8 +378,8 @@ func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput,
 		case !ds.Reconciles():
 			continue // only a webhook can tell
 		default:
-			var rec ReconcileResult
-			if err := workflow.ExecuteActivity(reconcileCtx, ActivityReconcile, in).Get(ctx, &rec); err != nil {
+			var rec operation.ReconcileResult
+			if err := workflow.ExecuteActivity(reconcileCtx, a.Reconcile, in).Get(ctx, &rec); err != nil {
 				if temporal.IsCanceledError(err) {
 					return verdict{}, fmt.Errorf("await final state %s: %w", in.OperationID, err)
 				}
@@ -397,8 +395,8 @@ func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput,
 		st, phase, reason := ds.Business.State.Classify(record)
 		switch phase {
 		case plan.PhaseSucceeded:
-			return verdict{result: OperationResult{State: idemstore.StateDone, Result: record,
-				ResultRef: ExtractResultRef(record, ds.ResultRef)}}, nil
+			return verdict{result: idemstore.Final{State: idemstore.StateDone, Result: record,
+				ResultRef: operation.ExtractResultRef(record, ds.ResultRef)}}, nil
 		case plan.PhaseFailed:
 			return verdict{result: failed(idemstore.FailureRefused, reason)}, nil
 		case plan.PhasePending:
@@ -415,8 +413,8 @@ func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in OperationInput,
 }
 
 // failed is a FAILED result known in the way kind says.
-func failed(kind idemstore.FailureKind, reason string) OperationResult {
-	return OperationResult{State: idemstore.StateFailed, Reason: reason, FailureKind: kind}
+func failed(kind idemstore.FailureKind, reason string) idemstore.Final {
+	return idemstore.Final{State: idemstore.StateFailed, Reason: reason, FailureKind: kind}
 }
 
 // reconcile asks the status endpoint, after the settle delay, whether the
@@ -427,7 +425,7 @@ func failed(kind idemstore.FailureKind, reason string) OperationResult {
 // that the workflow waits on a durable timer and asks again. Without a
 // declared window, or when the status endpoint gives no answer, a person
 // decides.
-func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string, lastSent time.Time) (verdict, error) {
+func reconcile(ctx, reconcileCtx workflow.Context, in operation.Input, why string, lastSent time.Time) (verdict, error) {
 	ds := in.Downstream
 	if !ds.Reconciles() {
 		return verdict{unknown: why + "; the downstream has no status endpoint"}, nil
@@ -442,8 +440,8 @@ func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string
 	interval := ds.ReconcileDelay
 	for {
 		askedAt := workflow.Now(ctx)
-		var rec ReconcileResult
-		if err := workflow.ExecuteActivity(reconcileCtx, ActivityReconcile, in).Get(ctx, &rec); err != nil {
+		var rec operation.ReconcileResult
+		if err := workflow.ExecuteActivity(reconcileCtx, a.Reconcile, in).Get(ctx, &rec); err != nil {
 			if temporal.IsCanceledError(err) {
 				return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)
 			}
@@ -455,14 +453,14 @@ func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string
 		switch {
 		case version == workflow.DefaultVersion:
 			// Recorded before the processing window existed.
-			return verdict{result: failed(idemstore.FailureNotExecuted, ReasonNotExecuted)}, nil
+			return verdict{result: failed(idemstore.FailureNotExecuted, operation.ReasonNotExecuted)}, nil
 		case !ds.ProvesNotExecuted():
 			return verdict{unknown: why + "; the status endpoint has no record of it, but the downstream declares no " +
 				"max_processing_time, so it may still commit it later: not found proves nothing"}, nil
 		case !askedAt.Before(provesAt):
 			return verdict{result: failed(idemstore.FailureNotExecuted, fmt.Sprintf(
 				"%s: asked %s after the last send, past its processing window (max_processing_time %s + status_lag %s)",
-				ReasonNotExecuted, askedAt.Sub(lastSent).Round(time.Millisecond), ds.MaxProcessingTime, ds.StatusLag))}, nil
+				operation.ReasonNotExecuted, askedAt.Sub(lastSent).Round(time.Millisecond), ds.MaxProcessingTime, ds.StatusLag))}, nil
 		}
 		// Too early for "not found" to prove anything: ask again after
 		// reconcile_delay, doubling up to plan.MaxReconcilePoll, and once
@@ -482,64 +480,45 @@ func reconcile(ctx, reconcileCtx workflow.Context, in OperationInput, why string
 
 // resolutionOutcome turns an operator's resolution into the terminal result,
 // or says why it is malformed.
-func resolutionOutcome(r Resolution, resultRefField string) (OperationResult, error) {
+func resolutionOutcome(r Resolution, resultRefField string) (idemstore.Final, error) {
+	var out idemstore.Final
 	switch r.Outcome {
-	case OutcomeCompleted:
+	case ResolutionCompleted:
 		if len(r.Result) > 0 && !json.Valid(r.Result) {
-			return OperationResult{}, errors.New("result is not valid JSON")
+			return idemstore.Final{}, errors.New("result is not valid JSON")
 		}
-		return OperationResult{
-			State:      idemstore.StateDone,
-			Result:     r.Result,
-			ResultRef:  ExtractResultRef(r.Result, resultRefField),
-			ResolvedBy: r.Operator,
-		}, nil
-	case OutcomeFailed:
+		out = idemstore.Final{State: idemstore.StateDone, Result: r.Result, ResultRef: operation.ExtractResultRef(r.Result, resultRefField)}
+	case ResolutionFailed:
 		reason := r.Reason
 		if reason == "" {
 			reason = "failed: resolved by an operator"
 		}
-		out := failed(idemstore.FailureOperator, reason)
-		out.ResolvedBy = r.Operator
-		return out, nil
+		out = failed(idemstore.FailureOperator, reason)
 	default:
-		return OperationResult{}, fmt.Errorf("outcome %q is neither %q nor %q", r.Outcome, OutcomeCompleted, OutcomeFailed)
+		return idemstore.Final{}, fmt.Errorf("outcome %q is neither %q nor %q", r.Outcome, ResolutionCompleted, ResolutionFailed)
 	}
-}
-
-// readTerminal answers the outcome the truth already holds.
-func readTerminal(ctx, truthCtx workflow.Context, in OperationInput, view *StateView) (OperationResult, error) {
-	var claim ClaimResult
-	if err := workflow.ExecuteActivity(truthCtx, ActivityClaimTruth, in).Get(ctx, &claim); err != nil {
-		return OperationResult{}, fmt.Errorf("read truth %s: %w", in.OperationID, err)
-	}
-	if !claim.State.Terminal() {
-		return OperationResult{}, fmt.Errorf("read truth %s: state %s is not terminal", in.OperationID, claim.State)
-	}
-	out := claimOutcome(claim)
-	if err := transition(ctx, in, view, out.State, out.Reason, out.ResultRef); err != nil {
-		return OperationResult{}, err
-	}
+	out.ResolvedBy, out.ResolutionNote, out.EvidenceURL = r.Operator, r.Note, r.EvidenceURL
 	return out, nil
 }
 
-// truthOwner is the truth record's owner when it differs from the gateway's.
-func truthOwner(c ClaimResult, in OperationInput) string {
-	if c.Owner == "" || c.Owner == in.Owner {
-		return ""
+// readTerminal answers the outcome the truth already holds.
+func readTerminal(ctx, truthCtx workflow.Context, in operation.Input, view *StateView) (idemstore.Final, error) {
+	var claim operation.ClaimResult
+	if err := workflow.ExecuteActivity(truthCtx, a.ClaimTruth, in).Get(ctx, &claim); err != nil {
+		return idemstore.Final{}, fmt.Errorf("read truth %s: %w", in.OperationID, err)
 	}
-	return c.Owner
-}
-
-// claimOutcome is the terminal result held by the truth.
-func claimOutcome(c ClaimResult) OperationResult {
-	return OperationResult{State: c.State, Result: c.Result, ResultRef: c.ResultRef, Reason: c.Reason,
-		FailureKind: c.FailureKind, ResolvedBy: c.ResolvedBy}
+	if !claim.State.Terminal() {
+		return idemstore.Final{}, fmt.Errorf("read truth %s: state %s is not terminal", in.OperationID, claim.State)
+	}
+	if err := transition(ctx, in, view, claim.State, claim.Reason, claim.ResultRef); err != nil {
+		return idemstore.Final{}, err
+	}
+	return claim.Final, nil
 }
 
 // upsertStart sets the search attributes the starter did not (or set
 // otherwise), so that every operation is findable by state, scope and subject.
-func upsertStart(ctx workflow.Context, in OperationInput) error {
+func upsertStart(ctx workflow.Context, in operation.Input) error {
 	current := workflow.GetTypedSearchAttributes(ctx)
 	var updates []temporal.SearchAttributeUpdate
 	for _, kv := range []struct {
@@ -564,7 +543,7 @@ func upsertStart(ctx workflow.Context, in OperationInput) error {
 }
 
 // transition records a new state: the query view, IdemState and the UI details.
-func transition(ctx workflow.Context, in OperationInput, view *StateView, state idemstore.State, reason, resultRef string) error {
+func transition(ctx workflow.Context, in operation.Input, view *StateView, state idemstore.State, reason, resultRef string) error {
 	view.State, view.Reason, view.ResultRef = state, reason, resultRef
 	if err := workflow.UpsertTypedSearchAttributes(ctx, StateKey.ValueSet(string(state))); err != nil {
 		return fmt.Errorf("upsert %s %s: %w", SearchAttrState, in.OperationID, err)
@@ -574,7 +553,7 @@ func transition(ctx workflow.Context, in OperationInput, view *StateView, state 
 }
 
 // setDetails shows the summary and the current state in the Web UI.
-func setDetails(ctx workflow.Context, in OperationInput, view StateView) {
+func setDetails(ctx workflow.Context, in operation.Input, view StateView) {
 	summary := in.Summary
 	if summary == "" {
 		summary = in.Scope

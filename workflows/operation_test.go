@@ -1,7 +1,9 @@
 package workflows_test
 
 import (
+	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +12,9 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -19,15 +23,35 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/plan"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
 // a is the typed nil the mocks name activities by.
 var a *activities.Activities
 
+// inFlight is ClaimTruth's answer for a truth record this workflow holds IN_FLIGHT.
+var inFlight = operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}}
+
+// mockNeverCalled mocks each activity of fns with an answer the workflow
+// can go on with: the SDK records the calls of mocked activities only, so
+// an AssertActivityNotCalled of an activity the test does not mock passes
+// whatever runs. Mocked here, a call of one is recorded and fails it.
+func mockNeverCalled(env *testsuite.TestWorkflowEnvironment, fns ...any) {
+	for _, fn := range fns {
+		call := env.OnActivity(fn, mock.Anything, mock.Anything).Maybe()
+		typ := reflect.TypeOf(fn)
+		if typ.NumOut() == 1 {
+			call.Return(nil)
+			continue
+		}
+		call.Return(reflect.Zero(typ.Out(0)).Interface(), nil)
+	}
+}
+
 // input returns an operation of payments.transfer (honours=true) or
 // payments.legacy_transfer (honours=false).
-func input(honours bool) workflows.OperationInput {
+func input(honours bool) operation.Input {
 	ds := catalog.Downstream{
 		Execute:              "http://downstream/v1/transfers",
 		HonorsIdempotencyKey: true,
@@ -52,12 +76,12 @@ func input(honours bool) workflows.OperationInput {
 		ds.IdempotencyKeyRetention = 24 * time.Hour
 	}
 	params := json.RawMessage(`{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"rent"}`)
-	return workflows.OperationInput{
+	return operation.Input{
 		OperationID: "0123456789abcdef0123456789abcdef",
 		Subject:     "alice",
 		Scope:       scope,
 		ParamHash:   "ph",
-		Owner:       "gw-1/req-1",
+		Ownership:   operation.Takeover("gw-1/req-1"),
 		Params:      params,
 		InFlightTTL: 10 * time.Minute,
 		TerminalTTL: 24 * time.Hour,
@@ -74,6 +98,7 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(workflows.Operation, workflow.RegisterOptions{Name: workflows.OperationWorkflowName})
 	env.RegisterActivity(&activities.Activities{})
+	guardLoops(t, env)
 	states := &[]string{}
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)
@@ -84,19 +109,45 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
 	return env, states
 }
 
+// maxStartsAtOneInstant bounds the activities a workflow may start without
+// its clock moving: a loop that asks again and again at the same instant
+// (a wait of zero where the window has not passed) never ends on the
+// test environment's clock.
+const maxStartsAtOneInstant = 50
+
+// guardLoops fails the test and cancels the workflow when it starts more
+// than maxStartsAtOneInstant activities at one instant, so that such a loop
+// fails in a second instead of hanging until go test's timeout.
+func guardLoops(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
+	var (
+		at     time.Time
+		starts int
+	)
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if now := env.Now(); !now.Equal(at) {
+			at, starts = now, 0
+		}
+		if starts++; starts == maxStartsAtOneInstant+1 {
+			t.Errorf("%s started more than %d times at %s: a loop that does not wait", info.ActivityType.Name,
+				maxStartsAtOneInstant, at.Format(time.RFC3339))
+			env.CancelWorkflow()
+		}
+	})
+}
+
 // finalized matches a FinalizeInput of the given state.
-func finalized(state idemstore.State, check func(workflows.FinalizeInput) bool) any {
-	return mock.MatchedBy(func(f workflows.FinalizeInput) bool {
-		return f.State == state && f.OperationID == input(true).OperationID && f.Owner == "gw-1/req-1" && check(f)
+func finalized(state idemstore.State, check func(operation.FinalizeInput) bool) any {
+	return mock.MatchedBy(func(f operation.FinalizeInput) bool {
+		return f.State == state && f.OperationID == input(true).OperationID && f.Ownership.Owner() == "gw-1/req-1" && check(f)
 	})
 }
 
 // result reads the completed workflow's result.
-func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.OperationResult {
+func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) idemstore.Final {
 	t.Helper()
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var out workflows.OperationResult
+	var out idemstore.Final
 	require.NoError(t, env.GetWorkflowResult(&out))
 	return out
 }
@@ -104,9 +155,9 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.Oper
 func TestOperation_HonouringHappyPath(t *testing.T) {
 	env, states := newEnv(t)
 	transfer := json.RawMessage(`{"id":"tr_1","amount":"12.5"}`)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil).Once()
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil).Once()
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
 		return string(f.Result) == string(transfer) && f.ResultRef == "tr_1" && f.TerminalTTL == 24*time.Hour
 	})).Return(nil).Once()
 
@@ -122,10 +173,10 @@ func TestOperation_HonouringHappyPath(t *testing.T) {
 
 func TestOperation_HonouringRetriesThenSucceeds(t *testing.T) {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{},
-		temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable)).Times(2)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 200, Result: json.RawMessage(`{"id":"tr_2"}`), ResultRef: "tr_2"}, nil).Once()
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{},
+		temporal.NewApplicationError("HTTP 503", operation.ErrTypeDownstreamUnavailable)).Times(2)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 200, Result: json.RawMessage(`{"id":"tr_2"}`), ResultRef: "tr_2"}, nil).Once()
 	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(true))
@@ -138,9 +189,10 @@ func TestOperation_HonouringRetriesThenSucceeds(t *testing.T) {
 
 func TestOperation_TruthAlreadyTerminal(t *testing.T) {
 	env, states := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: idemstore.Final{
 		State: idemstore.StateDone, Result: json.RawMessage(`{"id":"tr_0"}`), ResultRef: "tr_0",
-	}, nil).Once()
+	}}, nil).Once()
+	mockNeverCalled(env, a.Execute, a.Finalize)
 
 	env.ExecuteWorkflow(workflows.Operation, input(true))
 
@@ -156,13 +208,14 @@ func TestOperation_BusinessRefusal(t *testing.T) {
 	for _, honours := range []bool{true, false} {
 		t.Run(input(honours).Scope, func(t *testing.T) {
 			env, states := newEnv(t)
-			env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-			env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{},
-				temporal.NewNonRetryableApplicationError("refused", workflows.ErrTypeBusinessRefusal, nil,
-					workflows.BusinessRefusal{StatusCode: 422, Code: "insufficient_funds", Message: "balance too low"}))
-			env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+			env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+			env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{},
+				temporal.NewNonRetryableApplicationError("refused", operation.ErrTypeBusinessRefusal, nil,
+					operation.BusinessRefusal{StatusCode: 422, Code: "insufficient_funds", Message: "balance too low"}))
+			env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
 				return f.Reason == "insufficient_funds"
 			})).Return(nil).Once()
+			mockNeverCalled(env, a.Reconcile)
 
 			env.ExecuteWorkflow(workflows.Operation, input(honours))
 
@@ -189,11 +242,11 @@ func TestOperation_NonHonouringTimeoutReconcileFound(t *testing.T) {
 	start := env.Now()
 	var reconciledAt time.Time
 	transfer := json.RawMessage(`{"id":"lt_9","client_reference":"0123456789abcdef0123456789abcdef"}`)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Run(func(mock.Arguments) { reconciledAt = env.Now() }).
-		Return(workflows.ReconcileResult{Found: true, Result: transfer, ResultRef: "lt_9"}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+		Return(operation.ReconcileResult{Found: true, Result: transfer, ResultRef: "lt_9"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResultRef == "lt_9"
 	})).Return(nil).Once()
 
@@ -213,13 +266,15 @@ func TestOperation_NonHonouring5xxNotFoundProvesOnlyAfterTheWindow(t *testing.T)
 	env, _ := newEnv(t)
 	var asked []time.Time
 	var executeEnded time.Time
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Run(func(mock.Arguments) { executeEnded = env.Now() }).
-		Return(workflows.ExecuteResult{}, temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	// The send takes 4s (inside the 5s timeout): the window counts from
+	// when it ended, the last moment the downstream can have received it.
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).After(4*time.Second).Run(func(mock.Arguments) { executeEnded = env.Now() }).
+		Return(operation.ExecuteResult{}, temporal.NewApplicationError("HTTP 503", operation.ErrTypeDownstreamUnavailable))
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Run(func(mock.Arguments) { asked = append(asked, env.Now()) }).
-		Return(workflows.ReconcileResult{Found: false}, nil)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
-		return strings.HasPrefix(f.Reason, workflows.ReasonNotExecuted) && f.FailureKind == idemstore.FailureNotExecuted
+		Return(operation.ReconcileResult{Found: false}, nil)
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
+		return strings.HasPrefix(f.Reason, operation.ReasonNotExecuted) && f.FailureKind == idemstore.FailureNotExecuted
 	})).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(false))
@@ -256,11 +311,11 @@ func sinceAll(t0 time.Time, ts []time.Time) []time.Duration {
 func TestOperation_NonHonouringLateCommitFoundInsideTheWindow(t *testing.T) {
 	env, _ := newEnv(t)
 	transfer := json.RawMessage(`{"id":"lt_late"}`)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: false}, nil).Twice()
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: true, Result: transfer, ResultRef: "lt_late"}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: false}, nil).Twice()
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: transfer, ResultRef: "lt_late"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResultRef == "lt_late"
 	})).Return(nil).Once()
 
@@ -278,10 +333,10 @@ func TestOperation_NotFoundWithoutWindowNeedsReview(t *testing.T) {
 	env, states := newEnv(t)
 	in := input(false)
 	in.Downstream.MaxProcessingTime, in.Downstream.StatusLag = 0, 0
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: false}, nil).Once()
-	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m workflows.MarkNeedsReviewInput) bool {
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: false}, nil).Once()
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m operation.MarkNeedsReviewInput) bool {
 		return strings.Contains(m.Reason, "declares no max_processing_time")
 	})).Return(nil).Once()
 	var waiting workflows.StateView
@@ -291,12 +346,13 @@ func TestOperation_NotFoundWithoutWindowNeedsReview(t *testing.T) {
 		require.NoError(t, v.Get(&waiting))
 		env.CancelWorkflow()
 	}, time.Hour)
+	mockNeverCalled(env, a.Finalize)
 
 	env.ExecuteWorkflow(workflows.Operation, in)
 
 	assert.Equal(t, idemstore.StateNeedsReview, waiting.State, "not found without a window proves nothing")
 	assert.NotContains(t, *states, string(idemstore.StateFailed))
-	env.AssertNotCalled(t, "Finalize", mock.Anything, mock.Anything)
+	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
 	env.AssertExpectations(t)
 }
 
@@ -306,16 +362,17 @@ func TestOperation_NoRetryAfterTheKeyRetention(t *testing.T) {
 	in.Downstream.Execute.Attempts = 100
 	in.Downstream.KeyRetention = 20 * time.Second
 	var attempts []time.Time
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Run(func(mock.Arguments) { attempts = append(attempts, env.Now()) }).
-		Return(workflows.ExecuteResult{}, temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
+		Return(operation.ExecuteResult{}, temporal.NewApplicationError("HTTP 503", operation.ErrTypeDownstreamUnavailable))
 	// The test environment reports the last attempt's error when the
 	// retention stops the retries (a real server also sets the retry state
 	// TIMEOUT, which the reason then names): either way a person decides.
-	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m workflows.MarkNeedsReviewInput) bool {
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m operation.MarkNeedsReviewInput) bool {
 		return strings.Contains(m.Reason, "outcome unknown after execute")
 	})).Return(nil).Once()
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+	mockNeverCalled(env, a.Finalize)
 
 	env.ExecuteWorkflow(workflows.Operation, in)
 
@@ -324,21 +381,21 @@ func TestOperation_NoRetryAfterTheKeyRetention(t *testing.T) {
 	for _, at := range attempts {
 		assert.Less(t, at.Sub(attempts[0]), 20*time.Second, "no attempt after the key retention")
 	}
-	env.AssertNotCalled(t, "Finalize", mock.Anything, mock.Anything)
+	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
 	env.AssertExpectations(t)
 }
 
 func TestOperation_StatusDownNeedsReviewThenResolved(t *testing.T) {
 	env, states := newEnv(t)
 	operatorResult := json.RawMessage(`{"id":"lt_42","note":"seen in the bank statement"}`)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{},
-		temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
-	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(in workflows.MarkNeedsReviewInput) bool {
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{},
+		temporal.NewApplicationError("HTTP 503", operation.ErrTypeDownstreamUnavailable))
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(in operation.MarkNeedsReviewInput) bool {
 		return in.OperationID == input(false).OperationID && in.Reason != ""
 	})).Return(nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResolvedBy == "ops" && f.ResolutionNote == "checked with the bank" && f.ResultRef == "lt_42"
 	})).Return(nil).Once()
 
@@ -352,7 +409,7 @@ func TestOperation_StatusDownNeedsReviewThenResolved(t *testing.T) {
 	}, time.Hour)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{
-			Outcome: workflows.OutcomeCompleted, Result: operatorResult, Operator: "ops", Note: "checked with the bank",
+			Outcome: workflows.ResolutionCompleted, Result: operatorResult, Operator: "ops", Note: "checked with the bank",
 		})
 	}, 2*time.Hour)
 
@@ -372,18 +429,19 @@ func TestOperation_StatusDownNeedsReviewThenResolved(t *testing.T) {
 
 func TestOperation_HonouringExhaustedWithoutStatusNeedsReview(t *testing.T) {
 	env, states := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{},
-		temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{},
+		temporal.NewApplicationError("HTTP 503", operation.ErrTypeDownstreamUnavailable))
 	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.Anything).Return(nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
 		return f.Reason == "bank confirmed it never arrived" && f.ResolvedBy == "ops"
 	})).Return(nil).Once()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{
-			Outcome: workflows.OutcomeFailed, Reason: "bank confirmed it never arrived", Operator: "ops",
+			Outcome: workflows.ResolutionFailed, Reason: "bank confirmed it never arrived", Operator: "ops",
 		})
 	}, time.Hour)
+	mockNeverCalled(env, a.Reconcile)
 
 	env.ExecuteWorkflow(workflows.Operation, input(true))
 
@@ -397,11 +455,12 @@ func TestOperation_HonouringExhaustedWithoutStatusNeedsReview(t *testing.T) {
 
 func TestOperation_AlreadyNeedsReviewWaitsForSignal(t *testing.T) {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateNeedsReview, Reason: "status endpoint down"}, nil)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateNeedsReview, Reason: "status endpoint down"}}, nil)
 	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil).Once()
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{Outcome: workflows.OutcomeFailed, Reason: "never sent", Operator: "ops"})
+		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{Outcome: workflows.ResolutionFailed, Reason: "never sent", Operator: "ops"})
 	}, time.Minute)
+	mockNeverCalled(env, a.Execute, a.MarkNeedsReview)
 
 	env.ExecuteWorkflow(workflows.Operation, input(false))
 
@@ -413,11 +472,11 @@ func TestOperation_AlreadyNeedsReviewWaitsForSignal(t *testing.T) {
 
 func TestOperation_FinalizeFindsAnotherOutcome(t *testing.T) {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil).Once()
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 200, Result: json.RawMessage(`{"id":"tr_1"}`), ResultRef: "tr_1"}, nil)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil).Once()
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 200, Result: json.RawMessage(`{"id":"tr_1"}`), ResultRef: "tr_1"}, nil)
 	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(
-		temporal.NewNonRetryableApplicationError("already terminal", workflows.ErrTypeAlreadyTerminal, nil))
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateFailed, Reason: "resolved by ops"}, nil).Once()
+		temporal.NewNonRetryableApplicationError("already terminal", operation.ErrTypeAlreadyTerminal, nil))
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateFailed, Reason: "resolved by ops"}}, nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(true))
 
@@ -428,10 +487,10 @@ func TestOperation_FinalizeFindsAnotherOutcome(t *testing.T) {
 
 func TestOperation_FinalizesTruthAsItsOwner(t *testing.T) {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight, Owner: "gw-2/req-9"}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 200}, nil)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
-		return f.TruthOwner == "gw-2/req-9"
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}, Owner: "gw-2/req-9"}, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 200}, nil)
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+		return f.Ownership.TruthOwner() == "gw-2/req-9"
 	})).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(true))
@@ -442,9 +501,9 @@ func TestOperation_FinalizesTruthAsItsOwner(t *testing.T) {
 
 func TestOperation_QueryInFlight(t *testing.T) {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: false}, nil)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: false}, nil)
 	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil)
 	var during workflows.StateView
 	env.RegisterDelayedCallback(func() {
@@ -468,8 +527,8 @@ func TestOperation_StartedWithSearchAttributesUpsertsOnlyTransitions(t *testing.
 	in := input(true)
 	env.SetStartWorkflowOptions(startOptions(in))
 	require.NoError(t, env.SetTypedSearchAttributesOnStart(workflows.StartSearchAttributes(in)))
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 200}, nil)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 200}, nil)
 	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil)
 
 	env.ExecuteWorkflow(workflows.Operation, in)
@@ -495,15 +554,15 @@ func TestSummary(t *testing.T) {
 }
 
 func TestExtractResultRef(t *testing.T) {
-	assert.Equal(t, "tr_1", workflows.ExtractResultRef(json.RawMessage(`{"id":"tr_1"}`), "id"))
-	assert.Equal(t, "12345678901234567890", workflows.ExtractResultRef(json.RawMessage(`{"id":12345678901234567890}`), "id"))
-	assert.Empty(t, workflows.ExtractResultRef(json.RawMessage(`{"id":{"x":1}}`), "id"))
-	assert.Empty(t, workflows.ExtractResultRef(json.RawMessage(`"x"`), "id"))
-	assert.Empty(t, workflows.ExtractResultRef(nil, "id"))
+	assert.Equal(t, "tr_1", operation.ExtractResultRef(json.RawMessage(`{"id":"tr_1"}`), "id"))
+	assert.Equal(t, "12345678901234567890", operation.ExtractResultRef(json.RawMessage(`{"id":12345678901234567890}`), "id"))
+	assert.Empty(t, operation.ExtractResultRef(json.RawMessage(`{"id":{"x":1}}`), "id"))
+	assert.Empty(t, operation.ExtractResultRef(json.RawMessage(`"x"`), "id"))
+	assert.Empty(t, operation.ExtractResultRef(nil, "id"))
 }
 
 // startOptions are the options the gateway starts a workflow with.
-func startOptions(in workflows.OperationInput) client.StartWorkflowOptions {
+func startOptions(in operation.Input) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
 		ID:                    in.OperationID,
 		TaskQueue:             workflows.TaskQueue,
@@ -514,7 +573,7 @@ func startOptions(in workflows.OperationInput) client.StartWorkflowOptions {
 
 // payoutInput is an operation of a downstream whose answers carry a
 // business state (payments.payout): pending, then paid or failed.
-func payoutInput() workflows.OperationInput {
+func payoutInput() operation.Input {
 	in := input(true)
 	in.Scope = "payments.payout"
 	in.Downstream.Endpoint.Execute = "http://downstream/v1/payouts"
@@ -537,14 +596,14 @@ var (
 func TestOperation_PendingPolledUntilPaid(t *testing.T) {
 	env, states := newEnv(t)
 	var recorded []string
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
 	env.OnActivity(a.RecordDownstreamState, mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
-		recorded = append(recorded, args.Get(1).(workflows.RecordDownstreamStateInput).State)
+		recorded = append(recorded, args.Get(1).(operation.RecordDownstreamStateInput).State)
 	}).Return(nil)
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: true, Result: payoutPending}, nil).Twice()
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: true, Result: payoutPaid}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: payoutPending}, nil).Twice()
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: payoutPaid}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResultRef == "po_1" && string(f.Result) == string(payoutPaid)
 	})).Return(nil).Once()
 	var during workflows.StateView
@@ -571,15 +630,16 @@ func TestOperation_PendingWebhookFailsBeforeTheNextPoll(t *testing.T) {
 	in := payoutInput()
 	in.Downstream.Business.PollInterval = time.Hour
 	in.Downstream.Business.CompletionDeadline = 24 * time.Hour
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
 	env.OnActivity(a.RecordDownstreamState, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
 		return f.Reason == "account_closed" && f.FailureKind == idemstore.FailureRefused
 	})).Return(nil).Once()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(workflows.SignalDownstreamState, workflows.DownstreamEvent{Record: payoutFailed, EventType: "payout.failed"})
 	}, time.Minute)
+	mockNeverCalled(env, a.Reconcile)
 
 	env.ExecuteWorkflow(workflows.Operation, in)
 
@@ -592,27 +652,71 @@ func TestOperation_PendingWebhookFailsBeforeTheNextPoll(t *testing.T) {
 
 func TestOperation_PendingPastTheDeadlineNeedsReview(t *testing.T) {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
 	env.OnActivity(a.RecordDownstreamState, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: true, Result: payoutPending}, nil)
-	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m workflows.MarkNeedsReviewInput) bool {
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: payoutPending}, nil)
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m operation.MarkNeedsReviewInput) bool {
 		return strings.Contains(m.Reason, "completion_deadline")
 	})).Return(nil).Once()
 	env.RegisterDelayedCallback(env.CancelWorkflow, 3*time.Hour)
+	mockNeverCalled(env, a.Finalize)
 
 	env.ExecuteWorkflow(workflows.Operation, payoutInput())
 
-	env.AssertNotCalled(t, "Finalize", mock.Anything, mock.Anything)
+	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
+}
+
+// TestOperation_UnlistedBusinessStateNeedsReview: an answer whose business
+// state the catalog lists neither as succeeded, failed nor pending proves
+// nothing: a person decides, never a refusal.
+func TestOperation_UnlistedBusinessStateNeedsReview(t *testing.T) {
+	env, states := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 202,
+		Result: json.RawMessage(`{"id":"po_1","status":"on_hold"}`), ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(m operation.MarkNeedsReviewInput) bool {
+		return strings.Contains(m.Reason, `business state "on_hold" that the catalog does not list`)
+	})).Return(nil).Once()
+	mockNeverCalled(env, a.Finalize, a.RecordDownstreamState)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
+
+	env.ExecuteWorkflow(workflows.Operation, payoutInput())
+
+	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
+	env.AssertActivityNotCalled(t, workflows.ActivityRecordDownstreamState, mock.Anything, mock.Anything)
+	assert.Equal(t, []string{"IN_FLIGHT", "NEEDS_REVIEW"}, *states)
+	env.AssertExpectations(t)
+}
+
+// TestOperation_PendingIgnoresAnUnlistedState: while pending, a status
+// answer with a state the catalog does not list is ignored, never taken
+// for an outcome; the next listed one decides.
+func TestOperation_PendingIgnoresAnUnlistedState(t *testing.T) {
+	env, _ := newEnv(t)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.RecordDownstreamState, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true,
+		Result: json.RawMessage(`{"id":"po_1","status":"on_hold"}`)}, nil).Once()
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: payoutPaid}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+		return string(f.Result) == string(payoutPaid)
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, payoutInput())
+
+	assert.Equal(t, idemstore.StateDone, result(t, env).State)
 	env.AssertExpectations(t)
 }
 
 func TestOperation_ReconciledFailedStateIsFailed(t *testing.T) {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{Found: true, Result: payoutFailed, ResultRef: "po_1"}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: payoutFailed, ResultRef: "po_1"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
 		return f.Reason == "account_closed"
 	})).Return(nil).Once()
 
@@ -626,17 +730,44 @@ func TestOperation_ReconciledFailedStateIsFailed(t *testing.T) {
 func TestOperation_TheGatewaysClaimIsTheClaim(t *testing.T) {
 	env, states := newEnv(t)
 	in := input(true)
-	in.TruthClaimed = true
+	claimedAt := env.Now().Add(-time.Second)
+	in.Ownership = operation.ConfirmClaim("gw-1/req-1", idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired,
+		Owner: "gw-1/req-1", ClaimedAt: claimedAt, TruthFound: true})
 	transfer := json.RawMessage(`{"id":"tr_1"}`)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
-		return f.ResultRef == "tr_1" && f.TruthOwner == ""
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+		return f.ResultRef == "tr_1" && f.Ownership.TruthOwner() == "gw-1/req-1" && f.Ownership.ClaimedAt().Equal(claimedAt)
 	})).Return(nil).Once()
+	mockNeverCalled(env, a.ClaimTruth)
 
 	env.ExecuteWorkflow(workflows.Operation, in)
 
 	assert.Equal(t, idemstore.StateDone, result(t, env).State)
 	env.AssertActivityNotCalled(t, workflows.ActivityClaimTruth, mock.Anything, mock.Anything)
 	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
+	env.AssertExpectations(t)
+}
+
+// TestOperation_ATakeoverClaimsTheTruth: a workflow started after a
+// takeover of an orphaned claim claims the truth itself (its input can
+// only say so: operation.Takeover), and finalizes as the owner the truth
+// names.
+func TestOperation_ATakeoverClaimsTheTruth(t *testing.T) {
+	env, _ := newEnv(t)
+	in := input(true)
+	in.Ownership = operation.Takeover("gw-3/req-2")
+	claimedAt := env.Now().Add(-time.Minute)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.MatchedBy(func(in operation.Input) bool {
+		return in.Ownership.Owner() == "gw-3/req-2"
+	})).Return(operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}, Owner: "gw-3/req-2", ClaimedAt: claimedAt}, nil).Once()
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, mock.MatchedBy(func(f operation.FinalizeInput) bool {
+		return f.Ownership.Owner() == "gw-3/req-2" && f.Ownership.TruthOwner() == "gw-3/req-2" &&
+			f.Ownership.ClaimedAt().Equal(claimedAt) && !f.Ownership.TruthClaimed()
+	})).Return(nil).Once()
+
+	env.ExecuteWorkflow(workflows.Operation, in)
+
+	assert.Equal(t, idemstore.StateDone, result(t, env).State)
 	env.AssertExpectations(t)
 }

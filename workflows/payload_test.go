@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -31,13 +33,13 @@ func TestRecordedPayloadsKeepTheirShape(t *testing.T) {
 		for _, ev := range hist.GetEvents() {
 			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == workflows.ActivityFinalize {
 				for _, p := range a.GetInput().GetPayloads() {
-					assertRoundTrip[workflows.FinalizeInput](t, name, p.GetData())
+					assertRoundTrip[operation.FinalizeInput](t, name, p.GetData())
 					finalizes++
 				}
 			}
 			if c := ev.GetWorkflowExecutionCompletedEventAttributes(); c != nil {
 				for _, p := range c.GetResult().GetPayloads() {
-					assertRoundTrip[workflows.OperationResult](t, name, p.GetData())
+					assertRoundTrip[idemstore.Final](t, name, p.GetData())
 					results++
 				}
 			}

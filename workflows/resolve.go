@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // ChangeResolveOnce is the workflow.GetVersion change ID of first-wins
@@ -38,8 +39,8 @@ const (
 // OperatorDecision is the first resolution the workflow accepted: the one that
 // counts. Every later one is refused.
 type OperatorDecision struct {
-	// Outcome is "completed" or "failed".
-	Outcome string `json:"outcome"`
+	// Outcome is ResolutionCompleted or ResolutionFailed.
+	Outcome ResolutionOutcome `json:"outcome"`
 	// Operator is who decided.
 	Operator string `json:"operator"`
 	// DecidedAt is when the workflow accepted the decision.
@@ -50,12 +51,16 @@ type OperatorDecision struct {
 	Note string `json:"note,omitempty"`
 	// EvidenceURL is the operator's evidence link.
 	EvidenceURL string `json:"evidence_url,omitempty"`
+	// Signal is the ordinal of the resolve signal that carried the
+	// decision among the resolve signals the workflow received (1 for the
+	// first); 0 for an Update. SignalVerdicts reads it.
+	Signal int `json:"signal,omitempty"`
 }
 
 // RefusedResolution is a resolution the workflow did not apply.
 type RefusedResolution struct {
 	// Outcome is the outcome it asked for.
-	Outcome string `json:"outcome"`
+	Outcome ResolutionOutcome `json:"outcome"`
 	// Operator is who sent it.
 	Operator string `json:"operator"`
 	// Via is ViaUpdate or ViaSignal.
@@ -67,13 +72,16 @@ type RefusedResolution struct {
 	Why string `json:"why"`
 	// Message says why in words.
 	Message string `json:"message"`
+	// Signal is the ordinal of the resolve signal refused (as in
+	// OperatorDecision); 0 for an Update.
+	Signal int `json:"signal,omitempty"`
 }
 
 // ResolveAnswer is the result of the resolve Update: the operation's final
 // state and the decision that made it.
 type ResolveAnswer struct {
 	// Result is the terminal outcome the workflow recorded.
-	Result OperationResult `json:"result"`
+	Result idemstore.Final `json:"result"`
 	// Decision is the accepted decision.
 	Decision OperatorDecision `json:"decision"`
 }
@@ -88,11 +96,11 @@ type NotAwaitingReview struct {
 // waits for review, whether it comes by Update or by signal, and refuses
 // every other one.
 type resolver struct {
-	in       OperationInput
+	in       operation.Input
 	view     *StateView
 	decision *OperatorDecision
-	outcome  OperationResult
-	final    *OperationResult
+	outcome  idemstore.Final
+	final    *idemstore.Final
 }
 
 // register installs the resolve Update (with its validator) and the
@@ -106,14 +114,15 @@ func (r *resolver) register(ctx workflow.Context) error {
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		ch := workflow.GetSignalChannel(ctx, SignalResolve)
-		for {
+		for n := 1; ; n++ {
 			var res Resolution
 			if !ch.Receive(ctx, &res) {
 				return
 			}
-			if err := r.accept(ctx, res, ViaSignal); err != nil {
-				r.refuse(ctx, res, ViaSignal, err)
+			if err := r.accept(ctx, res, ViaSignal, n); err != nil {
+				r.refuse(ctx, res, ViaSignal, n, err)
 			}
+			r.view.ResolveSignals = n
 		}
 	})
 	return nil
@@ -129,8 +138,8 @@ func (r *resolver) validateUpdate(_ workflow.Context, res Resolution) error {
 // one workflow task both passed the validator) and answers the final state
 // once the workflow recorded it.
 func (r *resolver) handleUpdate(ctx workflow.Context, res Resolution) (ResolveAnswer, error) {
-	if err := r.accept(ctx, res, ViaUpdate); err != nil {
-		r.refuse(ctx, res, ViaUpdate, err)
+	if err := r.accept(ctx, res, ViaUpdate, 0); err != nil {
+		r.refuse(ctx, res, ViaUpdate, 0, err)
 		return ResolveAnswer{}, err
 	}
 	if err := workflow.Await(ctx, func() bool { return r.final != nil }); err != nil {
@@ -158,32 +167,37 @@ func (r *resolver) check(res Resolution) error {
 	return nil
 }
 
-// accept makes res the decision, or says why it cannot be.
-func (r *resolver) accept(ctx workflow.Context, res Resolution, via string) error {
+// accept makes res the decision, or says why it cannot be; signal is the
+// ordinal of the resolve signal that carried it (0 for an Update).
+func (r *resolver) accept(ctx workflow.Context, res Resolution, via string, signal int) error {
 	if err := r.check(res); err != nil {
 		return err
 	}
 	out, _ := resolutionOutcome(res, r.in.Downstream.ResultRef) // checked above
+	out.ResolvedAt = workflow.Now(ctx)
 	r.outcome = out
-	r.decision = &OperatorDecision{Outcome: res.Outcome, Operator: res.Operator, DecidedAt: workflow.Now(ctx), Via: via,
-		Note: res.Note, EvidenceURL: res.EvidenceURL}
+	r.decision = &OperatorDecision{Outcome: res.Outcome, Operator: res.Operator, DecidedAt: out.ResolvedAt, Via: via,
+		Note: res.Note, EvidenceURL: res.EvidenceURL, Signal: signal}
 	r.view.Decision = r.decision
 	workflow.GetLogger(ctx).Info("Operation resolved by an operator", "Outcome", res.Outcome, "Operator", res.Operator, "Via", via)
 	setDetails(ctx, r.in, *r.view)
 	return nil
 }
 
-// refuse logs a refused decision and shows it in the state view and details.
-func (r *resolver) refuse(ctx workflow.Context, res Resolution, via string, err error) {
-	why := ErrTypeInvalidResolution
+// refuse logs a refused decision and shows it in the state view and
+// details, with the reason in words only: the error's own text adds the
+// SDK's "(type: …, retryable: true)", which a person must not read as
+// "send it again".
+func (r *resolver) refuse(ctx workflow.Context, res Resolution, via string, signal int, err error) {
+	why, message := ErrTypeInvalidResolution, err.Error()
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
-		why = appErr.Type()
+		why, message = appErr.Type(), appErr.Message()
 	}
 	workflow.GetLogger(ctx).Warn("Refused a resolution", "Via", via, "Outcome", res.Outcome, "Operator", res.Operator,
 		"Why", why, "Error", err)
 	refused := RefusedResolution{Outcome: res.Outcome, Operator: res.Operator, Via: via, At: workflow.Now(ctx),
-		Why: why, Message: err.Error()}
+		Why: why, Message: message, Signal: signal}
 	r.view.Refused = append(r.view.Refused, refused)
 	if len(r.view.Refused) > maxRefused {
 		r.view.Refused = r.view.Refused[len(r.view.Refused)-maxRefused:]
@@ -192,9 +206,9 @@ func (r *resolver) refuse(ctx workflow.Context, res Resolution, via string, err 
 }
 
 // wait blocks until a decision is accepted and returns its result.
-func (r *resolver) wait(ctx workflow.Context) (OperationResult, error) {
+func (r *resolver) wait(ctx workflow.Context) (idemstore.Final, error) {
 	if err := workflow.Await(ctx, func() bool { return r.decision != nil }); err != nil {
-		return OperationResult{}, fmt.Errorf("wait for %s: %w", SignalResolve, err)
+		return idemstore.Final{}, fmt.Errorf("wait for %s: %w", SignalResolve, err)
 	}
 	return r.outcome, nil
 }
@@ -202,7 +216,7 @@ func (r *resolver) wait(ctx workflow.Context) (OperationResult, error) {
 // finish records the final state, answers the Updates waiting for it and,
 // when a person decided (from ChangeResolveOnce version 1 on), keeps the
 // workflow open for ResolutionGrace to refuse late decisions visibly.
-func (r *resolver) finish(ctx workflow.Context, out OperationResult) error {
+func (r *resolver) finish(ctx workflow.Context, out idemstore.Final) error {
 	r.final = &out
 	if r.decision != nil && workflow.GetVersion(ctx, ChangeResolveOnce, workflow.DefaultVersion, 1) >= 1 {
 		// Canceled during the grace: the outcome is recorded, close normally.

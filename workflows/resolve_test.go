@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -45,17 +47,17 @@ func (u *updateCallback) refusal() error {
 // waits for review after the first hour; Finalize takes a minute.
 func reviewEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(workflows.ExecuteResult{}, startToCloseTimeout())
-	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(workflows.ReconcileResult{},
-		temporal.NewApplicationError("HTTP 503", workflows.ErrTypeDownstreamUnavailable))
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
+	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{},
+		temporal.NewApplicationError("HTTP 503", operation.ErrTypeDownstreamUnavailable))
 	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.Anything).Return(nil).Once()
 	return env
 }
 
 func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	env := reviewEnv(t)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
 		return f.ResolvedBy == "bob" && f.ResolutionNote == "bank: never arrived" &&
 			f.EvidenceURL == "https://tickets.example/7" && !f.ResolvedAt.IsZero()
 	})).After(time.Minute).Return(nil).Once()
@@ -92,7 +94,10 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	assert.Equal(t, idemstore.FailureOperator, out.FailureKind)
 	assert.Equal(t, "bob", out.ResolvedBy)
 
-	assertRefused(t, early.refusal(), workflows.ErrTypeNotAwaitingReview)
+	// Refused by the validator: rejected before anything is written to the
+	// history, never accepted and refused by the handler.
+	assert.False(t, early.accepted, "the validator refuses it")
+	assertRefused(t, early.rejected, workflows.ErrTypeNotAwaitingReview)
 	require.True(t, first.accepted)
 	require.NoError(t, first.err)
 	assert.Equal(t, idemstore.StateFailed, first.result.Result.State, "the Update answers the final state")
@@ -101,7 +106,8 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	// Admitted in the same workflow task as the first, the second may pass
 	// the validator; its handler refuses it then.
 	assertRefused(t, second.refusal(), workflows.ErrTypeAlreadyResolved)
-	assertRefused(t, third.refusal(), workflows.ErrTypeAlreadyResolved)
+	assert.False(t, third.accepted, "the validator refuses it")
+	assertRefused(t, third.rejected, workflows.ErrTypeAlreadyResolved)
 
 	require.NotNil(t, lateSignal.Decision)
 	assert.Equal(t, "bob", lateSignal.Decision.Operator)
@@ -115,12 +121,19 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	require.NotNil(t, signal, "the late signal is refused and shown: %+v", lateSignal.Refused)
 	assert.Equal(t, "dave", signal.Operator)
 	assert.Equal(t, workflows.ErrTypeAlreadyResolved, signal.Why)
+	assert.Equal(t, 1, signal.Signal, "the first resolve signal the workflow received")
+	assert.Equal(t, 1, lateSignal.ResolveSignals)
+	assert.Equal(t, 0, lateSignal.Decision.Signal, "decided by an Update")
+	for _, r := range lateSignal.Refused {
+		assert.NotContains(t, r.Message, "retryable", "a refusal must not read as retryable")
+		assert.True(t, strings.HasPrefix(r.Message, "already resolved") || strings.HasPrefix(r.Message, "not awaiting review"), r.Message)
+	}
 	env.AssertExpectations(t)
 }
 
 func TestResolve_SignalFirstThenUpdateRefusedNamingTheDecision(t *testing.T) {
 	env := reviewEnv(t)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f workflows.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResolvedBy == "web-ui-op" && f.ResultRef == "tr_5"
 	})).After(time.Minute).Return(nil).Once()
 	late := &updateCallback{}
@@ -142,8 +155,9 @@ func TestResolve_SignalFirstThenUpdateRefusedNamingTheDecision(t *testing.T) {
 	var d workflows.OperatorDecision
 	require.NoError(t, appErr.Details(&d), "the refusal names who decided what and when")
 	assert.Equal(t, "web-ui-op", d.Operator)
-	assert.Equal(t, "completed", d.Outcome)
+	assert.Equal(t, workflows.ResolutionCompleted, d.Outcome)
 	assert.Equal(t, workflows.ViaSignal, d.Via)
+	assert.Equal(t, 1, d.Signal, "carried by the first resolve signal")
 	assert.False(t, d.DecidedAt.IsZero())
 }
 

@@ -13,7 +13,7 @@ const summaryMax = 200
 // "payments.transfer 12.5 USD to p-1": the scope, the params' summaryField
 // (such as amount), its currency when the params have one, and " to " the
 // payee (payee_id, payee or recipient) when they have one. The gateway passes
-// it as StartWorkflowOptions.StaticSummary and as OperationInput.Summary.
+// it as StartWorkflowOptions.StaticSummary and as operation.Input.Summary.
 // Params that are not a JSON object yield the scope alone.
 func Summary(scope string, params json.RawMessage, summaryField string) string {
 	var obj map[string]json.RawMessage

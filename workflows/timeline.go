@@ -2,12 +2,16 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // TimelineEntry is one step of an operation as an operator reads it.
@@ -20,13 +24,77 @@ type TimelineEntry struct {
 	Event string `json:"event"`
 	// Detail says what happened, in words.
 	Detail string `json:"detail"`
+	// resolveSignal is the ordinal of a resolve signal among the history's
+	// resolve signals (1 for the first), 0 for every other entry.
+	resolveSignal int
+}
+
+// Events of resolve signals in a timeline, once SignalVerdicts judged them.
+const (
+	// EventSignalAccepted is the resolve signal whose decision counts.
+	EventSignalAccepted = "signal_accepted"
+	// EventSignalRefused is a resolve signal the workflow refused: it
+	// changed nothing.
+	EventSignalRefused = "signal_refused"
+	// EventSignalPending is a resolve signal the workflow has not handled yet.
+	EventSignalPending = "signal_pending"
+)
+
+// closingEvents are the timeline events that end a workflow.
+var closingEvents = map[string]bool{
+	"workflow_completed": true, "workflow_failed": true, "workflow_terminated": true, "workflow_canceled": true,
+}
+
+// SignalVerdicts marks each resolve signal of entries (from
+// HistoryTimeline) with what the workflow made of it, read from its state
+// query's view: the signal whose ordinal the decision carries is
+// accepted, one listed under Refused is refused (with the reason), one
+// beyond the signals the workflow handled is pending (refused when the
+// workflow has closed: it never will be handled); a handled signal no
+// longer listed (Refused keeps the latest few) is refused too, since only
+// one decision is ever accepted. With no view (the query failed: queryErr)
+// every resolve signal says that its verdict is unknown. Other entries
+// are returned unchanged.
+func SignalVerdicts(entries []TimelineEntry, view *StateView, queryErr error) []TimelineEntry {
+	out := make([]TimelineEntry, len(entries))
+	copy(out, entries)
+	closed := slices.ContainsFunc(out, func(e TimelineEntry) bool { return closingEvents[e.Event] })
+	for i, e := range out {
+		n := e.resolveSignal
+		if n == 0 {
+			continue
+		}
+		switch {
+		case view == nil:
+			out[i].Detail += fmt.Sprintf(" (accepted or refused: unknown, the state query failed: %v)", queryErr)
+		case view.Decision != nil && view.Decision.Signal == n:
+			out[i].Event = EventSignalAccepted
+			out[i].Detail += " — accepted: this decision counts"
+		case n > view.ResolveSignals && closed:
+			out[i].Event = EventSignalRefused
+			out[i].Detail += " — never handled: the workflow closed first, so it changed nothing"
+		case n > view.ResolveSignals:
+			out[i].Event = EventSignalPending
+			out[i].Detail += " — not handled by the workflow yet"
+		default:
+			out[i].Event = EventSignalRefused
+			out[i].Detail += " — refused, changed nothing"
+			for _, r := range view.Refused {
+				if r.Signal == n {
+					out[i].Detail += ": " + r.Message
+				}
+			}
+		}
+	}
+	return out
 }
 
 // HistoryTimeline reads the steps an operator needs from an operation
 // workflow's history: started, each activity attempt's end (with the
 // downstream's and the status endpoint's answers), signals and Updates
 // (decisions), and how the workflow closed. Timers and bookkeeping events
-// are left out.
+// are left out. A history cannot tell whether a resolve signal was the
+// decision or refused; SignalVerdicts marks them from the state query.
 func HistoryTimeline(events []*historypb.HistoryEvent) []TimelineEntry {
 	dc := converter.GetDefaultDataConverter()
 	scheduled := map[int64]string{}
@@ -35,6 +103,7 @@ func HistoryTimeline(events []*historypb.HistoryEvent) []TimelineEntry {
 	add := func(ev *historypb.HistoryEvent, event, detail string) {
 		out = append(out, TimelineEntry{At: ev.GetEventTime().AsTime(), Source: "workflow", Event: event, Detail: detail})
 	}
+	resolveSignals := 0
 	for _, ev := range events {
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
@@ -60,6 +129,10 @@ func HistoryTimeline(events []*historypb.HistoryEvent) []TimelineEntry {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
 			a := ev.GetWorkflowExecutionSignaledEventAttributes()
 			add(ev, "signal", fmt.Sprintf("signal %s: %s", a.GetSignalName(), resolutionText(dc, a.GetInput())))
+			if a.GetSignalName() == SignalResolve {
+				resolveSignals++
+				out[len(out)-1].resolveSignal = resolveSignals
+			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
 			a := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes()
 			req := a.GetAcceptedRequest()
@@ -72,7 +145,7 @@ func HistoryTimeline(events []*historypb.HistoryEvent) []TimelineEntry {
 			}
 			add(ev, "update_completed", detail)
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-			var res OperationResult
+			var res idemstore.Final
 			detail := "workflow completed"
 			if err := dc.FromPayloads(ev.GetWorkflowExecutionCompletedEventAttributes().GetResult(), &res); err == nil {
 				detail = "workflow completed: " + string(res.State)
@@ -100,12 +173,12 @@ func HistoryTimeline(events []*historypb.HistoryEvent) []TimelineEntry {
 func activityAnswer(dc converter.DataConverter, name string, p *commonpb.Payloads) string {
 	switch name {
 	case ActivityExecute:
-		var r ExecuteResult
+		var r operation.ExecuteResult
 		if err := dc.FromPayloads(p, &r); err == nil {
 			return fmt.Sprintf("the downstream answered HTTP %d %s", r.StatusCode, r.ResultRef)
 		}
 	case ActivityReconcile:
-		var r ReconcileResult
+		var r operation.ReconcileResult
 		if err := dc.FromPayloads(p, &r); err == nil {
 			if r.Found {
 				return "the status endpoint has it: " + r.ResultRef
@@ -113,7 +186,7 @@ func activityAnswer(dc converter.DataConverter, name string, p *commonpb.Payload
 			return "the status endpoint has no record of it"
 		}
 	case ActivityClaimTruth:
-		var r ClaimResult
+		var r operation.ClaimResult
 		if err := dc.FromPayloads(p, &r); err == nil {
 			return "the truth holds it " + string(r.State)
 		}

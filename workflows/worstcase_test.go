@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -119,11 +119,11 @@ func checkWorstCase(t *testing.T, scope string, action *catalog.Action) time.Dur
 	in.Scope, in.Downstream = scope, pl
 	start := env.Now()
 	var reviewAt time.Time
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).After(timeout).
-		Return(workflows.ExecuteResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable))
+		Return(operation.ExecuteResult{}, temporal.NewApplicationError("timeout", operation.ErrTypeDownstreamUnavailable))
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).After(pl.StatusQuery.Timeout).
-		Return(workflows.ReconcileResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable))
+		Return(operation.ReconcileResult{}, temporal.NewApplicationError("timeout", operation.ErrTypeDownstreamUnavailable))
 	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.Anything).Run(func(mock.Arguments) { reviewAt = env.Now() }).Return(nil).Once()
 	env.RegisterDelayedCallback(env.CancelWorkflow, 24*time.Hour)
 	env.ExecuteWorkflow(workflows.Operation, in)
@@ -139,16 +139,16 @@ func checkWorstCase(t *testing.T, scope string, action *catalog.Action) time.Dur
 	start = env.Now()
 	var failedAt time.Time
 	maxAttempts := pl.StatusQuery.Attempts
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(workflows.ClaimResult{State: idemstore.StateInFlight}, nil)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).After(timeout).
-		Return(workflows.ExecuteResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable))
+		Return(operation.ExecuteResult{}, temporal.NewApplicationError("timeout", operation.ErrTypeDownstreamUnavailable))
 	// Every status query takes all its attempts: the last one answers not found.
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).After(pl.StatusQuery.Timeout).Return(
-		func(ctx context.Context, _ workflows.OperationInput) (workflows.ReconcileResult, error) {
+		func(ctx context.Context, _ operation.Input) (operation.ReconcileResult, error) {
 			if activity.GetInfo(ctx).Attempt < int32(maxAttempts) {
-				return workflows.ReconcileResult{}, temporal.NewApplicationError("timeout", workflows.ErrTypeDownstreamUnavailable)
+				return operation.ReconcileResult{}, temporal.NewApplicationError("timeout", operation.ErrTypeDownstreamUnavailable)
 			}
-			return workflows.ReconcileResult{Found: false}, nil
+			return operation.ReconcileResult{Found: false}, nil
 		})
 	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Run(func(mock.Arguments) { failedAt = env.Now() }).Return(nil).Once()
 	env.ExecuteWorkflow(workflows.Operation, in)

@@ -335,7 +335,9 @@ func (g *authGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.unauthenticated(w, r)
 		return
 	}
-	g.next.ServeHTTP(w, r)
+	tw := &transportErrors{ResponseWriter: w}
+	g.next.ServeHTTP(tw, r)
+	tw.finish(r, g.msgs)
 }
 
 // bearer extracts the token of an Authorization: Bearer header.

@@ -74,6 +74,10 @@ type Data struct {
 	// empty when not recorded); the texts claim "nothing was executed" only
 	// for the kinds that prove it.
 	FailureKind string
+	// NothingExecuted reports that FailureKind proves by itself that the
+	// downstream executed nothing (idemstore.FailureKind.ProvesNothingExecuted):
+	// only then do the texts tell the user that no money moved.
+	NothingExecuted bool
 	// DecidedBy is the operator whose decision was first.
 	DecidedBy string
 	// DecidedOutcome is that decision's outcome (completed or failed).

@@ -87,7 +87,7 @@ func TestFailedClaimsNothingExecutedOnlyWhenProved(t *testing.T) {
 			"operator_decision": false, "": false,
 		} {
 			for _, lang := range Langs {
-				m, i, err := c.Render(lang, key, Data{OperationID: "op", Reason: "r", FailureKind: kind})
+				m, i, err := c.Render(lang, key, Data{OperationID: "op", Reason: "r", FailureKind: kind, NothingExecuted: proved})
 				require.NoError(t, err)
 				name := fmt.Sprintf("%s/%s/%q", lang, key, kind)
 				if proved {

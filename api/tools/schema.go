@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/iso4217"
+	"github.com/oncegate/oncegate/internal/params"
 )
 
 // CurrencyPattern is the JSON Schema pattern of a string of kind currency:
@@ -63,10 +64,15 @@ func intDigits(d *apd.Decimal) int {
 	return len(strings.TrimLeft(whole, "0"))
 }
 
-// pattern returns the anchored pattern of the shape: plain decimals only
-// (no exponent, no plus sign, no leading zeros), the sign the lower bound
-// allows, at most scale decimal places and intDigits integer digits.
+// pattern returns the anchored pattern of the shape: params.DecimalPattern
+// (plain decimals only: no exponent, no plus sign, no leading zeros, the
+// grammar the gateway parses decimal strings with) narrowed to the sign the
+// lower bound allows, at most scale decimal places and intDigits integer
+// digits.
 func (sh numberShape) pattern() string {
+	if sh == (numberShape{sign: "any", scale: -1, intDigits: -1}) {
+		return params.DecimalPattern
+	}
 	rep := func(n int) string { // [0-9] repeated up to n times (-1: any)
 		switch {
 		case n < 0:

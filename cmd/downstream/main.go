@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/harness/simulator"
+	"github.com/oncegate/oncegate/internal/listen"
 )
 
 // shutdownGrace is how long in-flight requests may take after a signal.
@@ -57,9 +57,9 @@ func run(ctx context.Context, cfg simulator.Config, logger *slog.Logger, ready c
 		return fmt.Errorf("start simulator: %w", err)
 	}
 	defer sim.Close()
-	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	ln, err := listen.TCP("DOWNSTREAM_URL", cfg.URL, cfg.ListenAddr)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	srv := &http.Server{
 		Handler:           sim.Handler(),

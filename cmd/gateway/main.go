@@ -28,6 +28,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/envconfig"
+	"github.com/oncegate/oncegate/internal/listen"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/telemetry"
 )
@@ -48,6 +49,12 @@ func run(logger *slog.Logger) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// Bound first: a taken port stops the gateway at once, naming it.
+	ln, err := listen.TCP("GATEWAY_URL", cfg.GatewayURL, cfg.ListenAddr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	stopPprof, err := pprofserver.Start(cfg.Pprof, logger)
 	if err != nil {
 		return err
@@ -128,10 +135,10 @@ func run(logger *slog.Logger) error {
 		logger.Info("gateway listening", "addr", cfg.ListenAddr, "https", cfg.TLS != nil, "instance", srv.InstanceID(),
 			"task_queue", cfg.TaskQueue, "temporal", cfg.Temporal.Address, "env", cfg.Env)
 		if cfg.TLS != nil {
-			errc <- hs.ListenAndServeTLS("", "") // the certificate is in hs.TLSConfig
+			errc <- hs.ServeTLS(ln, "", "") // the certificate is in hs.TLSConfig
 			return
 		}
-		errc <- hs.ListenAndServe()
+		errc <- hs.Serve(ln)
 	}()
 	select {
 	case err := <-errc:

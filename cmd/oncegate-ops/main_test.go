@@ -116,7 +116,8 @@ func TestResolveRefusedExitsNonZero(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	getenv, reqs := gateway(t, http.StatusOK, `{"status":"resolved"}`)
+	getenv, reqs := gateway(t, http.StatusOK, `{"status":"resolved","operation_id":"op1","state":"DONE","result_ref":"lt_1",`+
+		`"decision":{"operator":"ops","outcome":"completed","decided_at":"2026-01-02T03:04:05Z","via":"update"},"meaning":"Done."}`)
 
 	code, out, errOut := runCLI(getenv, "resolve", "op1", "--outcome", "completed", "--result", `{"id":"lt_1"}`, "--note", "seen in the ledger")
 
@@ -130,7 +131,16 @@ func TestResolve(t *testing.T) {
 	var body map[string]any
 	require.NoError(t, json.Unmarshal(r.body, &body))
 	assert.Equal(t, map[string]any{"outcome": "completed", "result": map[string]any{"id": "lt_1"}, "note": "seen in the ledger"}, body)
-	assert.Contains(t, out, "resolved")
+	for _, want := range []string{"resolved", "op1", "DONE", "lt_1", "decided_by", "ops", "2026-01-02T03:04:05Z", "via"} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "{", "JSON only with --json")
+
+	code, out, errOut = runCLI(getenv, "resolve", "op1", "--outcome", "completed", "--result", `{"id":"lt_1"}`, "--note", "n", "--json")
+	require.Equal(t, 0, code, errOut)
+	var printed map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &printed), "--json prints the answer: %s", out)
+	assert.Equal(t, "resolved", printed["status"])
 }
 
 func TestResolveFailedFlagsFirst(t *testing.T) {

@@ -191,7 +191,7 @@ func (c *cli) resolve(ctx context.Context, args []string) error {
 	reason := fs.String("reason", "", "why it failed (required when failed)")
 	note := fs.String("note", "", "what you checked and why you decided so (required)")
 	evidence := fs.String("evidence-url", "", "a link to the evidence (statement, ticket)")
-	_ = fs.Bool("json", false, "print the gateway's JSON answer (resolve always does)")
+	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -226,7 +226,10 @@ func (c *cli) resolve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.printJSON(body)
+	if *asJSON {
+		return c.printJSON(body)
+	}
+	return printResolved(c.stdout, body)
 }
 
 // do sends one authenticated request and returns the body of a 2xx answer,

@@ -39,17 +39,13 @@ type showAnswer struct {
 // printShow writes the operation for a person: what it is, where it
 // stands, who decided, and its timeline.
 func printShow(w io.Writer, body []byte) error {
-	var a showAnswer
-	if err := json.Unmarshal(body, &a); err != nil {
-		return fmt.Errorf("show: decode answer: %w", err)
+	a, err := decodeAnswer[showAnswer]("show", body)
+	if err != nil {
+		return err
 	}
 	o := a.Operation
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	line := func(k, v string) {
-		if v != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", k, oneLine(v))
-		}
-	}
+	fields := newFieldWriter(w)
+	line := fields.line
 	line("operation_id", o.OperationID)
 	line("action", o.Scope)
 	line("subject", o.Subject)
@@ -70,11 +66,11 @@ func printShow(w io.Writer, body []byte) error {
 		line("note", o.ResolutionNote)
 		line("evidence_url", o.EvidenceURL)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := fields.flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\ntimeline:")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, e := range a.Timeline {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.At, e.Source, e.Event, oneLine(e.Detail))
 	}
@@ -82,4 +78,75 @@ func printShow(w io.Writer, body []byte) error {
 		fmt.Fprintf(tw, "  (%s)\n", strings.TrimSpace(a.TimelineIncomplete))
 	}
 	return tw.Flush()
+}
+
+// resolvedAnswer is the part of a resolve answer (resolved, or
+// resolution_sent) that resolve prints.
+type resolvedAnswer struct {
+	Status      string `json:"status"`
+	OperationID string `json:"operation_id"`
+	State       string `json:"state"`
+	Outcome     string `json:"outcome"`
+	ResultRef   string `json:"result_ref"`
+	Reason      string `json:"reason"`
+	FailureKind string `json:"failure_kind"`
+	Meaning     string `json:"meaning"`
+	Decision    struct {
+		Operator  string `json:"operator"`
+		Outcome   string `json:"outcome"`
+		DecidedAt string `json:"decided_at"`
+		Via       string `json:"via"`
+	} `json:"decision"`
+}
+
+// printResolved writes a resolve answer for a person: what was decided,
+// by whom, and the operation's state now.
+func printResolved(w io.Writer, body []byte) error {
+	a, err := decodeAnswer[resolvedAnswer]("resolve", body)
+	if err != nil {
+		return err
+	}
+	fields := newFieldWriter(w)
+	line := fields.line
+	line("status", a.Status)
+	line("operation_id", a.OperationID)
+	line("state", a.State)
+	line("outcome", a.Outcome)
+	line("decided_by", a.Decision.Operator)
+	line("decided", a.Decision.Outcome)
+	line("decided_at", a.Decision.DecidedAt)
+	line("via", a.Decision.Via)
+	line("result_ref", a.ResultRef)
+	line("reason", a.Reason)
+	line("failure_kind", a.FailureKind)
+	line("meaning", a.Meaning)
+	return fields.flush()
+}
+
+// fieldWriter prints aligned "key  value" lines for a person, each value
+// on one line, leaving out the empty ones.
+type fieldWriter struct{ tw *tabwriter.Writer }
+
+// newFieldWriter returns a fieldWriter printing to w.
+func newFieldWriter(w io.Writer) fieldWriter {
+	return fieldWriter{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+}
+
+// line prints k and v, unless v is empty.
+func (f fieldWriter) line(k, v string) {
+	if v != "" {
+		fmt.Fprintf(f.tw, "%s\t%s\n", k, oneLine(v))
+	}
+}
+
+// flush writes the aligned lines.
+func (f fieldWriter) flush() error { return f.tw.Flush() }
+
+// decodeAnswer decodes the gateway's answer to command into T.
+func decodeAnswer[T any](command string, body []byte) (T, error) {
+	var a T
+	if err := json.Unmarshal(body, &a); err != nil {
+		return a, fmt.Errorf("%s: decode answer: %w", command, err)
+	}
+	return a, nil
 }

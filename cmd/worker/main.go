@@ -6,7 +6,7 @@ package main
 
 import (
 	"context"
-	"log"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -31,26 +31,41 @@ import (
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "worker")
 	slog.SetDefault(logger)
+	if err := run(logger); err != nil {
+		// At ERROR, with the cause: a worker that cannot start (a taken
+		// metrics port, an unreachable store) says why and exits non-zero.
+		logger.Error("worker stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(logger *slog.Logger) error {
 	ctx := context.Background()
 	cfg, err := worker.ConfigFromEnv(envconfig.OS())
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
+	// Bound first: a taken port stops the worker before it connects to anything.
+	metricsLn, err := worker.ListenMetrics(cfg.MetricsURL)
+	if err != nil {
+		return err
+	}
+	defer metricsLn.Close()
 	stopPprof, err := pprofserver.Start(cfg.Pprof, logger)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer stopPprof()
 
 	rdb, err := redisstore.Connect(cfg.Config)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer rdb.Close()
 
 	pg, err := pgstore.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
-		log.Fatalf("open truth: %v", err)
+		return fmt.Errorf("open truth: %w", err)
 	}
 	defer pg.Close()
 	reg := worker.NewRegistry()
@@ -62,27 +77,25 @@ func main() {
 	reg.MustRegister(worker.NewTruthCollector(pg))
 	actMetrics, err := activities.NewMetrics(reg)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	sdkMetrics, meters, err := worker.SDKMetrics(reg)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer func() { _ = meters.Shutdown(context.Background()) }()
 	metricsCtx, stopMetrics := context.WithCancel(ctx)
 	defer stopMetrics()
-	if err := worker.ServeMetrics(metricsCtx, cfg.MetricsURL, reg, logger); err != nil {
-		log.Fatal(err)
-	}
+	metricsLn.Serve(metricsCtx, reg, logger)
 
 	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-worker", cfg.Telemetry)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer func() { _ = tracer.Shutdown(context.Background()) }()
 	tracing, err := telemetry.TemporalInterceptor(tracer)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	c, err := client.Dial(cfg.Temporal.Apply(client.Options{
 		// The workflow and its activities continue the gateway's trace.
@@ -91,7 +104,7 @@ func main() {
 		MetricsHandler: sdkMetrics,
 	}))
 	if err != nil {
-		log.Fatalf("dial temporal: %v", err)
+		return fmt.Errorf("dial temporal: %w", err)
 	}
 	defer c.Close()
 
@@ -122,10 +135,9 @@ func main() {
 	w := worker.New(c, cfg.TaskQueue, acts, cfg.Options())
 	logger.Info("worker starting", "task_queue", cfg.TaskQueue)
 	if err := w.Run(sdkworker.InterruptCh()); err != nil {
-		stopReaper()
-		logger.Error("worker stopped", "err", err)
-		os.Exit(1)
+		return fmt.Errorf("run: %w", err)
 	}
+	return nil
 }
 
 // reapSafetyMargin is how far behind this host's clock the reaper's cutoff

@@ -69,7 +69,7 @@ const (
 	truthNotAsked truthKind = iota
 	// truthClaimed: the claim was inserted; this caller is first.
 	truthClaimed
-	// truthAbsent: the truth has no record of the key.
+	// truthAbsent: the truth has no record of the operation.
 	truthAbsent
 	// truthFound: the truth holds Record (inserted by an earlier claim).
 	truthFound

@@ -8,10 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/decidetest"
 )
 
 // finalizeCase is the Finalization of the Finalize tables: owner me.
-var finalizeCase = idemstore.Finalization{OperationID: "op-1", Owner: "gw-1:me", State: idemstore.StateDone, ResultRef: "ref-1", TerminalTTL: time.Hour}
+var finalizeCase = idemstore.Finalization{OperationID: "op-1", Owner: "gw-1:me",
+	Final: idemstore.Final{State: idemstore.StateDone, ResultRef: "ref-1"}, TerminalTTL: time.Hour}
 
 // finalizeNames names the calls of Finalize in the tables' paths.
 var finalizeNames = map[finalizeCall]string{
@@ -61,7 +63,7 @@ func TestDecideFinalize(t *testing.T) {
 	another, mineDone := finalizeFastMine, finalizeFastMine
 	another.Owner = "gw-3:other"
 	mineDone.State = idemstore.StateDone
-	paths := explore(t,
+	paths := decidetest.Explore(t,
 		func(in finalizeFacts) (finalizeCall, bool) {
 			p := decideFinalize(f, in)
 			return p.Ask, p.Ask == finalizeDecided
@@ -71,10 +73,10 @@ func TestDecideFinalize(t *testing.T) {
 			name := finalizeNames[c]
 			switch c {
 			case finalizeAskTruthRecord, finalizeAskRefillRecord:
-				return name, callAnswers(name, false, option{"found", answerOf(finalizeTruthRec, nil)})
+				return name, callAnswers(name, false, option{Name: "found", Answer: answerOf(finalizeTruthRec, nil)})
 			case finalizeAskFastClaim:
-				return name, callAnswers(name, true, option{"mine", answerOf(finalizeFastMine, nil)},
-					option{"another's", answerOf(another, nil)}, option{"mine, done", answerOf(mineDone, nil)})
+				return name, callAnswers(name, true, option{Name: "mine", Answer: answerOf(finalizeFastMine, nil)},
+					option{Name: "another's", Answer: answerOf(another, nil)}, option{Name: "mine, done", Answer: answerOf(mineDone, nil)})
 			case finalizeAskFast:
 				return name, callAnswers(name, true)
 			case finalizeAskTruth, finalizeAskClaimTruth, finalizeAskTruthAgain, finalizeDecided:
@@ -141,7 +143,7 @@ func TestDecideFinalize(t *testing.T) {
 			tests[refill+e] = want{}
 		}
 	}
-	require.ElementsMatch(t, keys(tests), keys(paths), "the table covers every path, and only those")
+	require.ElementsMatch(t, decidetest.Keys(tests), decidetest.Keys(paths), "the table covers every path, and only those")
 
 	for key, in := range paths {
 		w := tests[key]

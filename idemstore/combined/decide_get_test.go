@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/decidetest"
 )
 
 // TestDecideGet covers every path of Get: every answer of the truth, and
@@ -17,7 +18,7 @@ func TestDecideGet(t *testing.T) {
 	truthRec := idemstore.Record{OperationID: "op-1", State: idemstore.StateDone, Owner: "gw-1", ResultRef: "ref-truth"}
 	fastRec := idemstore.Record{OperationID: "op-1", State: idemstore.StateInFlight, Owner: "gw-2"}
 	names := map[getCall]string{getAskTruth: "truth.Get", getAskFast: "fast.Get"}
-	paths := explore(t,
+	paths := decidetest.Explore(t,
 		func(in getFacts) (getCall, bool) { p := decideGet(in); return p.Ask, p.Ask == getDecided },
 		func(in getFacts, c getCall, a answer) getFacts {
 			switch c {
@@ -31,9 +32,9 @@ func TestDecideGet(t *testing.T) {
 		},
 		func(c getCall) (string, []option) {
 			if c == getAskTruth {
-				return names[c], callAnswers(names[c], false, option{"found", answerOf(truthRec, nil)})
+				return names[c], callAnswers(names[c], false, option{Name: "found", Answer: answerOf(truthRec, nil)})
 			}
-			return names[c], callAnswers(names[c], true, option{"found", answerOf(fastRec, nil)})
+			return names[c], callAnswers(names[c], true, option{Name: "found", Answer: answerOf(fastRec, nil)})
 		})
 
 	// want is Get's answer: the record, or the error's whole text.
@@ -69,7 +70,7 @@ func TestDecideGet(t *testing.T) {
 		"truth.Get=unavailable → fast.Get=unavailable":      fastErr(textUnavailable),
 		"truth.Get=unavailable → fast.Get=failed":           fastErr(textDiskFull),
 	}
-	require.ElementsMatch(t, keys(tests), keys(paths), "the table covers every path, and only those")
+	require.ElementsMatch(t, decidetest.Keys(tests), decidetest.Keys(paths), "the table covers every path, and only those")
 
 	for key, in := range paths {
 		w := tests[key]
@@ -86,15 +87,6 @@ func TestDecideGet(t *testing.T) {
 			assert.True(t, wraps(p.Err, in.Truth, in.Fast), "the backend's error stays in the chain")
 		})
 	}
-}
-
-// keys lists m's keys.
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // wraps reports whether err wraps the error of one of the answers.

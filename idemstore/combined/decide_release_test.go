@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/decidetest"
 )
 
 // TestDecideRelease covers every path of Release: every answer of the
@@ -15,7 +16,7 @@ import (
 func TestDecideRelease(t *testing.T) {
 	t.Parallel()
 	names := map[releaseCall]string{releaseAskTruth: "truth.Release", releaseAskFast: "fast.Release"}
-	paths := explore(t,
+	paths := decidetest.Explore(t,
 		func(in releaseFacts) (releaseCall, bool) {
 			p := decideRelease(in)
 			return p.Ask, p.Ask == releaseDecided
@@ -70,7 +71,7 @@ func TestDecideRelease(t *testing.T) {
 		"truth.Release=not found → fast.Release=unavailable":      notFoundIgnored(textUnavailable),
 		"truth.Release=not found → fast.Release=failed":           notFoundIgnored(textDiskFull),
 	}
-	require.ElementsMatch(t, keys(tests), keys(paths), "the table covers every path, and only those")
+	require.ElementsMatch(t, decidetest.Keys(tests), decidetest.Keys(paths), "the table covers every path, and only those")
 
 	for key, in := range paths {
 		w := tests[key]

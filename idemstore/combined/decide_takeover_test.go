@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/decidetest"
 )
 
 // TestDecideTakeover covers every path of Takeover: every answer of the
@@ -17,7 +18,7 @@ func TestDecideTakeover(t *testing.T) {
 	p := idemstore.TakeoverParams{OperationID: "op-1", FromOwner: "gw-1", ToOwner: "gw-2"}
 	truthRec := idemstore.Record{OperationID: p.OperationID, State: idemstore.StateInFlight, Owner: p.FromOwner}
 	names := map[takeoverCall]string{takeoverAskTruthRecord: "truth.Get", takeoverAskTruth: "truth.Takeover", takeoverAskFast: "fast.Takeover"}
-	paths := explore(t,
+	paths := decidetest.Explore(t,
 		func(in takeoverFacts) (takeoverCall, bool) {
 			plan := decideTakeover(p, in)
 			return plan.Ask, plan.Ask == takeoverDecided
@@ -37,7 +38,7 @@ func TestDecideTakeover(t *testing.T) {
 		func(c takeoverCall) (string, []option) {
 			switch c {
 			case takeoverAskTruthRecord:
-				return names[c], callAnswers(names[c], false, option{"found", answerOf(truthRec, nil)})
+				return names[c], callAnswers(names[c], false, option{Name: "found", Answer: answerOf(truthRec, nil)})
 			case takeoverAskFast:
 				return names[c], callAnswers(names[c], true)
 			case takeoverAskTruth, takeoverDecided:
@@ -84,7 +85,7 @@ func TestDecideTakeover(t *testing.T) {
 		"truth.Get=not found → fast.Takeover=unavailable":      {err: "fast path: fast.Takeover: " + textUnavailable},
 		"truth.Get=not found → fast.Takeover=failed":           {err: "fast path: fast.Takeover: " + textDiskFull},
 	}
-	require.ElementsMatch(t, keys(tests), keys(paths), "the table covers every path, and only those")
+	require.ElementsMatch(t, decidetest.Keys(tests), decidetest.Keys(paths), "the table covers every path, and only those")
 
 	for key, in := range paths {
 		w := tests[key]

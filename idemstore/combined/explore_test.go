@@ -3,13 +3,12 @@ package combined
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/decidetest"
 )
 
 // errDiskFull is the cause of a backend's replyFailed in the tables.
@@ -25,10 +24,7 @@ const (
 )
 
 // option is one answer a table gives a call, named in the path's key.
-type option struct {
-	name   string
-	answer answer
-}
+type option = decidetest.Option[answer]
 
 // callAnswers are the options of a call: found (or ok, when rec is nil)
 // and every error reply, each built from an error text that names the call
@@ -37,10 +33,10 @@ type option struct {
 func callAnswers(call string, fast bool, found ...option) []option {
 	opts := found
 	if len(opts) == 0 {
-		opts = []option{{"ok", replied(nil)}}
+		opts = []option{{Name: "ok", Answer: replied(nil)}}
 	}
 	if fast {
-		opts = append(opts, option{"skipped", answer{Reply: replySkipped}})
+		opts = append(opts, option{Name: "skipped", Answer: answer{Reply: replySkipped}})
 	}
 	for _, e := range []struct {
 		name string
@@ -52,45 +48,13 @@ func callAnswers(call string, fast bool, found ...option) []option {
 		{"unavailable", idemstore.ErrUnavailable},
 		{"failed", errDiskFull},
 	} {
-		opts = append(opts, option{e.name, replied(callErr(call, e.err))})
+		opts = append(opts, option{Name: e.name, Answer: replied(callErr(call, e.err))})
 	}
 	return opts
 }
 
 // callErr is the error a call of the tables answers: its name, then err.
 func callErr(call string, err error) error { return fmt.Errorf("%s: %w", call, err) }
-
-// explore walks every path a decision can take from the empty facts: ask
-// says which call the facts lead to (and whether the decision is made),
-// record adds a call's answer to the facts, and options lists the answers
-// each call can get. It returns the final facts of every path, keyed by
-// "call=answer → call=answer …". A decision that asks a call twice on one
-// path fails the test (the methods would loop).
-func explore[F any, C comparable](t *testing.T, ask func(F) (C, bool), record func(F, C, answer) F,
-	options func(C) (string, []option)) map[string]F {
-	t.Helper()
-	paths := map[string]F{}
-	var walk func(facts F, key []string, asked map[C]bool)
-	walk = func(facts F, key []string, asked map[C]bool) {
-		call, decided := ask(facts)
-		if decided {
-			paths[strings.Join(key, " → ")] = facts
-			return
-		}
-		require.False(t, asked[call], "%s asks %v twice", strings.Join(key, " → "), call)
-		name, opts := options(call)
-		for _, o := range opts {
-			next := map[C]bool{call: true}
-			for c := range asked {
-				next[c] = true
-			}
-			walk(record(facts, call, o.answer), append(append([]string(nil), key...), name+"="+o.name), next)
-		}
-	}
-	var start F
-	walk(start, nil, map[C]bool{})
-	return paths
-}
 
 // TestAnswerOf classifies every sentinel, wrapped, and nil.
 func TestAnswerOf(t *testing.T) {

@@ -208,7 +208,7 @@ func (s *Store) claimTruth(ctx context.Context, c idemstore.Claim) truthAnswer {
 	}
 }
 
-// lookUpTruth reads the truth's record of key (queryLookup).
+// lookUpTruth reads the truth's record of the operation (queryLookup).
 func (s *Store) lookUpTruth(ctx context.Context, opID string) truthAnswer {
 	rec, err := s.truth.Get(ctx, opID)
 	switch {
@@ -238,7 +238,7 @@ func (s *Store) refill(ctx context.Context, rec idemstore.Record, ttl time.Durat
 }
 
 // Release gives back an IN_FLIGHT claim that p.Owner holds and could not act
-// on: the caller has made sure that no workflow of the key exists (its start
+// on: the caller has made sure that no workflow of the operation exists (its start
 // failed), so nothing ran and nothing is consumed; the next confirm of the
 // same fingerprint claims it at once instead of waiting for the orphan grace
 // period. The truth's claim is deleted (owner-checked; ErrNotOwner when

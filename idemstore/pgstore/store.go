@@ -295,7 +295,7 @@ func (s *Store) RecordWebhook(ctx context.Context, p idemstore.WebhookParams) (b
 	return tag.RowsAffected() == 1, nil
 }
 
-// Get reads the record of key; ErrNotFound when there is none.
+// Get reads the record of operation opID; ErrNotFound when there is none.
 func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) {
 	rec, err := s.get(ctx, opID)
 	if err != nil {
@@ -398,7 +398,7 @@ func (s *Store) FindRecent(ctx context.Context, p idemstore.FindRecentParams) (i
 // Why this is safe: reap_after = greatest(completed_at + terminal_ttl,
 // fingerprint_exp). A fingerprint can never be consumed for the first time at
 // or after its exp (the gateway refuses it as fingerprint_expired before
-// touching the store), so once exp has passed no confirm can claim the key
+// touching the store), so once exp has passed no confirm can claim the operation
 // again and start the operation anew; and once terminal_ttl has passed too,
 // no replay of the outcome is owed any more (CONTRACT §3: replayed until
 // terminal_ttl). Both together mean the row can no longer change any answer
@@ -407,7 +407,7 @@ func (s *Store) FindRecent(ctx context.Context, p idemstore.FindRecentParams) (i
 // rows longer.)
 //
 // IN_FLIGHT and NEEDS_REVIEW records are never reaped, whatever their age:
-// their outcome is not known, and deleting them would let the key be claimed
+// their outcome is not known, and deleting them would let the operation be claimed
 // and executed again, or lose what an operator must decide.
 //
 // It also deletes the webhook receipts received idemstore.WebhookReceiptRetention

@@ -7,7 +7,7 @@ import "github.com/redis/go-redis/v9"
 // claimed_at and exp at claim time and to answer IN_FLIGHT with claimed_at.
 // The TTL is in milliseconds (PEXPIRE) so that a time.Duration round-trips.
 //
-// KEYS[1] = idem:{<nonce>}
+// KEYS[1] = idem:{<operation_id>}
 // ARGV[1] = param_hash
 // ARGV[2] = owner (this execution attempt's unique id)
 // ARGV[3] = in-flight TTL, milliseconds
@@ -55,7 +55,7 @@ return {'IN_FLIGHT', redis.call('HGET', KEYS[1], 'owner'), redis.call('HGET', KE
 // overwritten: the same outcome again is an idempotent 'OK' (an activity
 // retry), another outcome is 'ALREADY_TERMINAL'.
 //
-// KEYS[1] = idem:{<nonce>}
+// KEYS[1] = idem:{<operation_id>}
 // ARGV[1] = owner
 // ARGV[2] = DONE | FAILED
 // ARGV[3] = result blob (JSON: result, result_ref, reason, resolved_by, ...)
@@ -80,7 +80,7 @@ return 'OK'
 
 // takeoverScript moves an IN_FLIGHT claim from one owner to another.
 //
-// KEYS[1] = idem:{<nonce>}
+// KEYS[1] = idem:{<operation_id>}
 // ARGV[1] = from owner
 // ARGV[2] = to owner
 // ARGV[3] = claimed_at, unix milliseconds
@@ -99,7 +99,7 @@ return 'OK'
 // releaseScript deletes an IN_FLIGHT claim held by owner, so that a claim
 // taken when nothing could be started leaves nothing consumed.
 //
-// KEYS[1] = idem:{<nonce>}
+// KEYS[1] = idem:{<operation_id>}
 // ARGV[1] = owner
 //
 // Reply: 'OK' | 'NOT_OWNER'.
@@ -114,7 +114,7 @@ return 'OK'
 // refillScript replaces the hash unconditionally with a terminal record that
 // the truth answered (after a FLUSHALL or a failover lost it).
 //
-// KEYS[1] = idem:{<nonce>}
+// KEYS[1] = idem:{<operation_id>}
 // ARGV[1] = state (DONE | FAILED)
 // ARGV[2] = param_hash
 // ARGV[3] = owner

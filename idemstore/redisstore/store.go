@@ -1,5 +1,5 @@
 // Package redisstore is the fast path of idemstore: the article's acquire and
-// finalize Lua scripts on one Redis hash per operation, key idem:{<nonce>}.
+// finalize Lua scripts on one Redis hash per operation, key idem:{<operation_id>}.
 // The hash tag keeps every key of one operation in one cluster slot.
 //
 // Redis is not the truth (it loses data on failover or FLUSHALL); the
@@ -29,8 +29,8 @@ var _ idemstore.FastPath = (*Store)(nil)
 // New returns a store on rdb. The caller owns rdb and closes it.
 func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
 
-// Key returns the Redis key of operation nonce: idem:{<nonce>}.
-func Key(nonce string) string { return "idem:{" + nonce + "}" }
+// Key returns the Redis key of operation opID: idem:{<operation_id>}.
+func Key(opID string) string { return "idem:{" + opID + "}" }
 
 // Client returns the Redis client the store uses.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
@@ -93,7 +93,7 @@ func decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.Cla
 	case idemstore.OutcomeParamMismatch:
 		return idemstore.ClaimDecision{Outcome: outcome}, nil
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
-		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.State(outcome)}
+		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: terminalState(outcome)}
 		if err := decodeResult(str(1), &rec); err != nil {
 			return idemstore.ClaimDecision{}, err
 		}
@@ -196,7 +196,7 @@ func (s *Store) Refill(ctx context.Context, p idemstore.RefillParams) error {
 	return nil
 }
 
-// Get reads the hash of key; ErrNotFound when it does not exist.
+// Get reads the hash of operation opID; ErrNotFound when it does not exist.
 func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) {
 	h, err := s.rdb.HGetAll(ctx, Key(opID)).Result()
 	if err != nil {
@@ -286,4 +286,13 @@ func parseMillis(s string) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
+}
+
+// terminalState is the state of the record a DONE or FAILED acquire reply
+// replays.
+func terminalState(o idemstore.ClaimOutcome) idemstore.State {
+	if o == idemstore.OutcomeDone {
+		return idemstore.StateDone
+	}
+	return idemstore.StateFailed
 }

@@ -33,7 +33,7 @@ func NewKey(t testing.TB) string {
 	return hex.EncodeToString(b)
 }
 
-// NewClaim returns a claim on a fresh key with sane TTLs, owned by owner.
+// NewClaim returns a claim on a fresh operation id with sane TTLs, owned by owner.
 func NewClaim(t testing.TB, owner string) idemstore.Claim {
 	t.Helper()
 	return idemstore.Claim{
@@ -51,17 +51,20 @@ func NewClaim(t testing.TB, owner string) idemstore.Claim {
 // Done returns a DONE finalization of c by owner.
 func Done(c idemstore.Claim, owner string) idemstore.Finalization {
 	return idemstore.Finalization{
-		OperationID: c.OperationID, Owner: owner, State: idemstore.StateDone,
-		Result:    json.RawMessage(`{"transfer_id":"tr_123","amount":"12.5","currency":"USD"}`),
-		ResultRef: "tr_123", TerminalTTL: time.Hour,
+		OperationID: c.OperationID, Owner: owner, TerminalTTL: time.Hour, Final: idemstore.Final{
+			State:     idemstore.StateDone,
+			Result:    json.RawMessage(`{"transfer_id":"tr_123","amount":"12.5","currency":"USD"}`),
+			ResultRef: "tr_123",
+		},
 	}
 }
 
 // Failed returns a FAILED finalization of c by owner.
 func Failed(c idemstore.Claim, owner string) idemstore.Finalization {
 	return idemstore.Finalization{
-		OperationID: c.OperationID, Owner: owner, State: idemstore.StateFailed,
-		Reason: "insufficient_funds", FailureKind: idemstore.FailureRefused, TerminalTTL: time.Hour,
+		OperationID: c.OperationID, Owner: owner, TerminalTTL: time.Hour, Final: idemstore.Final{
+			State: idemstore.StateFailed, Reason: "insufficient_funds", FailureKind: idemstore.FailureRefused,
+		},
 	}
 }
 
@@ -79,7 +82,7 @@ var (
 	_ machine = idemstore.FastPath(nil)
 )
 
-// takeover is the TakeoverParams of key from one owner to another with a minute's TTL.
+// takeover is the TakeoverParams of operation opID from one owner to another with a minute's TTL.
 func takeover(opID, from, to string) idemstore.TakeoverParams {
 	return idemstore.TakeoverParams{OperationID: opID, FromOwner: from, ToOwner: to, TTL: time.Minute}
 }

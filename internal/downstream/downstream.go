@@ -16,7 +16,7 @@ import (
 	"sync"
 
 	"github.com/oncegate/oncegate/internal/plan"
-	"github.com/oncegate/oncegate/workflows"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // Call is one call of an operation to its downstream.
@@ -49,7 +49,7 @@ type Answer struct {
 // carries the refusal as the workflow records it (status, code, message,
 // and its Reason).
 type Refusal struct {
-	workflows.BusinessRefusal
+	operation.BusinessRefusal
 }
 
 // Error describes the refusal.
@@ -129,7 +129,7 @@ type errorBody struct {
 
 // refusalOf reads the downstream's error code and message from a refusal's body.
 func refusalOf(status int, body []byte) *Refusal {
-	r := &Refusal{workflows.BusinessRefusal{StatusCode: status}}
+	r := &Refusal{operation.BusinessRefusal{StatusCode: status}}
 	var eb errorBody
 	if err := json.Unmarshal(body, &eb); err != nil {
 		return r

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/oncegate/oncegate/internal/plan"
-	"github.com/oncegate/oncegate/workflows"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // StatusArgumentOperationID is the value of a status_arguments entry that
@@ -77,7 +77,7 @@ func (MCP) Reconcile(ctx context.Context, c Call) (Answer, error) {
 			fmt.Errorf("status tool %s answered an error: %s", c.Downstream.Endpoint.StatusTool, toolText(res))
 	}
 	result := toolResult(res)
-	found := workflows.ExtractResultRef(result, c.Downstream.ResultRef) != ""
+	found := operation.ExtractResultRef(result, c.Downstream.ResultRef) != ""
 	return Answer{StatusCode: http.StatusOK, Found: found, Result: result}, nil
 }
 

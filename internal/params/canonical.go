@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
@@ -289,6 +290,14 @@ func isJSONNumber(s string) bool {
 	return i == len(s)
 }
 
+// withoutExponent returns s up to its exponent (s when it has none).
+func withoutExponent(s string) string {
+	if i := strings.IndexAny(s, "eE"); i >= 0 && i+1 < len(s) {
+		return s[:i]
+	}
+	return s
+}
+
 // numberError is why a text is not an acceptable exact number: a problem
 // code and its arguments.
 type numberError struct {
@@ -308,7 +317,10 @@ func (e *numberError) problem(field, rule string) FieldProblem {
 // removes its trailing zeros.
 func parseDecimal(s string) (*apd.Decimal, *numberError) {
 	if !isJSONNumber(s) {
-		return nil, &numberError{"number.syntax", []string{"value", quoted(s), "limit", strconv.Itoa(maxExponent)}}
+		if isJSONNumber(withoutExponent(s)) {
+			return nil, &numberError{"number.exponent", []string{"value", quoted(s), "limit", strconv.Itoa(maxExponent)}}
+		}
+		return nil, &numberError{"number.syntax", []string{"value", quoted(s)}}
 	}
 	var d apd.Decimal
 	if _, _, err := d.SetString(s); err != nil {

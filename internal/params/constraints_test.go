@@ -57,7 +57,7 @@ func TestDevCatalogConstraints(t *testing.T) {
 		{"zero as a number", map[string]any{"amount": json.Number("0.00")}, "amount", RuleExclusiveMin, "not 0", "> 0"},
 		{"above max", map[string]any{"amount": "1000001"}, "amount", RuleMax, "must be at most 1000000, not 1000001", "<= 1000000"},
 		{"USD with 3 places", map[string]any{"amount": "12.505"}, "amount", RuleScale, "has 3 decimal places; USD allows at most 2", "scale <= 2 (USD)"},
-		{"JPY with a fraction", map[string]any{"amount": "12.5", "currency": "JPY"}, "amount", RuleScale, "JPY allows at most 0", "scale <= 0 (JPY)"},
+		{"JPY with a fraction", map[string]any{"amount": "12.5", "currency": "JPY"}, "amount", RuleScale, "JPY allows no decimal places", "scale <= 0 (JPY)"},
 		{"XXX", map[string]any{"currency": "XXX"}, "currency", RuleCurrency, `"XXX" is not an active ISO 4217 currency code`, "ISO 4217"},
 		{"gold", map[string]any{"currency": " xau "}, "currency", RuleCurrency, `"XAU" is not an active`, "ISO 4217"},
 		{"65 characters", map[string]any{"payee_id": strings.Repeat("p", 65)}, "payee_id", RuleMaxLength, "is 65 characters long; at most 64 are allowed", "length <= 64"},
@@ -146,7 +146,7 @@ func TestStringConstraints(t *testing.T) {
 	assert.Equal(t, RuleMin, got[0].Rule)
 	assert.Equal(t, ">= -1", got[0].Expected)
 	assert.Equal(t, RuleScale, got[1].Rule)
-	assert.Equal(t, "has 2 decimal places; at most 1 are allowed", got[1].Problem)
+	assert.Equal(t, "has 2 decimal places; at most 1 is allowed", got[1].Problem)
 
 	assert.Empty(t, Validate([]byte(`{"speed":"FAST","ref":"r-12","rate":"-1.0"}`), a))
 }

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cockroachdb/apd/v3"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/oncegate/oncegate/internal/catalog"
@@ -281,19 +282,25 @@ func normalizeBound(name string, f catalog.Field, v any, present bool) (any, *Fi
 }
 
 // numberValue returns the canonical json.Number of a decimal or integer
-// field given as a JSON number or as a string holding one.
+// field given as a JSON number (JSON's grammar) or as a decimal string
+// (DecimalPattern).
 func numberValue(name string, t catalog.FieldType, v any) (json.Number, *FieldProblem) {
-	var s string
+	var (
+		s    string
+		d    *apd.Decimal
+		nerr *numberError
+	)
 	switch n := v.(type) {
 	case json.Number:
 		s = string(n)
+		d, nerr = parseDecimal(s)
 	case string:
 		s = n
+		d, nerr = parseDecimalString(s)
 	default:
 		p := newProblem(name, RuleType, "type.number", string(t), "type", string(t), "got", jsonKind(v))
 		return "", &p
 	}
-	d, nerr := parseDecimal(s)
 	if nerr != nil {
 		p := nerr.problem(name, RuleType)
 		p.Expected = string(t)

@@ -9,14 +9,18 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
 // history is what an operation's workflow history says: its input, the
 // owner of its truth claim, why it waits for a person, and its outcome.
 type history struct {
-	// input is the workflow's input (the gateway's start).
-	input workflows.OperationInput
+	// input is the workflow's input (the gateway's start), resolved as
+	// today's code reads it (its Ownership from the fields of an older
+	// input).
+	input operation.Input
 	// claimOwner is the owner the ClaimTruth activity returned (empty when
 	// the gateway's claim was the workflow's: input.Owner).
 	claimOwner string
@@ -29,12 +33,13 @@ type history struct {
 	completed bool
 }
 
-// owner is the owner the workflow finalizes the truth as.
+// owner is the owner the workflow finalizes the truth as: the owner its
+// ClaimTruth found, else its input's (operation.Ownership).
 func (h history) owner() string {
 	if h.claimOwner != "" {
 		return h.claimOwner
 	}
-	return h.input.Owner
+	return h.input.Ownership.Owner()
 }
 
 // readHistory reads the history of the workflow id/runID.
@@ -61,10 +66,15 @@ func readHistory(ctx context.Context, tc Temporal, id, runID string) (history, e
 		}
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-			if err := decode(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), &h.input); err != nil {
+			var in operation.Input
+			if err := decode(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
 				return h, fmt.Errorf("history of %s: its input: %w", id, err)
 			}
-			started = true
+			resolved, err := in.Resolved(catalog.PlanOf)
+			if err != nil {
+				return h, fmt.Errorf("history of %s: its input: %w", id, err)
+			}
+			h.input, started = resolved, true
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			a := ev.GetActivityTaskScheduledEventAttributes()
 			activities[ev.GetEventId()] = scheduled{activity: a.GetActivityType().GetName(), input: a.GetInput()}
@@ -73,7 +83,7 @@ func readHistory(ctx context.Context, tc Temporal, id, runID string) (history, e
 			s := activities[a.GetScheduledEventId()]
 			switch s.activity {
 			case workflows.ActivityClaimTruth:
-				var claim workflows.ClaimResult
+				var claim operation.ClaimResult
 				if err := decode(a.GetResult(), &claim); err != nil {
 					return h, fmt.Errorf("history of %s: its claim: %w", id, err)
 				}
@@ -82,7 +92,7 @@ func readHistory(ctx context.Context, tc Temporal, id, runID string) (history, e
 					h.review, h.reviewReason = true, claim.Reason
 				}
 			case workflows.ActivityMarkNeedsReview:
-				var in workflows.MarkNeedsReviewInput
+				var in operation.MarkNeedsReviewInput
 				if err := decode(s.input, &in); err != nil {
 					return h, fmt.Errorf("history of %s: its review: %w", id, err)
 				}

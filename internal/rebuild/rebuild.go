@@ -178,8 +178,5 @@ func act(ctx context.Context, truth TruthStore, action Action, id string, w Work
 
 // finalization is the truth's write of the workflow's outcome f.
 func finalization(id, owner string, f idemstore.Final, terminalTTL time.Duration) idemstore.Finalization {
-	return idemstore.Finalization{
-		OperationID: id, Owner: owner, State: f.State, Result: f.Result, ResultRef: f.ResultRef, Reason: f.Reason,
-		FailureKind: f.FailureKind, ResolvedBy: f.ResolvedBy, TerminalTTL: terminalTTL,
-	}
+	return idemstore.Finalization{OperationID: id, Owner: owner, Final: f, TerminalTTL: terminalTTL}
 }

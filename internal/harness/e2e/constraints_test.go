@@ -33,7 +33,7 @@ var constraintCases = []constraintCase{
 	{"zero", map[string]any{"amount": 0}, "amount", "exclusive_min", "greater than 0"},
 	{"1,000,001", map[string]any{"amount": "1000001"}, "amount", "max", "at most 1000000"},
 	{"12.505 USD", map[string]any{"amount": "12.505"}, "amount", "scale", "USD allows at most 2"},
-	{"12.5 JPY", map[string]any{"amount": "12.5", "currency": "JPY"}, "amount", "scale", "JPY allows at most 0"},
+	{"12.5 JPY", map[string]any{"amount": "12.5", "currency": "JPY"}, "amount", "scale", "JPY allows no decimal places"},
 	{"XXX", map[string]any{"currency": "XXX"}, "currency", "currency", "not an active ISO 4217 currency code"},
 	{"65-character payee", map[string]any{"payee_id": strings.Repeat("p", 65)}, "payee_id", "max_length", "65 characters long"},
 	{"10,000-character payee", map[string]any{"payee_id": strings.Repeat("p", 10000)}, "payee_id", "max_length", "10000 characters long"},

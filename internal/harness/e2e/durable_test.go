@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -183,7 +184,7 @@ func TestSecondStartSameID(t *testing.T) {
 	require.NoError(t, err)
 	firstRun := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	// Start again with the same input as the gateway would.
-	var in workflows.OperationInput
+	var in operation.Input
 	hist := tc.GetWorkflowHistory(context.Background(), id, firstRun, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	ev, err := hist.Next()
 	require.NoError(t, err)

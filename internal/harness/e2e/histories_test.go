@@ -17,6 +17,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -166,7 +167,7 @@ func recordHistory(t *testing.T, s *testenv.Stack, id, path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// The gateway may answer from the truth before the workflow has closed.
-	var out workflows.OperationResult
+	var out idemstore.Final
 	require.NoError(t, tc.GetWorkflow(ctx, id, "").Get(ctx, &out))
 
 	hist := &historypb.History{}

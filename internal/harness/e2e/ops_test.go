@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -120,6 +121,9 @@ func TestOperatorsDecideOnce(t *testing.T) {
 		}
 		for _, r := range view.Refused {
 			if r.Via == workflows.ViaSignal && r.Operator == "web-ui-op" && r.Why == workflows.ErrTypeAlreadyResolved {
+				if strings.Contains(r.Message, "retryable") {
+					return fmt.Errorf("a refusal reads as retryable: %q", r.Message)
+				}
 				return nil
 			}
 		}
@@ -136,6 +140,15 @@ func TestOperatorsDecideOnce(t *testing.T) {
 		"MarkNeedsReview", "update " + workflows.UpdateResolve} {
 		assert.Contains(t, out, want)
 	}
+	// The late signal is marked refused, not listed like a decision.
+	var refusedLine string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "web-ui-op") {
+			refusedLine = l
+		}
+	}
+	assert.Contains(t, refusedLine, workflows.EventSignalRefused, out)
+	assert.Contains(t, refusedLine, "already resolved", out)
 
 	// The stuck run is found by age once it is a minute old; the decided one is not in flight.
 	if wait := time.Minute - time.Since(hungSince); wait > 0 {

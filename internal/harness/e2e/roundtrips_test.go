@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
-	"github.com/oncegate/oncegate/workflows"
 )
 
 // TestFirstConfirmRoundTrips counts what one first confirm costs the stores,
@@ -69,7 +69,7 @@ func TestFirstConfirmRoundTrips(t *testing.T) {
 		require.Equal(t, "completed", done.str("status"), done.String())
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		var result workflows.OperationResult
+		var result idemstore.Final
 		require.NoError(t, tc.GetWorkflow(wctx, id, "").Get(wctx, &result), "the workflow (and its finalize) is done")
 		pg = pgStatements() - p0
 		time.Sleep(300 * time.Millisecond) // the last lines reach the monitor

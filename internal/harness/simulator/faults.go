@@ -40,6 +40,11 @@ type Faults struct {
 	// PayoutSettleMS is how long after its creation a payout settles (paid
 	// or failed); 0 means DefaultPayoutSettle.
 	PayoutSettleMS int `json:"payout_settle_ms"`
+	// QuoteTTLMS is how long a quote made now holds (its expires_at); 0
+	// means the server's quote TTL (DefaultQuoteTTL). The gateway's
+	// fingerprint expires with the quote, so this makes an expired
+	// fingerprint in seconds.
+	QuoteTTLMS int `json:"quote_ttl_ms"`
 }
 
 // faultsRequest is the body of PUT /_sim/faults: absent fields are zero.
@@ -53,6 +58,7 @@ type faultsRequest struct {
 	FailAfterCommit   *int  `json:"fail_after_commit"`
 	QuoteFailNext     *int  `json:"quote_fail_next"`
 	PayoutSettleMS    *int  `json:"payout_settle_ms"`
+	QuoteTTLMS        *int  `json:"quote_ttl_ms"`
 }
 
 // loadFaults reads the current fault set; a missing row is no fault.
@@ -60,9 +66,9 @@ func (s *Server) loadFaults(ctx context.Context) (Faults, error) {
 	var f Faults
 	err := s.pool.QueryRow(ctx, `
 		SELECT latency_ms, fail_next, hang_after_commit_ms, status_unavailable,
-			commit_delay_ms, status_lag_ms, fail_after_commit, quote_fail_next, payout_settle_ms
+			commit_delay_ms, status_lag_ms, fail_after_commit, quote_fail_next, payout_settle_ms, quote_ttl_ms
 		FROM sim_faults WHERE id`).Scan(&f.LatencyMS, &f.FailNext, &f.HangAfterCommitMS, &f.StatusUnavailable,
-		&f.CommitDelayMS, &f.StatusLagMS, &f.FailAfterCommit, &f.QuoteFailNext, &f.PayoutSettleMS)
+		&f.CommitDelayMS, &f.StatusLagMS, &f.FailAfterCommit, &f.QuoteFailNext, &f.PayoutSettleMS, &f.QuoteTTLMS)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Faults{}, nil
 	}
@@ -76,15 +82,15 @@ func (s *Server) loadFaults(ctx context.Context) (Faults, error) {
 func (s *Server) storeFaults(ctx context.Context, f Faults) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO sim_faults (id, latency_ms, fail_next, hang_after_commit_ms, status_unavailable,
-			commit_delay_ms, status_lag_ms, fail_after_commit, quote_fail_next, payout_settle_ms)
-		VALUES (true, $1, $2, $3, $4, $5, $6, $7, $8, $9)
+			commit_delay_ms, status_lag_ms, fail_after_commit, quote_fail_next, payout_settle_ms, quote_ttl_ms)
+		VALUES (true, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (id) DO UPDATE SET latency_ms = EXCLUDED.latency_ms, fail_next = EXCLUDED.fail_next,
 			hang_after_commit_ms = EXCLUDED.hang_after_commit_ms, status_unavailable = EXCLUDED.status_unavailable,
 			commit_delay_ms = EXCLUDED.commit_delay_ms, status_lag_ms = EXCLUDED.status_lag_ms,
 			fail_after_commit = EXCLUDED.fail_after_commit, quote_fail_next = EXCLUDED.quote_fail_next,
-			payout_settle_ms = EXCLUDED.payout_settle_ms`,
+			payout_settle_ms = EXCLUDED.payout_settle_ms, quote_ttl_ms = EXCLUDED.quote_ttl_ms`,
 		f.LatencyMS, f.FailNext, f.HangAfterCommitMS, f.StatusUnavailable, f.CommitDelayMS, f.StatusLagMS, f.FailAfterCommit,
-		f.QuoteFailNext, f.PayoutSettleMS)
+		f.QuoteFailNext, f.PayoutSettleMS, f.QuoteTTLMS)
 	if err != nil {
 		return fmt.Errorf("store faults: %w", err)
 	}
@@ -266,6 +272,7 @@ func (s *Server) handlePutFaults(w http.ResponseWriter, r *http.Request) {
 		{"fail_after_commit", req.FailAfterCommit, &f.FailAfterCommit},
 		{"quote_fail_next", req.QuoteFailNext, &f.QuoteFailNext},
 		{"payout_settle_ms", req.PayoutSettleMS, &f.PayoutSettleMS},
+		{"quote_ttl_ms", req.QuoteTTLMS, &f.QuoteTTLMS},
 	} {
 		if field.in == nil {
 			continue

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -16,7 +17,7 @@ type Quote struct {
 	Currency string `json:"currency"`
 	// Fee is 1% of the amount rounded half up to two decimals, at least "0.25".
 	Fee string `json:"fee"`
-	// ExpiresAt is RFC 3339 in UTC, the quote TTL after now.
+	// ExpiresAt is RFC 3339 in UTC, the quote TTL (or quote_ttl_ms) after now.
 	ExpiresAt string `json:"expires_at"`
 }
 
@@ -26,14 +27,23 @@ func (s *Server) handleQuote(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, err.Error())
 		return
 	}
-	if _, ok := s.beforeCounted(w, r, quoteFailNextColumn, "injected failure (quote_fail_next): no quote"); !ok {
+	f, ok := s.beforeCounted(w, r, quoteFailNextColumn, "injected failure (quote_fail_next): no quote")
+	if !ok {
 		return
+	}
+	if strings.HasPrefix(p.payeeID, BlockedPayeePrefix) {
+		writeError(w, http.StatusUnprocessableEntity, CodePayeeBlocked, "payee "+p.payeeID+" is blocked: no transfer to it can be quoted")
+		return
+	}
+	ttl := s.quoteTTL
+	if f.QuoteTTLMS > 0 {
+		ttl = time.Duration(f.QuoteTTLMS) * time.Millisecond
 	}
 	writeJSON(w, http.StatusOK, Quote{
 		QuoteID:   newID("q_"),
 		Amount:    p.amount,
 		Currency:  p.currency,
 		Fee:       p.fee,
-		ExpiresAt: s.now().Add(s.quoteTTL).UTC().Format(time.RFC3339),
+		ExpiresAt: s.now().Add(ttl).UTC().Format(time.RFC3339),
 	})
 }

@@ -25,6 +25,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// BlockedPayeePrefix marks payees the quote endpoint refuses definitively
+// (422 payee_blocked): the gateway's preview answers downstream_refused.
+const BlockedPayeePrefix = "blocked-"
+
 // DefaultQuoteTTL is how long a quote is valid unless WithQuoteTTL says otherwise.
 const DefaultQuoteTTL = 10 * time.Minute
 
@@ -38,6 +42,9 @@ const (
 	CodeIdempotencyKeyReuse = "idempotency_key_reuse"
 	// CodeInsufficientFunds is the definite business refusal of an amount above 10000 (422).
 	CodeInsufficientFunds = "insufficient_funds"
+	// CodePayeeBlocked is the definite refusal to quote a transfer to a
+	// payee whose id starts with BlockedPayeePrefix (422).
+	CodePayeeBlocked = "payee_blocked"
 	// CodeUnavailable is an injected fault or a database failure (503).
 	CodeUnavailable = "unavailable"
 	// CodeNotFound is an unknown transfer or endpoint (404).

@@ -423,10 +423,10 @@ func TestFaults(t *testing.T) {
 		b.setFaults(t, `{"latency_ms":5,"fail_next":3,"hang_after_commit_ms":7,"status_unavailable":true}`)
 		b.setFaults(t, `{"fail_next":1}`)
 		got := b.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0,"payout_settle_ms":0}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0,"payout_settle_ms":0,"quote_ttl_ms":0}`, string(got.body))
 		assert.Equal(t, http.StatusOK, b.do(t, http.MethodDelete, "/_sim/faults", nil, nil).status)
 		got = b.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":0,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0,"payout_settle_ms":0}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":0,"hang_after_commit_ms":0,"status_unavailable":false,"commit_delay_ms":0,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0,"payout_settle_ms":0,"quote_ttl_ms":0}`, string(got.body))
 
 		bad := b.do(t, http.MethodPut, "/_sim/faults", `{"fail_next":-1}`, nil)
 		assert.Equal(t, http.StatusBadRequest, bad.status)
@@ -447,7 +447,7 @@ func TestFaults(t *testing.T) {
 		b.setFaults(t, `{"fail_next":1,"status_unavailable":true,"commit_delay_ms":5}`)
 		other := &testBundle{url: startServer(ctx, t, b.pool), client: b.client}
 		got := other.do(t, http.MethodGet, "/_sim/faults", nil, nil)
-		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":true,"commit_delay_ms":5,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0,"payout_settle_ms":0}`, string(got.body))
+		assert.JSONEq(t, `{"latency_ms":0,"fail_next":1,"hang_after_commit_ms":0,"status_unavailable":true,"commit_delay_ms":5,"status_lag_ms":0,"fail_after_commit":0,"quote_fail_next":0,"payout_settle_ms":0,"quote_ttl_ms":0}`, string(got.body))
 		assert.Equal(t, http.StatusServiceUnavailable, other.do(t, http.MethodPost, "/v1/transfers", transferBody("1"), key("k-s")).status)
 		assert.Equal(t, http.StatusCreated, b.do(t, http.MethodPost, "/v1/transfers", transferBody("1"), key("k-s")).status)
 	})
@@ -513,6 +513,19 @@ func TestQuote(t *testing.T) {
 		fixed := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 		b2 := setup(ctx, t, simulator.WithQuoteTTL(time.Minute), simulator.WithClock(func() time.Time { return fixed }))
 		a := b2.do(t, http.MethodPost, "/v1/quotes", `{"amount":1,"currency":"USD","payee_id":"p"}`, nil)
+		assert.Equal(t, "2030-01-02T03:05:05Z", a.json(t)["expires_at"])
+
+		// A blocked payee is refused definitively.
+		a = b2.do(t, http.MethodPost, "/v1/quotes", `{"amount":1,"currency":"USD","payee_id":"blocked-1"}`, nil)
+		assert.Equal(t, http.StatusUnprocessableEntity, a.status)
+		assert.Equal(t, simulator.CodePayeeBlocked, a.json(t)["error"], "%s", a.body)
+
+		// The quote_ttl_ms fault wins over the option while it is set.
+		b2.setFaults(t, `{"quote_ttl_ms":3000}`)
+		a = b2.do(t, http.MethodPost, "/v1/quotes", `{"amount":1,"currency":"USD","payee_id":"p"}`, nil)
+		assert.Equal(t, "2030-01-02T03:04:08Z", a.json(t)["expires_at"])
+		b2.setFaults(t, `{}`)
+		a = b2.do(t, http.MethodPost, "/v1/quotes", `{"amount":1,"currency":"USD","payee_id":"p"}`, nil)
 		assert.Equal(t, "2030-01-02T03:05:05Z", a.json(t)["expires_at"])
 	})
 }

@@ -329,7 +329,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := tx.Exec(r.Context(), `UPDATE sim_faults SET latency_ms = 0, fail_next = 0, hang_after_commit_ms = 0, status_unavailable = false,
-		commit_delay_ms = 0, status_lag_ms = 0, fail_after_commit = 0, quote_fail_next = 0, payout_settle_ms = 0`); err != nil {
+		commit_delay_ms = 0, status_lag_ms = 0, fail_after_commit = 0, quote_fail_next = 0, payout_settle_ms = 0, quote_ttl_ms = 0`); err != nil {
 		s.internalError(w, r, fmt.Errorf("clear faults: %w", err))
 		return
 	}

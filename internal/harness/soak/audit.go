@@ -92,7 +92,7 @@ type temporalView struct {
 	found     bool
 	status    enums.WorkflowExecutionStatus
 	idemState string
-	result    workflows.OperationResult
+	result    idemstore.Final
 	resultErr error
 }
 

@@ -1,0 +1,62 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/idemstore"
+)
+
+// TestEveryBodyCarriesTheRegistrysRetryable renders every registered status
+// and checks its body's retryable (and HTTP code) against the registry, and
+// the body the MCP endpoint writes itself for a request without a token.
+func TestEveryBodyCarriesTheRegistrysRetryable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for status, info := range Statuses {
+		rec := httptest.NewRecorder()
+		c := b.srv.echo.NewContext(httptest.NewRequest(http.MethodGet, "/v1/operations/x", nil), rec)
+		require.NoError(t, b.srv.render(c, opReply(status, "0123456789abcdef0123456789abcdef")))
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), status)
+		assert.Equal(t, string(status), body["status"])
+		assert.Equal(t, info.Retryable, body["retryable"], "%s: retryable is the registry's", status)
+		assert.Equal(t, info.Code, rec.Code, status)
+	}
+
+	r := b.do(t, http.MethodPost, "/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"initialize"}`)
+	require.Equal(t, StatusUnauthenticated, r.status(), r.raw)
+	assert.Equal(t, Statuses[StatusUnauthenticated].Retryable, r.body["retryable"], "the MCP endpoint's own body")
+	assert.Equal(t, Statuses[StatusUnauthenticated].Code, r.code)
+}
+
+// TestFailedAnswersClaimNothingExecutedOnlyWhenProved renders the failed
+// answer of every failure kind: idemstore.FailureKind.ProvesNothingExecuted
+// decides whether the texts say that no money moved or warn the agent not
+// to claim it; only a refusal, reconciliation after the window and a
+// request never sent prove it.
+func TestFailedAnswersClaimNothingExecutedOnlyWhenProved(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for kind, proved := range map[idemstore.FailureKind]bool{
+		idemstore.FailureRefused: true, idemstore.FailureNotExecuted: true, idemstore.FailureNotSent: true,
+		idemstore.FailureOperator: false, "": false,
+	} {
+		for _, replay := range []bool{false, true} {
+			rec := httptest.NewRecorder()
+			c := b.srv.echo.NewContext(httptest.NewRequest(http.MethodGet, "/v1/operations/x", nil), rec)
+			f := idemstore.Final{State: idemstore.StateFailed, Reason: "r", FailureKind: kind}
+			require.NoError(t, b.srv.render(c, b.srv.finalReply("0123456789abcdef0123456789abcdef", f, replay)))
+			var body map[string]any
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+			warned := strings.Contains(body["instruction"].(string), "Do not tell the user that nothing was executed")
+			assert.Equal(t, !proved, warned, "%q replay=%v: %s", kind, replay, body["instruction"])
+		}
+	}
+}

@@ -1,0 +1,94 @@
+// Package operation holds what the operation workflow (package workflows)
+// and its activities (package activities) exchange: the workflow's input
+// with its Ownership, the activities' inputs and answers, the application
+// error types the workflow tells apart, and the pure helpers both sides
+// use. It is a leaf: it imports only idemstore and internal/plan, so the
+// workflow calls its activities by method value (workflows imports
+// activities) and internal/downstream reads the refusal's shape without
+// either.
+package operation
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/oncegate/oncegate/internal/plan"
+)
+
+// Input is the workflow's input: everything it needs, copied from the
+// catalog and the confirm's claim at start, so a later catalog change cannot
+// alter a running operation or the replay of its history. The ClaimTruth,
+// Execute and Reconcile activities take it too.
+type Input struct {
+	// OperationID is the operation id: the workflow ID, Idempotency-Key and
+	// client_reference.
+	OperationID string `json:"operation_id"`
+	// Subject is who the operation belongs to.
+	Subject string `json:"subject"`
+	// Scope is the action.
+	Scope string `json:"scope"`
+	// ParamHash binds the canonical params.
+	ParamHash string `json:"param_hash"`
+	// Ownership is who holds the claim the workflow runs under, who claims
+	// the truth record and who writes the fast path. Inputs recorded
+	// before it carry RecordedOwner, RecordedTruthClaimed and
+	// RecordedClaimedAt instead; Resolved reads them.
+	Ownership Ownership `json:"ownership,omitzero"`
+	// Params is the JSON body sent downstream: normalized bound params plus free params.
+	Params json.RawMessage `json:"params"`
+	// BoundParams are the canonical bound params (param_hash is their
+	// SHA-256), kept in the truth at claim for operators.
+	BoundParams json.RawMessage `json:"bound_params,omitempty"`
+	// FingerprintExp is the fingerprint's expiry.
+	FingerprintExp time.Time `json:"fingerprint_exp"`
+	// InFlightTTL is the action's in_flight_ttl.
+	InFlightTTL time.Duration `json:"in_flight_ttl"`
+	// TerminalTTL is the action's terminal_ttl.
+	TerminalTTL time.Duration `json:"terminal_ttl"`
+	// Downstream is the action's downstream, resolved by the catalog into
+	// the plain values the workflow and its activities run.
+	Downstream plan.Downstream `json:"downstream_plan"`
+	// CatalogDownstream is the catalog's downstream configuration that
+	// gateways sent before the plan existed; read only (by Resolved) to
+	// replay and continue their workflows. New inputs leave it empty.
+	CatalogDownstream json.RawMessage `json:"downstream,omitempty"`
+	// Summary is a short human text (action and amount) for the Web UI.
+	Summary string `json:"summary"`
+
+	// RecordedOwner is the gateway claim's owner as inputs recorded before
+	// Ownership carried it; read only, by Resolved. New inputs leave it empty.
+	RecordedOwner string `json:"owner,omitempty"`
+	// RecordedTruthClaimed is true in inputs recorded before Ownership
+	// whose gateway inserted the truth record itself; read only, by Resolved.
+	RecordedTruthClaimed bool `json:"truth_claimed,omitempty"`
+	// RecordedClaimedAt is when the gateway's claim was taken, in inputs
+	// recorded before Ownership; read only, by Resolved.
+	RecordedClaimedAt time.Time `json:"claimed_at,omitzero"`
+}
+
+// CatalogPlan decodes a downstream in the catalog's JSON form, as inputs
+// recorded before the plan carry it, into its plan (catalog.PlanOf).
+type CatalogPlan func(json.RawMessage) (plan.Downstream, error)
+
+// Resolved returns in as today's code reads it: with its Downstream plan
+// (decoded by catalogPlan from the catalog's downstream of an input
+// recorded before the plan existed) and its Ownership (from the owner,
+// truth_claimed and claimed_at of an input recorded before it), and
+// without the recorded fields. It is a pure function of the input, so a
+// replay resolves it the same way.
+func (in Input) Resolved(catalogPlan CatalogPlan) (Input, error) {
+	if in.Downstream.Kind == "" && len(in.CatalogDownstream) > 0 {
+		ds, err := catalogPlan(in.CatalogDownstream)
+		if err != nil {
+			return in, fmt.Errorf("decode the downstream of %s: %w", in.OperationID, err)
+		}
+		in.Downstream = ds
+	}
+	in.CatalogDownstream = nil
+	if in.Ownership.IsZero() {
+		in.Ownership = recordedOwnership(in.RecordedOwner, in.RecordedTruthClaimed, in.RecordedClaimedAt)
+	}
+	in.RecordedOwner, in.RecordedTruthClaimed, in.RecordedClaimedAt = "", false, time.Time{}
+	return in, nil
+}
