@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncegate/oncegate/approval/ceremony"
 	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/storeconn"
@@ -35,6 +36,8 @@ const (
 	DefaultGatewayURL = "http://127.0.0.1:8080"
 	// DefaultShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultEnrolmentTTL is how long a passkey enrolment link works.
+	DefaultEnrolmentTTL = 15 * time.Minute
 )
 
 // EnvDev is the ONCEGATE_ENV of the dev stack and the tests. Unset or any
@@ -123,6 +126,21 @@ type Config struct {
 	RequestTimeout time.Duration
 	// ShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
 	ShutdownTimeout time.Duration `env:"ONCEGATE_SHUTDOWN_TIMEOUT" envDefault:"30s"`
+	// PublicURL is where a person's browser reaches the gateway: the base of
+	// the approval and enrolment links (ONCEGATE_PUBLIC_URL). Unset, it is
+	// GATEWAY_URL with a loopback address replaced by localhost, since
+	// WebAuthn refuses an IP address as the relying party.
+	PublicURL string `env:"ONCEGATE_PUBLIC_URL"`
+	// WebAuthnRPID is the passkeys' relying party ID
+	// (ONCEGATE_WEBAUTHN_RP_ID; default: PublicURL's host). Never an IP
+	// address; passkeys are bound to it, so changing it orphans them.
+	WebAuthnRPID string `env:"ONCEGATE_WEBAUTHN_RP_ID"`
+	// WebAuthnOrigins are the origins the approval and enrolment pages may
+	// be served from (ONCEGATE_WEBAUTHN_ORIGINS, comma-separated; default:
+	// PublicURL's origin).
+	WebAuthnOrigins []string `env:"ONCEGATE_WEBAUTHN_ORIGINS"`
+	// EnrolmentTTL is how long a passkey enrolment link works.
+	EnrolmentTTL time.Duration `env:"ONCEGATE_ENROLMENT_TTL" envDefault:"15m"`
 	// Failpoint makes the gateway kill itself at a named point, for crash
 	// tests only (ONCEGATE_FAILPOINT). FailpointAfterClaim: right after a
 	// claim was acquired, before any workflow was started. Empty in every
@@ -161,7 +179,43 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.EnrolmentTTL <= 0 {
+		c.EnrolmentTTL = DefaultEnrolmentTTL
+	}
+	if c.GatewayURL == "" {
+		c.GatewayURL = DefaultGatewayURL
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = publicURLOf(c.GatewayURL)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if u, err := url.Parse(c.PublicURL); err == nil {
+		if c.WebAuthnRPID == "" {
+			c.WebAuthnRPID = u.Hostname()
+		}
+		if len(c.WebAuthnOrigins) == 0 {
+			c.WebAuthnOrigins = []string{u.Scheme + "://" + u.Host}
+		}
+	}
 	return c
+}
+
+// publicURLOf is gatewayURL with a loopback or unspecified IP host
+// replaced by localhost: browsers treat http://localhost as a secure
+// context, and WebAuthn refuses an IP address as the relying party.
+func publicURLOf(gatewayURL string) string {
+	u, err := url.Parse(gatewayURL)
+	if err != nil || u.Host == "" {
+		return gatewayURL
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+		port := u.Port()
+		u.Host = "localhost"
+		if port != "" {
+			u.Host = net.JoinHostPort("localhost", port)
+		}
+	}
+	return strings.TrimRight(u.String(), "/")
 }
 
 // ConfigFromEnv reads the configuration from environ (envconfig.OS() in
@@ -180,7 +234,8 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 		envconfig.Positive(environ, "ONCEGATE_CONFIRM_WAIT", c.ConfirmWait),
 		envconfig.Positive(environ, "ONCEGATE_CLAIM_GRACE", c.ClaimGrace),
 		envconfig.Positive(environ, "ONCEGATE_POLL_AFTER", c.PollAfter),
-		envconfig.Positive(environ, "ONCEGATE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout))
+		envconfig.Positive(environ, "ONCEGATE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout),
+		envconfig.Positive(environ, "ONCEGATE_ENROLMENT_TTL", c.EnrolmentTTL))
 	if c.FingerprintKeys == "" && strings.TrimSpace(environ["ONCEGATE_FINGERPRINT_KEYS_FILE"]) == "" {
 		// A file named but unreadable is already reported; an empty one is
 		// "no keys" when cmd/gateway parses the keyring.
@@ -201,6 +256,16 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 		if u, err := url.Parse(c.AlertWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("ONCEGATE_ALERT_WEBHOOK=%q: want an http(s) URL", c.AlertWebhook))
 		}
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("ONCEGATE_PUBLIC_URL=%q: want the http(s) URL a browser reaches the gateway at", c.PublicURL))
+		}
+	}
+	d := c.withDefaults()
+	if cerr := ceremony.CheckConfig(d.WebAuthnRPID, d.WebAuthnOrigins); cerr != nil {
+		errs = append(errs, fmt.Errorf("ONCEGATE_WEBAUTHN_RP_ID=%q, ONCEGATE_WEBAUTHN_ORIGINS=%q (taken from ONCEGATE_PUBLIC_URL %s unless set): %w",
+			d.WebAuthnRPID, strings.Join(d.WebAuthnOrigins, ","), d.PublicURL, cerr))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("gateway config: %w", err)

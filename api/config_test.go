@@ -2,6 +2,8 @@ package api
 
 import (
 	"crypto/tls"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -109,4 +111,46 @@ func TestConfigHTTPS(t *testing.T) {
 		_, err := ConfigFromEnv(bad.env)
 		assert.ErrorContains(t, err, bad.want)
 	}
+}
+
+// TestPublicURL: the approval links name localhost with the gateway's port
+// when the gateway listens on a loopback address (WebAuthn refuses an IP),
+// and the RP ID and origins follow the public URL unless set.
+func TestPublicURL(t *testing.T) {
+	for gateway, want := range map[string]string{
+		"http://127.0.0.1:8080":   "http://localhost:8080",
+		"http://0.0.0.0:9080":     "http://localhost:9080",
+		"http://[::1]:8080":       "http://localhost:8080",
+		"http://127.0.0.1":        "http://localhost",
+		"https://pay.example.com": "https://pay.example.com",
+	} {
+		c := Config{GatewayURL: gateway}.withDefaults()
+		assert.Equal(t, want, c.PublicURL, gateway)
+	}
+	c := Config{GatewayURL: "http://127.0.0.1:8080"}.withDefaults()
+	assert.Equal(t, "localhost", c.WebAuthnRPID)
+	assert.Equal(t, []string{"http://localhost:8080"}, c.WebAuthnOrigins)
+	c = Config{PublicURL: "https://pay.example.com/", WebAuthnRPID: "example.com"}.withDefaults()
+	assert.Equal(t, "https://pay.example.com", c.PublicURL)
+	assert.Equal(t, "example.com", c.WebAuthnRPID)
+	assert.Equal(t, []string{"https://pay.example.com"}, c.WebAuthnOrigins)
+
+	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:" + strings.Repeat("A", 44), "ONCEGATE_ENV": "dev"}
+	with := func(kv ...string) map[string]string {
+		m := maps.Clone(base)
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	_, err := ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "http://10.0.0.1:8080"))
+	assert.ErrorContains(t, err, "is an IP address", "an IP as the RP ID is refused at start")
+	_, err = ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "https://pay.example.com", "ONCEGATE_WEBAUTHN_ORIGINS", "https://evil.example.org"))
+	assert.ErrorContains(t, err, "not on the RP ID")
+	_, err = ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "ftp://x"))
+	assert.ErrorContains(t, err, "ONCEGATE_PUBLIC_URL")
+	c, err = ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "https://pay.example.com", "ONCEGATE_WEBAUTHN_RP_ID", "example.com",
+		"ONCEGATE_WEBAUTHN_ORIGINS", "https://pay.example.com,https://approve.example.com"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"https://pay.example.com", "https://approve.example.com"}, c.WebAuthnOrigins)
 }

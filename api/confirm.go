@@ -19,6 +19,8 @@ import (
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // startTimeout bounds the store and Temporal calls that must finish even
@@ -68,6 +70,11 @@ type confirmCall struct {
 	bound   boundParams
 	owner   string
 	traceID string
+	// fingerprint is the fingerprint as sent (for the approval link).
+	fingerprint string
+	// approvalSHA256 is the approval evidence's hash the operation runs
+	// under (set by the approval gate; empty when none was needed).
+	approvalSHA256 string
 }
 
 // confirm is the confirm path of ARCHITECTURE.md: verify, amnesia guard,
@@ -85,27 +92,32 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	switch {
 	case errors.Is(err, fingerprint.ErrInvalid):
 		s.securityEvent(ctx, EventInvalidFingerprint, id, action.Scope, "", traceID, err.Error())
-		return newReply(StatusFingerprintInvalid)
+		return newReply(status.FingerprintInvalid)
 	case errors.Is(err, fingerprint.ErrSubjectMismatch):
 		s.securityEvent(ctx, EventSubjectMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued to "+p.Subject)
-		return newReply(StatusSubjectMismatch)
+		return newReply(status.SubjectMismatch)
 	case errors.Is(err, fingerprint.ErrScopeMismatch):
 		s.securityEvent(ctx, EventScopeMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued for "+p.Scope)
-		return opReply(StatusScopeMismatch, p.Nonce)
+		return opReply(status.ScopeMismatch, p.Nonce)
 	case errors.Is(err, fingerprint.ErrParamMismatch):
 		s.securityEvent(ctx, EventParamMismatch, id, action.Scope, p.Nonce, traceID, "bound params differ from the fingerprint's")
-		return opReply(StatusParamMismatch, p.Nonce)
+		return opReply(status.ParamMismatch, p.Nonce)
 	case err != nil:
 		return internalErrorReply("", fmt.Errorf("verify fingerprint: %w", err))
 	}
 	call := confirmCall{
 		id: id, action: action, payload: p, opID: p.Nonce, bound: bp, traceID: traceID,
-		owner: s.instance + ":" + randomHex(8),
+		owner: s.instance + ":" + randomHex(8), fingerprint: req.Fingerprint,
 	}
 	if p.RecentOperation != "" && req.AcknowledgeRepeatOf != p.RecentOperation {
 		return s.repeatUnacknowledged(ctx, call)
 	}
 	facts := confirmFacts{Owner: call.owner, Expired: now.Unix() >= p.Exp}
+	if !facts.Expired {
+		if r, stop := s.approvalGate(ctx, &call); stop {
+			return r
+		}
+	}
 	for {
 		plan := decideConfirm(facts)
 		switch plan.Ask {
@@ -140,7 +152,7 @@ func (s *Server) acquire(ctx context.Context, call confirmCall) claimAnswer {
 	d, err := s.store.Acquire(actx, idemstore.Claim{
 		OperationID: call.opID, ParamHash: call.bound.paramHash, Owner: call.owner, Subject: call.id.Subject,
 		Scope: call.action.Scope, InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical,
+		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical, ApprovalSHA256: call.approvalSHA256,
 	})
 	if err == nil {
 		s.metrics.claims.WithLabelValues(string(d.Outcome)).Inc()
@@ -174,7 +186,7 @@ func (s *Server) act(ctx context.Context, call confirmCall, p confirmPlan, claim
 	case actRefuse:
 		s.securityEvent(ctx, EventStoreParamMismatch, call.id, call.action.Scope, call.opID, call.traceID,
 			"the store holds this operation with another param_hash")
-		return opReply(StatusParamMismatch, call.opID)
+		return opReply(status.ParamMismatch, call.opID)
 	case actExpired:
 		return fingerprintExpiredReply(call.payload.ExpiresAt())
 	case actUnavailable:
@@ -220,7 +232,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 		OperationID: call.opID, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
 		Ownership: own, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		Downstream: call.action.Downstream.Plan(), Summary: summary,
+		Downstream: call.action.Downstream.Plan(), Summary: summary, ApprovalSHA256: call.approvalSHA256,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       call.opID,
@@ -343,7 +355,7 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 		rec.OperationID = call.opID
 		return s.answerFor(rec, replay)
 	}
-	return opReply(StatusInProgress, call.opID)
+	return opReply(status.InProgress, call.opID)
 }
 
 // refill writes the terminal outcome to the fast path under refill.owner's

@@ -13,6 +13,7 @@ type metrics struct {
 	responses *prometheus.CounterVec
 	claims    *prometheus.CounterVec
 	webhooks  *prometheus.CounterVec
+	approvals *prometheus.CounterVec
 	confirm   *prometheus.HistogramVec
 }
 
@@ -35,6 +36,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "oncegate_webhooks_total",
 			Help: "Downstream webhook events, by action and result (accepted, refused).",
 		}, []string{"scope", "result"}),
+		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncegate_approval_events_total",
+			Help: "Approval and passkey events, by event (approval_requested, approved, declined, ceremony_refused, passkey_invited, passkey_enrolled, passkey_revoked).",
+		}, []string{"event"}),
 	}
 	m.confirm = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "oncegate_confirm_duration_seconds",
@@ -65,6 +70,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if m.webhooks, err = register(reg, m.webhooks); err != nil {
 		return nil, err
+	}
+	if m.approvals, err = register(reg, m.approvals); err != nil {
+		return nil, err
+	}
+	for _, e := range approvalEvents {
+		m.approvals.WithLabelValues(e)
 	}
 	return m, nil
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
@@ -115,6 +117,13 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 			exp = q.ExpiresAt
 		}
 	}
+	offer, err := s.approvalAtPreview(ctx, id, action, bp, now)
+	if err != nil {
+		return s.storeErrorReply(action.Scope, "", fmt.Errorf("preview: %w", err))
+	}
+	if offer != nil && offer.exp.Before(exp) {
+		exp = offer.exp
+	}
 	window := action.DuplicateIntentWindow
 	if window <= 0 {
 		window = catalog.DefaultDuplicateIntentWindow
@@ -132,6 +141,9 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	if found {
 		p.RecentOperation = recent.OperationID
 	}
+	if offer != nil {
+		p.Approval = approval.JoinReasons(offer.reasons)
+	}
 	fp, err := s.keys.Sign(p)
 	if err != nil {
 		return internalErrorReply("", fmt.Errorf("preview: %w", err))
@@ -141,8 +153,13 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	if quote != nil {
 		preview["quote"] = stringNumbers(quote)
 	}
-	if !found {
-		return s.previewReadyReply(action.Scope, fp, p, preview, nil)
+	var view *approvalView
+	if offer != nil {
+		view = &approvalView{Required: true, Reasons: offer.reasons, URL: s.approvalLink(fp, p.Nonce, bp.canonical),
+			ExpiresAt: p.ExpiresAt().Format(time.RFC3339)}
 	}
-	return s.previewReadyReply(action.Scope, fp, p, preview, &recent)
+	if !found {
+		return s.previewReadyReply(action.Scope, fp, p, preview, nil, view)
+	}
+	return s.previewReadyReply(action.Scope, fp, p, preview, &recent, view)
 }

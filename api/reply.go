@@ -16,6 +16,8 @@ import (
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/internal/params"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // PollWith is the status tool's name.
@@ -24,7 +26,7 @@ const PollWith = "get_operation_status"
 // reply is one answer before rendering.
 type reply struct {
 	// status is a key of Statuses.
-	status Status
+	status status.Status
 	// key is the message key when it differs from status.
 	key string
 	// opID is the operation_id, once one exists.
@@ -63,11 +65,11 @@ func seconds(ms int64) string {
 
 // render writes r as JSON.
 func (s *Server) render(c echo.Context, r reply) error {
-	info, ok := Statuses[r.status]
+	info, ok := status.Lookup(r.status)
 	if !ok {
 		s.log.ErrorContext(c.Request().Context(), "unknown status", "status", r.status)
-		r = reply{status: StatusInternalError, opID: r.opID}
-		info = Statuses[StatusInternalError]
+		r = reply{status: status.InternalError, opID: r.opID}
+		info, _ = status.Lookup(status.InternalError)
 	}
 	traceID := traceIDOf(c)
 	if r.err != nil {
@@ -112,6 +114,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 		if d.Detail, err = s.msgs.Fragment(lang, r.detail, d); err != nil {
 			s.log.ErrorContext(c.Request().Context(), "render detail", "trace_id", traceID, "err", err)
 		}
+	}
+	if v, ok := r.fields["approval"].(approvalView); ok && r.detail == "" {
+		d.Detail = s.reasonsText(lang, v.Reasons)
 	}
 	if errs, ok := r.fields["errors"].([]params.FieldProblem); ok && lang != messages.English {
 		r.fields["errors"] = s.translateProblems(lang, errs)

@@ -1,4 +1,4 @@
-// Package api is the agent-facing HTTP gateway (CONTRACT §4): preview,
+// Package api is the agent-facing HTTP gateway (docs/contract.md §4): preview,
 // confirm, status, ops, health and metrics, on Echo. Every answer, including
 // Echo's own errors, is a JSON body written for an LLM: a status, what it
 // means, exactly what to do next, and whether a retry can help.
@@ -27,6 +27,8 @@ import (
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/openapi"
 	"github.com/oncegate/oncegate/api/tools"
+	"github.com/oncegate/oncegate/approval"
+	"github.com/oncegate/oncegate/approval/ceremony"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
@@ -63,6 +65,10 @@ type Deps struct {
 	// TracerProvider makes the request spans; nil means one that records
 	// trace ids and exports nothing.
 	TracerProvider trace.TracerProvider
+	// Approvals keeps approvals, passkeys and enrolment invites (the
+	// PostgreSQL truth). Required when an action's policy can ask for
+	// approval; nil turns the approval and passkey routes off.
+	Approvals approval.Store
 }
 
 // Server is the gateway's HTTP server.
@@ -82,6 +88,9 @@ type Server struct {
 	tracer   trace.TracerProvider
 	instance string
 	echo     *echo.Echo
+	// approvals and ceremony serve approvals (nil: off).
+	approvals approval.Store
+	ceremony  *ceremony.Ceremony
 }
 
 // New validates deps and builds the server with its routes.
@@ -102,11 +111,19 @@ func New(deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
+	if err := checkApprovals(deps); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
 	s := &Server{
 		cat: deps.Catalog, keys: deps.Keyring, store: deps.Store, temporal: deps.Temporal,
 		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
 		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
-		tracer: deps.TracerProvider,
+		tracer: deps.TracerProvider, approvals: deps.Approvals,
+	}
+	if s.approvals != nil {
+		if s.ceremony, err = ceremony.New(ceremony.Config{RPID: s.cfg.WebAuthnRPID, Origins: s.cfg.WebAuthnOrigins}); err != nil {
+			return nil, fmt.Errorf("api: %w", err)
+		}
 	}
 	if s.tracer == nil {
 		s.tracer = sdktrace.NewTracerProvider()
@@ -155,6 +172,28 @@ func New(deps Deps) (*Server, error) {
 	return s, nil
 }
 
+// checkApprovals refuses a catalog whose actions ask for approval without
+// an approval store, and, in a deployment, with the dev stack's relying
+// party (localhost): a deployment sets ONCEGATE_PUBLIC_URL (and the RP ID
+// and origins when they differ from it).
+func checkApprovals(deps Deps) error {
+	cfg := deps.Config.withDefaults()
+	for _, scope := range deps.Catalog.Scopes() {
+		if !deps.Catalog.Actions[scope].Approval.Asks() {
+			continue
+		}
+		switch {
+		case deps.Approvals == nil:
+			return fmt.Errorf("action %s asks for approval: Approvals is required", scope)
+		case cfg.Env != EnvDev && cfg.WebAuthnRPID == "localhost":
+			return fmt.Errorf("action %s asks for approval, and a deployment (ONCEGATE_ENV %q) must set ONCEGATE_PUBLIC_URL "+
+				"(where browsers reach the gateway; ONCEGATE_WEBAUTHN_RP_ID and ONCEGATE_WEBAUTHN_ORIGINS when they differ from it), "+
+				"not the dev stack's localhost", scope, cfg.Env)
+		}
+	}
+	return nil
+}
+
 // Handler returns the Echo instance serving every route.
 func (s *Server) Handler() http.Handler { return s.echo }
 
@@ -200,6 +239,22 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	// Downstreams report business states here, authenticated by their
 	// signature (not by a bearer token).
 	v1.POST("/webhooks/:scope", s.handleWebhook)
+
+	// Approvals (docs/contract.md §7): pages a person opens and the ceremonies their
+	// passkey answers; no bearer token is taken there (noBearer refuses one:
+	// a token never approves). The operators' side is under /v1/ops.
+	if s.approvals != nil {
+		e.GET("/approve/:id", s.handleApprovePage)
+		e.POST("/approve/:id/options", s.handleApproveOptions, s.noBearer)
+		e.POST("/approve/:id/decision", s.handleApproveDecision, s.noBearer)
+		e.GET("/enrol/:token", s.handleEnrolPage)
+		e.POST("/enrol/:token/options", s.handleEnrolOptions, s.noBearer)
+		e.POST("/enrol/:token/finish", s.handleEnrolFinish, s.noBearer)
+		v1.GET("/ops/approvals", s.handleOpsApprovals, authed, operator)
+		v1.GET("/ops/passkeys", s.handleOpsPasskeys, authed, operator)
+		v1.POST("/ops/passkeys/invites", s.handleOpsInvite, authed, operator)
+		v1.POST("/ops/passkeys/:id/revoke", s.handleOpsRevoke, authed, operator)
+	}
 
 	// The agent surface: tool definitions, the same tools over MCP (each tool
 	// call goes through this very handler, so there is one implementation of

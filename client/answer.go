@@ -9,7 +9,7 @@ import (
 )
 
 // Answer is one decoded gateway answer. Which fields are set depends on
-// Status (CONTRACT §4): Fingerprint, ExpiresAt and Preview for
+// Status (docs/contract.md §4): Fingerprint, ExpiresAt and Preview for
 // preview_ready; Result and ResultRef when completed; Reason when failed;
 // PollAfter while in progress or under review; Problems for invalid_params.
 type Answer struct {
@@ -39,6 +39,10 @@ type Answer struct {
 	// RecentOperation is the identical recent operation of the amnesia guard
 	// (preview_ready, repeat_unacknowledged).
 	RecentOperation *RecentOperation `json:"recent_operation,omitempty"`
+	// Approval says that, why and where the user must approve the operation
+	// with their passkey (preview_ready of an action whose policy asks,
+	// approval_required, approval_declined).
+	Approval *Approval `json:"approval,omitempty"`
 
 	// Result is the downstream's result (completed, already_completed); see DecodeResult.
 	Result json.RawMessage `json:"result,omitempty"`
@@ -66,6 +70,21 @@ type Answer struct {
 
 	// Raw is the answer's body as received.
 	Raw json.RawMessage `json:"-"`
+}
+
+// Approval is an answer's approval: the link the user opens themselves
+// (an agent never opens it) and why.
+type Approval struct {
+	// Required is true when a person must approve.
+	Required bool `json:"required"`
+	// Reasons are the policy's reason codes (amount_above_threshold, new_payee, ...).
+	Reasons []string `json:"reasons"`
+	// URL is the approval page for the user.
+	URL string `json:"url,omitempty"`
+	// ExpiresAt is when the approval and the confirm must happen by.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// State is PENDING, APPROVED or DECLINED once something is recorded.
+	State string `json:"state,omitempty"`
 }
 
 // PollAfter is PollAfterMS as a duration.

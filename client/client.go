@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // Defaults of a Client.
@@ -109,13 +111,13 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (*Answer
 		case err != nil:
 			retry = true
 			err = fmt.Errorf("%s %s: %w: %w", method, path, ErrUnreachable, err)
-		case a.Status == StatusTemporarilyUnavailable:
+		case a.Status == status.TemporarilyUnavailable:
 			retry = true
 			if a.RetryAfterMS > 0 {
 				next = a.RetryAfter()
 			}
 			err = errorOf(*a)
-		case statuses[a.Status].class != nil || !a.Status.Known():
+		case isRefusal(a.Status):
 			return a, errorOf(*a)
 		default:
 			return a, nil

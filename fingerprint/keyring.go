@@ -168,7 +168,7 @@ func NewNonce() string {
 // Sign sets p.KeyID to the signing key's id and returns the fingerprint
 // B64(payload_json) + "." + B64(HMAC_SHA256(secret, B64(payload_json))),
 // B64 being base64url without padding. The payload JSON is written by
-// appendPayload in the fixed order n, exp, u, s, p, k, then r only when set.
+// appendPayload in the fixed order n, exp, u, s, p, k, then r and a only when set.
 // Sign refuses a payload that Parse would refuse (wrapping ErrInvalid), so
 // everything it returns parses back to p.
 func (k *Keyring) Sign(p Payload) (string, error) {

@@ -141,6 +141,10 @@ type Claim struct {
 	// the SHA-256 of), kept by the truth so an operator sees what the
 	// operation is; optional.
 	BoundParams json.RawMessage
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
+	// operation was confirmed under (empty when its action asked for none);
+	// stored with the claim and read back.
+	ApprovalSHA256 string
 }
 
 // ClaimDecision is the answer of Acquire.
@@ -209,6 +213,9 @@ type Record struct {
 	// BoundParams are the canonical bound params of the claim (the truth
 	// only; empty for records claimed before they were kept).
 	BoundParams json.RawMessage `json:"bound_params,omitempty"`
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
+	// operation was confirmed under (empty when none was needed).
+	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
 	// CompletedAt is when the record turned terminal (the truth only).
 	CompletedAt time.Time `json:"completed_at,omitzero"`
 	// CreatedAt is when the record was created (zero when unknown, as in Redis).

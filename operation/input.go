@@ -55,6 +55,11 @@ type Input struct {
 	CatalogDownstream json.RawMessage `json:"downstream,omitempty"`
 	// Summary is a short human text (action and amount) for the Web UI.
 	Summary string `json:"summary"`
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence (a
+	// person's passkey assertion) the operation runs under, when its action
+	// asked for one: the history shows which approval it executed under.
+	// Empty for operations that needed none (and in histories before it).
+	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
 
 	// RecordedOwner is the gateway claim's owner as inputs recorded before
 	// Ownership carried it; read only, by Resolved. New inputs leave it empty.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the stack and the tests need and is missing: redis-server and
-# PostgreSQL from Debian packages, and the Temporal CLI (dev server) built from
+# Installs what the stack and the tests need and is missing: redis-server,
+# PostgreSQL and Chromium (the approval page's browser test) from Debian
+# packages, and the Temporal CLI (dev server) built from
 # Go modules into ./bin. Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,7 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)          # the stack's healt
 command -v jq >/dev/null 2>&1 || need_apt+=(jq)              # the README's walk-through
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)    # the README's signed webhook recipe
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus) # promtool: the alert rules' tests
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # the browser tests (chromedp): the approval page, the profile's Web UI
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from Debian packages" >&2
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
@@ -30,15 +32,3 @@ if [ ! -x bin/temporal ]; then
   GOBIN="$PWD/bin" go install "github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}"
 fi
 
-# Headless Chromium for the browser tests (the production-like profile's Web
-# UI test): Debian's chromium, installed when missing. Only on request
-# (`scripts/deps.sh chromium`, which `make test-prod` runs).
-ensure_chromium() {
-  command -v chromium >/dev/null 2>&1 && return 0
-  echo "deps: installing chromium from Debian packages (the browser tests)" >&2
-  local sudo=
-  [ "$(id -u)" -ne 0 ] && sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
-}
-if [ "${1:-}" = chromium ]; then ensure_chromium; fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The production-like profile (CONTRACT §1b), on this machine, without
+# The production-like profile (docs/contract.md §1b), on this machine, without
 # containers: a Temporal server built from go.temporal.io/server with
 # persistence and SQL visibility on PostgreSQL, the Temporal Web UI
 # (ui-server), a Redis Cluster (3 masters, 3 replicas), 2 gateways and 2

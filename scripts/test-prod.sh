@@ -11,7 +11,6 @@ before=$(./scripts/prod.sh status)
 if ! grep -q ': running' <<<"$before"; then
   trap './scripts/prod.sh down' EXIT
 fi
-./scripts/deps.sh chromium
 ./scripts/prod.sh up
 SECONDS=0
 set +e

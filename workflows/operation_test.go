@@ -53,7 +53,7 @@ func mockNeverCalled(env *testsuite.TestWorkflowEnvironment, fns ...any) {
 // payments.legacy_transfer (honours=false).
 func input(honours bool) operation.Input {
 	ds := catalog.Downstream{
-		Execute:              "http://downstream/v1/transfers",
+		Endpoint:             plan.Endpoint{Execute: "http://downstream/v1/transfers"},
 		HonorsIdempotencyKey: true,
 		Timeout:              5 * time.Second,
 		Attempts:             4,

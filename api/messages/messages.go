@@ -103,6 +103,11 @@ type Data struct {
 	Method string
 	// Path is the request's path.
 	Path string
+	// ApprovalURL is the link a person opens to approve the operation with
+	// their passkey (empty: no approval needed).
+	ApprovalURL string
+	// Subject is whose passkey or operation it is.
+	Subject string
 }
 
 // FragmentPrefix starts the key of every detail fragment.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/api/openapi"
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
@@ -237,4 +239,17 @@ func TestRedoclyLint(t *testing.T) {
 	}
 	assert.Zero(t, report.Totals.Errors, "redocly lint errors")
 	assert.NoError(t, err, "redocly lint exit status")
+}
+
+// TestFieldErrorRulesAreTheConstraints checks that the document's
+// FieldError.rule names every rule a catalog constraint's problems carry,
+// so that a new constraint cannot be left out of it.
+func TestFieldErrorRulesAreTheConstraints(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Load(context.Background())
+	require.NoError(t, err)
+	rule := doc.Components.Schemas["FieldError"].Value.Properties["rule"].Value.Description
+	for _, c := range catalog.Constraints() {
+		assert.Regexp(t, `\b`+regexp.QuoteMeta(c.Rule())+`\b`, rule, "FieldError.rule does not name the rule of constraint %s", c.Key())
+	}
 }

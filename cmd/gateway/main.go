@@ -1,4 +1,4 @@
-// Command gateway serves the oncegate HTTP API (CONTRACT §4). It only wires:
+// Command gateway serves the oncegate HTTP API (docs/contract.md §4). It only wires:
 // configuration from the environment, the stores, Temporal, the catalog, the
 // authenticators, then the HTTP server with a graceful shutdown.
 package main
@@ -116,6 +116,7 @@ func run(logger *slog.Logger) error {
 	srv, err := api.New(api.Deps{
 		Catalog: cat, Keyring: keys, Store: store, Temporal: tc, Authenticator: authn,
 		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg, TracerProvider: tracer,
+		Approvals: truth, // approvals and passkeys live in the truth
 	})
 	if err != nil {
 		return err

@@ -25,6 +25,10 @@ commands:
   show <operation_id> [--json]
   resolve <operation_id> --outcome completed|failed [--result JSON] [--reason TEXT] --note TEXT
           [--evidence-url URL] [--json]
+  approvals [--state pending|approved|declined] [--json]
+  passkey invite --subject NAME [--json]     prints a one-time enrolment link
+  passkey list [--subject NAME] [--revoked] [--json]
+  passkey revoke <passkey_id>
 
 Every command exits 0 on success, 1 when the gateway refuses (such as
 already_resolved: another decision was first) or cannot be reached, 2 on a
@@ -79,6 +83,10 @@ func run(ctx context.Context, args []string, environ map[string]string, stdout, 
 		err = c.show(ctx, args[1:])
 	case "resolve":
 		err = c.resolve(ctx, args[1:])
+	case "approvals":
+		err = c.approvals(ctx, args[1:])
+	case "passkey":
+		err = c.passkey(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -400,7 +400,7 @@ func (s *Store) FindRecent(ctx context.Context, p idemstore.FindRecentParams) (i
 // or after its exp (the gateway refuses it as fingerprint_expired before
 // touching the store), so once exp has passed no confirm can claim the operation
 // again and start the operation anew; and once terminal_ttl has passed too,
-// no replay of the outcome is owed any more (CONTRACT §3: replayed until
+// no replay of the outcome is owed any more (docs/contract.md §3: replayed until
 // terminal_ttl). Both together mean the row can no longer change any answer
 // except "unknown operation" for a status query past its retention.
 // (Counting terminal_ttl from completed_at rather than created_at only keeps

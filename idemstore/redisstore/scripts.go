@@ -2,7 +2,7 @@ package redisstore
 
 import "github.com/redis/go-redis/v9"
 
-// acquireScript is the article's acquire script: one atomic read-decide-write
+// acquireScript is the acquire script of docs/contract.md §5: one atomic read-decide-write
 // on the operation's hash, extended only to also record subject, scope,
 // claimed_at and exp at claim time and to answer IN_FLIGHT with claimed_at.
 // The TTL is in milliseconds (PEXPIRE) so that a time.Duration round-trips.
@@ -49,7 +49,7 @@ end
 return {'IN_FLIGHT', redis.call('HGET', KEYS[1], 'owner'), redis.call('HGET', KEYS[1], 'claimed_at')}
 `)
 
-// finalizeScript is the article's finalize script: owner-checked, so that an
+// finalizeScript is the finalize script of docs/contract.md §5: owner-checked, so that an
 // old execution whose claim expired and was taken by another owner cannot
 // overwrite the newer one. Extended so that a terminal record is never
 // overwritten: the same outcome again is an idempotent 'OK' (an activity

@@ -1,6 +1,7 @@
-// Package redisstore is the fast path of idemstore: the article's acquire and
-// finalize Lua scripts on one Redis hash per operation, key idem:{<operation_id>}.
-// The hash tag keeps every key of one operation in one cluster slot.
+// Package redisstore is the fast path of idemstore: the acquire and finalize
+// Lua scripts of docs/contract.md §5 ("The fast path's two scripts") on one
+// Redis hash per operation, key idem:{<operation_id>}. The hash tag keeps
+// every key of one operation in one cluster slot.
 //
 // Redis is not the truth (it loses data on failover or FLUSHALL); the
 // combined store checks the PostgreSQL truth behind it.

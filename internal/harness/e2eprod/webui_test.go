@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// chromium is Debian's headless browser (scripts/deps.sh chromium
-// installs it when missing; `make test-prod` does).
+// chromium is Debian's headless browser (scripts/deps.sh, which `make
+// prod-up` runs, installs it when missing).
 const chromium = "chromium"
 
 // browser starts a headless Chromium with a fresh profile and returns a
@@ -24,7 +24,7 @@ const chromium = "chromium"
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	path, err := exec.LookPath(chromium)
-	require.NoError(t, err, "Debian's chromium (scripts/deps.sh chromium installs it)")
+	require.NoError(t, err, "Debian's chromium (scripts/deps.sh installs it)")
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
