@@ -79,6 +79,13 @@ export PGPORT
 # certificate (127.0.0.1 and localhost) every server presents, and the client
 # certificate of mTLS to Temporal.
 TLS_DIR=$RUN/tls
+# Where a person's browser reaches the gateways (the approval and enrolment
+# pages): a name of the profile's own under .localhost, which browsers send
+# to the loopback and treat as a secure context. A deployment whose catalog
+# asks for approval (the dev catalog's payments.wire) may not use the dev
+# stack's "localhost" as the passkeys' relying party; the server
+# certificate names it too.
+PUBLIC_HOST=${PUBLIC_HOST:-oncegate.localhost}
 export PROD_TLS_DIR=$TLS_DIR # read by the Temporal server's and the UI's config templates
 CA_FILE=$TLS_DIR/ca.pem
 PG_TLS="sslmode=verify-full&sslrootcert=$CA_FILE"
@@ -129,6 +136,8 @@ export TEMPORAL_TLS_CERT_FILE=$TLS_DIR/client.pem
 export TEMPORAL_TLS_KEY_FILE=$TLS_DIR/client-key.pem
 export ONCEGATE_CA_FILE=$CA_FILE
 export ONCEGATE_PAYOUT_WEBHOOK_SECRET=$(cat "$RUN/payout-webhook.secret")
+export ONCEGATE_PUBLIC_URL=https://$PUBLIC_HOST:$(port_of "$GATEWAY_1_URL")
+export ONCEGATE_WEBAUTHN_ORIGINS=https://$PUBLIC_HOST:$(port_of "$GATEWAY_1_URL"),https://$PUBLIC_HOST:$(port_of "$GATEWAY_2_URL")
 export WORKER_METRICS_URL=$WORKER_METRICS_URL
 export ONCEGATE_FINGERPRINT_KEYS=$(cat "$RUN/fingerprint.keys")
 export ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
@@ -186,7 +195,7 @@ ensure_certs() {
       -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
     # Servers also connect to each other (Temporal's services, Redis replicas
     # and cluster bus) with this certificate: clientAuth too.
-    leaf_cert server localhost 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth'
+    leaf_cert server localhost "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:$PUBLIC_HOST\nextendedKeyUsage=serverAuth,clientAuth"
     leaf_cert client oncegate-client 'extendedKeyUsage=clientAuth'
   )
   chmod 644 "$TLS_DIR"/*.pem
