@@ -55,7 +55,7 @@ func TestFailedAnswersClaimNothingExecutedOnlyWhenProved(t *testing.T) {
 			rec := httptest.NewRecorder()
 			c := b.srv.echo.NewContext(httptest.NewRequest(http.MethodGet, "/v1/operations/x", nil), rec)
 			f := idemstore.Final{State: idemstore.StateFailed, Reason: "r", FailureKind: kind}
-			require.NoError(t, b.srv.render(c, b.srv.finalReply("0123456789abcdef0123456789abcdef", f, replay)))
+			require.NoError(t, b.srv.render(c, b.srv.finalReply(operationRef{ID: "0123456789abcdef0123456789abcdef"}, f, replay)))
 			var body map[string]any
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
 			warned := strings.Contains(body["instruction"].(string), "Do not tell the user that nothing was executed")

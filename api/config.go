@@ -36,6 +36,9 @@ const (
 	DefaultGatewayURL = "http://127.0.0.1:8080"
 	// DefaultShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultMaxWatchers bounds the operations whose workflow result the
+	// gateway watches at once (one Temporal long poll each).
+	DefaultMaxWatchers = 256
 	// DefaultEnrolmentTTL is how long a passkey enrolment link works.
 	DefaultEnrolmentTTL = 15 * time.Minute
 )
@@ -45,11 +48,12 @@ const (
 const EnvDev = "dev"
 
 // Dev credentials: the dev token file, and the key ids the dev stack and
-// the tests generate their fingerprint keys under.
+// the tests generate their fingerprint and receipt keys under.
 const (
 	// DevTokensFile is the dev token file's name (deployments/tokens.dev.yaml).
 	DevTokensFile = "tokens.dev.yaml"
-	// DevKeyPrefix starts the key id of every key the dev stack generates.
+	// DevKeyPrefix starts the key id of every key the dev stack generates
+	// (fingerprint and receipt keys).
 	DevKeyPrefix = "dev-"
 )
 
@@ -94,8 +98,22 @@ type Config struct {
 	// ONCEGATE_FINGERPRINT_KEYS_FILE names; ConfigFromEnv moves it, trimmed,
 	// into FingerprintKeys.
 	FingerprintKeysFile string `env:"ONCEGATE_FINGERPRINT_KEYS_FILE,file"`
+	// ReceiptKeys is the receipt keyring spec kid:base64seed[,...], each
+	// seed the 32 bytes of an Ed25519 key; the first signs, every listed
+	// key is published at /.well-known/jwks.json (ONCEGATE_RECEIPT_KEYS, or
+	// the file ONCEGATE_RECEIPT_KEYS_FILE names; one of them required).
+	ReceiptKeys string `env:"ONCEGATE_RECEIPT_KEYS"`
+	// ReceiptKeysFile is the content of the file ONCEGATE_RECEIPT_KEYS_FILE
+	// names; ConfigFromEnv moves it, trimmed, into ReceiptKeys.
+	ReceiptKeysFile string `env:"ONCEGATE_RECEIPT_KEYS_FILE,file"`
 	// CatalogPath is the action catalog.
 	CatalogPath string `env:"ONCEGATE_CATALOG" envDefault:"deployments/catalog.dev.yaml"`
+	// LimitsPath is the limits file (spend budgets and request rates);
+	// empty: no limits.
+	LimitsPath string `env:"ONCEGATE_LIMITS"`
+	// MaxWatchers bounds the operations whose workflow result the gateway
+	// watches at once; past it a confirm answers in_progress at once.
+	MaxWatchers int `env:"ONCEGATE_MAX_WATCHERS" envDefault:"256"`
 	// TokensPath is the static token file; empty disables it. It defaults to
 	// the dev token file in the dev environment only.
 	TokensPath string `env:"ONCEGATE_TOKENS"`
@@ -179,6 +197,9 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.MaxWatchers <= 0 {
+		c.MaxWatchers = DefaultMaxWatchers
+	}
 	if c.EnrolmentTTL <= 0 {
 		c.EnrolmentTTL = DefaultEnrolmentTTL
 	}
@@ -226,7 +247,8 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	errs := []error{err}
 	c.FingerprintKeys = secret(&errs, "ONCEGATE_FINGERPRINT_KEYS", c.FingerprintKeys, c.FingerprintKeysFile)
 	c.JWTHS256Secret = secret(&errs, "ONCEGATE_JWT_HS256_SECRET", c.JWTHS256Secret, c.JWTHS256SecretFile)
-	c.FingerprintKeysFile, c.JWTHS256SecretFile = "", ""
+	c.ReceiptKeys = secret(&errs, "ONCEGATE_RECEIPT_KEYS", c.ReceiptKeys, c.ReceiptKeysFile)
+	c.FingerprintKeysFile, c.JWTHS256SecretFile, c.ReceiptKeysFile = "", "", ""
 	if c.TokensPath == "" && c.Env == EnvDev {
 		c.TokensPath = "deployments/" + DevTokensFile
 	}
@@ -236,10 +258,15 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 		envconfig.Positive(environ, "ONCEGATE_POLL_AFTER", c.PollAfter),
 		envconfig.Positive(environ, "ONCEGATE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout),
 		envconfig.Positive(environ, "ONCEGATE_ENROLMENT_TTL", c.EnrolmentTTL))
-	if c.FingerprintKeys == "" && strings.TrimSpace(environ["ONCEGATE_FINGERPRINT_KEYS_FILE"]) == "" {
-		// A file named but unreadable is already reported; an empty one is
-		// "no keys" when cmd/gateway parses the keyring.
-		errs = append(errs, errors.New("ONCEGATE_FINGERPRINT_KEYS (or ONCEGATE_FINGERPRINT_KEYS_FILE) is required"))
+	for name, value := range map[string]string{"ONCEGATE_FINGERPRINT_KEYS": c.FingerprintKeys, "ONCEGATE_RECEIPT_KEYS": c.ReceiptKeys} {
+		if value == "" && strings.TrimSpace(environ[name+"_FILE"]) == "" {
+			// A file named but unreadable is already reported; an empty one is
+			// "no keys" when cmd/gateway parses the keyring.
+			errs = append(errs, fmt.Errorf("%s (or %s_FILE) is required", name, name))
+		}
+	}
+	if c.MaxWatchers <= 0 {
+		errs = append(errs, fmt.Errorf("ONCEGATE_MAX_WATCHERS=%d: want a positive number", c.MaxWatchers))
 	}
 	if c.Env != EnvDev {
 		errs = append(errs, deploymentGuards(c)...)
@@ -305,11 +332,16 @@ func deploymentGuards(c Config) []error {
 		errs = append(errs, fmt.Errorf("no authentication configured (ONCEGATE_ENV %s): set ONCEGATE_JWT_HS256_SECRET[_FILE], "+
 			"ONCEGATE_JWT_PUBLIC_KEYS or ONCEGATE_TOKENS", env))
 	}
-	for _, spec := range strings.Split(c.FingerprintKeys, ",") {
-		if kid, _, _ := strings.Cut(strings.TrimSpace(spec), ":"); strings.HasPrefix(kid, DevKeyPrefix) {
-			errs = append(errs, fmt.Errorf("fingerprint key %q was generated by the dev stack, refused in a deployment (ONCEGATE_ENV %s): "+
-				"generate your own keys into ONCEGATE_FINGERPRINT_KEYS[_FILE] (kid:base64secret, a kid not starting with %q)",
-				kid, env, DevKeyPrefix))
+	for _, keys := range []struct{ what, name, spec, form string }{
+		{"fingerprint", "ONCEGATE_FINGERPRINT_KEYS", c.FingerprintKeys, "kid:base64secret"},
+		{"receipt", "ONCEGATE_RECEIPT_KEYS", c.ReceiptKeys, "kid:base64seed, a 32-byte Ed25519 seed"},
+	} {
+		for _, spec := range strings.Split(keys.spec, ",") {
+			if kid, _, _ := strings.Cut(strings.TrimSpace(spec), ":"); strings.HasPrefix(kid, DevKeyPrefix) {
+				errs = append(errs, fmt.Errorf("%s key %q was generated by the dev stack, refused in a deployment (ONCEGATE_ENV %s): "+
+					"generate your own keys into %s[_FILE] (%s, a kid not starting with %q)",
+					keys.what, kid, env, keys.name, keys.form, DevKeyPrefix))
+			}
 		}
 	}
 	if c.Failpoint != "" {

@@ -19,7 +19,7 @@ import (
 func TestConfigDefaultsAreTheConstants(t *testing.T) {
 	t.Parallel()
 	c, err := ConfigFromEnv(map[string]string{
-		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_ENV": EnvDev,
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": EnvDev,
 	})
 	require.NoError(t, err)
 	assert.Equal(t, DefaultGatewayURL, c.GatewayURL)
@@ -43,7 +43,7 @@ func TestConfigDefaultsAreTheConstants(t *testing.T) {
 func TestConfigNamesTheBadValue(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
-		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_ENV": EnvDev,
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": EnvDev,
 		"ONCEGATE_CONFIRM_WAIT": "0s", "ONCEGATE_POLL_AFTER": "soon", "GATEWAY_URL": "::", "ONCEGATE_ALERT_WEBHOOK": "ftp://x",
 	}
 	_, err := ConfigFromEnv(env)
@@ -65,7 +65,7 @@ func TestConfigSecretFileUnreadable(t *testing.T) {
 	t.Parallel()
 	_, err := ConfigFromEnv(map[string]string{
 		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_ENV": EnvDev,
-		"ONCEGATE_FINGERPRINT_KEYS_FILE": "/nonexistent/keys",
+		"ONCEGATE_FINGERPRINT_KEYS_FILE": "/nonexistent/keys", "ONCEGATE_RECEIPT_KEYS": "r:abc",
 	})
 	require.Error(t, err)
 	assert.ErrorContains(t, err, `could not load content of file "/nonexistent/keys" from variable ONCEGATE_FINGERPRINT_KEYS_FILE`)
@@ -135,7 +135,8 @@ func TestPublicURL(t *testing.T) {
 	assert.Equal(t, "example.com", c.WebAuthnRPID)
 	assert.Equal(t, []string{"https://pay.example.com"}, c.WebAuthnOrigins)
 
-	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:" + strings.Repeat("A", 44), "ONCEGATE_ENV": "dev"}
+	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:" + strings.Repeat("A", 44),
+		"ONCEGATE_RECEIPT_KEYS": "r:" + strings.Repeat("A", 44), "ONCEGATE_ENV": "dev"}
 	with := func(kv ...string) map[string]string {
 		m := maps.Clone(base)
 		for i := 0; i+1 < len(kv); i += 2 {

@@ -15,6 +15,7 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/params"
 )
 
@@ -28,6 +29,9 @@ type previewRequest struct {
 func (s *Server) handlePreview(c echo.Context) error {
 	action, r, ok := s.lookupAction(c)
 	if !ok {
+		return s.render(c, r)
+	}
+	if r, limited := s.rateLimited(c.Request().Context(), identityOf(c), limits.KindPreview, action.Scope); limited {
 		return s.render(c, r)
 	}
 	var req previewRequest
@@ -134,6 +138,11 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	if err != nil && !errors.Is(err, idemstore.ErrNotFound) {
 		return s.storeErrorReply(action.Scope, "", fmt.Errorf("amnesia guard: %w", err))
 	}
+	charge, err := s.charge(id, action, bp)
+	if err != nil {
+		return internalErrorReply("", fmt.Errorf("preview: %w", err))
+	}
+	warning := s.previewWarning(ctx, id.Subject, charge)
 	p := fingerprint.Payload{
 		Nonce: fingerprint.NewNonce(), Exp: exp.Unix(),
 		Subject: id.Subject, Scope: action.Scope, ParamHash: bp.paramHash,
@@ -158,8 +167,14 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 		view = &approvalView{Required: true, Reasons: offer.reasons, URL: s.approvalLink(fp, p.Nonce, bp.canonical),
 			ExpiresAt: p.ExpiresAt().Format(time.RFC3339)}
 	}
+	var ready reply
 	if !found {
-		return s.previewReadyReply(action.Scope, fp, p, preview, nil, view)
+		ready = s.previewReadyReply(action.Scope, fp, p, preview, nil, view)
+	} else {
+		ready = s.previewReadyReply(action.Scope, fp, p, preview, &recent, view)
 	}
-	return s.previewReadyReply(action.Scope, fp, p, preview, &recent, view)
+	if warning != nil {
+		ready = ready.with("limit", limitViewOf(warning))
+	}
+	return ready
 }

@@ -71,13 +71,13 @@ func (r reply) withProblems(key string, problems []params.FieldProblem) reply {
 
 // answerFor is the answer an operation's record gives, wherever a record
 // becomes an answer (confirm, its replays and waits, status, the amnesia
-// guard's state): its outcome (finalReply) once DONE or FAILED;
+// guard's state): its outcome (finalReply, with its receipt) once DONE or FAILED;
 // needs_manual_review; in_progress, with the downstream's business state
 // when it reported one. replay marks an operation an earlier call started.
 func (s *Server) answerFor(rec idemstore.Record, replay bool) reply {
 	switch rec.State {
 	case idemstore.StateDone, idemstore.StateFailed:
-		return s.finalReply(rec.OperationID, rec.Final(), replay)
+		return s.finalReply(refOf(rec), rec.Final(), replay)
 	case idemstore.StateNeedsReview:
 		return opReply(status.NeedsManualReview, rec.OperationID)
 	case idemstore.StateInFlight:
@@ -87,10 +87,13 @@ func (s *Server) answerFor(rec idemstore.Record, replay bool) reply {
 	return s.inFlightReply(rec)
 }
 
-// finalReply answers the terminal outcome f of operation opID:
+// finalReply answers the terminal outcome f of the operation op:
 // completed/failed, or already_completed/already_failed with
-// Idempotent-Replayed when replay (an earlier call started the operation).
-func (s *Server) finalReply(opID string, f idemstore.Final, replay bool) reply {
+// Idempotent-Replayed when replay (an earlier call started the operation),
+// and the receipt this gateway signs over op and f (receipts.go). Every
+// terminal answer is built here.
+func (s *Server) finalReply(op operationRef, f idemstore.Final, replay bool) reply {
+	opID := op.ID
 	var r reply
 	switch f.State {
 	case idemstore.StateDone:
@@ -121,7 +124,7 @@ func (s *Server) finalReply(opID string, f idemstore.Final, replay bool) reply {
 	if replay {
 		r = r.replayed()
 	}
-	return r
+	return s.withReceipt(r, op, f)
 }
 
 // MaxPendingPollAfter caps the poll_after_ms told for a pending operation.
@@ -329,14 +332,14 @@ func resolutionSentReply(opID string, outcome workflows.ResolutionOutcome) reply
 	return opReply(status.ResolutionSent, opID).with("outcome", outcome)
 }
 
-// resolvedReply answers the first decision: the final state, the decision,
-// and the outcome's own fields (result and result_ref, or reason and
-// failure_kind).
-func (s *Server) resolvedReply(opID string, res idemstore.Final, d decisionView) reply {
+// resolvedReply answers the first decision about the operation op: the
+// final state, the decision, and the outcome's own fields (result and
+// result_ref, or reason and failure_kind, and its receipt).
+func (s *Server) resolvedReply(op operationRef, res idemstore.Final, d decisionView) reply {
 	final := res
 	final.ResolvedBy = "" // the decision names the operator
-	r := opReply(status.Resolved, opID).with("state", res.State).with("decision", d)
-	for k, v := range s.finalReply(opID, final, false).fields {
+	r := opReply(status.Resolved, op.ID).with("state", res.State).with("decision", d)
+	for k, v := range s.finalReply(op, final, false).fields {
 		r = r.with(k, v)
 	}
 	return r
@@ -439,6 +442,13 @@ var bodyTexts = map[string]func(d *messages.Data, v any) bool{
 		d.State, _ = v["state"].(string)
 		d.ResultRef, _ = v["result_ref"].(string)
 		d.Reason, _ = v["reason"].(string)
+	}),
+	"limit": shows(func(d *messages.Data, v limitView) {
+		d.LimitName, d.LimitWindow, d.LimitCurrency = v.Name, v.Window, v.Currency
+		d.LimitMax, d.LimitUsed, d.LimitLeft = v.Max, v.Used, v.Left
+		if v.ResetsAt != nil {
+			d.LimitResetsAt = *v.ResetsAt
+		}
 	}),
 	"decision": shows(func(d *messages.Data, v decisionView) {
 		d.DecidedBy, d.DecidedOutcome = v.Operator, string(v.Outcome)

@@ -45,6 +45,9 @@ type reply struct {
 	header http.Header
 	// pollAfter overrides the configured poll_after_ms when positive.
 	pollAfter time.Duration
+	// retryAfter overrides the configured retry_after_ms when positive
+	// (rate_limited: the limiter's own wait).
+	retryAfter time.Duration
 	// err is an internal error, logged with the trace id.
 	err error
 }
@@ -91,6 +94,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 	}
 	d.PollAfterSeconds = seconds(d.PollAfterMS)
 	d.RetryAfterMS = s.cfg.RetryAfter.Milliseconds()
+	if r.retryAfter > 0 {
+		d.RetryAfterMS = r.retryAfter.Milliseconds()
+	}
 	d.RetryAfterSeconds = seconds(d.RetryAfterMS)
 	d.RetryLimit = RetryLimit
 	if d.Method == "" {
@@ -135,6 +141,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 	}
 	body := orderedBody(string(r.status), meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
 	h := c.Response().Header()
+	if info.Wait() {
+		h.Set(HeaderRetryAfter, retryAfterHeader(r.fields))
+	}
 	for k, vs := range r.header {
 		for _, v := range vs {
 			h.Add(k, v)
@@ -148,6 +157,19 @@ func (s *Server) render(c echo.Context, r reply) error {
 	s.metrics.responses.WithLabelValues(string(r.status)).Inc()
 	c.Set(ctxStatus, r.status)
 	return c.JSONBlob(info.Code, body)
+}
+
+// HeaderRetryAfter tells generic HTTP clients when to come back.
+const HeaderRetryAfter = "Retry-After"
+
+// retryAfterHeader is the Retry-After of an answer's fields: its wait
+// (retry_after_ms, else poll_after_ms) in whole seconds, rounded up.
+func retryAfterHeader(fields map[string]any) string {
+	ms, ok := fields["retry_after_ms"].(int64)
+	if !ok {
+		ms, _ = fields["poll_after_ms"].(int64)
+	}
+	return strconv.FormatInt((ms+999)/1000, 10)
 }
 
 // operationIDRE is the shape of an operation_id.

@@ -100,7 +100,8 @@ func (s *Server) handleOpsResolve(c echo.Context) error {
 		return s.render(c, s.resolveErrorReply(opID, err))
 	}
 	log.InfoContext(ctx, "operation resolved", "state", ans.Result.State)
-	return s.render(c, s.resolvedReply(opID, ans.Result, decisionOfWorkflow(ans.Decision)))
+	rec.OperationID = opID
+	return s.render(c, s.resolvedReply(refOf(rec), ans.Result, decisionOfWorkflow(ans.Decision)))
 }
 
 // resolveErrorReply maps the workflow's refusal of a decision (or a

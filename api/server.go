@@ -32,7 +32,10 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/internal/watch"
+	"github.com/oncegate/oncegate/receipt"
 )
 
 // Deps is everything the server needs.
@@ -41,6 +44,9 @@ type Deps struct {
 	Catalog *catalog.Catalog
 	// Keyring signs and verifies fingerprints (required).
 	Keyring *fingerprint.Keyring
+	// Receipts signs the receipt of every terminal answer and publishes its
+	// public keys at /.well-known/jwks.json (required).
+	Receipts *receipt.Keyring
 	// Store is the combined idempotency store (required).
 	Store idemstore.Store
 	// Temporal starts and watches the operation workflows (required).
@@ -65,6 +71,13 @@ type Deps struct {
 	// TracerProvider makes the request spans; nil means one that records
 	// trace ids and exports nothing.
 	TracerProvider trace.TracerProvider
+	// Limits are the spend budgets and request rates; nil means none.
+	Limits *limits.Limits
+	// Rates counts the subjects' requests; nil means no rate is enforced.
+	Rates RateLimiter
+	// Budgets reads the budgets' windows (the preview's warning, the ops
+	// view); nil means no warning and no ops view.
+	Budgets BudgetOps
 	// Approvals keeps approvals, passkeys and enrolment invites (the
 	// PostgreSQL truth). Required when an action's policy can ask for
 	// approval; nil turns the approval and passkey routes off.
@@ -75,6 +88,7 @@ type Deps struct {
 type Server struct {
 	cat      *catalog.Catalog
 	keys     *fingerprint.Keyring
+	receipts *receipt.Keyring
 	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
@@ -88,6 +102,10 @@ type Server struct {
 	tracer   trace.TracerProvider
 	instance string
 	echo     *echo.Echo
+	limits   *limits.Limits
+	rates    RateLimiter
+	budgets  BudgetOps
+	watchers *watch.Group[watched]
 	// approvals and ceremony serve approvals (nil: off).
 	approvals approval.Store
 	ceremony  *ceremony.Ceremony
@@ -100,6 +118,8 @@ func New(deps Deps) (*Server, error) {
 		return nil, errors.New("api: Catalog is required")
 	case deps.Keyring == nil:
 		return nil, errors.New("api: Keyring is required")
+	case deps.Receipts == nil:
+		return nil, errors.New("api: Receipts is required")
 	case deps.Store == nil:
 		return nil, errors.New("api: Store is required")
 	case deps.Temporal == nil:
@@ -115,10 +135,14 @@ func New(deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	s := &Server{
-		cat: deps.Catalog, keys: deps.Keyring, store: deps.Store, temporal: deps.Temporal,
+		cat: deps.Catalog, keys: deps.Keyring, receipts: deps.Receipts, store: deps.Store, temporal: deps.Temporal,
 		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
 		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
-		tracer: deps.TracerProvider, approvals: deps.Approvals,
+		tracer: deps.TracerProvider, limits: deps.Limits, rates: deps.Rates, budgets: deps.Budgets,
+		approvals: deps.Approvals,
+	}
+	if s.limits == nil {
+		s.limits = &limits.Limits{}
 	}
 	if s.approvals != nil {
 		if s.ceremony, err = ceremony.New(ceremony.Config{RPID: s.cfg.WebAuthnRPID, Origins: s.cfg.WebAuthnOrigins}); err != nil {
@@ -158,9 +182,16 @@ func New(deps Deps) (*Server, error) {
 	if s.metrics, err = newMetrics(reg); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
+	s.watchers = watch.New[watched](s.cfg.MaxWatchers, s.metrics.watch)
 	ttls := map[string]float64{}
 	for scope, a := range s.cat.Actions {
 		ttls[scope] = a.InFlightTTL.Seconds()
+	}
+	if err := reg.Register(newBudgetCollector(s)); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, fmt.Errorf("api: register budget metrics: %w", err)
+		}
 	}
 	if err := reg.Register(newCatalogCollector(ttls)); err != nil {
 		var are prometheus.AlreadyRegisteredError
@@ -236,6 +267,8 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	v1.GET("/ops/operations", s.handleOpsList, authed, operator)
 	v1.GET("/ops/operations/:id", s.handleOpsGet, authed, operator)
 	v1.POST("/ops/operations/:id/resolve", s.handleOpsResolve, authed, operator)
+	v1.GET("/ops/limits/:subject", s.handleOpsLimits, authed, operator)
+	v1.POST("/ops/limits/:subject/reset", s.handleOpsLimitsReset, authed, operator)
 	// Downstreams report business states here, authenticated by their
 	// signature (not by a bearer token).
 	v1.POST("/webhooks/:scope", s.handleWebhook)
@@ -268,6 +301,8 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 		},
 	})))
 	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()))
+	// The receipts' public keys, for verifying a receipt offline.
+	e.GET(receipt.JWKSPath, s.handleJWKS)
 	return e
 }
 

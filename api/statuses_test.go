@@ -49,7 +49,8 @@ var boundPhrases = map[messages.Lang][]string{
 }
 
 // TestMessagesAgreeWithRetryable checks the status registry against the
-// contract's rule and the texts: retryable only for temporarily_unavailable;
+// contract's rule and the texts: retryable only for temporarily_unavailable
+// and rate_limited;
 // every text of every status in every language; a non-retryable text never
 // tells the model to resend; a retryable one always bounds the retries and
 // says what to tell the user after.
@@ -60,7 +61,8 @@ func TestMessagesAgreeWithRetryable(t *testing.T) {
 	used := map[string]bool{}
 	for _, st := range status.All() {
 		info, _ := status.Lookup(st)
-		assert.Equal(t, st == status.TemporarilyUnavailable, info.Retryable, "%s: retryable is true only for temporarily_unavailable", st)
+		assert.Equal(t, st == status.TemporarilyUnavailable || st == status.RateLimited, info.Retryable,
+			"%s: retryable is true only for temporarily_unavailable and rate_limited", st)
 		for _, key := range messageKeys(st) {
 			used[key] = true
 			en := map[string]string{}

@@ -114,6 +114,17 @@ func TestRetriesAreBounded(t *testing.T) {
 	assert.Len(t, f.bodies, DefaultAttempts)
 }
 
+func TestRateLimitedIsRetriedAfterItsWait(t *testing.T) {
+	t.Parallel()
+	c, f, waits := setup(t, reply(429, status.RateLimited, map[string]any{"retry_after_ms": 700}))
+	_, err := c.Confirm(context.Background(), "payments.transfer", "fp-1", map[string]any{})
+	require.ErrorIs(t, err, ErrRateLimited)
+	assert.Len(t, f.bodies, DefaultAttempts)
+	require.Len(t, *waits, DefaultAttempts-1)
+	assert.Equal(t, 700*time.Millisecond, (*waits)[0], "the answer's wait is honoured")
+	assert.True(t, isTransient(err))
+}
+
 func TestRetryStopsWithTheContext(t *testing.T) {
 	t.Parallel()
 	c, f, _ := setup(t, reply(503, status.TemporarilyUnavailable, map[string]any{"retry_after_ms": 10}))
@@ -129,7 +140,7 @@ func TestRefusalsMatchTheirClass(t *testing.T) {
 	t.Parallel()
 	cases := map[Status]error{}
 	for s, class := range classes {
-		if s != status.TemporarilyUnavailable {
+		if !isRetried(s) {
 			cases[s] = class
 		}
 	}

@@ -58,6 +58,15 @@ var (
 	// ErrApprovalDeclined means the user declined the operation with their
 	// passkey: its fingerprint can never be confirmed.
 	ErrApprovalDeclined = errors.New("oncegate: approval declined")
+	// ErrLimitExceeded means the amount does not fit one of the subject's
+	// spend budgets (Answer.Limit names it, what is left and when it frees);
+	// nothing was claimed. Sending the same confirm again does not help
+	// until the window frees or an operator resets it.
+	ErrLimitExceeded = errors.New("oncegate: limit exceeded")
+	// ErrRateLimited means the subject sent too many previews or confirms;
+	// nothing was done. The client waits the answer's Retry-After and sends
+	// the same request again, a bounded number of times.
+	ErrRateLimited = errors.New("oncegate: rate limited")
 	// ErrUnexpectedAnswer means the answer is not an oncegate answer (no or
 	// an unknown status).
 	ErrUnexpectedAnswer = errors.New("oncegate: unexpected answer")

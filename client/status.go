@@ -33,6 +33,8 @@ var classes = map[Status]error{
 	status.InternalError:          ErrInternal,
 	status.ApprovalRequired:       ErrApprovalRequired,
 	status.ApprovalDeclined:       ErrApprovalDeclined,
+	status.LimitExceeded:          ErrLimitExceeded,
+	status.RateLimited:            ErrRateLimited,
 }
 
 // ClassOf returns the sentinel error a refusal with status s matches

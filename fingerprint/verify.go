@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oncegate/oncegate/internal/jcs"
+	"github.com/oncegate/oncegate/internal/keyspec"
 )
 
 // MaxFingerprintLen is the longest fingerprint Parse accepts, in bytes.
@@ -360,7 +361,7 @@ func (p *Payload) validate() error {
 		return fmt.Errorf("%w: s must be a non-empty UTF-8 string", ErrInvalid)
 	case !isLowerHex(p.ParamHash, 64):
 		return fmt.Errorf("%w: p must be 64 lowercase hex chars", ErrInvalid)
-	case !validKeyID(p.KeyID):
+	case !keyspec.ValidID(p.KeyID):
 		return fmt.Errorf("%w: k must be a key id", ErrInvalid)
 	case p.RecentOperation != "" && !isLowerHex(p.RecentOperation, 32):
 		return fmt.Errorf("%w: r must be 32 lowercase hex chars when set", ErrInvalid)

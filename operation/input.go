@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/plan"
 )
 
@@ -40,6 +41,10 @@ type Input struct {
 	// BoundParams are the canonical bound params (param_hash is their
 	// SHA-256), kept in the truth at claim for operators.
 	BoundParams json.RawMessage `json:"bound_params,omitempty"`
+	// Charge is what the operation spends of its subject's budgets; a
+	// ClaimTruth (the takeover of a claim the truth never saw) reserves it,
+	// or refuses the claim over budget.
+	Charge *idemstore.Charge `json:"charge,omitempty"`
 	// FingerprintExp is the fingerprint's expiry.
 	FingerprintExp time.Time `json:"fingerprint_exp"`
 	// InFlightTTL is the action's in_flight_ttl.

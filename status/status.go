@@ -75,6 +75,10 @@ const (
 	PasskeyRevoked         Status = "passkey_revoked"
 	ApprovalsListed        Status = "approvals_listed"
 	UnknownPasskey         Status = "unknown_passkey"
+	LimitExceeded          Status = "limit_exceeded"
+	RateLimited            Status = "rate_limited"
+	LimitsShown            Status = "limits_shown"
+	LimitsReset            Status = "limits_reset"
 )
 
 // Audience is who receives an answer with a status.
@@ -116,8 +120,8 @@ type Info struct {
 	// Code is the HTTP status code.
 	Code int
 	// Retryable tells the caller whether sending exactly the same request
-	// again can succeed: true only for temporarily_unavailable
-	// (docs/contract.md §4).
+	// again can succeed: true only for temporarily_unavailable and
+	// rate_limited (docs/contract.md §4, §7).
 	Retryable bool
 	// Audience is who receives it.
 	Audience Audience
@@ -135,15 +139,20 @@ type Info struct {
 	RetryAfter bool
 }
 
+// Wait reports whether an answer asks the caller to come back (it polls, or
+// tells when to retry): such an answer carries the header Retry-After, in
+// whole seconds rounded up, equal to its body's wait (docs/contract.md §7).
+func (i Info) Wait() bool { return i.Polls || i.RetryAfter }
+
 // registry maps every status to what is known about it.
 var registry = map[Status]Info{
 	PreviewReady:           {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`fingerprint`, `expires_at`, `preview`, `recent_operation` (amnesia guard)", When: "preview succeeded; nothing was executed or written"},
-	Completed:              {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`result`, `result_ref`", When: "this call executed the operation and it finished"},
-	AlreadyCompleted:       {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`result`, `result_ref`; header `Idempotent-Replayed: true`", When: "a replay of a finished operation: the first result itself"},
-	Failed:                 {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`reason`, `failure_kind`", When: "a definite failure; `failure_kind` says how it is known, and only `downstream_refused`, `not_executed` and `not_sent` prove that nothing was executed (`operator_decision`: a person decided)"},
-	AlreadyFailed:          {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`reason`, `failure_kind`; header `Idempotent-Replayed: true`", When: "a replay of a definite failure"},
-	InProgress:             {Code: http.StatusAccepted, Audience: Agent, Kind: Outcome, Carries: "`poll_with`, `poll_after_ms`", When: "started, the outcome is not known yet: poll `get_operation_status`", Polls: true},
-	NeedsManualReview:      {Code: http.StatusAccepted, Audience: Agent, Kind: Outcome, Carries: "`poll_with`, `poll_after_ms`", When: "the outcome cannot be determined automatically; a person decides", Polls: true},
+	Completed:              {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`result`, `result_ref`, `receipt`", When: "this call executed the operation and it finished"},
+	AlreadyCompleted:       {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`result`, `result_ref`, `receipt` (the first one); header `Idempotent-Replayed: true`", When: "a replay of a finished operation: the first result itself"},
+	Failed:                 {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`reason`, `failure_kind`, `receipt`", When: "a definite failure; `failure_kind` says how it is known, and only `downstream_refused`, `not_executed` and `not_sent` prove that nothing was executed (`operator_decision`: a person decided)"},
+	AlreadyFailed:          {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`reason`, `failure_kind`, `receipt` (the first one); header `Idempotent-Replayed: true`", When: "a replay of a definite failure"},
+	InProgress:             {Code: http.StatusAccepted, Audience: Agent, Kind: Outcome, Carries: "`poll_with`, `poll_after_ms`; header `Retry-After`", When: "started, the outcome is not known yet: poll `get_operation_status`", Polls: true},
+	NeedsManualReview:      {Code: http.StatusAccepted, Audience: Agent, Kind: Outcome, Carries: "`poll_with`, `poll_after_ms`; header `Retry-After`", When: "the outcome cannot be determined automatically; a person decides", Polls: true},
 	ParamMismatch:          {Code: http.StatusUnprocessableEntity, Audience: Agent, Kind: Refusal, When: "the bound params differ from the fingerprint's (a security event)"},
 	SubjectMismatch:        {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, When: "the fingerprint was issued to another subject (a security event)"},
 	ScopeMismatch:          {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, When: "the fingerprint was issued for another action (a security event)"},
@@ -153,7 +162,7 @@ var registry = map[Status]Info{
 	Unauthenticated:        {Code: http.StatusUnauthorized, Audience: Agent, Kind: Refusal, Carries: "header `WWW-Authenticate`", When: "no or unknown bearer token: do not retry with the same credentials"},
 	UnknownAction:          {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, When: "no such action (scope)"},
 	RepeatUnacknowledged:   {Code: http.StatusConflict, Audience: Agent, Kind: Refusal, Carries: "`recent_operation`", When: "an identical operation ran recently and the confirm did not acknowledge it: ask the user"},
-	TemporarilyUnavailable: {Code: http.StatusServiceUnavailable, Retryable: true, Audience: Agent, Kind: Refusal, Carries: "`retry_after_ms`", When: "the truth store, the workflow engine or (at preview) the quote endpoint cannot answer now; nothing was consumed: the same request may be sent again a bounded number of times", RetryAfter: true},
+	TemporarilyUnavailable: {Code: http.StatusServiceUnavailable, Retryable: true, Audience: Agent, Kind: Refusal, Carries: "`retry_after_ms`; header `Retry-After`", When: "the truth store, the workflow engine or (at preview) the quote endpoint cannot answer now; nothing was consumed: the same request may be sent again a bounded number of times", RetryAfter: true},
 	DownstreamRefused:      {Code: http.StatusUnprocessableEntity, Audience: Agent, Kind: Refusal, Carries: "`reason`, `errors` when the downstream names fields", When: "at preview, the downstream's quote endpoint refused the params definitively (a 4xx other than 408/429): change the params, do not resend"},
 	UnknownOperation:       {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, When: "no such operation for the caller"},
 	Forbidden:              {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, When: "an ops endpoint called without the operator role"},
@@ -165,7 +174,7 @@ var registry = map[Status]Info{
 	NotAwaitingReview:      {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Carries: "`state`", When: "ops: a resolve for an operation that is not waiting for review"},
 	InvalidResolution:      {Code: http.StatusBadRequest, Audience: Operator, Kind: Refusal, Carries: "`errors`", When: "ops: a resolve body, or a list filter, that is incomplete or inconsistent"},
 	ResolutionSent:         {Code: http.StatusAccepted, Audience: Operator, Kind: Outcome, Carries: "`outcome`", When: "ops: the decision was accepted by the operation's workflow but its outcome was not recorded within the wait"},
-	Resolved:               {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`state`, `decision`, `result`/`reason`", When: "ops: this decision was the first; the operation is now in its final state"},
+	Resolved:               {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`state`, `decision`, `result`/`reason`, `receipt`", When: "ops: this decision was the first; the operation is now in its final state"},
 	AlreadyResolved:        {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Carries: "`decision` (who decided what and when)", When: "ops: another decision was made first; this one is refused"},
 	OperationsListed:       {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`operations`, `count`", When: "ops: the list of operations"},
 	OperationFound:         {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`operation`", When: "ops: one operation's full record"},
@@ -185,7 +194,11 @@ var registry = map[Status]Info{
 	PasskeyRevoked:         {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`passkey`", When: "ops: the passkey is revoked and decides nothing any more"},
 	ApprovalsListed:        {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`approvals`, `count`", When: "ops: the approvals (pending ones: asked, not decided)"},
 	UnknownPasskey:         {Code: http.StatusNotFound, Audience: Operator, Kind: Refusal, When: "ops: no passkey of that id"},
-	NotReady:               {Code: http.StatusServiceUnavailable, Audience: Probe, Kind: Refusal, Carries: "`postgres`, `redis`", When: "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule", RetryAfter: true},
+	LimitExceeded:          {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Carries: "`limit` (`name`, `window`, `currency`, `max`, `used`, `left`, `resets_at`)", When: "the amount does not fit one of the subject's spend budgets (`ONCEGATE_LIMITS`); nothing was claimed or executed"},
+	RateLimited:            {Code: http.StatusTooManyRequests, Retryable: true, Audience: Agent, Kind: Refusal, Carries: "`retry_after_ms`; header `Retry-After`", When: "too many previews or confirms from this subject; nothing was done: the same request may be sent again after the wait", RetryAfter: true},
+	LimitsShown:            {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`limits` (`budgets`: `name`, `window`, `currency`, `max`, `used`, `left`; the rates; `last_reset`)", When: "ops: a subject's budgets, what each window holds and what is left"},
+	LimitsReset:            {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`reset` (`subject`, `reset_at`, `reset_by`, `trace_id`)", When: "ops: the subject's budget windows start afresh; earlier reservations no longer count"},
+	NotReady:               {Code: http.StatusServiceUnavailable, Audience: Probe, Kind: Refusal, Carries: "`postgres`, `redis`, `retry_after_ms`; header `Retry-After`", When: "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule", RetryAfter: true},
 }
 
 // Lookup returns what the registry knows about s, or false for a status

@@ -25,7 +25,8 @@ func TestRegistryEntriesAreComplete(t *testing.T) {
 		assert.True(t, audiences[info.Audience], "%s: audience %q", s, info.Audience)
 		assert.Contains(t, []status.Kind{status.Outcome, status.Refusal}, info.Kind, s)
 		assert.NotEmpty(t, info.When, "%s: the status's description", s)
-		assert.Equal(t, s == status.TemporarilyUnavailable, info.Retryable, "%s: retryable is true only for temporarily_unavailable", s)
+		assert.Equal(t, s == status.TemporarilyUnavailable || s == status.RateLimited, info.Retryable,
+			"%s: retryable is true only for temporarily_unavailable and rate_limited", s)
 		if info.Polls {
 			assert.Equal(t, http.StatusAccepted, info.Code, s)
 			assert.Equal(t, status.Outcome, info.Kind, s)

@@ -79,7 +79,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	sdkMetrics, meters, err := worker.SDKMetrics(reg)
+	sdkMetrics, meters, err := telemetry.SDKMetrics(reg)
 	if err != nil {
 		return err
 	}

@@ -148,6 +148,7 @@ type rawAction struct {
 	TerminalTTL           string               `yaml:"terminal_ttl"`
 	DuplicateIntentWindow string               `yaml:"duplicate_intent_window"`
 	SummaryField          string               `yaml:"summary_field"`
+	Spend                 *Spend               `yaml:"spend"`
 	Downstream            rawDownstream        `yaml:"downstream"`
 	Approval              *rawApproval         `yaml:"approval"`
 }

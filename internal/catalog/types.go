@@ -129,11 +129,25 @@ type Action struct {
 	DuplicateIntentWindow time.Duration `yaml:"duplicate_intent_window" json:"duplicate_intent_window"`
 	// SummaryField names the bound field shown in summaries (such as amount).
 	SummaryField string `yaml:"summary_field" json:"summary_field,omitempty"`
+	// Spend, when set, names the bound fields that say what an operation
+	// spends: the spend budgets of the limits file (ONCEGATE_LIMITS) apply
+	// to the action only then.
+	Spend *Spend `yaml:"spend" json:"spend,omitempty"`
 	// Downstream is the API the action calls.
 	Downstream Downstream `yaml:"downstream" json:"downstream"`
 	// Approval is when a person must approve an operation with a passkey
 	// before it may be confirmed (default: never).
 	Approval Approval `yaml:"-" json:"approval"`
+}
+
+// Spend names the bound fields that hold an operation's amount and its
+// currency.
+type Spend struct {
+	// Amount is a required bound decimal field, such as amount.
+	Amount string `yaml:"amount" json:"amount"`
+	// Currency is a required bound string field of kind currency, such as
+	// currency; the amount is in its scale.
+	Currency string `yaml:"currency" json:"currency"`
 }
 
 // Catalog is the loaded, validated set of actions.

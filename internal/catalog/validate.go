@@ -149,6 +149,7 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 		Bind:         r.Bind,
 		Free:         r.Free,
 		SummaryField: r.SummaryField,
+		Spend:        r.Spend,
 	}
 	if a.Bind == nil {
 		a.Bind = map[string]Field{}
@@ -199,6 +200,9 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 			p.addf("summary_field %q is neither bound nor free", a.SummaryField)
 		}
 	}
+	if a.Spend != nil {
+		checkSpend(p, *a.Spend, a.Bind)
+	}
 
 	fpOK, ifOK, termOK := false, false, false
 	a.FingerprintTTL, fpOK = p.positive("fingerprint_ttl", r.FingerprintTTL)
@@ -228,6 +232,17 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 		}
 	}
 	return a
+}
+
+// checkSpend refuses a spend declaration whose amount is not a required
+// bound decimal or whose currency is not a required bound currency field.
+func checkSpend(p problems, s Spend, bind map[string]Field) {
+	if f, ok := bind[s.Amount]; !ok || f.Type != TypeDecimal || !f.Required {
+		p.addf("spend.amount %q must name a required bound decimal field", s.Amount)
+	}
+	if f, ok := bind[s.Currency]; !ok || f.Kind != KindCurrency || !f.Required {
+		p.addf("spend.currency %q must name a required bound field of kind currency", s.Currency)
+	}
 }
 
 // worstTerms spells out the sum plan.Downstream.Worst takes of pl.

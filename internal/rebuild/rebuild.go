@@ -153,6 +153,7 @@ func act(ctx context.Context, truth TruthStore, action Action, id string, w Work
 		d, err := truth.Acquire(ctx, idemstore.Claim{
 			OperationID: id, ParamHash: in.ParamHash, Owner: owner, Subject: in.Subject, Scope: in.Scope,
 			InFlightTTL: in.InFlightTTL, TerminalTTL: in.TerminalTTL, FingerprintExp: in.FingerprintExp, BoundParams: in.BoundParams,
+			ApprovalSHA256: in.ApprovalSHA256, Charge: reserveOnly(in.Charge),
 		})
 		if err != nil {
 			return err
@@ -177,6 +178,19 @@ func act(ctx context.Context, truth TruthStore, action Action, id string, w Work
 }
 
 // finalization is the truth's write of the workflow's outcome f.
+// reserveOnly is an operation's charge written back without its windows:
+// the operation was claimed within its budgets before the truth was lost, so
+// its amount is reserved again (and released by Finalize when its outcome
+// proves nothing was executed) but never refused over budget now.
+func reserveOnly(c *idemstore.Charge) *idemstore.Charge {
+	if c == nil {
+		return nil
+	}
+	r := *c
+	r.Windows = nil
+	return &r
+}
+
 func finalization(id, owner string, f idemstore.Final, terminalTTL time.Duration) idemstore.Finalization {
 	return idemstore.Finalization{OperationID: id, Owner: owner, Final: f, TerminalTTL: terminalTTL}
 }

@@ -20,8 +20,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/oncegate/oncegate/approval"
+	"github.com/oncegate/oncegate/client"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/operation"
+	"github.com/oncegate/oncegate/receipt"
 )
 
 const wire = "payments.wire"
@@ -174,6 +176,14 @@ func TestApprovals(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, rec.EvidenceSHA256, 64)
 		assert.Equal(t, rec.EvidenceSHA256, s.workflowApproval(t, op), "the workflow's input names the approval it runs under")
+		// The outcome's receipt names it too, in the answer and in the status.
+		keys, err := client.FetchJWKS(ctx, httpClient, s.url+receipt.JWKSPath)
+		require.NoError(t, err)
+		claims, err := client.VerifyReceipt(done.str("receipt"), keys)
+		require.NoError(t, err)
+		assert.Equal(t, rec.EvidenceSHA256, claims.ApprovalSHA256, "the receipt names the approval it ran under")
+		st := call(t, http.MethodGet, s.url+"/v1/operations/"+op, "dev-alice", nil)
+		assert.Equal(t, done.str("receipt"), st.str("receipt"))
 		show := call(t, http.MethodGet, s.url+"/v1/ops/operations/"+op, "dev-ops", nil)
 		assert.Contains(t, string(show.Raw), `"event":"approval_approved"`, "ops show has the decision")
 		assert.Contains(t, string(show.Raw), rec.EvidenceSHA256)
@@ -282,12 +292,15 @@ func TestApprovals(t *testing.T) {
 		link := approvalOf(t, p)["url"].(string)
 		d, _ := ap.decide(t, link, "approve")
 		require.Equal(t, "approval_recorded", d.str("status"), d.String())
+		// Previewed before the gateway's clock moves: at exp, a quote the
+		// simulator makes in the same wall-clock second expires at exp too
+		// (RFC 3339 seconds), and the preview would refuse it as expired.
+		q := prev(t, map[string]any{"amount": "501.00", "currency": "USD", "payee_id": "p-exp"})
 		s.clock.Set(exp)
 		c := conf(t, p.str("fingerprint"), params)
 		assert.Equal(t, "fingerprint_expired", c.str("status"), "an approval past its expiry confirms nothing: %s", c)
 		assert.Equal(t, 0, s.executions(t, p.str("operation_id")))
 		// Deciding after the expiry is refused too.
-		q := prev(t, map[string]any{"amount": "501.00", "currency": "USD", "payee_id": "p-exp"})
 		s.clock.Set(s.clock.Now().Add(11 * time.Minute))
 		path, body := decisionBody(t, approvalOf(t, q)["url"].(string), "approve")
 		r := call(t, http.MethodPost, s.url+path+"/options", "", body)

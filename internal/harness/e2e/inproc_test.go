@@ -30,6 +30,7 @@ import (
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/harness/simulator"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"github.com/oncegate/oncegate/receipt"
 	"github.com/oncegate/oncegate/worker"
 )
 
@@ -107,11 +108,13 @@ func startInproc(t *testing.T) *inprocStack {
 	require.NoError(t, err)
 	keys, err := fingerprint.ParseKeyring("inproc:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	require.NoError(t, err)
+	receipts, err := receipt.ParseKeyring(testenv.NewReceiptKeys())
+	require.NoError(t, err)
 	tokens, err := auth.LoadTokens(filepath.Join(root, "deployments", "tokens.dev.yaml"))
 	require.NoError(t, err)
 	clk := &clock{now: time.Now()}
 	srv, err := api.New(api.Deps{
-		Catalog: cat, Keyring: keys, Store: store, Temporal: tc, Authenticator: tokens,
+		Catalog: cat, Keyring: keys, Receipts: receipts, Store: store, Temporal: tc, Authenticator: tokens,
 		Logger: logger, Registerer: prometheus.NewRegistry(), Now: clk.Now, Approvals: truth,
 		Config: api.Config{Env: api.EnvDev, TaskQueue: queue, PublicURL: inprocPublicURL},
 	})

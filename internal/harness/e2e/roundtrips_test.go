@@ -22,9 +22,13 @@ import (
 // (INFO commandstats) and the statements on the truth database
 // (pg_stat_statements). The gateway's claim is the claim (the workflow
 // reads it, no second insert) and the fast path is finalized once (by the
-// workflow, not refilled by the answer): at most 2 and 2.
+// workflow, not refilled by the answer): at most 2 and 2 — with a spend
+// budget to check and reserve too (claim_operation: one statement).
 func TestFirstConfirmRoundTrips(t *testing.T) {
-	s := testenv.StartStack(t, testenv.StackOptions{})
+	s := testenv.StartStack(t, testenv.StackOptions{ExtraGatewayEnv: limitsFile(t, `
+budgets:
+  - {name: alice-daily-usd, subject: alice, currency: USD, daily: 1000000, monthly: 2000000}
+`)})
 	ctx := context.Background()
 
 	u, err := url.Parse(s.DatabaseURL)
@@ -91,4 +95,5 @@ func TestFirstConfirmRoundTrips(t *testing.T) {
 	assert.LessOrEqual(t, pg, int64(2), "PostgreSQL: the claim and the finalize")
 	assert.Positive(t, redis)
 	assert.Positive(t, pg)
+	assert.Equal(t, "163", reserved(t, s, "alice", "USD"), "both confirms reserved their amount with their claim")
 }
