@@ -1,6 +1,8 @@
 # oncegate: `make run` starts the whole stack and follows its logs; `make test` runs every test.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
+# make soak PROFILE=prod soaks the production-like profile.
+PROFILE ?= dev
 
 .PHONY: help run up down status clean prod-clean test bench bench-e2e build lint fuzz soak deps prod-up prod-down prod-status test-prod
 
@@ -40,9 +42,9 @@ test-prod: ## the end-to-end and crash tests against the production-like profile
 test: ## every test: unit, integration against real Redis/PostgreSQL/Temporal, short fuzzing
 	@./scripts/test.sh
 
-soak: ## chaos soak: agents retry while every component is killed; audits every operation (SOAK_DURATION, SOAK_SEED, SOAK_AGENTS)
+soak: ## chaos soak: agents retry while every component is killed; audits every operation (PROFILE=dev|prod, SOAK_DURATION, SOAK_SEED, SOAK_AGENTS)
 	@./scripts/deps.sh
-	go run ./cmd/soak
+	SOAK_PROFILE=$(PROFILE) go run ./cmd/soak
 
 fuzz: ## every fuzz target for FUZZTIME each (default 10m), results in .run/fuzz/
 	@./scripts/fuzz.sh

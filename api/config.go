@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -68,6 +69,15 @@ type Config struct {
 	GatewayURL string `env:"GATEWAY_URL" envDefault:"http://127.0.0.1:8080"`
 	// ListenAddr is host:port, taken from GatewayURL.
 	ListenAddr string
+	// TLSCertFile is the PEM certificate (chain) the gateway serves HTTPS
+	// with; it goes with TLSKeyFile, and GATEWAY_URL is then https://.
+	// Unset, the gateway serves plain HTTP (TLS ends in front of it).
+	TLSCertFile string `env:"ONCEGATE_TLS_CERT_FILE"`
+	// TLSKeyFile is TLSCertFile's private key (PEM).
+	TLSKeyFile string `env:"ONCEGATE_TLS_KEY_FILE"`
+	// TLS is the HTTPS server's configuration, nil for plain HTTP: what
+	// ConfigFromEnv made of TLSCertFile and TLSKeyFile.
+	TLS *tls.Config `env:"-"`
 	// Config names the PostgreSQL truth (DATABASE_URL, required) and the
 	// Redis fast path (REDIS_URL, or REDIS_ADDRS for Redis Cluster nodes).
 	storeconn.Config
@@ -274,6 +284,8 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	addr, err := listenAddr(c.GatewayURL)
 	errs = append(errs, err)
 	c.ListenAddr = addr
+	c.TLS, err = serverTLS(c)
+	errs = append(errs, err)
 	if c.AlertWebhook != "" {
 		if u, err := url.Parse(c.AlertWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("ONCEGATE_ALERT_WEBHOOK=%q: want an http(s) URL", c.AlertWebhook))
@@ -343,6 +355,26 @@ func deploymentGuards(c Config) []error {
 		errs = append(errs, fmt.Errorf("ONCEGATE_FAILPOINT is for crash tests only, refused in a deployment (ONCEGATE_ENV %s): unset it", env))
 	}
 	return errs
+}
+
+// serverTLS loads the gateway's certificate when ONCEGATE_TLS_CERT_FILE and
+// ONCEGATE_TLS_KEY_FILE are set (nil, nil when neither is): they go
+// together, and GATEWAY_URL must then say https.
+func serverTLS(c Config) (*tls.Config, error) {
+	if c.TLSCertFile == "" && c.TLSKeyFile == "" {
+		return nil, nil
+	}
+	if c.TLSCertFile == "" || c.TLSKeyFile == "" {
+		return nil, errors.New("ONCEGATE_TLS_CERT_FILE and ONCEGATE_TLS_KEY_FILE go together (the gateway's HTTPS certificate and key)")
+	}
+	if u, err := url.Parse(c.GatewayURL); err == nil && u.Scheme != "https" {
+		return nil, fmt.Errorf("GATEWAY_URL=%q: the gateway serves HTTPS (ONCEGATE_TLS_CERT_FILE is set), so its URL starts with https://", c.GatewayURL)
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("ONCEGATE_TLS_CERT_FILE/ONCEGATE_TLS_KEY_FILE: %w", err)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}, nil
 }
 
 // listenAddr takes host:port from a URL such as http://127.0.0.1:8080.

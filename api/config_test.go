@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/tls"
 	"maps"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -68,6 +70,47 @@ func TestConfigSecretFileUnreadable(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, `could not load content of file "/nonexistent/keys" from variable ONCEGATE_FINGERPRINT_KEYS_FILE`)
 	assert.NotContains(t, err.Error(), "is required")
+}
+
+// TestConfigHTTPS: ONCEGATE_TLS_CERT_FILE and ONCEGATE_TLS_KEY_FILE make the
+// gateway serve HTTPS with that certificate; they go together, need an
+// https:// GATEWAY_URL and a readable pair.
+func TestConfigHTTPS(t *testing.T) {
+	t.Parallel()
+	certFile, keyFile := testenv.NewSelfSigned(t, "gateway").WriteFiles(t)
+	env := func(extra ...string) map[string]string {
+		m := map[string]string{
+			"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_ENV": EnvDev,
+			"GATEWAY_URL": "https://127.0.0.1:8443",
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i]] = extra[i+1]
+		}
+		return m
+	}
+	c, err := ConfigFromEnv(env())
+	require.NoError(t, err)
+	assert.Nil(t, c.TLS, "no certificate: plain HTTP (TLS ends in front of the gateway)")
+	assert.Equal(t, "127.0.0.1:8443", c.ListenAddr)
+
+	c, err = ConfigFromEnv(env("ONCEGATE_TLS_CERT_FILE", certFile, "ONCEGATE_TLS_KEY_FILE", keyFile))
+	require.NoError(t, err)
+	require.NotNil(t, c.TLS)
+	assert.Len(t, c.TLS.Certificates, 1)
+	assert.Equal(t, uint16(tls.VersionTLS12), c.TLS.MinVersion)
+
+	for _, bad := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{env("ONCEGATE_TLS_CERT_FILE", certFile), "go together"},
+		{env("ONCEGATE_TLS_KEY_FILE", keyFile), "go together"},
+		{env("ONCEGATE_TLS_CERT_FILE", certFile, "ONCEGATE_TLS_KEY_FILE", keyFile, "GATEWAY_URL", "http://127.0.0.1:8080"), "starts with https://"},
+		{env("ONCEGATE_TLS_CERT_FILE", keyFile, "ONCEGATE_TLS_KEY_FILE", certFile), "ONCEGATE_TLS_CERT_FILE/ONCEGATE_TLS_KEY_FILE"},
+	} {
+		_, err := ConfigFromEnv(bad.env)
+		assert.ErrorContains(t, err, bad.want)
+	}
 }
 
 // TestPublicURL: the approval links name localhost with the gateway's port

@@ -15,7 +15,7 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)          # the stack's healt
 command -v jq >/dev/null 2>&1 || need_apt+=(jq)              # the README's walk-through
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)    # the README's signed webhook recipe
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus) # promtool: the alert rules' tests
-command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # the approval page's browser test (chromedp)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # the browser tests (chromedp): the approval page, the profile's Web UI
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from Debian packages" >&2
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
@@ -31,3 +31,4 @@ if [ ! -x bin/temporal ]; then
   mkdir -p bin
   GOBIN="$PWD/bin" go install "github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}"
 fi
+

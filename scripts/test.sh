@@ -10,10 +10,10 @@ echo "== lint: gofmt, go vet, exhaustive switches"
 # applies it to every test binary), so a hang fails in minutes instead of
 # at one 45m bound for everything: the fast packages (unit tests, and
 # integration tests on their own Redis, PostgreSQL or Temporal) 5m each;
-# the packages that start the whole stack (the end-to-end tests, the dev
-# stack driven by its own scripts, the client's examples, the crash-tested
-# agent workflow) 30m each; the soak slice 20m.
-stacks='/internal/harness/(e2e|e2eprod|devstack)$|/client$|/examples/agentworkflow$'
+# the packages that start the whole stack (the end-to-end tests, the
+# client's examples, the crash-tested agent workflow) 30m each; the soak
+# slice 20m.
+stacks='/internal/harness/(e2e|e2eprod)$|/client$|/examples/agentworkflow$'
 soak='/internal/harness/soak$'
 echo "== go test: fast packages (5m each)"
 go test -count=1 -timeout 5m $(go list ./... | grep -v -E "$stacks|$soak")

@@ -51,6 +51,9 @@ type Config struct {
 	// failpoint). FailpointAfterFinalize: right after Finalize recorded an
 	// outcome. Empty in every real deployment.
 	Failpoint string `env:"ONCEGATE_FAILPOINT"`
+	// Versioning is the worker's part in a rollout: its Worker Versioning
+	// deployment version and the workflow changes it holds back.
+	Versioning
 }
 
 // FailpointAfterFinalize kills the worker with SIGKILL right after the
@@ -62,7 +65,7 @@ const FailpointAfterFinalize = "after_finalize"
 // main) and loads the Temporal TLS files; every problem is reported at once.
 func ConfigFromEnv(environ map[string]string) (Config, error) {
 	c, err := envconfig.Parse[Config](environ)
-	errs := []error{err, c.Config.Validate(), c.Temporal.LoadTLS(),
+	errs := []error{err, c.Config.Validate(), c.Temporal.LoadTLS(), c.Versioning.Validate(),
 		envconfig.Positive(environ, "ONCEGATE_WORKER_STOP_TIMEOUT", c.StopTimeout)}
 	if c.ReapInterval < 0 {
 		errs = append(errs, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable",
@@ -81,13 +84,15 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	return c, nil
 }
 
-// Options returns the SDK worker's options: the pollers and the stop timeout.
+// Options returns the SDK worker's options: the pollers, the stop timeout
+// and the versioning.
 func (c Config) Options() sdkworker.Options {
 	o := sdkworker.Options{}
 	if c.Pollers != nil {
 		o = PollerOptions(*c.Pollers)
 	}
 	o.WorkerStopTimeout = c.StopTimeout
+	c.Versioning.apply(&o)
 	return o
 }
 

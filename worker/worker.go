@@ -19,7 +19,7 @@ import (
 // example with Run(sdkworker.InterruptCh()).
 func New(c client.Client, taskQueue string, acts *activities.Activities, opts sdkworker.Options) sdkworker.Worker {
 	w := sdkworker.New(c, taskQueue, opts)
-	w.RegisterWorkflowWithOptions(workflows.Operation, workflow.RegisterOptions{Name: workflows.OperationWorkflowName})
+	w.RegisterWorkflowWithOptions(operationWorkflow(), workflow.RegisterOptions{Name: workflows.OperationWorkflowName})
 	w.RegisterActivity(acts)
 	return w
 }

@@ -97,7 +97,7 @@ func run(logger *slog.Logger) error {
 		return fmt.Errorf("open truth database: %w", err)
 	}
 	defer truth.Close()
-	rdb, err := redisstore.Connect(cfg.RedisURL, cfg.RedisAddrs)
+	rdb, err := redisstore.Connect(cfg.Config)
 	if err != nil {
 		return err
 	}
@@ -159,6 +159,7 @@ func run(logger *slog.Logger) error {
 	hs := &http.Server{
 		Addr:              cfg.ListenAddr,
 		Handler:           srv.Handler(),
+		TLSConfig:         cfg.TLS,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      cfg.RequestTimeout + 5*time.Second,
@@ -166,8 +167,12 @@ func run(logger *slog.Logger) error {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		logger.Info("gateway listening", "addr", cfg.ListenAddr, "instance", srv.InstanceID(),
+		logger.Info("gateway listening", "addr", cfg.ListenAddr, "https", cfg.TLS != nil, "instance", srv.InstanceID(),
 			"task_queue", cfg.TaskQueue, "temporal", cfg.Temporal.Address, "env", cfg.Env)
+		if cfg.TLS != nil {
+			errc <- hs.ServeTLS(ln, "", "") // the certificate is in hs.TLSConfig
+			return
+		}
 		errc <- hs.Serve(ln)
 	}()
 	select {

@@ -53,7 +53,7 @@ func run(logger *slog.Logger) error {
 	}
 	defer stopPprof()
 
-	rdb, err := redisstore.Connect(cfg.RedisURL, cfg.RedisAddrs)
+	rdb, err := redisstore.Connect(cfg.Config)
 	if err != nil {
 		return err
 	}

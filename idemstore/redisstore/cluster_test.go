@@ -17,6 +17,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"github.com/oncegate/oncegate/internal/storeconn"
 )
 
 // scriptKeys is a go-redis hook that records the keys of every EVAL and
@@ -78,7 +79,7 @@ func (h *scriptKeys) all() [][]string {
 func startCluster(t *testing.T) (*testenv.RedisCluster, redis.UniversalClient) {
 	t.Helper()
 	cluster := testenv.StartRedisCluster(t, 3, 0)
-	rdb, err := redisstore.Connect("", strings.Join(cluster.Addrs, ","))
+	rdb, err := redisstore.Connect(storeconn.Config{RedisAddrs: strings.Join(cluster.Addrs, ",")})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rdb.Close() })
 	return cluster, rdb

@@ -21,4 +21,10 @@ func TestConfig(t *testing.T) {
 	c, err = envconfig.Parse[Config](map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": " "})
 	require.NoError(t, err)
 	assert.ErrorIs(t, c.Validate(), ErrNoRedis)
+
+	c, err = envconfig.Parse[Config](map[string]string{"DATABASE_URL": "postgres://x", "REDIS_ADDRS": "a:1", "REDIS_TLS_CA_FILE": "/ca.pem"})
+	require.NoError(t, err)
+	assert.ErrorContains(t, c.Validate(), "REDIS_TLS_CA_FILE=/ca.pem needs TLS on", "a CA without rediss:// means nothing")
+	c.RedisURL = "rediss://a:1/0"
+	assert.NoError(t, c.Validate())
 }

@@ -1,23 +1,16 @@
 package temporalconn
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
 	"github.com/oncegate/oncegate/internal/envconfig"
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // fromEnv parses a Config from environ and loads its TLS files, as the
@@ -30,23 +23,11 @@ func fromEnv(environ map[string]string) (Config, error) {
 	return c, c.LoadTLS()
 }
 
-// writeCert writes a self-signed certificate and its key as PEM files.
+// writeCert writes a self-signed certificate for temporal.internal and its
+// key as PEM files.
 func writeCert(t *testing.T) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "oncegate"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		BasicConstraintsValid: true, DNSNames: []string{"temporal.internal"}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	kder, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
-	return certFile, keyFile
+	return testenv.NewSelfSigned(t, "oncegate", "temporal.internal").WriteFiles(t)
 }
 
 func TestPlaintextByDefault(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/oncegate/oncegate/internal/harness/simulator"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
 	"github.com/oncegate/oncegate/internal/opsconfig"
+	"github.com/oncegate/oncegate/internal/rebuild"
 	"github.com/oncegate/oncegate/worker"
 )
 
@@ -57,6 +58,8 @@ func structVars(t *testing.T) map[string]*configVar {
 	add("simulator", list, err)
 	list, err = envconfig.Vars[opsconfig.Config]()
 	add("ops CLI", list, err)
+	list, err = envconfig.Vars[rebuild.Config]()
+	add("rebuild", list, err)
 	list, err = envconfig.Vars[agentsim.Config]()
 	add("agentsim", list, err)
 	return vars

@@ -15,6 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // TestProfileShape: Temporal keeps its tables in PostgreSQL, the Redis
@@ -27,8 +29,7 @@ func TestProfileShape(t *testing.T) {
 	assert.Equal(t, "1", p.psql(t, "temporal_visibility", "SELECT count(*) FROM information_schema.tables WHERE table_name = 'executions_visibility'"),
 		"Temporal's SQL visibility is in PostgreSQL")
 
-	rdb := redis.NewClient(&redis.Options{Addr: strings.Split(p.env["REDIS_ADDRS"], ",")[0]})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := p.redis(t, strings.Split(p.env["REDIS_ADDRS"], ",")[0])
 	info, err := rdb.ClusterInfo(context.Background()).Result()
 	require.NoError(t, err)
 	assert.Contains(t, info, "cluster_state:ok")
@@ -59,15 +60,7 @@ func masters(t testing.TB, rdb *redis.Client) []string {
 	t.Helper()
 	nodes, err := rdb.ClusterNodes(context.Background()).Result()
 	require.NoError(t, err)
-	var out []string
-	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
-		f := strings.Fields(line)
-		// id addr flags master ping pong epoch link slot-range...
-		if len(f) > 8 && strings.Contains(f[2], "master") && !strings.Contains(f[2], "fail") {
-			out = append(out, strings.SplitN(f[1], "@", 2)[0])
-		}
-	}
-	return out
+	return testenv.ClusterMasters(nodes)
 }
 
 // TestAcrossGateways: preview on one gateway, confirm on the other, the
@@ -226,7 +219,9 @@ func TestManualReview(t *testing.T) {
 
 	cmd := exec.Command(p.root+"/bin/oncegate-ops", "resolve", id, "--outcome", "completed",
 		"--result", `{"id":"tr_manual_prod","status":"succeeded"}`, "--note", "found in the bank statement")
-	cmd.Env = append(cmd.Environ(), "GATEWAY_URL="+p.gateways[1], "ONCEGATE_OPS_TOKEN="+p.env["ONCEGATE_OPS_TOKEN"])
+	// The ops CLI trusts the profile's CA the way Go programs do: SSL_CERT_FILE.
+	cmd.Env = append(cmd.Environ(), "GATEWAY_URL="+p.gateways[1], "ONCEGATE_OPS_TOKEN="+p.env["ONCEGATE_OPS_TOKEN"],
+		"SSL_CERT_FILE="+p.env["ONCEGATE_CA_FILE"])
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
@@ -301,8 +296,7 @@ func TestTemporalRestartedMidLoad(t *testing.T) {
 func TestRedisMasterKilledMidLoad(t *testing.T) {
 	p := loadProfile(t)
 	addrs := strings.Split(p.env["REDIS_ADDRS"], ",")
-	rdb := redis.NewClient(&redis.Options{Addr: addrs[0]})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := p.redis(t, addrs[0])
 	ms := masters(t, rdb)
 	require.GreaterOrEqual(t, len(ms), 3)
 	// Any master but the node this test asks about the cluster.
@@ -351,8 +345,7 @@ func waitCluster(t *testing.T, rdb *redis.Client, ok func(masters []string) bool
 // isReplica reports whether the node at addr says it is a replica.
 func (p *profile) isReplica(t *testing.T, addr string) bool {
 	t.Helper()
-	node := redis.NewClient(&redis.Options{Addr: addr})
-	defer node.Close()
+	node := p.redis(t, addr)
 	info, err := node.Info(context.Background(), "replication").Result()
 	return err == nil && strings.Contains(info, "role:slave")
 }

@@ -13,6 +13,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -29,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 )
@@ -39,6 +42,7 @@ type profile struct {
 	dir      string // .run-prod
 	root     string // the checkout
 	gateways []string
+	roots    *x509.CertPool // the profile's CA
 
 	mu      sync.Mutex
 	answers map[string]int // what the agents were told: statuses, and "transport_error"
@@ -75,16 +79,36 @@ func loadProfile(t *testing.T) *profile {
 	for sc.Scan() {
 		line := strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export ")
 		if k, v, ok := strings.Cut(line, "="); ok {
-			p.env[k] = v
+			p.env[k] = strings.Trim(v, "'")
 		}
 	}
 	require.NoError(t, sc.Err())
-	for _, k := range []string{"GATEWAY_URLS", "DOWNSTREAM_URL", "TEMPORAL_ADDRESS", "REDIS_ADDRS", "ONCEGATE_TOKEN_ALICE", "ONCEGATE_OPS_TOKEN"} {
+	for _, k := range []string{"GATEWAY_URLS", "DOWNSTREAM_URL", "TEMPORAL_ADDRESS", "REDIS_ADDRS", "ONCEGATE_TOKEN_ALICE", "ONCEGATE_OPS_TOKEN",
+		"ONCEGATE_CA_FILE", "TEMPORAL_TLS_CERT_FILE", "TEMPORAL_TLS_KEY_FILE"} {
 		require.NotEmptyf(t, p.env[k], "%s in %s", k, path)
 	}
 	p.gateways = strings.Split(p.env["GATEWAY_URLS"], ",")
 	require.Len(t, p.gateways, 2, "the profile runs two gateways")
+	pem, err := os.ReadFile(p.env["ONCEGATE_CA_FILE"])
+	require.NoError(t, err, "the profile's CA")
+	p.roots = x509.NewCertPool()
+	require.True(t, p.roots.AppendCertsFromPEM(pem), "a certificate in %s", p.env["ONCEGATE_CA_FILE"])
+	httpClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: p.tlsConfig()}}
 	return p
+}
+
+// tlsConfig trusts the profile's CA (every server of the profile presents
+// a certificate it signed).
+func (p *profile) tlsConfig() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: p.roots}
+}
+
+// redis returns a client of one Redis node, over TLS.
+func (p *profile) redis(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, TLSConfig: p.tlsConfig()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
 }
 
 // answer is a decoded agent-facing body with its HTTP status and headers.
@@ -102,6 +126,8 @@ func (a answer) str(key string) string {
 
 func (a answer) String() string { return fmt.Sprintf("%d %s", a.Code, a.Raw) }
 
+// httpClient is the agents' client; loadProfile makes it trust the
+// profile's CA (the gateways serve HTTPS).
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
 // send sends one request; a transport error (a killed gateway) is returned,
@@ -251,19 +277,33 @@ func (p *profile) start(t testing.TB, names ...string) {
 	require.NoError(t, err, "prod.sh start %v:\n%s", names, out)
 }
 
-// temporal dials the profile's Temporal server.
+// temporalTLS is the client side of mTLS to the profile's Temporal
+// frontend: its CA and the profile's client certificate.
+func (p *profile) temporalTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	cert, err := tls.LoadX509KeyPair(p.env["TEMPORAL_TLS_CERT_FILE"], p.env["TEMPORAL_TLS_KEY_FILE"])
+	require.NoError(t, err)
+	tc := p.tlsConfig()
+	tc.Certificates = []tls.Certificate{cert}
+	return tc
+}
+
+// temporal dials the profile's Temporal server (mTLS).
 func (p *profile) temporal(t testing.TB) client.Client {
 	t.Helper()
-	c, err := client.Dial(client.Options{HostPort: p.env["TEMPORAL_ADDRESS"], Namespace: p.env["TEMPORAL_NAMESPACE"]})
+	c, err := client.Dial(client.Options{HostPort: p.env["TEMPORAL_ADDRESS"], Namespace: p.env["TEMPORAL_NAMESPACE"],
+		ConnectionOptions: client.ConnectionOptions{TLS: p.temporalTLS(t)}})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
 }
 
-// temporalCLI runs bin/temporal against the profile's server.
+// temporalCLI runs bin/temporal against the profile's server (mTLS).
 func (p *profile) temporalCLI(args ...string) (string, error) {
 	cmd := exec.Command(filepath.Join(p.root, "bin", "temporal"),
-		append(args, "--address", p.env["TEMPORAL_ADDRESS"], "--namespace", p.env["TEMPORAL_NAMESPACE"])...)
+		append(args, "--address", p.env["TEMPORAL_ADDRESS"], "--namespace", p.env["TEMPORAL_NAMESPACE"],
+			"--tls-ca-path", p.env["ONCEGATE_CA_FILE"], "--tls-cert-path", p.env["TEMPORAL_TLS_CERT_FILE"],
+			"--tls-key-path", p.env["TEMPORAL_TLS_KEY_FILE"])...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

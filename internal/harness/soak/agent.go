@@ -76,17 +76,17 @@ type agent struct {
 	subject  string
 	token    string
 	seed     uint64
+	payeeTag string
 }
 
-// subjects are the dev identities the agents act as.
-var subjects = []struct{ name, token string }{{"alice", "dev-alice"}, {"bob", "dev-bob"}}
-
-// newAgent returns agent i of a run with seed.
-func newAgent(i int, seed uint64, c *client, led *ledger, scopes []string, cat *catalog.Catalog) *agent {
+// newAgent returns agent i of a run with seed on st: it acts as alice or
+// bob, with the profile's tokens.
+func newAgent(i int, seed uint64, st *stack, c *client, led *ledger, scopes []string) *agent {
+	subjects := []struct{ name, token string }{{"alice", st.tokens.alice}, {"bob", st.tokens.bob}}
 	s := subjects[i%len(subjects)]
 	return &agent{
-		id: i, c: c, led: led, scopes: scopes, cat: cat, subject: s.name, token: s.token, seed: seed,
-		jitter: rand.New(rand.NewPCG(seed, uint64(i)+1)),
+		id: i, c: c, led: led, scopes: scopes, cat: st.cat, subject: s.name, token: s.token, seed: seed,
+		payeeTag: st.payeeTag, jitter: rand.New(rand.NewPCG(seed, uint64(i)+1)),
 	}
 }
 
@@ -156,7 +156,7 @@ func (a *agent) play(ctx context.Context, kind string, n int) {
 // state (payouts), to a payee whose payouts always fail.
 func (a *agent) params(n int, businessState bool) map[string]any {
 	cents := 100 + a.intn(500_000)
-	payee := fmt.Sprintf("soak-%d-a%d-e%d", a.seed, a.id, n)
+	payee := fmt.Sprintf("soak-%d%s-a%d-e%d", a.seed, a.payeeTag, a.id, n)
 	if a.choices.Float64() < refusedShare {
 		if businessState {
 			payee = simulator.FailingPayeePrefix + payee

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -63,9 +64,10 @@ type truthRow struct {
 	state, paramHash, resultRef, failureKind, resolvedBy string
 }
 
-// readTruth reads every write_record row.
-func readTruth(ctx context.Context, pool *pgxpool.Pool) (map[string]truthRow, error) {
-	rows, err := pool.Query(ctx, `SELECT idem_key, state, param_hash, result_ref, failure_kind, resolved_by FROM write_record`)
+// readTruth reads every write_record row created at or after since.
+func readTruth(ctx context.Context, pool *pgxpool.Pool, since time.Time) (map[string]truthRow, error) {
+	rows, err := pool.Query(ctx, `SELECT idem_key, state, param_hash, result_ref, failure_kind, resolved_by FROM write_record
+		WHERE created_at >= $1`, since)
 	if err != nil {
 		return nil, fmt.Errorf("read write_record: %w", err)
 	}
@@ -124,7 +126,7 @@ type redisView struct {
 }
 
 // readRedis reads the hash of id.
-func readRedis(ctx context.Context, rdb *redis.Client, id string) (redisView, error) {
+func readRedis(ctx context.Context, rdb redis.Cmdable, id string) (redisView, error) {
 	h, err := rdb.HGetAll(ctx, redisstore.Key(id)).Result()
 	if err != nil {
 		return redisView{}, fmt.Errorf("read %s: %w", redisstore.Key(id), err)
@@ -359,7 +361,7 @@ func verdictOf(action *catalog.Action, record map[string]any) string {
 // ops API, as an operator with the simulator's evidence would: executed →
 // completed with the downstream's record (failed when that record's own
 // business state says so), otherwise failed.
-func resolveReview(ctx context.Context, c *client, sim *pgxpool.Pool, action *catalog.Action, id string) (string, error) {
+func resolveReview(ctx context.Context, c *client, sim *pgxpool.Pool, action *catalog.Action, id, opsToken string) (string, error) {
 	n, err := c.executions(ctx, id)
 	if err != nil {
 		return "", err
@@ -421,6 +423,3 @@ func recordOf(ctx context.Context, c *client, sim *pgxpool.Pool, action *catalog
 	}
 	return record, nil
 }
-
-// opsToken is the dev operator's token.
-const opsToken = "dev-ops"

@@ -161,6 +161,31 @@ func TestScheduleIsSeededAndCoversEveryKind(t *testing.T) {
 	}
 }
 
+// TestProdScheduleCoversEveryKindAndTarget: a 20-minute schedule of the
+// production-like profile has every kind of its menu at least 3 times
+// (the acceptance of its recorded run), each gateway and worker as a
+// target, and no dev-only kind.
+func TestProdScheduleCoversEveryKindAndTarget(t *testing.T) {
+	evs := schedule(prodFaultKinds, 7, 20*time.Minute)
+	require.Equal(t, evs, schedule(prodFaultKinds, 7, 20*time.Minute))
+	kinds, targets := map[string]int{}, map[string]int{}
+	for _, ev := range evs {
+		kinds[ev.Kind]++
+		targets[ev.Target]++
+	}
+	for _, k := range prodFaultKinds {
+		assert.GreaterOrEqual(t, kinds[k.name], 3, k.name)
+	}
+	for _, c := range []string{"gateway-1", "gateway-2", "worker-1", "worker-2"} {
+		assert.Positive(t, targets[c], c)
+	}
+	assert.Zero(t, kinds[faultFlushRedis]+kinds[faultKillRedis], "the dev stack's single Redis")
+	assert.Equal(t, Schedule(7, 20*time.Minute), schedule(faultKinds, 7, 20*time.Minute))
+	for _, ev := range Schedule(7, 20*time.Minute) {
+		assert.Empty(t, ev.Target, "a dev kind has one component: its schedule stays what it was")
+	}
+}
+
 func TestParseOptions(t *testing.T) {
 	env := map[string]string{"SOAK_DURATION": "30m", "SOAK_SEED": "42", "SOAK_AGENTS": "6"}
 	o, err := ParseOptions([]string{"-agents", "3"}, func(k string) string { return env[k] }, nil)
@@ -169,7 +194,11 @@ func TestParseOptions(t *testing.T) {
 	assert.Equal(t, uint64(42), o.Seed)
 	assert.Equal(t, 3, o.Agents, "a flag wins over the environment")
 	assert.Equal(t, DefaultOutDir, o.OutDir)
-	for _, bad := range []map[string]string{{"SOAK_SEED": "0"}, {"SOAK_SEED": "x"}, {"SOAK_DURATION": "soon"}, {"SOAK_AGENTS": "-1"}} {
+	assert.Equal(t, ProfileDev, o.Profile)
+	o, err = ParseOptions(nil, func(k string) string { return map[string]string{"SOAK_PROFILE": "prod"}[k] }, nil)
+	require.NoError(t, err)
+	assert.Equal(t, ProfileProd, o.Profile)
+	for _, bad := range []map[string]string{{"SOAK_PROFILE": "staging"}, {"SOAK_SEED": "0"}, {"SOAK_SEED": "x"}, {"SOAK_DURATION": "soon"}, {"SOAK_AGENTS": "-1"}} {
 		_, err := ParseOptions(nil, func(k string) string { return bad[k] }, nil)
 		assert.Error(t, err, "%v", bad)
 	}

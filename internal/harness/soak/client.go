@@ -3,10 +3,12 @@ package soak
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -44,29 +46,49 @@ var errLost = errors.New("answer lost: client timeout")
 // errMalformed is an HTTP answer that is not a JSON body with a status.
 var errMalformed = errors.New("answer without a JSON status")
 
-// client sends the agents' and the audit's requests; it counts them.
+// client sends the agents' and the audit's requests; it counts them. It
+// spreads the gateway requests over the gateways as a round-robin load
+// balancer does.
 type client struct {
 	http          *http.Client
-	gatewayURL    string
+	gatewayURLs   []string
 	downstreamURL string
 	requests      atomic.Int64
+	next          atomic.Uint64
 }
 
-// newClient returns a client of the stack.
-func newClient(gatewayURL, downstreamURL string) *client {
+// newClient returns a client of the stack's gateways and simulator;
+// tlsConfig, when not nil, is its TLS configuration (the gateways serve
+// HTTPS).
+func newClient(gatewayURLs []string, downstreamURL string, tlsConfig *tls.Config) *client {
 	return &client{
-		http:          &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}},
-		gatewayURL:    gatewayURL,
+		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second,
+			TLSClientConfig: tlsConfig}},
+		gatewayURLs:   gatewayURLs,
 		downstreamURL: downstreamURL,
 	}
 }
 
-// gateway sends one request to the gateway as token with the given client
-// timeout. A timeout is errLost; a body that is not a JSON object with a
-// status is errMalformed (with the answer's code).
+// gateway sends one request to a gateway as token with the given client
+// timeout, to each gateway in turn; a connection that cannot be opened
+// (that gateway is down, nothing was sent) goes on to the next one, as a
+// load balancer's retry of a failed connect does. A timeout is errLost; a
+// body that is not a JSON object with a status is errMalformed (with the
+// answer's code).
 func (c *client) gateway(ctx context.Context, method, path, token string, body any, timeout time.Duration) (answer, error) {
 	c.requests.Add(1)
-	raw, code, err := c.do(ctx, method, c.gatewayURL+path, token, body, timeout)
+	first := c.next.Add(1)
+	var (
+		raw  []byte
+		code int
+		err  error
+	)
+	for i := range uint64(len(c.gatewayURLs)) {
+		raw, code, err = c.do(ctx, method, c.gatewayURLs[(first+i)%uint64(len(c.gatewayURLs))]+path, token, body, timeout)
+		if !refused(err) {
+			break
+		}
+	}
 	if err != nil {
 		return answer{}, err
 	}
@@ -112,6 +134,13 @@ func (c *client) do(ctx context.Context, method, url, token string, body any, ti
 		return nil, 0, errLost
 	}
 	return nil, 0, fmt.Errorf("%s %s: %w", method, url, err)
+}
+
+// refused reports a connection that could not be opened: the request was
+// never sent.
+func refused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // downstreamJSON sends one request to the simulator and decodes its JSON

@@ -22,6 +22,10 @@ const (
 	faultFlushRedis      = "flushall_redis"
 	faultRestartPostgres = "restart_postgres"
 	faultRestartTemporal = "restart_temporal"
+	// faultKillRedisMaster (production-like profile) kills one of the
+	// Redis Cluster's current masters with SIGKILL; its replica takes over
+	// and the node, started again, rejoins as a replica.
+	faultKillRedisMaster = "kill_redis_master"
 )
 
 // faultKind describes how one kind is drawn and applied.
@@ -30,8 +34,9 @@ type faultKind struct {
 	name string
 	// weight is its relative frequency in the schedule.
 	weight int
-	// component is the component a kill or restart stops.
-	component string
+	// components are the components a kill or restart may stop; the
+	// schedule draws one of them.
+	components []string
 	// simField is the simulator fault's field.
 	simField string
 	// minValue and maxValue bound the simulator fault's value (0, 0 for a boolean).
@@ -43,14 +48,32 @@ type faultKind struct {
 // faultKinds is the whole menu. Simulator values stay within what the dev
 // catalog declares of the downstream (commits at most 30s late, status
 // lag at most 5s) and go past its 5s timeout where that is the point.
-var faultKinds = []faultKind{
-	{name: faultKillGateway, weight: 2, component: compGateway, maxHold: 2 * time.Second},
-	{name: faultKillWorker, weight: 2, component: compWorker, maxHold: 5 * time.Second},
-	{name: faultKillDownstream, weight: 2, component: compDownstream, maxHold: 3 * time.Second},
-	{name: faultKillRedis, weight: 1, component: compRedis, maxHold: 3 * time.Second},
+var faultKinds = append([]faultKind{
+	{name: faultKillGateway, weight: 2, components: []string{compGateway}, maxHold: 2 * time.Second},
+	{name: faultKillWorker, weight: 2, components: []string{compWorker}, maxHold: 5 * time.Second},
+	{name: faultKillDownstream, weight: 2, components: []string{compDownstream}, maxHold: 3 * time.Second},
+	{name: faultKillRedis, weight: 1, components: []string{compRedis}, maxHold: 3 * time.Second},
 	{name: faultFlushRedis, weight: 1},
-	{name: faultRestartPostgres, weight: 1, component: compPostgres, minHold: 500 * time.Millisecond, maxHold: 3 * time.Second},
-	{name: faultRestartTemporal, weight: 1, component: compTemporal, maxHold: 2 * time.Second},
+	{name: faultRestartPostgres, weight: 1, components: []string{compPostgres}, minHold: 500 * time.Millisecond, maxHold: 3 * time.Second},
+	{name: faultRestartTemporal, weight: 1, components: []string{compTemporal}, maxHold: 2 * time.Second},
+}, simFaultKinds...)
+
+// prodFaultKinds is the menu of the production-like profile: its own
+// components — either gateway, either worker, a Redis master, the Temporal
+// server on its PostgreSQL, PostgreSQL itself, the simulator — and every
+// simulator fault. A killed Redis master stays down long enough, at times,
+// for its replica to be promoted (node timeout 3 s).
+var prodFaultKinds = append([]faultKind{
+	{name: faultKillGateway, weight: 2, components: []string{"gateway-1", "gateway-2"}, maxHold: 2 * time.Second},
+	{name: faultKillWorker, weight: 2, components: []string{"worker-1", "worker-2"}, maxHold: 5 * time.Second},
+	{name: faultKillDownstream, weight: 2, components: []string{compDownstream}, maxHold: 3 * time.Second},
+	{name: faultKillRedisMaster, weight: 1, minHold: time.Second, maxHold: 8 * time.Second, maxValue: 1 << 20},
+	{name: faultRestartPostgres, weight: 1, components: []string{compPostgres}, minHold: 500 * time.Millisecond, maxHold: 3 * time.Second},
+	{name: faultRestartTemporal, weight: 1, components: []string{compTemporal}, maxHold: 2 * time.Second},
+}, simFaultKinds...)
+
+// simFaultKinds are the simulator's faults, in both menus.
+var simFaultKinds = []faultKind{
 	{name: "latency_ms", weight: 1, simField: "latency_ms", minValue: 5500, maxValue: 7500, minHold: 4 * time.Second, maxHold: 12 * time.Second},
 	{name: "hang_after_commit_ms", weight: 1, simField: "hang_after_commit_ms", minValue: 6000, maxValue: 8000, minHold: 4 * time.Second, maxHold: 12 * time.Second},
 	{name: "status_unavailable", weight: 1, simField: "status_unavailable", minHold: 5 * time.Second, maxHold: 20 * time.Second},
@@ -78,46 +101,54 @@ type FaultEvent struct {
 	Kind string `json:"kind"`
 	// Hold is how long the component stays down or the fault lasts.
 	Hold time.Duration `json:"hold,omitempty"`
-	// Value is the simulator fault's value (a count or milliseconds).
+	// Value is the simulator fault's value (a count or milliseconds); for
+	// kill_redis_master, which of the current masters (modulo their number).
 	Value int `json:"value,omitempty"`
+	// Target is the component a kill or restart stops, when the kind has
+	// a choice (gateway-1 or gateway-2, ...).
+	Target string `json:"target,omitempty"`
 }
 
 // MarshalJSON writes the offsets and holds as durations ("4.798s").
 func (ev FaultEvent) MarshalJSON() ([]byte, error) {
 	out := struct {
-		At    string `json:"at"`
-		Kind  string `json:"kind"`
-		Hold  string `json:"hold,omitempty"`
-		Value int    `json:"value,omitempty"`
-	}{At: ev.At.Round(time.Millisecond).String(), Kind: ev.Kind, Value: ev.Value}
+		At     string `json:"at"`
+		Kind   string `json:"kind"`
+		Hold   string `json:"hold,omitempty"`
+		Value  int    `json:"value,omitempty"`
+		Target string `json:"target,omitempty"`
+	}{At: ev.At.Round(time.Millisecond).String(), Kind: ev.Kind, Value: ev.Value, Target: ev.Target}
 	if ev.Hold > 0 {
 		out.Hold = ev.Hold.Round(time.Millisecond).String()
 	}
 	return json.Marshal(out)
 }
 
-// Schedule draws the fault schedule of a run of duration d from seed: the
-// same seed and duration give the same schedule. The first round has every
+// Schedule draws the dev profile's fault schedule of a run of duration d
+// from seed: the same seed and duration give the same schedule.
+func Schedule(seed uint64, d time.Duration) []FaultEvent { return schedule(faultKinds, seed, d) }
+
+// schedule draws a schedule from the menu kinds. The first round has every
 // kind once, in a drawn order, so that a short run (about a minute) still
 // injects each of them; the rest are drawn by weight.
-func Schedule(seed uint64, d time.Duration) []FaultEvent {
+func schedule(kinds []faultKind, seed uint64, d time.Duration) []FaultEvent {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	total := 0
-	for _, k := range faultKinds {
+	for _, k := range kinds {
 		total += k.weight
 	}
 	between := func(lo, hi time.Duration) time.Duration {
 		return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
 	}
-	firstRound := rng.Perm(len(faultKinds))
+	firstRound := rng.Perm(len(kinds))
 	var out []FaultEvent
 	for at := firstFault; at < d; at += between(minGap, maxGap) {
 		var k faultKind
 		if i := len(out); i < len(firstRound) {
-			k = faultKinds[firstRound[i]]
+			k = kinds[firstRound[i]]
 		} else {
 			n := rng.IntN(total)
-			for _, c := range faultKinds {
+			for _, c := range kinds {
 				if n < c.weight {
 					k = c
 					break
@@ -131,6 +162,9 @@ func Schedule(seed uint64, d time.Duration) []FaultEvent {
 		}
 		if k.maxValue > 0 {
 			ev.Value = k.minValue + rng.IntN(k.maxValue-k.minValue+1)
+		}
+		if len(k.components) > 1 {
+			ev.Target = k.components[rng.IntN(len(k.components))]
 		}
 		out = append(out, ev)
 	}
@@ -158,7 +192,7 @@ func newInjector(s *stack, c *client, log *slog.Logger) *injector {
 // faults under way.
 func (in *injector) run(ctx context.Context, start time.Time, events []FaultEvent) {
 	kinds := map[string]faultKind{}
-	for _, k := range faultKinds {
+	for _, k := range in.s.faults {
 		kinds[k.name] = k
 	}
 	for _, ev := range events {
@@ -175,10 +209,22 @@ func (in *injector) run(ctx context.Context, start time.Time, events []FaultEven
 func (in *injector) apply(ctx context.Context, k faultKind, ev FaultEvent) {
 	ok := true
 	switch {
-	case k.component != "":
-		in.s.components[k.component].takeDown(ev.Hold)
+	case len(k.components) > 0:
+		target := ev.Target
+		if target == "" {
+			target = k.components[0]
+		}
+		in.s.components[target].takeDown(ev.Hold)
+	case k.name == faultKillRedisMaster:
+		target, err := in.s.redisMaster(ev.Value)
+		if ok = err == nil; ok {
+			in.log.Debug("killing a Redis master", "component", target)
+			in.s.components[target].takeDown(ev.Hold)
+		} else {
+			in.log.Info("no Redis master to kill", "err", err)
+		}
 	case k.name == faultFlushRedis:
-		rc := in.s.redis.Client()
+		rc := in.s.newRedis()
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		ok = rc.FlushAll(fctx).Err() == nil
 		cancel()

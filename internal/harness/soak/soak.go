@@ -36,8 +36,20 @@ import (
 	"github.com/oncegate/oncegate/workflows"
 )
 
+// Profiles a soak runs against.
+const (
+	// ProfileDev is the dev stack, started for the run on free ports.
+	ProfileDev = "dev"
+	// ProfileProd is the production-like profile of scripts/prod.sh
+	// (.run-prod), started when it is not up.
+	ProfileProd = "prod"
+)
+
 // Config configures a run; zero fields take the defaults.
 type Config struct {
+	// Profile is the stack (SOAK_PROFILE, `make soak PROFILE=prod`):
+	// ProfileDev (the default) or ProfileProd.
+	Profile string
 	// Duration is how long agents start episodes and faults are injected
 	// (SOAK_DURATION).
 	Duration time.Duration
@@ -86,6 +98,9 @@ const (
 )
 
 func (c Config) withDefaults() Config {
+	if c.Profile == "" {
+		c.Profile = ProfileDev
+	}
 	if c.Duration <= 0 {
 		c.Duration = DefaultDuration
 	}
@@ -113,33 +128,46 @@ func Run(cfg Config) (*Report, error) {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger
 	r := &Report{
-		Seed: cfg.Seed, Profile: "dev", Duration: cfg.Duration.String(), Agents: cfg.Agents, StartedAt: time.Now(),
+		Seed: cfg.Seed, Profile: cfg.Profile, Duration: cfg.Duration.String(), Agents: cfg.Agents, StartedAt: time.Now(),
 		Violations: []Violation{},
-		Replay:     fmt.Sprintf("SOAK_SEED=%d SOAK_DURATION=%s SOAK_AGENTS=%d make soak", cfg.Seed, cfg.Duration, cfg.Agents),
+		Replay: fmt.Sprintf("SOAK_SEED=%d SOAK_DURATION=%s SOAK_AGENTS=%d make soak PROFILE=%s",
+			cfg.Seed, cfg.Duration, cfg.Agents, cfg.Profile),
 	}
 	dir, err := os.MkdirTemp("", "oncegate-soak-")
 	if err != nil {
 		return r, fmt.Errorf("soak: %w", err)
 	}
-	st, err := startStack(dir, log)
+	var st *stack
+	switch cfg.Profile {
+	case ProfileDev:
+		st, err = startStack(dir, log)
+	case ProfileProd:
+		st, err = startProdStack(log)
+	default:
+		err = fmt.Errorf("unknown profile %q: want %s or %s", cfg.Profile, ProfileDev, ProfileProd)
+	}
 	if err != nil {
 		return r, fmt.Errorf("soak: start the stack: %w", err)
 	}
 	defer func() {
 		r.FinishedAt = time.Now()
 		st.close()
-		if len(r.Violations) == 0 && !cfg.KeepDir {
+		switch {
+		case st.profile == ProfileProd:
+			_ = os.RemoveAll(dir) // unused: the profile keeps its logs and data in its own folder
+			log.Info("the profile's logs and data", "dir", st.dir)
+		case len(r.Violations) == 0 && !cfg.KeepDir:
 			_ = os.RemoveAll(dir)
-		} else {
+		default:
 			log.Info("the run's folder is kept", "dir", dir)
 		}
 	}()
-	c := newClient(st.gatewayURL, st.downstreamURL)
+	c := newClient(st.gatewayURLs, st.downstreamURL, st.httpTLS)
 	cat := st.cat
-	if r.Actions, err = actions(c, cat); err != nil {
+	if r.Actions, err = actions(c, cat, st.tokens.alice); err != nil {
 		return r, err
 	}
-	r.Schedule = Schedule(cfg.Seed, cfg.Duration)
+	r.Schedule = schedule(st.faults, cfg.Seed, cfg.Duration)
 
 	led := newLedger()
 	in := newInjector(st, c, log)
@@ -160,7 +188,7 @@ func Run(cfg Config) (*Report, error) {
 		defer close(agentsDone)
 		done := make(chan struct{}, cfg.Agents)
 		for i := range cfg.Agents {
-			a := newAgent(i, cfg.Seed, c, led, r.Actions, cat)
+			a := newAgent(i, cfg.Seed, st, c, led, r.Actions)
 			go func() {
 				a.run(load, follow, budget)
 				done <- struct{}{}
@@ -177,7 +205,7 @@ func Run(cfg Config) (*Report, error) {
 	if !in.clearSim(upTimeout) {
 		return r, errors.New("soak: the simulator's faults could not be cleared")
 	}
-	if err := st.allUp(upTimeout); err != nil {
+	if err := st.allUp(c, upTimeout); err != nil {
 		return r, fmt.Errorf("soak: %w", err)
 	}
 	log.Info("waiting for the agents to finish their episodes")
@@ -233,8 +261,8 @@ func loadCatalog(downstreamURL string) (*catalog.Catalog, error) {
 // action whose approval policy can ask a person to approve (payments.wire)
 // is left out: a scripted agent has no passkey, and its confirms would be
 // approval_required until the fingerprint expires.
-func actions(c *client, cat *catalog.Catalog) ([]string, error) {
-	raw, code, err := c.do(context.Background(), http.MethodGet, c.gatewayURL+"/v1/tools?format=anthropic", "dev-alice", nil, requestTimeout)
+func actions(c *client, cat *catalog.Catalog, token string) ([]string, error) {
+	raw, code, err := c.do(context.Background(), http.MethodGet, c.gatewayURLs[0]+"/v1/tools?format=anthropic", token, nil, requestTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("soak: GET /v1/tools: %w", err)
 	}
@@ -298,8 +326,12 @@ type auditor struct {
 	cat  *catalog.Catalog
 	pool *pgxpool.Pool
 	sim  *pgxpool.Pool
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	tc   temporalclient.Client
+	// since bounds the truth records read: those created from then on.
+	since time.Time
+	// opsToken is the operator's token, for the audit's decisions.
+	opsToken string
 }
 
 func newAuditor(st *stack, c *client) (*auditor, error) {
@@ -313,13 +345,15 @@ func newAuditor(st *stack, c *client) (*auditor, error) {
 		pool.Close()
 		return nil, fmt.Errorf("soak: open the simulator's database: %w", err)
 	}
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: st.temporalAddr, Namespace: "default", Logger: quietLogger{}})
+	opts := st.temporal
+	opts.Logger = quietLogger{}
+	tc, err := temporalclient.Dial(opts)
 	if err != nil {
 		pool.Close()
 		sim.Close()
 		return nil, fmt.Errorf("soak: dial temporal: %w", err)
 	}
-	return &auditor{c: c, cat: st.cat, pool: pool, sim: sim, rdb: st.redis.Client(), tc: tc}, nil
+	return &auditor{c: c, cat: st.cat, pool: pool, sim: sim, rdb: st.newRedis(), tc: tc, since: st.since, opsToken: st.tokens.ops}, nil
 }
 
 func (a *auditor) close() {
@@ -353,7 +387,8 @@ func (a *auditor) settle(deadline time.Time) (bool, error) {
 // countState counts the truth records in state.
 func (a *auditor) countState(state idemstore.State) (int, error) {
 	var n int
-	if err := a.pool.QueryRow(context.Background(), `SELECT count(*) FROM write_record WHERE state = $1`, string(state)).Scan(&n); err != nil {
+	if err := a.pool.QueryRow(context.Background(), `SELECT count(*) FROM write_record WHERE state = $1 AND created_at >= $2`,
+		string(state), a.since).Scan(&n); err != nil {
 		return 0, fmt.Errorf("soak: count %s: %w", state, err)
 	}
 	return n, nil
@@ -363,7 +398,8 @@ func (a *auditor) countState(state idemstore.State) (int, error) {
 // simulator's evidence and waits until the decisions are final.
 func (a *auditor) resolveReviews(log *slog.Logger) (map[string]int, error) {
 	ctx := context.Background()
-	rows, err := a.pool.Query(ctx, `SELECT idem_key, scope FROM write_record WHERE state = $1`, string(idemstore.StateNeedsReview))
+	rows, err := a.pool.Query(ctx, `SELECT idem_key, scope FROM write_record WHERE state = $1 AND created_at >= $2`,
+		string(idemstore.StateNeedsReview), a.since)
 	if err != nil {
 		return nil, fmt.Errorf("soak: list reviews: %w", err)
 	}
@@ -384,7 +420,7 @@ func (a *auditor) resolveReviews(log *slog.Logger) (map[string]int, error) {
 		if !ok {
 			return nil, fmt.Errorf("soak: operation %s of unknown action %q in review", id, scope)
 		}
-		outcome, err := resolveReview(ctx, a.c, a.sim, action, id)
+		outcome, err := resolveReview(ctx, a.c, a.sim, action, id, a.opsToken)
 		if err != nil {
 			log.Warn("resolve failed", "operation_id", id, "err", err)
 			out["error"]++
@@ -431,7 +467,7 @@ func (a *auditor) stillRunning(ids []string) ([]string, error) {
 // audit checks every operation and fills r.
 func (a *auditor) audit(led *ledger, r *Report) error {
 	ctx := context.Background()
-	truth, err := readTruth(ctx, a.pool)
+	truth, err := readTruth(ctx, a.pool, a.since)
 	if err != nil {
 		return err
 	}

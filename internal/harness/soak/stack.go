@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
@@ -28,25 +32,63 @@ const (
 	compTemporal   = "temporal"
 )
 
-// stack is the dev profile started for one soak run, every part of it on
-// free loopback ports and owned by the run: unlike the tests' shared
-// servers, PostgreSQL and Temporal keep their data across restarts here.
+// stack is the stack a soak runs against: the dev profile started for the
+// run (startStack), every part of it on free loopback ports and owned by
+// the run — unlike the tests' shared servers, PostgreSQL and Temporal keep
+// their data across restarts here — or the production-like profile of
+// scripts/prod.sh (startProdStack).
 type stack struct {
-	dir           string
-	cat           *catalog.Catalog
-	gatewayURL    string
+	// profile is ProfileDev or ProfileProd.
+	profile string
+	dir     string
+	cat     *catalog.Catalog
+	// gatewayURLs are the gateways the agents' load balancer spreads over.
+	gatewayURLs   []string
 	downstreamURL string
 	databaseURL   string
 	// simDatabaseURL is the simulator's database, read by the audit.
 	simDatabaseURL string
-	temporalAddr   string
-	redis          *testenv.Redis
-	pg             *testenv.Postgres
-	tp             *testenv.Temporal
-	components     map[string]*component
-	order          []string
-	wg             sync.WaitGroup
-	stopSupervise  context.CancelFunc
+	// temporal are the audit's Temporal client options (address,
+	// namespace, TLS).
+	temporal temporalclient.Options
+	// httpTLS is the TLS configuration of the agents' client (nil: the
+	// gateways speak plain HTTP).
+	httpTLS *tls.Config
+	// tokens are the bearer tokens of the agents' subjects and the operator.
+	tokens tokens
+	// newRedis returns a client of the fast path (a cluster client for a
+	// Redis Cluster), for the audit and the flush fault.
+	newRedis func() redis.UniversalClient
+	// faults is the fault menu of the profile.
+	faults []faultKind
+	// since is the start of the run: the audit reads only the truth
+	// records created from then on (zero: all of them).
+	since time.Time
+	// payeeTag makes the run's payees its own on a profile whose truth
+	// outlives the run (the amnesia guard would see an earlier run's
+	// operations of the same seed otherwise).
+	payeeTag string
+	// redisMaster returns the component name of a Redis master to kill
+	// (prod only), the pick-th of the current masters.
+	redisMaster func(pick int) (string, error)
+	// ready, when set, is what else allUp waits for (prod: the Redis
+	// Cluster serves every slot).
+	ready         func(context.Context) error
+	redis         *testenv.Redis
+	pg            *testenv.Postgres
+	tp            *testenv.Temporal
+	components    map[string]*component
+	order         []string
+	wg            sync.WaitGroup
+	stopSupervise context.CancelFunc
+	// onClose runs last in close (prod: stop the profile when the run
+	// started it).
+	onClose func()
+}
+
+// tokens are a profile's bearer tokens.
+type tokens struct {
+	alice, bob, ops string
 }
 
 // startStack builds the binaries and starts the stack with its files in
@@ -61,7 +103,8 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 	if err := testenv.BuildBinaries(bin); err != nil {
 		return nil, err
 	}
-	s := &stack{dir: dir, components: map[string]*component{}}
+	s := &stack{profile: ProfileDev, dir: dir, components: map[string]*component{}, faults: faultKinds,
+		tokens: tokens{alice: "dev-alice", bob: "dev-bob", ops: "dev-ops"}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -100,16 +143,18 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 			return nil, err
 		}
 	}
-	s.gatewayURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	gatewayURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	s.gatewayURLs = []string{gatewayURL}
 	s.downstreamURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	s.databaseURL, s.simDatabaseURL = databaseURL, simDatabaseURL
-	s.temporalAddr = s.tp.Address
+	s.temporal = temporalclient.Options{HostPort: s.tp.Address, Namespace: s.tp.Namespace}
+	s.newRedis = func() redis.UniversalClient { return s.redis.Client() }
 	if s.cat, err = loadCatalog(s.downstreamURL); err != nil {
 		return nil, err
 	}
 	env := []string{
 		"ONCEGATE_ENV=dev",
-		"GATEWAY_URL=" + s.gatewayURL,
+		"GATEWAY_URL=" + gatewayURL,
 		"DOWNSTREAM_URL=" + s.downstreamURL,
 		fmt.Sprintf("WORKER_METRICS_URL=http://127.0.0.1:%d/metrics", ports[2]),
 		"DATABASE_URL=" + databaseURL,
@@ -145,25 +190,30 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 			}
 			if hookScope != "" {
 				// The simulator keeps its webhook in its database.
-				c := newClient(s.gatewayURL, s.downstreamURL)
-				hook := map[string]string{"url": s.gatewayURL + "/v1/webhooks/" + hookScope, "secret": hookSecret}
+				c := newClient(s.gatewayURLs, s.downstreamURL, nil)
+				hook := map[string]string{"url": gatewayURL + "/v1/webhooks/" + hookScope, "secret": hookSecret}
 				if code, err := c.downstreamJSON(context.Background(), http.MethodPut, "/_sim/webhook", hook, nil); err != nil || code != http.StatusOK {
 					return nil, fmt.Errorf("set the simulator's webhook: HTTP %d %v", code, err)
 				}
 			}
 		}
 	}
-	if err := waitHealthy(s.gatewayURL+"/healthz", nil); err != nil {
+	if err := waitHealthy(gatewayURL+"/healthz", nil); err != nil {
 		return nil, err
 	}
+	s.supervise(log)
+	ok = true
+	return s, nil
+}
+
+// supervise starts a supervisor for every component.
+func (s *stack) supervise(log *slog.Logger) {
 	superviseCtx, cancel := context.WithCancel(context.Background())
 	s.stopSupervise = cancel
 	for _, name := range s.order {
 		c := s.components[name]
 		s.wg.Go(func() { c.supervise(superviseCtx, log) })
 	}
-	ok = true
-	return s, nil
 }
 
 // randomSecret returns 32 random bytes in standard base64.
@@ -194,8 +244,8 @@ func waitHealthy(url string, p *testenv.Process) error {
 }
 
 // allUp releases every hold and waits until every component runs and the
-// gateway and the simulator answer their health checks.
-func (s *stack) allUp(timeout time.Duration) error {
+// gateways and the simulator answer their health checks.
+func (s *stack) allUp(c *client, timeout time.Duration) error {
 	for _, c := range s.components {
 		c.release()
 	}
@@ -210,10 +260,25 @@ func (s *stack) allUp(timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("bring the stack up: %w", err)
 	}
-	if err := waitHealthy(s.downstreamURL+"/healthz", nil); err != nil {
-		return err
+	urls := []string{s.downstreamURL + "/healthz"}
+	for _, gw := range s.gatewayURLs {
+		urls = append(urls, gw+"/readyz")
 	}
-	return waitHealthy(s.gatewayURL+"/readyz", nil)
+	return testenv.WaitFor(context.Background(), healthyTimeout, func(ctx context.Context) error {
+		for _, u := range urls {
+			_, code, err := c.do(ctx, http.MethodGet, u, "", nil, requestTimeout)
+			if err != nil {
+				return err
+			}
+			if code != http.StatusOK {
+				return fmt.Errorf("%s: HTTP %d", u, code)
+			}
+		}
+		if s.ready != nil {
+			return s.ready(ctx)
+		}
+		return nil
+	})
 }
 
 // restarts returns how often the supervisors started each component again.
@@ -227,13 +292,14 @@ func (s *stack) restarts() map[string]int {
 	return out
 }
 
-// close stops the supervisors and every component, newest first.
+// close stops the supervisors and, for the dev profile, every component,
+// newest first; the production-like profile is left to onClose.
 func (s *stack) close() {
 	if s.stopSupervise != nil {
 		s.stopSupervise()
 		s.wg.Wait()
 	}
-	for i := len(s.order) - 1; i >= 0; i-- {
+	for i := len(s.order) - 1; i >= 0 && s.profile == ProfileDev; i-- {
 		c := s.components[s.order[i]]
 		switch c.name {
 		case compTemporal, compRedis, compPostgres:
@@ -250,5 +316,8 @@ func (s *stack) close() {
 	}
 	if s.pg != nil {
 		s.pg.Stop()
+	}
+	if s.onClose != nil {
+		s.onClose()
 	}
 }

@@ -125,3 +125,17 @@ func (c *RedisCluster) Stop() {
 		p.Stop()
 	}
 }
+
+// ClusterMasters returns host:port of every master in a CLUSTER NODES
+// answer that serves slots and is not failing.
+func ClusterMasters(nodes string) []string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
+		f := strings.Fields(line)
+		// id addr flags master ping pong epoch link slot-range...
+		if len(f) > 8 && strings.Contains(f[2], "master") && !strings.Contains(f[2], "fail") {
+			out = append(out, strings.SplitN(f[1], "@", 2)[0])
+		}
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package worker
+
+import (
+	"errors"
+	"slices"
+
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Versioning is how a worker takes part in the rollout of a new build
+// (README, "Rolling out a new build"). The worker's configuration embeds
+// it, so its fields read as the worker's own.
+type Versioning struct {
+	// Deployment and BuildID opt the worker into Temporal's Worker
+	// Versioning: it polls as the deployment version Deployment:BuildID,
+	// and Temporal sends a workflow's tasks only to the workers of the
+	// version it runs on. The workflows are auto-upgrade: once an operator
+	// makes a new version current (`temporal worker deployment
+	// set-current-version`), every running workflow moves to it at its next
+	// task, replaying its history there (its changes are gated with
+	// workflow.GetVersion). Both set or both unset (an unversioned worker).
+	Deployment string `env:"ONCEGATE_WORKER_DEPLOYMENT"`
+	// BuildID is this build's id within Deployment (ONCEGATE_WORKER_BUILD_ID).
+	BuildID string `env:"ONCEGATE_WORKER_BUILD_ID"`
+	// HeldChanges are workflow.GetVersion change ids whose new branch the
+	// workflows this worker starts do not take yet: it records the default
+	// version for them, as the previous build behaved. The first step of a
+	// rolling upgrade of an unversioned fleet: while old and new workers
+	// run side by side, no workflow records a change that an old worker
+	// could not replay. Once every worker runs the new build, they are
+	// restarted one at a time without it (ONCEGATE_HOLD_WORKFLOW_CHANGES,
+	// comma-separated).
+	HeldChanges []string `env:"ONCEGATE_HOLD_WORKFLOW_CHANGES"`
+}
+
+// errDeploymentHalf is the configuration error of a deployment without a
+// build id or the reverse.
+var errDeploymentHalf = errors.New("ONCEGATE_WORKER_DEPLOYMENT and ONCEGATE_WORKER_BUILD_ID go together " +
+	"(the Worker Versioning deployment version this worker polls as)")
+
+// Validate reports a deployment without a build id, or the reverse.
+func (v Versioning) Validate() error {
+	if (v.Deployment == "") != (v.BuildID == "") {
+		return errDeploymentHalf
+	}
+	return nil
+}
+
+// apply sets the SDK worker options of v: the deployment version, with
+// auto-upgrade as the workflows' behaviour, and the held changes.
+func (v Versioning) apply(o *sdkworker.Options) {
+	if v.Deployment != "" {
+		o.DeploymentOptions = sdkworker.DeploymentOptions{
+			UseVersioning:             true,
+			Version:                   sdkworker.WorkerDeploymentVersion{DeploymentName: v.Deployment, BuildID: v.BuildID},
+			DefaultVersioningBehavior: workflow.VersioningBehaviorAutoUpgrade,
+		}
+	}
+	if len(v.HeldChanges) > 0 {
+		held := slices.Clone(v.HeldChanges)
+		o.PreferredVersionProvider = func(in sdkworker.PreferredVersionProviderInput) *sdkworker.VersionPreference {
+			if !slices.Contains(held, in.ChangeID) {
+				return nil // the newest version the code supports
+			}
+			return &sdkworker.VersionPreference{Version: workflow.DefaultVersion, ClampToSupportedRange: true}
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package worker
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TestVersioningOptions: a deployment and a build id make a versioned,
+// auto-upgrade worker, and go together; a held change records the default
+// version for new executions while every other change takes the newest.
+func TestVersioningOptions(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x"}
+	with := func(kv ...string) map[string]string {
+		env := map[string]string{}
+		for k, v := range base {
+			env[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			env[kv[i]] = kv[i+1]
+		}
+		return env
+	}
+	c, err := ConfigFromEnv(base)
+	require.NoError(t, err)
+	o := c.Options()
+	assert.False(t, o.DeploymentOptions.UseVersioning, "unversioned unless configured")
+	assert.Nil(t, o.PreferredVersionProvider, "nothing held unless configured")
+
+	c, err = ConfigFromEnv(with("ONCEGATE_WORKER_DEPLOYMENT", "oncegate", "ONCEGATE_WORKER_BUILD_ID", "b42",
+		"ONCEGATE_HOLD_WORKFLOW_CHANGES", "change-a,change-b"))
+	require.NoError(t, err)
+	o = c.Options()
+	assert.Equal(t, sdkworker.DeploymentOptions{
+		UseVersioning:             true,
+		Version:                   sdkworker.WorkerDeploymentVersion{DeploymentName: "oncegate", BuildID: "b42"},
+		DefaultVersioningBehavior: workflow.VersioningBehaviorAutoUpgrade,
+	}, o.DeploymentOptions)
+	require.NotNil(t, o.PreferredVersionProvider)
+	for _, id := range []string{"change-a", "change-b"} {
+		pref := o.PreferredVersionProvider(sdkworker.PreferredVersionProviderInput{ChangeID: id, MinSupported: workflow.DefaultVersion, MaxSupported: 2})
+		require.NotNil(t, pref, id)
+		assert.Equal(t, workflow.DefaultVersion, pref.Version, "%s is held: the old branch", id)
+	}
+	assert.Nil(t, o.PreferredVersionProvider(sdkworker.PreferredVersionProviderInput{ChangeID: "change-c", MaxSupported: 1}),
+		"a change not held takes the newest version")
+
+	for _, half := range [][]string{{"ONCEGATE_WORKER_DEPLOYMENT", "oncegate"}, {"ONCEGATE_WORKER_BUILD_ID", "b42"}} {
+		_, err := ConfigFromEnv(with(half...))
+		assert.ErrorIs(t, err, errDeploymentHalf, half[0])
+	}
+}
