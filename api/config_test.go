@@ -80,7 +80,7 @@ func TestConfigHTTPS(t *testing.T) {
 	certFile, keyFile := testenv.NewSelfSigned(t, "gateway").WriteFiles(t)
 	env := func(extra ...string) map[string]string {
 		m := map[string]string{
-			"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_ENV": EnvDev,
+			"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": EnvDev,
 			"GATEWAY_URL": "https://127.0.0.1:8443",
 		}
 		for i := 0; i+1 < len(extra); i += 2 {
