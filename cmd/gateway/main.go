@@ -36,8 +36,8 @@ import (
 	"github.com/oncegate/oncegate/internal/listen"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/telemetry"
-	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/receipt"
+	"github.com/oncegate/oncegate/worker"
 )
 
 func main() {
