@@ -77,8 +77,8 @@ export TEMPORAL_METRICS_PORT=${TEMPORAL_METRICS_PORT:-$((TEMPORAL_PORT - 233))}
 export PGPORT
 
 # The profile's certificates (ensure_certs): the local CA, one server
-# certificate (127.0.0.1 and localhost) every server presents, and the client
-# certificate of mTLS to Temporal.
+# certificate (127.0.0.1, localhost and PUBLIC_HOST) every server presents, and
+# the client certificate of mTLS to Temporal.
 TLS_DIR=$RUN/tls
 # Where a person's browser reaches the gateways (the approval and enrolment
 # pages): a name of the profile's own under .localhost, which browsers send
@@ -189,20 +189,34 @@ leaf_cert() { # name CN extensions: a P-256 key and a certificate signed by the 
   rm -f "$TLS_DIR/$name.csr"
 }
 
+# Servers also connect to each other (Temporal's services, Redis replicas and
+# cluster bus) with the server certificate: clientAuth too.
+server_cert() { leaf_cert server localhost "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:$PUBLIC_HOST\nextendedKeyUsage=serverAuth,clientAuth"; }
+
+# server_names_public_host: the server certificate names $PUBLIC_HOST (one
+# made before the profile had a public name, or for another PUBLIC_HOST, does not).
+server_names_public_host() {
+  openssl x509 -in "$TLS_DIR/server.pem" -noout -ext subjectAltName 2>/dev/null | tr ',' '\n' | sed 's/^ *//' | grep -qxF "DNS:$PUBLIC_HOST"
+}
+
 ensure_certs() {
-  [ -s "$TLS_DIR/client.pem" ] && return 0
-  echo "prod: making the profile's certificates (a local CA) in $TLS_DIR"
-  mkdir -p "$TLS_DIR"
-  (
-    umask 077
-    openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
-      -subj "/CN=oncegate prod-local CA" -keyout "$TLS_DIR/ca-key.pem" -out "$CA_FILE" \
-      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-    # Servers also connect to each other (Temporal's services, Redis replicas
-    # and cluster bus) with this certificate: clientAuth too.
-    leaf_cert server localhost "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:$PUBLIC_HOST\nextendedKeyUsage=serverAuth,clientAuth"
-    leaf_cert client oncegate-client 'extendedKeyUsage=clientAuth'
-  )
+  if [ -s "$TLS_DIR/client.pem" ]; then
+    server_names_public_host && return 0
+    # The CA and the client certificate stay: what trusts them keeps working.
+    echo "prod: the server certificate does not name $PUBLIC_HOST: making a new one (components started before keep the old one until they are started again)"
+    (umask 077 && server_cert)
+  else
+    echo "prod: making the profile's certificates (a local CA) in $TLS_DIR"
+    mkdir -p "$TLS_DIR"
+    (
+      umask 077
+      openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+        -subj "/CN=oncegate prod-local CA" -keyout "$TLS_DIR/ca-key.pem" -out "$CA_FILE" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+      server_cert
+      leaf_cert client oncegate-client 'extendedKeyUsage=clientAuth'
+    )
+  fi
   chmod 644 "$TLS_DIR"/*.pem
   chmod 600 "$TLS_DIR"/*-key.pem
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,7 +22,8 @@ import (
 
 // TestEveryHopEncrypted: each server of the profile talks TLS with a
 // client that trusts the profile's CA, and refuses a plaintext client —
-// the gateways (HTTPS), every Redis Cluster node, PostgreSQL (for the
+// the gateways (HTTPS; also verified by their public name, the passkeys'
+// origins, as a browser reaches them), every Redis Cluster node, PostgreSQL (for the
 // truth, the simulator's and Temporal's databases) and the Temporal
 // frontend, which also refuses a TLS client without a certificate of the
 // profile's CA (mTLS). Every TCP connection PostgreSQL serves is TLS.
@@ -43,6 +45,29 @@ func TestEveryHopEncrypted(t *testing.T) {
 			resp.Body.Close()
 			assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 			assert.Contains(t, string(body), "Client sent an HTTP request to an HTTPS server", "no API answer over plaintext")
+		}
+	})
+
+	// A person's browser reaches the gateways by the profile's public name
+	// (a .localhost name: the loopback); the server certificate names it.
+	t.Run("public name", func(t *testing.T) {
+		origins := strings.Split(p.env["ONCEGATE_WEBAUTHN_ORIGINS"], ",")
+		require.Len(t, origins, len(p.gateways), "one passkey origin per gateway")
+		browser := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: p.tlsConfig(),
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				_, port, err := net.SplitHostPort(addr)
+				if err != nil {
+					return nil, err
+				}
+				return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+			},
+		}}
+		for _, origin := range origins {
+			resp, err := browser.Get(origin + "/healthz")
+			require.NoError(t, err, "TLS to %s, verified by its name", origin)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusOK, resp.StatusCode, origin)
 		}
 	})
 
