@@ -140,7 +140,7 @@ func (s *Server) acquire(ctx context.Context, call confirmCall) claimAnswer {
 	d, err := s.store.Acquire(actx, idemstore.Claim{
 		OperationID: call.opID, ParamHash: call.bound.paramHash, Owner: call.owner, Subject: call.id.Subject,
 		Scope: call.action.Scope, InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical,
+		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical, IntentWindow: call.action.IntentWindow(),
 	})
 	if err == nil {
 		s.metrics.claims.WithLabelValues(string(d.Outcome)).Inc()

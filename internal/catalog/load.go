@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/oncegate/oncegate/idemstore"
 )
 
 // Defaults applied when the catalog leaves a setting out.
 const (
 	// DefaultDuplicateIntentWindow is the amnesia guard's default look-back.
-	DefaultDuplicateIntentWindow = 24 * time.Hour
+	DefaultDuplicateIntentWindow = idemstore.DefaultIntentWindow
 	// DefaultAttempts is the default maximum number of downstream calls.
 	DefaultAttempts = 1
 	// DefaultReconcileDelay is the default wait before asking the status endpoint.
