@@ -24,6 +24,10 @@ import (
 	"github.com/oncegate/oncegate/operation"
 )
 
+// ReasonLimitExceeded is the reason of an operation whose claim the truth
+// refused over budget after its takeover.
+const ReasonLimitExceeded = "limit_exceeded: the amount no longer fits the subject's budget"
+
 // HeaderIdempotencyKey is the header carrying the operation_id to an HTTP downstream.
 const HeaderIdempotencyKey = downstream.HeaderIdempotencyKey
 
@@ -68,6 +72,8 @@ func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operat
 		TerminalTTL:    in.TerminalTTL,
 		FingerprintExp: in.FingerprintExp,
 		BoundParams:    in.BoundParams,
+		ApprovalSHA256: in.ApprovalSHA256,
+		Charge:         in.Charge,
 	})
 	if err != nil {
 		return operation.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
@@ -94,6 +100,13 @@ func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operat
 		return res, nil
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
 		return operation.ClaimResult{Final: rec.Final()}, nil
+	case idemstore.OutcomeLimitExceeded:
+		// The truth never held this claim (its gateway died before its
+		// truth claim) and it no longer fits the subject's budget: it ends
+		// here, never sent.
+		a.logger().Warn("claim refused over budget", "operation_id", in.OperationID, "subject", in.Subject)
+		return operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateFailed, Reason: ReasonLimitExceeded,
+			FailureKind: idemstore.FailureNotSent}}, nil
 	case idemstore.OutcomeParamMismatch:
 		a.logger().Error("truth holds the operation with another param_hash", "operation_id", in.OperationID)
 		return operation.ClaimResult{}, temporal.NewNonRetryableApplicationError(
@@ -249,13 +262,17 @@ func (a *Activities) RecordDownstreamState(ctx context.Context, in operation.Rec
 // non-retryable ErrTypeNotOwner.
 func (a *Activities) Finalize(ctx context.Context, in operation.FinalizeInput) error {
 	own := in.Owners()
-	err := a.Store.Finalize(ctx, idemstore.Finalization{
+	fin := idemstore.Finalization{
 		OperationID: in.OperationID,
 		Owner:       own.TruthOwner(),
 		Final:       in.Final,
 		TerminalTTL: in.TerminalTTL,
-	})
+	}
+	err := a.Store.Finalize(ctx, fin)
 	log := a.logger().With("operation_id", in.OperationID, "state", in.State)
+	if (err == nil || errors.Is(err, idemstore.ErrFastPathNotOwner)) && fin.ReleasesBudget() {
+		a.Metrics.observeRelease(in.Scope, in.FailureKind)
+	}
 	switch {
 	case err == nil:
 		a.Metrics.observeInFlight(in.Scope, string(in.State), own.ClaimedAt())

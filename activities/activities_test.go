@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -490,4 +491,26 @@ func TestExecuteForwardsTraceparent(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, d.requests, 1)
 	assert.Contains(t, d.requests[0].Header.Get("traceparent"), span.SpanContext().TraceID().String())
+}
+
+// A workflow that claims the truth itself (a takeover) claims it under the
+// approval its input names, and reads back a terminal record's completed
+// time: the receipt of the outcome names both.
+func TestClaimTruthCarriesWhatTheReceiptNames(t *testing.T) {
+	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	store := &fakeStore{decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone,
+		Record: idemstore.Record{State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: at}}}
+	acts := &activities.Activities{Truth: store, Store: store}
+	env := newActivityEnv(acts)
+	in := input(&downstream{})
+	in.ApprovalSHA256 = strings.Repeat("5e", 32)
+
+	val, err := env.ExecuteActivity(acts.ClaimTruth, in)
+
+	require.NoError(t, err)
+	require.Len(t, store.claims, 1)
+	assert.Equal(t, in.ApprovalSHA256, store.claims[0].ApprovalSHA256)
+	var got operation.ClaimResult
+	require.NoError(t, val.Get(&got))
+	assert.True(t, at.Equal(got.CompletedAt), "the truth's completed time, got %s", got.CompletedAt)
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oncegate/oncegate/idemstore"
 )
 
 // Metrics are the activities' Prometheus collectors. Labels are bounded:
@@ -16,6 +18,7 @@ type Metrics struct {
 	downstream *prometheus.HistogramVec
 	reconciled *prometheus.CounterVec
 	inFlight   *prometheus.HistogramVec
+	releases   *prometheus.CounterVec
 }
 
 // NewMetrics registers the activities' collectors on reg.
@@ -36,7 +39,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{.1, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400},
 		}, []string{"action", "state"}),
 	}
-	for _, c := range []prometheus.Collector{m.downstream, m.reconciled, m.inFlight} {
+	m.releases = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oncegate_budget_releases_total",
+		Help: "Finalized outcomes that release the operation's budget reservation (a failure that proves nothing was executed, or an operator's failed decision), by action and failure kind; an activity retry may count one twice.",
+	}, []string{"action", "failure_kind"})
+	for _, c := range []prometheus.Collector{m.downstream, m.reconciled, m.inFlight, m.releases} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -57,6 +64,14 @@ func (m *Metrics) observeDownstream(action, call string, status int, took time.D
 		label = strconv.Itoa(status)
 	}
 	m.downstream.WithLabelValues(action, call, label).Observe(took.Seconds())
+}
+
+// observeRelease records a finalized outcome that releases the budget reservation.
+func (m *Metrics) observeRelease(action string, kind idemstore.FailureKind) {
+	if m == nil {
+		return
+	}
+	m.releases.WithLabelValues(action, string(kind)).Inc()
 }
 
 // observeReconcile records one reconciliation answer.

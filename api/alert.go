@@ -9,13 +9,15 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // Kinds of security events.
 const (
 	// EventParamMismatch means the confirm's params differ from the fingerprint's.
 	EventParamMismatch = "param_mismatch"
-	// EventStoreParamMismatch means the store holds the key with another param_hash.
+	// EventStoreParamMismatch means the store holds the operation with another param_hash.
 	EventStoreParamMismatch = "store_param_mismatch"
 	// EventSubjectMismatch means a fingerprint issued to another subject was presented.
 	EventSubjectMismatch = "subject_mismatch"
@@ -30,7 +32,7 @@ type SecurityEventKind struct {
 	// Kind is the event's name: the `kind` of logs, metrics and alerts.
 	Kind string
 	// Status is the answer the caller gets.
-	Status Status
+	Status status.Status
 	// When says what happened, for the README.
 	When string
 }
@@ -39,11 +41,11 @@ type SecurityEventKind struct {
 // counts (oncegate_security_events_total{kind}) and alerts exactly these,
 // and the README's list is generated from it (TestREADMESecurityEvents).
 var SecurityEventKinds = []SecurityEventKind{
-	{EventParamMismatch, StatusParamMismatch, "a confirm's bound params differ from the fingerprint's"},
-	{EventStoreParamMismatch, StatusParamMismatch, "the store holds the operation with another param_hash than the confirm's"},
-	{EventSubjectMismatch, StatusSubjectMismatch, "a fingerprint issued to another subject was presented"},
-	{EventScopeMismatch, StatusScopeMismatch, "a fingerprint issued for another action was presented"},
-	{EventInvalidFingerprint, StatusFingerprintInvalid, "a forged, altered, truncated or malformed fingerprint was presented"},
+	{EventParamMismatch, status.ParamMismatch, "a confirm's bound params differ from the fingerprint's"},
+	{EventStoreParamMismatch, status.ParamMismatch, "the store holds the operation with another param_hash than the confirm's"},
+	{EventSubjectMismatch, status.SubjectMismatch, "a fingerprint issued to another subject was presented"},
+	{EventScopeMismatch, status.ScopeMismatch, "a fingerprint issued for another action was presented"},
+	{EventInvalidFingerprint, status.FingerprintInvalid, "a forged, altered, truncated or malformed fingerprint was presented"},
 }
 
 // isSecurityEventKind reports whether kind is in SecurityEventKinds.

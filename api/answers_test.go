@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/status"
 )
 
 // TestEveryBodyCarriesTheRegistrysRetryable renders every registered status
@@ -19,21 +20,23 @@ import (
 func TestEveryBodyCarriesTheRegistrysRetryable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for status, info := range Statuses {
+	for _, st := range status.All() {
+		info, _ := status.Lookup(st)
 		rec := httptest.NewRecorder()
 		c := b.srv.echo.NewContext(httptest.NewRequest(http.MethodGet, "/v1/operations/x", nil), rec)
-		require.NoError(t, b.srv.render(c, opReply(status, "0123456789abcdef0123456789abcdef")))
+		require.NoError(t, b.srv.render(c, opReply(st, "0123456789abcdef0123456789abcdef")))
 		var body map[string]any
-		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), status)
-		assert.Equal(t, string(status), body["status"])
-		assert.Equal(t, info.Retryable, body["retryable"], "%s: retryable is the registry's", status)
-		assert.Equal(t, info.Code, rec.Code, status)
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), st)
+		assert.Equal(t, string(st), body["status"])
+		assert.Equal(t, info.Retryable, body["retryable"], "%s: retryable is the registry's", st)
+		assert.Equal(t, info.Code, rec.Code, st)
 	}
 
 	r := b.do(t, http.MethodPost, "/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"initialize"}`)
-	require.Equal(t, StatusUnauthenticated, r.status(), r.raw)
-	assert.Equal(t, Statuses[StatusUnauthenticated].Retryable, r.body["retryable"], "the MCP endpoint's own body")
-	assert.Equal(t, Statuses[StatusUnauthenticated].Code, r.code)
+	require.Equal(t, status.Unauthenticated, r.status(), r.raw)
+	unauthenticated, _ := status.Lookup(status.Unauthenticated)
+	assert.Equal(t, unauthenticated.Retryable, r.body["retryable"], "the MCP endpoint's own body")
+	assert.Equal(t, unauthenticated.Code, r.code)
 }
 
 // TestFailedAnswersClaimNothingExecutedOnlyWhenProved renders the failed
@@ -52,7 +55,7 @@ func TestFailedAnswersClaimNothingExecutedOnlyWhenProved(t *testing.T) {
 			rec := httptest.NewRecorder()
 			c := b.srv.echo.NewContext(httptest.NewRequest(http.MethodGet, "/v1/operations/x", nil), rec)
 			f := idemstore.Final{State: idemstore.StateFailed, Reason: "r", FailureKind: kind}
-			require.NoError(t, b.srv.render(c, b.srv.finalReply("0123456789abcdef0123456789abcdef", f, replay)))
+			require.NoError(t, b.srv.render(c, b.srv.finalReply(operationRef{ID: "0123456789abcdef0123456789abcdef"}, f, replay)))
 			var body map[string]any
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
 			warned := strings.Contains(body["instruction"].(string), "Do not tell the user that nothing was executed")

@@ -10,6 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/api/messages"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // errBodyTooLarge is what reading past the body limit returns.
@@ -40,7 +42,7 @@ func decodeBody(c echo.Context, v any) (reply, bool) {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		if errors.Is(err, errBodyTooLarge) {
-			return newReply(StatusRequestTooLarge), false
+			return newReply(status.RequestTooLarge), false
 		}
 		return malformed(detailBodyUnreadable, messages.Data{}), false
 	}

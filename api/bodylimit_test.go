@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // urllibPost is a Python program that POSTs a body of argv[2] bytes to
@@ -57,7 +59,7 @@ func TestOversizedBodyAnswersEveryClient(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(out, &got), "%s", out)
 		require.Equalf(t, 413, got.Code, "%d bytes %s: %s", size, tc.mode, out)
-		assert.Equal(t, string(StatusRequestTooLarge), got.Answer["status"])
+		assert.Equal(t, string(status.RequestTooLarge), got.Answer["status"])
 		assert.Equal(t, false, got.Answer["retryable"])
 		assert.NotEmpty(t, got.Answer["trace_id"])
 	}

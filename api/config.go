@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncegate/oncegate/approval/ceremony"
 	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/storeconn"
@@ -34,6 +35,11 @@ const (
 	DefaultGatewayURL = "http://127.0.0.1:8080"
 	// DefaultShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultMaxWatchers bounds the operations whose workflow result the
+	// gateway watches at once (one Temporal long poll each).
+	DefaultMaxWatchers = 256
+	// DefaultEnrolmentTTL is how long a passkey enrolment link works.
+	DefaultEnrolmentTTL = 15 * time.Minute
 )
 
 // EnvDev is the ONCEGATE_ENV of the dev stack and the tests. Unset or any
@@ -41,11 +47,12 @@ const (
 const EnvDev = "dev"
 
 // Dev credentials: the dev token file, and the key ids the dev stack and
-// the tests generate their fingerprint keys under.
+// the tests generate their fingerprint and receipt keys under.
 const (
 	// DevTokensFile is the dev token file's name (deployments/tokens.dev.yaml).
 	DevTokensFile = "tokens.dev.yaml"
-	// DevKeyPrefix starts the key id of every key the dev stack generates.
+	// DevKeyPrefix starts the key id of every key the dev stack generates
+	// (fingerprint and receipt keys).
 	DevKeyPrefix = "dev-"
 )
 
@@ -81,8 +88,22 @@ type Config struct {
 	// ONCEGATE_FINGERPRINT_KEYS_FILE names; ConfigFromEnv moves it, trimmed,
 	// into FingerprintKeys.
 	FingerprintKeysFile string `env:"ONCEGATE_FINGERPRINT_KEYS_FILE,file"`
+	// ReceiptKeys is the receipt keyring spec kid:base64seed[,...], each
+	// seed the 32 bytes of an Ed25519 key; the first signs, every listed
+	// key is published at /.well-known/jwks.json (ONCEGATE_RECEIPT_KEYS, or
+	// the file ONCEGATE_RECEIPT_KEYS_FILE names; one of them required).
+	ReceiptKeys string `env:"ONCEGATE_RECEIPT_KEYS"`
+	// ReceiptKeysFile is the content of the file ONCEGATE_RECEIPT_KEYS_FILE
+	// names; ConfigFromEnv moves it, trimmed, into ReceiptKeys.
+	ReceiptKeysFile string `env:"ONCEGATE_RECEIPT_KEYS_FILE,file"`
 	// CatalogPath is the action catalog.
 	CatalogPath string `env:"ONCEGATE_CATALOG" envDefault:"deployments/catalog.dev.yaml"`
+	// LimitsPath is the limits file (spend budgets and request rates);
+	// empty: no limits.
+	LimitsPath string `env:"ONCEGATE_LIMITS"`
+	// MaxWatchers bounds the operations whose workflow result the gateway
+	// watches at once; past it a confirm answers in_progress at once.
+	MaxWatchers int `env:"ONCEGATE_MAX_WATCHERS" envDefault:"256"`
 	// TokensPath is the static token file; empty disables it. It defaults to
 	// the dev token file in the dev environment only.
 	TokensPath string `env:"ONCEGATE_TOKENS"`
@@ -120,6 +141,21 @@ type Config struct {
 	RequestTimeout time.Duration
 	// ShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
 	ShutdownTimeout time.Duration `env:"ONCEGATE_SHUTDOWN_TIMEOUT" envDefault:"30s"`
+	// PublicURL is where a person's browser reaches the gateway: the base of
+	// the approval and enrolment links (ONCEGATE_PUBLIC_URL). Unset, it is
+	// GATEWAY_URL with a loopback address replaced by localhost, since
+	// WebAuthn refuses an IP address as the relying party.
+	PublicURL string `env:"ONCEGATE_PUBLIC_URL"`
+	// WebAuthnRPID is the passkeys' relying party ID
+	// (ONCEGATE_WEBAUTHN_RP_ID; default: PublicURL's host). Never an IP
+	// address; passkeys are bound to it, so changing it orphans them.
+	WebAuthnRPID string `env:"ONCEGATE_WEBAUTHN_RP_ID"`
+	// WebAuthnOrigins are the origins the approval and enrolment pages may
+	// be served from (ONCEGATE_WEBAUTHN_ORIGINS, comma-separated; default:
+	// PublicURL's origin).
+	WebAuthnOrigins []string `env:"ONCEGATE_WEBAUTHN_ORIGINS"`
+	// EnrolmentTTL is how long a passkey enrolment link works.
+	EnrolmentTTL time.Duration `env:"ONCEGATE_ENROLMENT_TTL" envDefault:"15m"`
 	// Failpoint makes the gateway kill itself at a named point, for crash
 	// tests only (ONCEGATE_FAILPOINT). FailpointAfterClaim: right after a
 	// claim was acquired, before any workflow was started. Empty in every
@@ -158,7 +194,46 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.MaxWatchers <= 0 {
+		c.MaxWatchers = DefaultMaxWatchers
+	}
+	if c.EnrolmentTTL <= 0 {
+		c.EnrolmentTTL = DefaultEnrolmentTTL
+	}
+	if c.GatewayURL == "" {
+		c.GatewayURL = DefaultGatewayURL
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = publicURLOf(c.GatewayURL)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if u, err := url.Parse(c.PublicURL); err == nil {
+		if c.WebAuthnRPID == "" {
+			c.WebAuthnRPID = u.Hostname()
+		}
+		if len(c.WebAuthnOrigins) == 0 {
+			c.WebAuthnOrigins = []string{u.Scheme + "://" + u.Host}
+		}
+	}
 	return c
+}
+
+// publicURLOf is gatewayURL with a loopback or unspecified IP host
+// replaced by localhost: browsers treat http://localhost as a secure
+// context, and WebAuthn refuses an IP address as the relying party.
+func publicURLOf(gatewayURL string) string {
+	u, err := url.Parse(gatewayURL)
+	if err != nil || u.Host == "" {
+		return gatewayURL
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+		port := u.Port()
+		u.Host = "localhost"
+		if port != "" {
+			u.Host = net.JoinHostPort("localhost", port)
+		}
+	}
+	return strings.TrimRight(u.String(), "/")
 }
 
 // ConfigFromEnv reads the configuration from environ (envconfig.OS() in
@@ -169,7 +244,8 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	errs := []error{err}
 	c.FingerprintKeys = secret(&errs, "ONCEGATE_FINGERPRINT_KEYS", c.FingerprintKeys, c.FingerprintKeysFile)
 	c.JWTHS256Secret = secret(&errs, "ONCEGATE_JWT_HS256_SECRET", c.JWTHS256Secret, c.JWTHS256SecretFile)
-	c.FingerprintKeysFile, c.JWTHS256SecretFile = "", ""
+	c.ReceiptKeys = secret(&errs, "ONCEGATE_RECEIPT_KEYS", c.ReceiptKeys, c.ReceiptKeysFile)
+	c.FingerprintKeysFile, c.JWTHS256SecretFile, c.ReceiptKeysFile = "", "", ""
 	if c.TokensPath == "" && c.Env == EnvDev {
 		c.TokensPath = "deployments/" + DevTokensFile
 	}
@@ -177,11 +253,17 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 		envconfig.Positive(environ, "ONCEGATE_CONFIRM_WAIT", c.ConfirmWait),
 		envconfig.Positive(environ, "ONCEGATE_CLAIM_GRACE", c.ClaimGrace),
 		envconfig.Positive(environ, "ONCEGATE_POLL_AFTER", c.PollAfter),
-		envconfig.Positive(environ, "ONCEGATE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout))
-	if c.FingerprintKeys == "" && strings.TrimSpace(environ["ONCEGATE_FINGERPRINT_KEYS_FILE"]) == "" {
-		// A file named but unreadable is already reported; an empty one is
-		// "no keys" when cmd/gateway parses the keyring.
-		errs = append(errs, errors.New("ONCEGATE_FINGERPRINT_KEYS (or ONCEGATE_FINGERPRINT_KEYS_FILE) is required"))
+		envconfig.Positive(environ, "ONCEGATE_SHUTDOWN_TIMEOUT", c.ShutdownTimeout),
+		envconfig.Positive(environ, "ONCEGATE_ENROLMENT_TTL", c.EnrolmentTTL))
+	for name, value := range map[string]string{"ONCEGATE_FINGERPRINT_KEYS": c.FingerprintKeys, "ONCEGATE_RECEIPT_KEYS": c.ReceiptKeys} {
+		if value == "" && strings.TrimSpace(environ[name+"_FILE"]) == "" {
+			// A file named but unreadable is already reported; an empty one is
+			// "no keys" when cmd/gateway parses the keyring.
+			errs = append(errs, fmt.Errorf("%s (or %s_FILE) is required", name, name))
+		}
+	}
+	if c.MaxWatchers <= 0 {
+		errs = append(errs, fmt.Errorf("ONCEGATE_MAX_WATCHERS=%d: want a positive number", c.MaxWatchers))
 	}
 	if c.Env != EnvDev {
 		errs = append(errs, deploymentGuards(c)...)
@@ -196,6 +278,16 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 		if u, err := url.Parse(c.AlertWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("ONCEGATE_ALERT_WEBHOOK=%q: want an http(s) URL", c.AlertWebhook))
 		}
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("ONCEGATE_PUBLIC_URL=%q: want the http(s) URL a browser reaches the gateway at", c.PublicURL))
+		}
+	}
+	d := c.withDefaults()
+	if cerr := ceremony.CheckConfig(d.WebAuthnRPID, d.WebAuthnOrigins); cerr != nil {
+		errs = append(errs, fmt.Errorf("ONCEGATE_WEBAUTHN_RP_ID=%q, ONCEGATE_WEBAUTHN_ORIGINS=%q (taken from ONCEGATE_PUBLIC_URL %s unless set): %w",
+			d.WebAuthnRPID, strings.Join(d.WebAuthnOrigins, ","), d.PublicURL, cerr))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("gateway config: %w", err)
@@ -235,11 +327,16 @@ func deploymentGuards(c Config) []error {
 		errs = append(errs, fmt.Errorf("no authentication configured (ONCEGATE_ENV %s): set ONCEGATE_JWT_HS256_SECRET[_FILE], "+
 			"ONCEGATE_JWT_PUBLIC_KEYS or ONCEGATE_TOKENS", env))
 	}
-	for _, spec := range strings.Split(c.FingerprintKeys, ",") {
-		if kid, _, _ := strings.Cut(strings.TrimSpace(spec), ":"); strings.HasPrefix(kid, DevKeyPrefix) {
-			errs = append(errs, fmt.Errorf("fingerprint key %q was generated by the dev stack, refused in a deployment (ONCEGATE_ENV %s): "+
-				"generate your own keys into ONCEGATE_FINGERPRINT_KEYS[_FILE] (kid:base64secret, a kid not starting with %q)",
-				kid, env, DevKeyPrefix))
+	for _, keys := range []struct{ what, name, spec, form string }{
+		{"fingerprint", "ONCEGATE_FINGERPRINT_KEYS", c.FingerprintKeys, "kid:base64secret"},
+		{"receipt", "ONCEGATE_RECEIPT_KEYS", c.ReceiptKeys, "kid:base64seed, a 32-byte Ed25519 seed"},
+	} {
+		for _, spec := range strings.Split(keys.spec, ",") {
+			if kid, _, _ := strings.Cut(strings.TrimSpace(spec), ":"); strings.HasPrefix(kid, DevKeyPrefix) {
+				errs = append(errs, fmt.Errorf("%s key %q was generated by the dev stack, refused in a deployment (ONCEGATE_ENV %s): "+
+					"generate your own keys into %s[_FILE] (%s, a kid not starting with %q)",
+					keys.what, kid, env, keys.name, keys.form, DevKeyPrefix))
+			}
 		}
 	}
 	if c.Failpoint != "" {

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,7 +17,7 @@ import (
 func TestConfigDefaultsAreTheConstants(t *testing.T) {
 	t.Parallel()
 	c, err := ConfigFromEnv(map[string]string{
-		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_ENV": EnvDev,
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": EnvDev,
 	})
 	require.NoError(t, err)
 	assert.Equal(t, DefaultGatewayURL, c.GatewayURL)
@@ -39,7 +41,7 @@ func TestConfigDefaultsAreTheConstants(t *testing.T) {
 func TestConfigNamesTheBadValue(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
-		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_ENV": EnvDev,
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": EnvDev,
 		"ONCEGATE_CONFIRM_WAIT": "0s", "ONCEGATE_POLL_AFTER": "soon", "GATEWAY_URL": "::", "ONCEGATE_ALERT_WEBHOOK": "ftp://x",
 	}
 	_, err := ConfigFromEnv(env)
@@ -61,9 +63,52 @@ func TestConfigSecretFileUnreadable(t *testing.T) {
 	t.Parallel()
 	_, err := ConfigFromEnv(map[string]string{
 		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_ENV": EnvDev,
-		"ONCEGATE_FINGERPRINT_KEYS_FILE": "/nonexistent/keys",
+		"ONCEGATE_FINGERPRINT_KEYS_FILE": "/nonexistent/keys", "ONCEGATE_RECEIPT_KEYS": "r:abc",
 	})
 	require.Error(t, err)
 	assert.ErrorContains(t, err, `could not load content of file "/nonexistent/keys" from variable ONCEGATE_FINGERPRINT_KEYS_FILE`)
 	assert.NotContains(t, err.Error(), "is required")
+}
+
+// TestPublicURL: the approval links name localhost with the gateway's port
+// when the gateway listens on a loopback address (WebAuthn refuses an IP),
+// and the RP ID and origins follow the public URL unless set.
+func TestPublicURL(t *testing.T) {
+	for gateway, want := range map[string]string{
+		"http://127.0.0.1:8080":   "http://localhost:8080",
+		"http://0.0.0.0:9080":     "http://localhost:9080",
+		"http://[::1]:8080":       "http://localhost:8080",
+		"http://127.0.0.1":        "http://localhost",
+		"https://pay.example.com": "https://pay.example.com",
+	} {
+		c := Config{GatewayURL: gateway}.withDefaults()
+		assert.Equal(t, want, c.PublicURL, gateway)
+	}
+	c := Config{GatewayURL: "http://127.0.0.1:8080"}.withDefaults()
+	assert.Equal(t, "localhost", c.WebAuthnRPID)
+	assert.Equal(t, []string{"http://localhost:8080"}, c.WebAuthnOrigins)
+	c = Config{PublicURL: "https://pay.example.com/", WebAuthnRPID: "example.com"}.withDefaults()
+	assert.Equal(t, "https://pay.example.com", c.PublicURL)
+	assert.Equal(t, "example.com", c.WebAuthnRPID)
+	assert.Equal(t, []string{"https://pay.example.com"}, c.WebAuthnOrigins)
+
+	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:" + strings.Repeat("A", 44),
+		"ONCEGATE_RECEIPT_KEYS": "r:" + strings.Repeat("A", 44), "ONCEGATE_ENV": "dev"}
+	with := func(kv ...string) map[string]string {
+		m := maps.Clone(base)
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	_, err := ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "http://10.0.0.1:8080"))
+	assert.ErrorContains(t, err, "is an IP address", "an IP as the RP ID is refused at start")
+	_, err = ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "https://pay.example.com", "ONCEGATE_WEBAUTHN_ORIGINS", "https://evil.example.org"))
+	assert.ErrorContains(t, err, "not on the RP ID")
+	_, err = ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "ftp://x"))
+	assert.ErrorContains(t, err, "ONCEGATE_PUBLIC_URL")
+	c, err = ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "https://pay.example.com", "ONCEGATE_WEBAUTHN_RP_ID", "example.com",
+		"ONCEGATE_WEBAUTHN_ORIGINS", "https://pay.example.com,https://approve.example.com"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"https://pay.example.com", "https://approve.example.com"}, c.WebAuthnOrigins)
 }

@@ -17,8 +17,12 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/limits"
+	"github.com/oncegate/oncegate/internal/watch"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // startTimeout bounds the store and Temporal calls that must finish even
@@ -39,6 +43,9 @@ type confirmRequest struct {
 func (s *Server) handleConfirm(c echo.Context) error {
 	action, r, ok := s.lookupAction(c)
 	if !ok {
+		return s.render(c, r)
+	}
+	if r, limited := s.rateLimited(c.Request().Context(), identityOf(c), limits.KindConfirm, action.Scope); limited {
 		return s.render(c, r)
 	}
 	var req confirmRequest
@@ -68,6 +75,23 @@ type confirmCall struct {
 	bound   boundParams
 	owner   string
 	traceID string
+	// charge is what the operation spends of the subject's budgets (nil:
+	// the action declares no spend).
+	charge *idemstore.Charge
+	// fingerprint is the fingerprint as sent (for the approval link).
+	fingerprint string
+	// approvalSHA256 is the approval evidence's hash the operation runs
+	// under (set by the approval gate; empty when none was needed): stored
+	// with the claim, named by every receipt.
+	approvalSHA256 string
+}
+
+// ref names this call's operation as its claim binds it (the fingerprint's
+// nonce, subject and scope, the bound params' hash, the approval): what
+// the receipt of its outcome states besides the outcome.
+func (call confirmCall) ref() operationRef {
+	return operationRef{ID: call.opID, Subject: call.id.Subject, Scope: call.action.Scope,
+		ParamHash: call.bound.paramHash, ApprovalSHA256: call.approvalSHA256}
 }
 
 // confirm is the confirm path of ARCHITECTURE.md: verify, amnesia guard,
@@ -85,27 +109,35 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	switch {
 	case errors.Is(err, fingerprint.ErrInvalid):
 		s.securityEvent(ctx, EventInvalidFingerprint, id, action.Scope, "", traceID, err.Error())
-		return newReply(StatusFingerprintInvalid)
+		return newReply(status.FingerprintInvalid)
 	case errors.Is(err, fingerprint.ErrSubjectMismatch):
 		s.securityEvent(ctx, EventSubjectMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued to "+p.Subject)
-		return newReply(StatusSubjectMismatch)
+		return newReply(status.SubjectMismatch)
 	case errors.Is(err, fingerprint.ErrScopeMismatch):
 		s.securityEvent(ctx, EventScopeMismatch, id, action.Scope, p.Nonce, traceID, "fingerprint issued for "+p.Scope)
-		return opReply(StatusScopeMismatch, p.Nonce)
+		return opReply(status.ScopeMismatch, p.Nonce)
 	case errors.Is(err, fingerprint.ErrParamMismatch):
 		s.securityEvent(ctx, EventParamMismatch, id, action.Scope, p.Nonce, traceID, "bound params differ from the fingerprint's")
-		return opReply(StatusParamMismatch, p.Nonce)
+		return opReply(status.ParamMismatch, p.Nonce)
 	case err != nil:
 		return internalErrorReply("", fmt.Errorf("verify fingerprint: %w", err))
 	}
 	call := confirmCall{
 		id: id, action: action, payload: p, opID: p.Nonce, bound: bp, traceID: traceID,
-		owner: s.instance + ":" + randomHex(8),
+		owner: s.instance + ":" + randomHex(8), fingerprint: req.Fingerprint,
 	}
 	if p.RecentOperation != "" && req.AcknowledgeRepeatOf != p.RecentOperation {
 		return s.repeatUnacknowledged(ctx, call)
 	}
+	if call.charge, err = s.charge(id, action, bp); err != nil {
+		return internalErrorReply(p.Nonce, err)
+	}
 	facts := confirmFacts{Owner: call.owner, Expired: now.Unix() >= p.Exp}
+	if !facts.Expired {
+		if r, stop := s.approvalGate(ctx, &call); stop {
+			return r
+		}
+	}
 	for {
 		plan := decideConfirm(facts)
 		switch plan.Ask {
@@ -140,10 +172,14 @@ func (s *Server) acquire(ctx context.Context, call confirmCall) claimAnswer {
 	d, err := s.store.Acquire(actx, idemstore.Claim{
 		OperationID: call.opID, ParamHash: call.bound.paramHash, Owner: call.owner, Subject: call.id.Subject,
 		Scope: call.action.Scope, InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical, IntentWindow: call.action.IntentWindow(),
+		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical, Charge: call.charge,
+		ApprovalSHA256: call.approvalSHA256, IntentWindow: call.action.IntentWindow(),
 	})
 	if err == nil {
 		s.metrics.claims.WithLabelValues(string(d.Outcome)).Inc()
+		if d.Outcome == idemstore.OutcomeAcquired && d.TruthFound && d.Record.Owner == call.owner && call.charge != nil {
+			s.metrics.reservations.WithLabelValues(call.charge.Currency).Inc()
+		}
 	}
 	return claimAnswerOf(call.owner, d, err, s.now(), s.cfg.ClaimGrace)
 }
@@ -165,8 +201,7 @@ func (s *Server) act(ctx context.Context, call confirmCall, p confirmPlan, claim
 		if p.Ignored != nil {
 			s.log.WarnContext(ctx, "describe workflow", "operation_id", call.opID, "err", p.Ignored, "trace_id", call.traceID)
 		}
-		run := s.temporal.GetWorkflow(ctx, call.opID, "")
-		return s.await(ctx, call, run, fastPathRefill{by: operation.RefillByGateway, owner: p.Holder}, true)
+		return s.await(ctx, call, fastPathRefill{by: operation.RefillByGateway, owner: p.Holder}, true)
 	case actReplay, actReview:
 		rec := p.Record
 		rec.OperationID = call.opID
@@ -174,11 +209,13 @@ func (s *Server) act(ctx context.Context, call confirmCall, p confirmPlan, claim
 	case actRefuse:
 		s.securityEvent(ctx, EventStoreParamMismatch, call.id, call.action.Scope, call.opID, call.traceID,
 			"the store holds this operation with another param_hash")
-		return opReply(StatusParamMismatch, call.opID)
+		return opReply(status.ParamMismatch, call.opID)
 	case actExpired:
 		return fingerprintExpiredReply(call.payload.ExpiresAt())
 	case actUnavailable:
 		return s.storeErrorReply(call.action.Scope, "", fmt.Errorf("confirm %s: %w", call.opID, p.Err))
+	case actOverBudget:
+		return s.overBudget(ctx, call, call.charge, p.Usage)
 	case actAsk:
 	}
 	return internalErrorReply(call.opID, fmt.Errorf("confirm %s: no action decided", call.opID))
@@ -220,7 +257,8 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 		OperationID: call.opID, Subject: call.id.Subject, Scope: call.action.Scope, ParamHash: call.bound.paramHash,
 		Ownership: own, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
-		Downstream: call.action.Downstream.Plan(), Summary: summary,
+		Downstream: call.action.Downstream.Plan(), Summary: summary, Charge: call.charge,
+		ApprovalSHA256: call.approvalSHA256,
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                       call.opID,
@@ -238,7 +276,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 	// The start must not be abandoned when the agent hangs up.
 	sctx, cancel := temporalContext(ctx)
 	defer cancel()
-	run, err := s.startWorkflow(sctx, opts, in)
+	_, err = s.startWorkflow(sctx, opts, in)
 	refill := fastPathRefill{by: own.Refiller(), owner: own.Owner()}
 	attached := false
 	if err != nil {
@@ -250,11 +288,10 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 		}
 		attached = true
 		refill.by = operation.RefillByGateway
-		run = s.temporal.GetWorkflow(ctx, call.opID, "")
 	}
 	s.log.InfoContext(ctx, "operation started", "operation_id", call.opID, "scope", call.action.Scope,
 		"subject", call.id.Subject, "attached", attached, "truth", own.Truth(), "trace_id", call.traceID)
-	return s.await(ctx, call, run, refill, attached)
+	return s.await(ctx, call, refill, attached)
 }
 
 // temporalContext detaches a Temporal call from the caller's cancellation
@@ -317,20 +354,72 @@ func (s *Server) releaseUnstarted(ctx context.Context, call confirmCall) {
 	}
 }
 
-// await waits up to ConfirmWait for the workflow's result. On a result it
-// refills the fast path as refill says; otherwise the store decides
-// between needs_manual_review, a terminal answer and in_progress. replay
-// marks an outcome that an earlier call started.
-func (s *Server) await(ctx context.Context, call confirmCall, run client.WorkflowRun, refill fastPathRefill, replay bool) reply {
+// await waits up to ConfirmWait for the operation's outcome through the
+// gateway's one watcher of it (watchOperation), which every concurrent
+// confirm of the same operation shares. On the workflow's result it
+// refills the fast path as refill says; otherwise the store's record
+// decides between needs_manual_review, a terminal answer and in_progress.
+// With ONCEGATE_MAX_WATCHERS watchers running it answers in_progress at
+// once. replay marks an outcome that an earlier call started.
+func (s *Server) await(ctx context.Context, call confirmCall, refill fastPathRefill, replay bool) reply {
 	// Detached from the agent's connection: an agent that hangs up costs at
 	// most this wait, and never cancels a Temporal call in flight.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ConfirmWait)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ConfirmWait+startTimeout)
 	defer cancel()
+	w, _, err := s.watchers.Do(wctx, call.opID, func(ctx context.Context) (watched, error) {
+		return s.watchOperation(ctx, call.opID, call.traceID), nil
+	})
+	switch {
+	case err != nil:
+		if !errors.Is(err, watch.ErrBusy) {
+			s.log.WarnContext(ctx, "wait for workflow", "operation_id", call.opID, "err", err, "trace_id", call.traceID)
+		}
+		return opReply(status.InProgress, call.opID)
+	case w.terminal:
+		s.refill(ctx, call, w.final, refill)
+		return s.finalReply(call.ref(), w.final, replay)
+	case w.found:
+		w.rec.OperationID = call.opID
+		return s.answerFor(w.rec, replay)
+	}
+	return opReply(status.InProgress, call.opID)
+}
+
+// watched is what one watch of an operation learnt: its workflow's
+// terminal outcome, or else the store's record of it.
+type watched struct {
+	// final is the workflow's outcome (terminal).
+	final idemstore.Final
+	// terminal says final holds the workflow's terminal outcome.
+	terminal bool
+	// rec is the store's record (found).
+	rec idemstore.Record
+	// found says rec was read.
+	found bool
+}
+
+// historyTailRoom is kept between the end of a wait for a workflow's result
+// and its long poll's deadline. Temporal's history service answers a long
+// poll empty at once when less than a second is left before the caller's
+// deadline (longPollSoftTimeout in go.temporal.io/server
+// service/history/api), and the SDK then polls again at once: a wait whose
+// deadline is the poll's own spins hundreds of requests in its last second.
+const historyTailRoom = time.Second + 250*time.Millisecond
+
+// watchOperation waits up to ConfirmWait for opID's workflow result (the
+// SDK's long poll), then, without one, reads the store's record: the watch
+// that concurrent confirms of opID share.
+func (s *Server) watchOperation(ctx context.Context, opID, traceID string) watched {
+	// The long poll's deadline lies historyTailRoom past the wait, and the
+	// wait ends by cancel: a deadline the poll reaches spins (see there).
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.ConfirmWait+historyTailRoom)
+	defer cancel()
+	stop := time.AfterFunc(s.cfg.ConfirmWait, cancel)
+	defer stop.Stop()
 	var res idemstore.Final
-	err := run.Get(wctx, &res)
+	err := s.temporal.GetWorkflow(wctx, opID, "").Get(wctx, &res)
 	if err == nil && res.State.Terminal() {
-		s.refill(ctx, call, res, refill)
-		return s.finalReply(call.opID, res, replay)
+		return watched{final: res, terminal: true}
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		level := slog.LevelWarn
@@ -338,16 +427,12 @@ func (s *Server) await(ctx context.Context, call confirmCall, run client.Workflo
 		if errors.As(err, &nf) {
 			level = slog.LevelInfo // the holder has not started it yet
 		}
-		s.log.Log(ctx, level, "wait for workflow", "operation_id", call.opID, "err", err, "trace_id", call.traceID)
+		s.log.Log(ctx, level, "wait for workflow", "operation_id", opID, "err", err, "trace_id", traceID)
 	}
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	rctx, rcancel := context.WithTimeout(ctx, startTimeout)
 	defer rcancel()
-	rec, gerr := s.store.Get(rctx, call.opID)
-	if gerr == nil {
-		rec.OperationID = call.opID
-		return s.answerFor(rec, replay)
-	}
-	return opReply(StatusInProgress, call.opID)
+	rec, gerr := s.store.Get(rctx, opID)
+	return watched{rec: rec, found: gerr == nil}
 }
 
 // refill writes the terminal outcome to the fast path under refill.owner's

@@ -61,6 +61,9 @@ const (
 	claimAbsent
 	// claimFailed: the store could not answer.
 	claimFailed
+	// claimOverBudget: the truth refused the claim over the subject's
+	// budget (Usage says what its windows hold); nothing was claimed.
+	claimOverBudget
 )
 
 // claimAnswer is the store's answer about the operation.
@@ -77,6 +80,8 @@ type claimAnswer struct {
 	Record idemstore.Record
 	// Err is the store's error (claimFailed).
 	Err error
+	// Usage is what the charge's windows held (claimOverBudget).
+	Usage []idemstore.WindowUsage
 }
 
 // workflowKind is what Temporal said about the operation's workflow.
@@ -164,6 +169,9 @@ const (
 	actExpired
 	// actUnavailable: the store could not answer (confirmPlan.Err).
 	actUnavailable
+	// actOverBudget: limit_exceeded, decided over confirmPlan.Usage;
+	// nothing was claimed.
+	actOverBudget
 )
 
 // confirmPlan is the next call of a confirm, or what it does.
@@ -183,6 +191,8 @@ type confirmPlan struct {
 	// Ignored is Temporal's error that is only logged: the gateway waits on
 	// the workflow instead of taking the claim over (actAttach).
 	Ignored error
+	// Usage is what the charge's windows held (actOverBudget).
+	Usage []idemstore.WindowUsage
 }
 
 // decideConfirm says what a confirm asks next, or what it does. It does no I/O.
@@ -208,6 +218,8 @@ func decideConfirm(f confirmFacts) confirmPlan {
 		return decided(confirmPlan{Action: actRefuse})
 	case claimAbsent:
 		return decided(confirmPlan{Action: actExpired})
+	case claimOverBudget:
+		return decided(confirmPlan{Action: actOverBudget, Usage: c.Usage})
 	case claimFailed:
 	}
 	return decided(confirmPlan{Action: actUnavailable, Err: c.Err})
@@ -287,6 +299,8 @@ func claimAnswerOf(owner string, d idemstore.ClaimDecision, err error, now time.
 		return claimAnswer{Kind: claimFinished, Record: d.Record}
 	case idemstore.OutcomeParamMismatch:
 		return claimAnswer{Kind: claimMismatch}
+	case idemstore.OutcomeLimitExceeded:
+		return claimAnswer{Kind: claimOverBudget, Usage: d.Usage}
 	}
 	return claimAnswer{Kind: claimFailed, Err: errors.New("unknown claim outcome " + string(d.Outcome))}
 }

@@ -31,6 +31,7 @@ var (
 	confirmDoneRec   = idemstore.Record{OperationID: "op-1", State: idemstore.StateDone, ResultRef: "tr_1"}
 	errStoreDown     = fmt.Errorf("acquire: %w", idemstore.ErrUnavailable)
 	errTemporalDown  = errors.New("temporal: deadline exceeded")
+	confirmUsage     = []idemstore.WindowUsage{{FreesAt: confirmNow.Add(time.Hour)}}
 )
 
 // confirmAnswer is one answer of a confirm's call, added to the facts.
@@ -56,6 +57,7 @@ func confirmOptions(c confirmAsk) (string, []decidetest.Option[confirmAnswer]) {
 			claim("acquired", claimAnswer{Kind: claimAcquired, Ownership: confirmMine}),
 			claim("held", held), claim("held past grace", orphan), claim("review", review),
 			claim("finished", finished), claim("mismatch", claimAnswer{Kind: claimMismatch}), claim("failed", failed),
+			claim("over budget", claimAnswer{Kind: claimOverBudget, Usage: confirmUsage}),
 		}
 	case confirmAskRecord:
 		return "Get", []decidetest.Option[confirmAnswer]{
@@ -119,6 +121,7 @@ func TestDecideConfirm(t *testing.T) {
 		record    idemstore.Record
 		err       error
 		ignored   error
+		usage     []idemstore.WindowUsage
 	}
 	var (
 		start       = want{action: actStart, ownership: confirmMine}
@@ -148,6 +151,8 @@ func TestDecideConfirm(t *testing.T) {
 		"Acquire=finished": replay,
 		"Acquire=mismatch": {action: actRefuse},
 		"Acquire=failed":   unavailable,
+		// Over budget: nothing claimed, the truth's usage names the limit.
+		"Acquire=over budget": {action: actOverBudget, usage: confirmUsage},
 		// Past exp: only what was claimed before it is answered.
 		"Get=absent":   {action: actExpired},
 		"Get=held":     attach,
@@ -173,6 +178,7 @@ func TestDecideConfirm(t *testing.T) {
 			assert.Equal(t, w.holder, p.Holder, "holder")
 			assert.Equal(t, w.record, p.Record, "record")
 			assert.Equal(t, w.err, p.Err, "error")
+			assert.Equal(t, w.usage, p.Usage, "usage")
 			assert.Equal(t, w.ignored, p.Ignored, "ignored")
 			if p.Action == actTakeOver {
 				assert.False(t, p.Ownership.TruthClaimed(), "a takeover never counts the truth as claimed")
@@ -238,6 +244,8 @@ func TestClaimAnswerOf(t *testing.T) {
 		{"failed", idemstore.ClaimDecision{Outcome: idemstore.OutcomeFailed, Record: idemstore.Record{State: idemstore.StateFailed}}, nil,
 			claimAnswer{Kind: claimFinished, Record: idemstore.Record{State: idemstore.StateFailed}}},
 		{"param mismatch", idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}, nil, claimAnswer{Kind: claimMismatch}},
+		{"over budget", idemstore.ClaimDecision{Outcome: idemstore.OutcomeLimitExceeded, TruthFound: true, Usage: confirmUsage}, nil,
+			claimAnswer{Kind: claimOverBudget, Usage: confirmUsage}},
 		{"store down", idemstore.ClaimDecision{}, errStoreDown, claimAnswer{Kind: claimFailed, Err: errStoreDown}},
 	}
 	for _, tt := range tests {

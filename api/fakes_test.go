@@ -64,7 +64,8 @@ func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Cla
 		// As the combined store: the claim is inserted into the truth too.
 		now := f.now()
 		r = &fakeRec{Record: idemstore.Record{OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope,
-			ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: now, CreatedAt: now}, truth: true}
+			ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: now, CreatedAt: now,
+			ApprovalSHA256: c.ApprovalSHA256}, truth: true}
 		f.recs[c.OperationID] = r
 		return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: c.Owner, ClaimedAt: now, Record: r.Record,
 			TruthFound: true}, nil
@@ -201,6 +202,7 @@ func (f *fakeStore) finalize(key string, res idemstore.Final) {
 	defer f.mu.Unlock()
 	r := f.recs[key]
 	r.State, r.Result, r.ResultRef, r.Reason, r.ResolvedBy = res.State, res.Result, res.ResultRef, res.Reason, res.ResolvedBy
+	r.FailureKind, r.CompletedAt = res.FailureKind, res.CompletedAt
 	r.UpdatedAt = f.now()
 }
 

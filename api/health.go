@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // healthz answers liveness: the process runs.
 func (s *Server) healthz(c echo.Context) error {
-	return s.render(c, newReply(StatusAlive))
+	return s.render(c, newReply(status.Alive))
 }
 
 // readyz answers readiness: 200 when the PostgreSQL truth is reachable

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oncegate/oncegate/internal/watch"
 )
 
 // metrics are the gateway's Prometheus collectors.
@@ -13,7 +15,15 @@ type metrics struct {
 	responses *prometheus.CounterVec
 	claims    *prometheus.CounterVec
 	webhooks  *prometheus.CounterVec
+	approvals *prometheus.CounterVec
 	confirm   *prometheus.HistogramVec
+
+	reservations  *prometheus.CounterVec
+	limitRefusals *prometheus.CounterVec
+	rateLimited   *prometheus.CounterVec
+	rateFailOpen  *prometheus.CounterVec
+	limitResets   *prometheus.CounterVec
+	watch         watch.Metrics
 }
 
 // newMetrics registers the collectors on reg (reusing ones already registered).
@@ -35,7 +45,31 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "oncegate_webhooks_total",
 			Help: "Downstream webhook events, by action and result (accepted, refused).",
 		}, []string{"scope", "result"}),
+		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncegate_approval_events_total",
+			Help: "Approval and passkey events, by event (approval_requested, approved, declined, ceremony_refused, passkey_invited, passkey_enrolled, passkey_revoked).",
+		}, []string{"event"}),
 	}
+	m.reservations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oncegate_budget_reservations_total",
+		Help: "Amounts reserved of a subject's budgets with a claim, by currency (one per operation claimed with windows to fit).",
+	}, []string{"currency"})
+	m.limitRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oncegate_limit_refusals_total",
+		Help: "Confirms refused limit_exceeded, by budget and window.",
+	}, []string{"limit", "window"})
+	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oncegate_rate_limited_total",
+		Help: "Requests refused rate_limited, by kind (preview, confirm).",
+	}, []string{"kind"})
+	m.rateFailOpen = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oncegate_rate_limiter_fail_open_total",
+		Help: "Requests let through without a rate check because the limiter (Redis) could not answer, by kind.",
+	}, []string{"kind"})
+	m.limitResets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oncegate_limit_resets_total",
+		Help: "Operators' resets of a subject's budget windows (oncegate-ops limits reset), by operator.",
+	}, []string{"operator"})
 	m.confirm = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "oncegate_confirm_duration_seconds",
 		Help:    "Time to answer a confirm, by the answer's status.",
@@ -65,6 +99,64 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if m.webhooks, err = register(reg, m.webhooks); err != nil {
 		return nil, err
+	}
+	if m.approvals, err = register(reg, m.approvals); err != nil {
+		return nil, err
+	}
+	for _, e := range approvalEvents {
+		m.approvals.WithLabelValues(e)
+	}
+	for _, c := range []**prometheus.CounterVec{&m.reservations, &m.limitRefusals, &m.rateLimited, &m.rateFailOpen, &m.limitResets} {
+		if *c, err = register(reg, *c); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range []string{"preview", "confirm"} {
+		m.rateLimited.WithLabelValues(k)
+		m.rateFailOpen.WithLabelValues(k)
+	}
+	if m.watch, err = watchMetrics(reg); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// watchMetrics registers the watchers' collectors (reusing ones already
+// registered).
+func watchMetrics(reg prometheus.Registerer) (watch.Metrics, error) {
+	counter := func(name, help string) (prometheus.Counter, error) {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				if existing, ok := are.ExistingCollector.(prometheus.Counter); ok {
+					return existing, nil
+				}
+			}
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+		return c, nil
+	}
+	var m watch.Metrics
+	var err error
+	active := prometheus.NewGauge(prometheus.GaugeOpts{Name: "oncegate_watchers",
+		Help: "Operations whose workflow result the gateway watches now (one Temporal long poll each)."})
+	if err := reg.Register(active); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return m, fmt.Errorf("register metrics: %w", err)
+		}
+		active, _ = are.ExistingCollector.(prometheus.Gauge)
+	}
+	m.Active = active
+	if m.Started, err = counter("oncegate_watchers_started_total", "Watchers started: each is one wait on one operation's workflow result."); err != nil {
+		return m, err
+	}
+	if m.Shared, err = counter("oncegate_watch_shared_total", "Confirms whose wait for the outcome was shared with concurrent calls of the same operation."); err != nil {
+		return m, err
+	}
+	if m.Busy, err = counter("oncegate_watchers_busy_total", "Confirms answered in_progress at once because ONCEGATE_MAX_WATCHERS watchers were running."); err != nil {
+		return m, err
 	}
 	return m, nil
 }

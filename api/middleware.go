@@ -14,6 +14,8 @@ import (
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/internal/telemetry"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // Context keys of echo.Context.
@@ -28,11 +30,11 @@ func (s *Server) timeConfirm(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		began := time.Now()
 		err := next(c)
-		status, _ := c.Get(ctxStatus).(Status)
-		if status == "" {
-			status = "unknown"
+		st, _ := c.Get(ctxStatus).(status.Status)
+		if st == "" {
+			st = "unknown"
 		}
-		s.metrics.confirm.WithLabelValues(string(status)).Observe(time.Since(began).Seconds())
+		s.metrics.confirm.WithLabelValues(string(st)).Observe(time.Since(began).Seconds())
 		return err
 	}
 }
@@ -79,7 +81,7 @@ func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			s.log.InfoContext(c.Request().Context(), "unauthenticated", "trace_id", traceIDOf(c), "err", err)
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="oncegate"`)
-			return s.render(c, newReply(StatusUnauthenticated))
+			return s.render(c, newReply(status.Unauthenticated))
 		}
 		c.Set(ctxIdentity, id)
 		return next(c)
@@ -90,7 +92,7 @@ func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) operatorOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !identityOf(c).IsOperator() {
-			return s.render(c, newReply(StatusForbidden))
+			return s.render(c, newReply(status.Forbidden))
 		}
 		return next(c)
 	}
@@ -123,13 +125,13 @@ func (s *Server) errorReply(err error) reply {
 	if errors.As(err, &he) {
 		switch he.Code {
 		case http.StatusNotFound:
-			return newReply(StatusNotFound)
+			return newReply(status.NotFound)
 		case http.StatusMethodNotAllowed:
-			return newReply(StatusMethodNotAllowed)
+			return newReply(status.MethodNotAllowed)
 		case http.StatusRequestEntityTooLarge:
-			return newReply(StatusRequestTooLarge)
+			return newReply(status.RequestTooLarge)
 		case http.StatusUnauthorized:
-			return newReply(StatusUnauthenticated)
+			return newReply(status.Unauthenticated)
 		case http.StatusServiceUnavailable:
 			return unavailableReply("", detailRequestTimeout)
 		}

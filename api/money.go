@@ -7,7 +7,7 @@ import (
 )
 
 // Every decimal an answer carries is a JSON string ("12.5", never 12.5),
-// so that no client reads money as a binary float (CONTRACT §4). The
+// so that no client reads money as a binary float (docs/contract.md §4). The
 // gateway knows the bound and free decimals from the catalog; what the
 // downstream answers (a quote, a result) has no declared types, so every
 // number in it is written as a string of its exact text. Only the values'

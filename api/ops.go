@@ -16,9 +16,12 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/params"
 	"github.com/oncegate/oncegate/workflows"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // List limits of GET /v1/ops/operations.
@@ -43,7 +46,7 @@ func (s *Server) handleOpsList(c echo.Context) error {
 	if q := strings.ToLower(strings.TrimSpace(c.QueryParam("state"))); q != "" {
 		st, ok := stateFilters[q]
 		if !ok {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
+			return s.render(c, newReply(status.InvalidResolution).withProblems(keyInvalidFilter,
 				[]params.FieldProblem{{Field: "state", Rule: params.RuleEnum, Problem: "must be one of in_flight, needs_manual_review, completed, failed"}}))
 		}
 		state = st
@@ -52,19 +55,14 @@ func (s *Server) handleOpsList(c echo.Context) error {
 	if q := c.QueryParam("older_than"); q != "" {
 		d, err := time.ParseDuration(q)
 		if err != nil || d <= 0 {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
+			return s.render(c, newReply(status.InvalidResolution).withProblems(keyInvalidFilter,
 				[]params.FieldProblem{{Field: "older_than", Problem: "must be a positive Go duration such as 10m or 1h30m"}}))
 		}
 		olderThan = d
 	}
-	limit := defaultListLimit
-	if q := c.QueryParam("limit"); q != "" {
-		n, err := strconv.Atoi(q)
-		if err != nil || n <= 0 {
-			return s.render(c, newReply(StatusInvalidResolution).withProblems(keyInvalidFilter,
-				[]params.FieldProblem{{Field: "limit", Rule: params.RuleType, Problem: "must be a positive integer"}}))
-		}
-		limit = min(n, maxListLimit)
+	limit, r, ok := listLimit(c)
+	if !ok {
+		return s.render(c, r)
 	}
 	recs, err := s.store.List(c.Request().Context(), idemstore.ListFilter{State: state, OlderThan: olderThan, Limit: limit})
 	if err != nil {
@@ -73,13 +71,28 @@ func (s *Server) handleOpsList(c echo.Context) error {
 	return s.render(c, operationsListedReply(recs, state))
 }
 
+// listLimit reads an ops list's ?limit= (default defaultListLimit, at
+// most maxListLimit), or the reply refusing it.
+func listLimit(c echo.Context) (int, reply, bool) {
+	q := c.QueryParam("limit")
+	if q == "" {
+		return defaultListLimit, reply{}, true
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n <= 0 {
+		return 0, newReply(status.InvalidResolution).withProblems(keyInvalidFilter,
+			[]params.FieldProblem{{Field: "limit", Rule: params.RuleType, Problem: "must be a positive integer"}}), false
+	}
+	return min(n, maxListLimit), reply{}, true
+}
+
 // handleOpsGet serves GET /v1/ops/operations/:id: the full record.
 func (s *Server) handleOpsGet(c echo.Context) error {
 	opID := c.Param("id")
 	rec, err := s.store.Get(c.Request().Context(), opID)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound):
-		return s.render(c, opReply(StatusUnknownOperation, opID))
+		return s.render(c, opReply(status.UnknownOperation, opID))
 	case err != nil:
 		return s.render(c, s.storeErrorReply("", opID, fmt.Errorf("get operation %s: %w", opID, err)))
 	}
@@ -89,7 +102,11 @@ func (s *Server) handleOpsGet(c echo.Context) error {
 		params = nil // shown without its params rather than not at all
 	}
 	timeline, herr := s.timeline(c.Request().Context(), rec)
-	return s.render(c, operationFoundReply(rec, params, timeline, herr))
+	r := operationFoundReply(rec, params, timeline, herr)
+	if ap, ok := s.approvalOf(c.Request().Context(), opID); ok {
+		r = r.with("approval_record", ap).with("timeline", withApproval(timeline, ap))
+	}
+	return s.render(c, r)
 }
 
 // historyTimeout bounds reading an operation's workflow history.
@@ -225,5 +242,29 @@ func (req resolveRequest) validate() []params.FieldProblem {
 			out = append(out, params.FieldProblem{Field: "evidence_url", Problem: "must be an absolute http or https URL"})
 		}
 	}
+	return out
+}
+
+// approvalOf reads the operation's approval for the ops view (false: none,
+// or the store could not say: the view is shown without it).
+func (s *Server) approvalOf(ctx context.Context, opID string) (approval.Record, bool) {
+	if s.approvals == nil {
+		return approval.Record{}, false
+	}
+	ap, err := s.approvals.Approval(ctx, opID)
+	return ap, err == nil
+}
+
+// withApproval adds the approval's steps (asked, decided by which passkey
+// under which evidence) to a timeline, in time order.
+func withApproval(timeline []workflows.TimelineEntry, ap approval.Record) []workflows.TimelineEntry {
+	out := append(slices.Clone(timeline), workflows.TimelineEntry{At: ap.RequestedAt, Source: "truth", Event: "approval_requested",
+		Detail: "a person was asked to approve: " + approval.JoinReasons(ap.Reasons)})
+	if !ap.DecidedAt.IsZero() {
+		out = append(out, workflows.TimelineEntry{At: ap.DecidedAt, Source: "truth", Event: "approval_" + strings.ToLower(string(ap.State)),
+			Detail: fmt.Sprintf("%s by passkey %s of %s (evidence_sha256 %s, trace %s)", strings.ToLower(string(ap.State)),
+				ap.CredentialID, ap.Subject, ap.EvidenceSHA256, ap.TraceID)})
+	}
+	slices.SortStableFunc(out, func(a, b workflows.TimelineEntry) int { return a.At.Compare(b.At) })
 	return out
 }

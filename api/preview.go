@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/params"
 )
 
@@ -26,6 +29,9 @@ type previewRequest struct {
 func (s *Server) handlePreview(c echo.Context) error {
 	action, r, ok := s.lookupAction(c)
 	if !ok {
+		return s.render(c, r)
+	}
+	if r, limited := s.rateLimited(c.Request().Context(), identityOf(c), limits.KindPreview, action.Scope); limited {
 		return s.render(c, r)
 	}
 	var req previewRequest
@@ -115,18 +121,33 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 			exp = q.ExpiresAt
 		}
 	}
+	offer, err := s.approvalAtPreview(ctx, id, action, bp, now)
+	if err != nil {
+		return s.storeErrorReply(action.Scope, "", fmt.Errorf("preview: %w", err))
+	}
+	if offer != nil && offer.exp.Before(exp) {
+		exp = offer.exp
+	}
 	recent, err := s.store.FindRecent(ctx, idemstore.FindRecentParams{Subject: id.Subject, Scope: action.Scope,
 		ParamHash: bp.paramHash, Since: now.Add(-action.IntentWindow())})
 	found := err == nil
 	if err != nil && !errors.Is(err, idemstore.ErrNotFound) {
 		return s.storeErrorReply(action.Scope, "", fmt.Errorf("amnesia guard: %w", err))
 	}
+	charge, err := s.charge(id, action, bp)
+	if err != nil {
+		return internalErrorReply("", fmt.Errorf("preview: %w", err))
+	}
+	warning := s.previewWarning(ctx, id.Subject, charge)
 	p := fingerprint.Payload{
 		Nonce: fingerprint.NewNonce(), Exp: exp.Unix(),
 		Subject: id.Subject, Scope: action.Scope, ParamHash: bp.paramHash,
 	}
 	if found {
 		p.RecentOperation = recent.OperationID
+	}
+	if offer != nil {
+		p.Approval = approval.JoinReasons(offer.reasons)
 	}
 	fp, err := s.keys.Sign(p)
 	if err != nil {
@@ -137,8 +158,19 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	if quote != nil {
 		preview["quote"] = stringNumbers(quote)
 	}
-	if !found {
-		return s.previewReadyReply(action.Scope, fp, p, preview, nil)
+	var view *approvalView
+	if offer != nil {
+		view = &approvalView{Required: true, Reasons: offer.reasons, URL: s.approvalLink(fp, p.Nonce, bp.canonical),
+			ExpiresAt: p.ExpiresAt().Format(time.RFC3339)}
 	}
-	return s.previewReadyReply(action.Scope, fp, p, preview, &recent)
+	var ready reply
+	if !found {
+		ready = s.previewReadyReply(action.Scope, fp, p, preview, nil, view)
+	} else {
+		ready = s.previewReadyReply(action.Scope, fp, p, preview, &recent, view)
+	}
+	if warning != nil {
+		ready = ready.with("limit", limitViewOf(warning))
+	}
+	return ready
 }

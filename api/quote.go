@@ -29,13 +29,13 @@ var quoteDetails = map[downstream.QuoteFailure]string{
 // expires_at is not after now. Every failure is a *downstream.QuoteError.
 func (s *Server) fetchQuote(ctx context.Context, action *catalog.Action, bound map[string]any, now time.Time) (downstream.Quote, error) {
 	unreachable := func(err error) error { return &downstream.QuoteError{Failure: downstream.QuoteUnreachable, Err: err} }
-	kind, err := downstream.For(action.Downstream.Kind)
+	kind, err := downstream.For(action.Downstream.KindName())
 	if err != nil {
 		return downstream.Quote{}, unreachable(err)
 	}
 	quoter, ok := kind.(downstream.Quoter)
 	if !ok {
-		return downstream.Quote{}, unreachable(fmt.Errorf("downstream kind %q cannot quote", action.Downstream.Kind))
+		return downstream.Quote{}, unreachable(fmt.Errorf("downstream kind %q cannot quote", action.Downstream.KindName()))
 	}
 	timeout := action.Downstream.Timeout
 	if timeout <= 0 {

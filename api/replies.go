@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/downstream"
 	"github.com/oncegate/oncegate/internal/params"
 	"github.com/oncegate/oncegate/workflows"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // This file builds every answer: one constructor per status (or per family
@@ -25,18 +28,18 @@ import (
 // the body shows it (the texts read it from there, see bodyTexts), else
 // into reply.text.
 
-func newReply(status Status) reply { return reply{status: status} }
+func newReply(st status.Status) reply { return reply{status: st} }
 
 // opReply is a reply about operation opID.
-func opReply(status Status, opID string) reply {
-	r := newReply(status)
+func opReply(st status.Status, opID string) reply {
+	r := newReply(st)
 	r.opID = opID
 	return r
 }
 
 // scopedReply is a reply about action scope.
-func scopedReply(status Status, scope string) reply {
-	r := newReply(status)
+func scopedReply(st status.Status, scope string) reply {
+	r := newReply(st)
 	r.scope = scope
 	return r
 }
@@ -68,15 +71,15 @@ func (r reply) withProblems(key string, problems []params.FieldProblem) reply {
 
 // answerFor is the answer an operation's record gives, wherever a record
 // becomes an answer (confirm, its replays and waits, status, the amnesia
-// guard's state): its outcome (finalReply) once DONE or FAILED;
+// guard's state): its outcome (finalReply, with its receipt) once DONE or FAILED;
 // needs_manual_review; in_progress, with the downstream's business state
 // when it reported one. replay marks an operation an earlier call started.
 func (s *Server) answerFor(rec idemstore.Record, replay bool) reply {
 	switch rec.State {
 	case idemstore.StateDone, idemstore.StateFailed:
-		return s.finalReply(rec.OperationID, rec.Final(), replay)
+		return s.finalReply(refOf(rec), rec.Final(), replay)
 	case idemstore.StateNeedsReview:
-		return opReply(StatusNeedsManualReview, rec.OperationID)
+		return opReply(status.NeedsManualReview, rec.OperationID)
 	case idemstore.StateInFlight:
 	}
 	// In flight, or a state this version does not know, which is answered
@@ -84,28 +87,31 @@ func (s *Server) answerFor(rec idemstore.Record, replay bool) reply {
 	return s.inFlightReply(rec)
 }
 
-// finalReply answers the terminal outcome f of operation opID:
+// finalReply answers the terminal outcome f of the operation op:
 // completed/failed, or already_completed/already_failed with
-// Idempotent-Replayed when replay (an earlier call started the operation).
-func (s *Server) finalReply(opID string, f idemstore.Final, replay bool) reply {
+// Idempotent-Replayed when replay (an earlier call started the operation),
+// and the receipt this gateway signs over op and f (receipts.go). Every
+// terminal answer is built here.
+func (s *Server) finalReply(op operationRef, f idemstore.Final, replay bool) reply {
+	opID := op.ID
 	var r reply
 	switch f.State {
 	case idemstore.StateDone:
-		status := StatusCompleted
+		st := status.Completed
 		if replay {
-			status = StatusAlreadyCompleted
+			st = status.AlreadyCompleted
 		}
 		result := stringNumbersRaw(f.Result) // decimals are strings in answers
 		if len(result) == 0 {
 			result = json.RawMessage("null")
 		}
-		r = opReply(status, opID).with("result", result).with("result_ref", f.ResultRef)
+		r = opReply(st, opID).with("result", result).with("result_ref", f.ResultRef)
 	case idemstore.StateFailed:
-		status := StatusFailed
+		st := status.Failed
 		if replay {
-			status = StatusAlreadyFailed
+			st = status.AlreadyFailed
 		}
-		r = opReply(status, opID).with("reason", f.Reason)
+		r = opReply(st, opID).with("reason", f.Reason)
 		if f.FailureKind != "" {
 			r = r.with("failure_kind", string(f.FailureKind))
 		}
@@ -118,7 +124,7 @@ func (s *Server) finalReply(opID string, f idemstore.Final, replay bool) reply {
 	if replay {
 		r = r.replayed()
 	}
-	return r
+	return s.withReceipt(r, op, f)
 }
 
 // MaxPendingPollAfter caps the poll_after_ms told for a pending operation.
@@ -129,7 +135,7 @@ const MaxPendingPollAfter = time.Minute
 // and a poll interval that grows with the wait (a quarter of the time waited
 // so far, from the configured poll_after up to MaxPendingPollAfter).
 func (s *Server) inFlightReply(rec idemstore.Record) reply {
-	r := opReply(StatusInProgress, rec.OperationID)
+	r := opReply(status.InProgress, rec.OperationID)
 	if rec.DownstreamState == "" {
 		return r
 	}
@@ -165,13 +171,18 @@ func (s *Server) recentOperation(rec idemstore.Record) recentView {
 
 // previewReadyReply is preview_ready: the signed fingerprint, its expiry and
 // what it binds; with recent (the amnesia guard found an identical recent
-// operation) its view and texts.
-func (s *Server) previewReadyReply(scope, fp string, p fingerprint.Payload, preview map[string]any, recent *idemstore.Record) reply {
-	r := opReply(StatusPreviewReady, p.Nonce).
+// operation) its view and texts; with offer (the action's policy asks a
+// person to approve it) the approval's reasons and link.
+func (s *Server) previewReadyReply(scope, fp string, p fingerprint.Payload, preview map[string]any, recent *idemstore.Record,
+	offer *approvalView) reply {
+	r := opReply(status.PreviewReady, p.Nonce).
 		with("fingerprint", fp).
 		with("expires_at", p.ExpiresAt().Format(time.RFC3339)).
 		with("preview", preview)
 	r.scope = scope
+	if offer != nil {
+		r = r.with("approval", *offer)
+	}
 	if recent != nil {
 		r.key = keyPreviewReadyRepeat
 		r = r.with("recent_operation", s.recentOperation(*recent))
@@ -187,29 +198,29 @@ func (s *Server) repeatUnacknowledgedReply(opID, recentID string, recent *idemst
 	if recent != nil {
 		view = s.recentOperation(*recent)
 	}
-	return opReply(StatusRepeatUnacknowledged, opID).with("recent_operation", view)
+	return opReply(status.RepeatUnacknowledged, opID).with("recent_operation", view)
 }
 
 // fingerprintExpiredReply answers a fingerprint past its expiry that no
 // confirm consumed.
 func fingerprintExpiredReply(expiresAt time.Time) reply {
-	r := newReply(StatusFingerprintExpired)
+	r := newReply(status.FingerprintExpired)
 	r.text.ExpiresAt = expiresAt.Format(time.RFC3339)
 	return r
 }
 
 // unknownActionReply answers a scope the catalog does not hold.
-func unknownActionReply(scope string) reply { return scopedReply(StatusUnknownAction, scope) }
+func unknownActionReply(scope string) reply { return scopedReply(status.UnknownAction, scope) }
 
 // invalidParams builds invalid_params with one entry per problem.
 func invalidParams(scope string, problems []params.FieldProblem) reply {
-	return scopedReply(StatusInvalidParams, scope).with("errors", problems)
+	return scopedReply(status.InvalidParams, scope).with("errors", problems)
 }
 
 // malformed is a malformed_request reply with the detail key; text fills the
 // detail's placeholders.
 func malformed(detail string, text messages.Data) reply {
-	r := newReply(StatusMalformedRequest)
+	r := newReply(status.MalformedRequest)
 	r.detail = detail
 	r.text = text
 	return r
@@ -223,7 +234,7 @@ func memberMissingReply(member, expected string) reply {
 
 // internalErrorReply answers a bug or an unexpected failure, err logged.
 func internalErrorReply(opID string, err error) reply {
-	r := opReply(StatusInternalError, opID)
+	r := opReply(status.InternalError, opID)
 	r.err = err
 	return r
 }
@@ -232,7 +243,7 @@ func internalErrorReply(opID string, err error) reply {
 // the detail fragment detail: the workflow engine or the request's time ran
 // out.
 func unavailableReply(opID, detail string) reply {
-	r := opReply(StatusTemporarilyUnavailable, opID)
+	r := opReply(status.TemporarilyUnavailable, opID)
 	r.detail = detail
 	return r
 }
@@ -240,11 +251,11 @@ func unavailableReply(opID, detail string) reply {
 // storeErrorReply answers a store failure: temporarily_unavailable when the
 // store is unreachable, internal_error otherwise.
 func (s *Server) storeErrorReply(scope, opID string, err error) reply {
-	status := StatusInternalError
+	st := status.InternalError
 	if errors.Is(err, idemstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		status = StatusTemporarilyUnavailable
+		st = status.TemporarilyUnavailable
 	}
-	r := opReply(status, opID)
+	r := opReply(st, opID)
 	r.scope = scope
 	r.err = err
 	return r
@@ -258,13 +269,13 @@ const keyQuoteUnavailable = "quote_unavailable"
 func quoteFailure(scope string, err error) reply {
 	var qe *downstream.QuoteError
 	if errors.As(err, &qe) && qe.Refused {
-		r := scopedReply(StatusDownstreamRefused, scope).with("reason", qe.Reason)
+		r := scopedReply(status.DownstreamRefused, scope).with("reason", qe.Reason)
 		if problems := fieldProblems(qe.Fields); len(problems) > 0 {
 			r = r.with("errors", problems)
 		}
 		return r
 	}
-	r := scopedReply(StatusTemporarilyUnavailable, scope)
+	r := scopedReply(status.TemporarilyUnavailable, scope)
 	r.key = keyQuoteUnavailable
 	r.detail = quoteDetails[downstream.QuoteUnreachable]
 	if qe != nil {
@@ -296,18 +307,18 @@ type decisionView struct {
 
 // alreadyResolvedReply refuses a second decision, naming the first.
 func alreadyResolvedReply(opID string, d decisionView) reply {
-	return opReply(StatusAlreadyResolved, opID).with("decision", d)
+	return opReply(status.AlreadyResolved, opID).with("decision", d)
 }
 
 // notAwaitingReply refuses a decision for an operation in state.
 func notAwaitingReply(opID string, state idemstore.State) reply {
-	return opReply(StatusNotAwaitingReview, opID).with("state", state)
+	return opReply(status.NotAwaitingReview, opID).with("state", state)
 }
 
 // invalidResolutionReply refuses a malformed decision: with the problems
 // found here, or with the workflow's own detail.
 func invalidResolutionReply(opID string, problems []params.FieldProblem, detail string) reply {
-	r := opReply(StatusInvalidResolution, opID)
+	r := opReply(status.InvalidResolution, opID)
 	if len(problems) > 0 {
 		r = r.with("errors", problems)
 	}
@@ -318,17 +329,17 @@ func invalidResolutionReply(opID string, problems []params.FieldProblem, detail 
 // resolutionSentReply answers a decision the workflow accepted but has not
 // recorded yet.
 func resolutionSentReply(opID string, outcome workflows.ResolutionOutcome) reply {
-	return opReply(StatusResolutionSent, opID).with("outcome", outcome)
+	return opReply(status.ResolutionSent, opID).with("outcome", outcome)
 }
 
-// resolvedReply answers the first decision: the final state, the decision,
-// and the outcome's own fields (result and result_ref, or reason and
-// failure_kind).
-func (s *Server) resolvedReply(opID string, res idemstore.Final, d decisionView) reply {
+// resolvedReply answers the first decision about the operation op: the
+// final state, the decision, and the outcome's own fields (result and
+// result_ref, or reason and failure_kind, and its receipt).
+func (s *Server) resolvedReply(op operationRef, res idemstore.Final, d decisionView) reply {
 	final := res
 	final.ResolvedBy = "" // the decision names the operator
-	r := opReply(StatusResolved, opID).with("state", res.State).with("decision", d)
-	for k, v := range s.finalReply(opID, final, false).fields {
+	r := opReply(status.Resolved, op.ID).with("state", res.State).with("decision", d)
+	for k, v := range s.finalReply(op, final, false).fields {
 		r = r.with(k, v)
 	}
 	return r
@@ -337,7 +348,7 @@ func (s *Server) resolvedReply(opID string, res idemstore.Final, d decisionView)
 // resolveUnreachableReply answers a decision that could not reach the
 // workflow.
 func resolveUnreachableReply(opID string, err error) reply {
-	r := opReply(StatusTemporarilyUnavailable, opID)
+	r := opReply(status.TemporarilyUnavailable, opID)
 	r.err = err
 	r.text.Detail = "the workflow engine could not be reached"
 	return r
@@ -349,7 +360,7 @@ func operationsListedReply(recs []idemstore.Record, state idemstore.State) reply
 	if recs == nil {
 		recs = []idemstore.Record{}
 	}
-	r := newReply(StatusOperationsListed).with("operations", recs).with("count", len(recs))
+	r := newReply(status.OperationsListed).with("operations", recs).with("count", len(recs))
 	r.text.State = string(state)
 	return r
 }
@@ -358,7 +369,7 @@ func operationsListedReply(recs []idemstore.Record, state idemstore.State) reply
 // (params nil: none kept), its timeline, and why the timeline is incomplete
 // (herr).
 func operationFoundReply(rec idemstore.Record, params any, timeline []workflows.TimelineEntry, herr error) reply {
-	r := opReply(StatusOperationFound, rec.OperationID).with("operation", rec).with("timeline", timeline)
+	r := opReply(status.OperationFound, rec.OperationID).with("operation", rec).with("timeline", timeline)
 	if params != nil {
 		r = r.with("params", params)
 	}
@@ -370,13 +381,13 @@ func operationFoundReply(rec idemstore.Record, params any, timeline []workflows.
 
 // webhookRefusedReply refuses a webhook event of scope, saying why.
 func webhookRefusedReply(scope string, why error) reply {
-	return scopedReply(StatusWebhookRefused, scope).with("reason", why.Error())
+	return scopedReply(status.WebhookRefused, scope).with("reason", why.Error())
 }
 
 // webhookUndeliveredReply answers a verified webhook event of scope that
 // could not be delivered to opID's workflow (err logged).
 func webhookUndeliveredReply(scope, opID string, err error) reply {
-	r := opReply(StatusTemporarilyUnavailable, opID)
+	r := opReply(status.TemporarilyUnavailable, opID)
 	r.scope = scope
 	r.err = err
 	return r
@@ -384,7 +395,7 @@ func webhookUndeliveredReply(scope, opID string, err error) reply {
 
 // webhookAcceptedReply answers a webhook event delivered to opID's workflow.
 func webhookAcceptedReply(scope, opID string) reply {
-	r := opReply(StatusWebhookAccepted, opID)
+	r := opReply(status.WebhookAccepted, opID)
 	r.scope = scope
 	return r
 }
@@ -393,11 +404,11 @@ func webhookAcceptedReply(scope, opID string) reply {
 // unreachable; redis is ok or degraded.
 func readinessReply(truthReachable bool, redis string) reply {
 	if !truthReachable {
-		r := newReply(StatusNotReady).with("postgres", "unreachable").with("redis", redis)
+		r := newReply(status.NotReady).with("postgres", "unreachable").with("redis", redis)
 		r.detail = detailPostgresDown
 		return r
 	}
-	return newReply(StatusReady).with("postgres", "ok").with("redis", redis)
+	return newReply(status.Ready).with("postgres", "ok").with("redis", redis)
 }
 
 // bodyTexts fills the texts' data from the body fields they also show, so
@@ -415,11 +426,29 @@ var bodyTexts = map[string]func(d *messages.Data, v any) bool{
 	"expires_at": shows(func(d *messages.Data, v string) { d.ExpiresAt = v }),
 	"redis":      shows(func(d *messages.Data, v string) { d.Redis = v }),
 	"operation":  shows(func(d *messages.Data, v idemstore.Record) { d.State = string(v.State) }),
+	"subject":    shows(func(d *messages.Data, v string) { d.Subject = v }),
+	"passkey":    shows(func(d *messages.Data, v approval.Passkey) { d.Subject = v.Subject }),
+	"approval": shows(func(d *messages.Data, v approvalView) {
+		d.ApprovalURL = v.URL
+		if v.State != "" {
+			d.State = string(v.State)
+		}
+		if d.ExpiresAt == "" {
+			d.ExpiresAt = v.ExpiresAt
+		}
+	}),
 	"recent_operation": shows(func(d *messages.Data, v recentView) {
 		d.RecentOperationID, _ = v["operation_id"].(string)
 		d.State, _ = v["state"].(string)
 		d.ResultRef, _ = v["result_ref"].(string)
 		d.Reason, _ = v["reason"].(string)
+	}),
+	"limit": shows(func(d *messages.Data, v limitView) {
+		d.LimitName, d.LimitWindow, d.LimitCurrency = v.Name, v.Window, v.Currency
+		d.LimitMax, d.LimitUsed, d.LimitLeft = v.Max, v.Used, v.Left
+		if v.ResetsAt != nil {
+			d.LimitResetsAt = *v.ResetsAt
+		}
 	}),
 	"decision": shows(func(d *messages.Data, v decisionView) {
 		d.DecidedBy, d.DecidedOutcome = v.Operator, string(v.Outcome)

@@ -16,6 +16,8 @@ import (
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/internal/params"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // PollWith is the status tool's name.
@@ -24,7 +26,7 @@ const PollWith = "get_operation_status"
 // reply is one answer before rendering.
 type reply struct {
 	// status is a key of Statuses.
-	status Status
+	status status.Status
 	// key is the message key when it differs from status.
 	key string
 	// opID is the operation_id, once one exists.
@@ -43,6 +45,9 @@ type reply struct {
 	header http.Header
 	// pollAfter overrides the configured poll_after_ms when positive.
 	pollAfter time.Duration
+	// retryAfter overrides the configured retry_after_ms when positive
+	// (rate_limited: the limiter's own wait).
+	retryAfter time.Duration
 	// err is an internal error, logged with the trace id.
 	err error
 }
@@ -63,11 +68,11 @@ func seconds(ms int64) string {
 
 // render writes r as JSON.
 func (s *Server) render(c echo.Context, r reply) error {
-	info, ok := Statuses[r.status]
+	info, ok := status.Lookup(r.status)
 	if !ok {
 		s.log.ErrorContext(c.Request().Context(), "unknown status", "status", r.status)
-		r = reply{status: StatusInternalError, opID: r.opID}
-		info = Statuses[StatusInternalError]
+		r = reply{status: status.InternalError, opID: r.opID}
+		info, _ = status.Lookup(status.InternalError)
 	}
 	traceID := traceIDOf(c)
 	if r.err != nil {
@@ -89,6 +94,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 	}
 	d.PollAfterSeconds = seconds(d.PollAfterMS)
 	d.RetryAfterMS = s.cfg.RetryAfter.Milliseconds()
+	if r.retryAfter > 0 {
+		d.RetryAfterMS = r.retryAfter.Milliseconds()
+	}
 	d.RetryAfterSeconds = seconds(d.RetryAfterMS)
 	d.RetryLimit = RetryLimit
 	if d.Method == "" {
@@ -113,6 +121,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 			s.log.ErrorContext(c.Request().Context(), "render detail", "trace_id", traceID, "err", err)
 		}
 	}
+	if v, ok := r.fields["approval"].(approvalView); ok && r.detail == "" {
+		d.Detail = s.reasonsText(lang, v.Reasons)
+	}
 	if errs, ok := r.fields["errors"].([]params.FieldProblem); ok && lang != messages.English {
 		r.fields["errors"] = s.translateProblems(lang, errs)
 	}
@@ -130,6 +141,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 	}
 	body := orderedBody(string(r.status), meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
 	h := c.Response().Header()
+	if info.Wait() {
+		h.Set(HeaderRetryAfter, retryAfterHeader(r.fields))
+	}
 	for k, vs := range r.header {
 		for _, v := range vs {
 			h.Add(k, v)
@@ -143,6 +157,19 @@ func (s *Server) render(c echo.Context, r reply) error {
 	s.metrics.responses.WithLabelValues(string(r.status)).Inc()
 	c.Set(ctxStatus, r.status)
 	return c.JSONBlob(info.Code, body)
+}
+
+// HeaderRetryAfter tells generic HTTP clients when to come back.
+const HeaderRetryAfter = "Retry-After"
+
+// retryAfterHeader is the Retry-After of an answer's fields: its wait
+// (retry_after_ms, else poll_after_ms) in whole seconds, rounded up.
+func retryAfterHeader(fields map[string]any) string {
+	ms, ok := fields["retry_after_ms"].(int64)
+	if !ok {
+		ms, _ = fields["poll_after_ms"].(int64)
+	}
+	return strconv.FormatInt((ms+999)/1000, 10)
 }
 
 // operationIDRE is the shape of an operation_id.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/workflows"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // resolveWait bounds how long a resolve waits for the workflow to record
@@ -59,7 +61,7 @@ func (s *Server) handleOpsResolve(c echo.Context) error {
 	rec, err := s.store.Get(ctx, opID)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound):
-		return s.render(c, opReply(StatusUnknownOperation, opID))
+		return s.render(c, opReply(status.UnknownOperation, opID))
 	case err != nil:
 		return s.render(c, s.storeErrorReply("", opID, fmt.Errorf("resolve %s: %w", opID, err)))
 	}
@@ -98,7 +100,8 @@ func (s *Server) handleOpsResolve(c echo.Context) error {
 		return s.render(c, s.resolveErrorReply(opID, err))
 	}
 	log.InfoContext(ctx, "operation resolved", "state", ans.Result.State)
-	return s.render(c, s.resolvedReply(opID, ans.Result, decisionOfWorkflow(ans.Decision)))
+	rec.OperationID = opID
+	return s.render(c, s.resolvedReply(refOf(rec), ans.Result, decisionOfWorkflow(ans.Decision)))
 }
 
 // resolveErrorReply maps the workflow's refusal of a decision (or a

@@ -1,4 +1,4 @@
-// Package api is the agent-facing HTTP gateway (CONTRACT §4): preview,
+// Package api is the agent-facing HTTP gateway (docs/contract.md §4): preview,
 // confirm, status, ops, health and metrics, on Echo. Every answer, including
 // Echo's own errors, is a JSON body written for an LLM: a status, what it
 // means, exactly what to do next, and whether a retry can help.
@@ -27,10 +27,15 @@ import (
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/openapi"
 	"github.com/oncegate/oncegate/api/tools"
+	"github.com/oncegate/oncegate/approval"
+	"github.com/oncegate/oncegate/approval/ceremony"
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/internal/watch"
+	"github.com/oncegate/oncegate/receipt"
 )
 
 // Deps is everything the server needs.
@@ -39,6 +44,9 @@ type Deps struct {
 	Catalog *catalog.Catalog
 	// Keyring signs and verifies fingerprints (required).
 	Keyring *fingerprint.Keyring
+	// Receipts signs the receipt of every terminal answer and publishes its
+	// public keys at /.well-known/jwks.json (required).
+	Receipts *receipt.Keyring
 	// Store is the combined idempotency store (required).
 	Store idemstore.Store
 	// Temporal starts and watches the operation workflows (required).
@@ -63,12 +71,24 @@ type Deps struct {
 	// TracerProvider makes the request spans; nil means one that records
 	// trace ids and exports nothing.
 	TracerProvider trace.TracerProvider
+	// Limits are the spend budgets and request rates; nil means none.
+	Limits *limits.Limits
+	// Rates counts the subjects' requests; nil means no rate is enforced.
+	Rates RateLimiter
+	// Budgets reads the budgets' windows (the preview's warning, the ops
+	// view); nil means no warning and no ops view.
+	Budgets BudgetOps
+	// Approvals keeps approvals, passkeys and enrolment invites (the
+	// PostgreSQL truth). Required when an action's policy can ask for
+	// approval; nil turns the approval and passkey routes off.
+	Approvals approval.Store
 }
 
 // Server is the gateway's HTTP server.
 type Server struct {
 	cat      *catalog.Catalog
 	keys     *fingerprint.Keyring
+	receipts *receipt.Keyring
 	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
@@ -82,6 +102,13 @@ type Server struct {
 	tracer   trace.TracerProvider
 	instance string
 	echo     *echo.Echo
+	limits   *limits.Limits
+	rates    RateLimiter
+	budgets  BudgetOps
+	watchers *watch.Group[watched]
+	// approvals and ceremony serve approvals (nil: off).
+	approvals approval.Store
+	ceremony  *ceremony.Ceremony
 }
 
 // New validates deps and builds the server with its routes.
@@ -91,6 +118,8 @@ func New(deps Deps) (*Server, error) {
 		return nil, errors.New("api: Catalog is required")
 	case deps.Keyring == nil:
 		return nil, errors.New("api: Keyring is required")
+	case deps.Receipts == nil:
+		return nil, errors.New("api: Receipts is required")
 	case deps.Store == nil:
 		return nil, errors.New("api: Store is required")
 	case deps.Temporal == nil:
@@ -102,11 +131,23 @@ func New(deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
+	if err := checkApprovals(deps); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
 	s := &Server{
-		cat: deps.Catalog, keys: deps.Keyring, store: deps.Store, temporal: deps.Temporal,
+		cat: deps.Catalog, keys: deps.Keyring, receipts: deps.Receipts, store: deps.Store, temporal: deps.Temporal,
 		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
 		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
-		tracer: deps.TracerProvider,
+		tracer: deps.TracerProvider, limits: deps.Limits, rates: deps.Rates, budgets: deps.Budgets,
+		approvals: deps.Approvals,
+	}
+	if s.limits == nil {
+		s.limits = &limits.Limits{}
+	}
+	if s.approvals != nil {
+		if s.ceremony, err = ceremony.New(ceremony.Config{RPID: s.cfg.WebAuthnRPID, Origins: s.cfg.WebAuthnOrigins}); err != nil {
+			return nil, fmt.Errorf("api: %w", err)
+		}
 	}
 	if s.tracer == nil {
 		s.tracer = sdktrace.NewTracerProvider()
@@ -141,9 +182,16 @@ func New(deps Deps) (*Server, error) {
 	if s.metrics, err = newMetrics(reg); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
+	s.watchers = watch.New[watched](s.cfg.MaxWatchers, s.metrics.watch)
 	ttls := map[string]float64{}
 	for scope, a := range s.cat.Actions {
 		ttls[scope] = a.InFlightTTL.Seconds()
+	}
+	if err := reg.Register(newBudgetCollector(s)); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, fmt.Errorf("api: register budget metrics: %w", err)
+		}
 	}
 	if err := reg.Register(newCatalogCollector(ttls)); err != nil {
 		var are prometheus.AlreadyRegisteredError
@@ -153,6 +201,28 @@ func New(deps Deps) (*Server, error) {
 	}
 	s.echo = s.routes(gath)
 	return s, nil
+}
+
+// checkApprovals refuses a catalog whose actions ask for approval without
+// an approval store, and, in a deployment, with the dev stack's relying
+// party (localhost): a deployment sets ONCEGATE_PUBLIC_URL (and the RP ID
+// and origins when they differ from it).
+func checkApprovals(deps Deps) error {
+	cfg := deps.Config.withDefaults()
+	for _, scope := range deps.Catalog.Scopes() {
+		if !deps.Catalog.Actions[scope].Approval.Asks() {
+			continue
+		}
+		switch {
+		case deps.Approvals == nil:
+			return fmt.Errorf("action %s asks for approval: Approvals is required", scope)
+		case cfg.Env != EnvDev && cfg.WebAuthnRPID == "localhost":
+			return fmt.Errorf("action %s asks for approval, and a deployment (ONCEGATE_ENV %q) must set ONCEGATE_PUBLIC_URL "+
+				"(where browsers reach the gateway; ONCEGATE_WEBAUTHN_RP_ID and ONCEGATE_WEBAUTHN_ORIGINS when they differ from it), "+
+				"not the dev stack's localhost", scope, cfg.Env)
+		}
+	}
+	return nil
 }
 
 // Handler returns the Echo instance serving every route.
@@ -197,9 +267,27 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	v1.GET("/ops/operations", s.handleOpsList, authed, operator)
 	v1.GET("/ops/operations/:id", s.handleOpsGet, authed, operator)
 	v1.POST("/ops/operations/:id/resolve", s.handleOpsResolve, authed, operator)
+	v1.GET("/ops/limits/:subject", s.handleOpsLimits, authed, operator)
+	v1.POST("/ops/limits/:subject/reset", s.handleOpsLimitsReset, authed, operator)
 	// Downstreams report business states here, authenticated by their
 	// signature (not by a bearer token).
 	v1.POST("/webhooks/:scope", s.handleWebhook)
+
+	// Approvals (docs/contract.md §7): pages a person opens and the ceremonies their
+	// passkey answers; no bearer token is taken there (noBearer refuses one:
+	// a token never approves). The operators' side is under /v1/ops.
+	if s.approvals != nil {
+		e.GET("/approve/:id", s.handleApprovePage)
+		e.POST("/approve/:id/options", s.handleApproveOptions, s.noBearer)
+		e.POST("/approve/:id/decision", s.handleApproveDecision, s.noBearer)
+		e.GET("/enrol/:token", s.handleEnrolPage)
+		e.POST("/enrol/:token/options", s.handleEnrolOptions, s.noBearer)
+		e.POST("/enrol/:token/finish", s.handleEnrolFinish, s.noBearer)
+		v1.GET("/ops/approvals", s.handleOpsApprovals, authed, operator)
+		v1.GET("/ops/passkeys", s.handleOpsPasskeys, authed, operator)
+		v1.POST("/ops/passkeys/invites", s.handleOpsInvite, authed, operator)
+		v1.POST("/ops/passkeys/:id/revoke", s.handleOpsRevoke, authed, operator)
+	}
 
 	// The agent surface: tool definitions, the same tools over MCP (each tool
 	// call goes through this very handler, so there is one implementation of
@@ -213,6 +301,8 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 		},
 	})))
 	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()))
+	// The receipts' public keys, for verifying a receipt offline.
+	e.GET(receipt.JWKSPath, s.handleJWKS)
 	return e
 }
 

@@ -27,8 +27,12 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/operation"
+	"github.com/oncegate/oncegate/receipt"
 	"github.com/oncegate/oncegate/workflows"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // clock is an injectable clock.
@@ -49,6 +53,8 @@ type bundle struct {
 	reg     *prometheus.Registry
 	clock   *clock
 	release chan struct{}
+	// receipts is the gateway's receipt keyring.
+	receipts *receipt.Keyring
 }
 
 func testCatalog() *catalog.Catalog {
@@ -62,7 +68,7 @@ func testCatalog() *catalog.Catalog {
 		return &catalog.Action{
 			Scope: scope, Bind: bind, Free: free, FingerprintTTL: 15 * time.Minute, InFlightTTL: 10 * time.Minute,
 			TerminalTTL: 720 * time.Hour, DuplicateIntentWindow: 24 * time.Hour, SummaryField: "amount",
-			Downstream: catalog.Downstream{Execute: "http://downstream/v1/transfers", Quote: quote, Timeout: 5 * time.Second, Attempts: 1, ResultRef: "id"},
+			Downstream: catalog.Downstream{Endpoint: plan.Endpoint{Execute: "http://downstream/v1/transfers"}, Quote: quote, Timeout: 5 * time.Second, Attempts: 1, ResultRef: "id"},
 		}
 	}
 	return &catalog.Catalog{Actions: map[string]*catalog.Action{
@@ -80,10 +86,12 @@ func setup(t *testing.T) *bundle {
 	b.tmp = &fakeTemporal{runs: map[string]*fakeRun{}, exec: b.exec}
 	keys, err := fingerprint.ParseKeyring("k1:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	require.NoError(t, err)
+	b.receipts, err = receipt.ParseKeyring("r1:" + base64.StdEncoding.EncodeToString([]byte("receipt-seed-of-32-bytes-for-api")))
+	require.NoError(t, err)
 	tokens, err := auth.LoadTokens("../deployments/tokens.dev.yaml")
 	require.NoError(t, err)
 	b.srv, err = New(Deps{
-		Catalog: testCatalog(), Keyring: keys, Store: b.store, Temporal: b.tmp, Authenticator: tokens,
+		Catalog: testCatalog(), Keyring: keys, Receipts: b.receipts, Store: b.store, Temporal: b.tmp, Authenticator: tokens,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: b.reg, Gatherer: b.reg,
 		Now: b.clock.Now, HTTPClient: &http.Client{Transport: b.quote}, AlertHook: b.alert,
 		Config: Config{ConfirmWait: 100 * time.Millisecond, PollAfter: 2 * time.Second},
@@ -126,6 +134,7 @@ func (b *bundle) exec(_ context.Context, in operation.Input, signals <-chan work
 	default:
 		res = done(in.OperationID)
 	}
+	res.CompletedAt = b.clock.Now() // as the workflow decides it
 	b.store.finalize(in.OperationID, res)
 	return res
 }
@@ -169,15 +178,15 @@ func (b *bundle) do(t *testing.T, method, path, token, body string, hdr ...strin
 	return r
 }
 
-func (r resp) status() Status      { s, _ := r.body["status"].(string); return Status(s) }
-func (r resp) str(k string) string { s, _ := r.body[k].(string); return s }
+func (r resp) status() status.Status { s, _ := r.body["status"].(string); return status.Status(s) }
+func (r resp) str(k string) string   { s, _ := r.body[k].(string); return s }
 
 const transferParams = `{"amount":"12.50","currency":" usd ","payee_id":"p-1","memo":"rent"}`
 
 func (b *bundle) preview(t *testing.T, token, scope, params string) resp {
 	t.Helper()
 	r := b.do(t, "POST", "/v1/actions/"+scope+"/preview", token, `{"params":`+params+`}`)
-	require.Equal(t, StatusPreviewReady, r.status(), r.raw)
+	require.Equal(t, status.PreviewReady, r.status(), r.raw)
 	return r
 }
 
@@ -228,7 +237,7 @@ func TestPreviewRefusals(t *testing.T) {
 	b := setup(t)
 	r := b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":{"currency":"USD","payee_id":"p","extra":1}}`)
 	assert.Equal(t, 400, r.code)
-	assert.Equal(t, StatusInvalidParams, r.status())
+	assert.Equal(t, status.InvalidParams, r.status())
 	assert.Equal(t, false, r.body["retryable"], "the same params fail again")
 	errs := r.body["errors"].([]any)
 	require.Len(t, errs, 2, r.raw)
@@ -239,7 +248,7 @@ func TestPreviewRefusals(t *testing.T) {
 
 	// In Chinese, the problems too.
 	zh := b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":{"amount":"-5","currency":"XXX","payee_id":"p\u200b3"}}`, "Accept-Language", "zh")
-	require.Equal(t, StatusInvalidParams, zh.status(), zh.raw)
+	require.Equal(t, status.InvalidParams, zh.status(), zh.raw)
 	zerrs := zh.body["errors"].([]any)
 	require.Len(t, zerrs, 3, zh.raw)
 	for i, want := range []struct{ field, rule, text string }{
@@ -257,11 +266,11 @@ func TestPreviewRefusals(t *testing.T) {
 
 	r = b.do(t, "POST", "/v1/actions/payments.nope/preview", "dev-alice", `{"params":{}}`)
 	assert.Equal(t, 404, r.code)
-	assert.Equal(t, StatusUnknownAction, r.status())
+	assert.Equal(t, status.UnknownAction, r.status())
 
 	r = b.do(t, "POST", "/v1/actions/payments.transfer/preview", "", `{"params":{}}`)
 	assert.Equal(t, 401, r.code)
-	assert.Equal(t, StatusUnauthenticated, r.status())
+	assert.Equal(t, status.Unauthenticated, r.status())
 	assert.Equal(t, false, r.body["retryable"])
 	assert.Contains(t, r.header.Get("WWW-Authenticate"), "Bearer")
 	r = b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-mallory", `{"params":{}}`)
@@ -272,7 +281,7 @@ func TestPreviewRefusals(t *testing.T) {
 	b.quote.mu.Unlock()
 	r = b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":`+transferParams+`}`)
 	assert.Equal(t, 503, r.code)
-	assert.Equal(t, StatusTemporarilyUnavailable, r.status())
+	assert.Equal(t, status.TemporarilyUnavailable, r.status())
 	assert.EqualValues(t, 1000, r.body["retry_after_ms"])
 	assert.Equal(t, true, r.body["retryable"])
 	assert.Contains(t, r.str("meaning"), "the quote endpoint cannot be reached")
@@ -286,7 +295,7 @@ func TestPreviewQuoteAnswers(t *testing.T) {
 		name       string
 		status     int
 		body       string
-		want       Status
+		want       status.Status
 		code       int
 		reason     string
 		fields     []string
@@ -296,20 +305,20 @@ func TestPreviewQuoteAnswers(t *testing.T) {
 		retryAfter bool
 	}{
 		{"simulator refusal", 400, `{"error":"invalid_request","message":"amount must be a positive decimal number"}`,
-			StatusDownstreamRefused, 422, "invalid_request: amount must be a positive decimal number", nil, "amount must be a positive decimal number", "下游", false, false},
+			status.DownstreamRefused, 422, "invalid_request: amount must be a positive decimal number", nil, "amount must be a positive decimal number", "下游", false, false},
 		{"stripe refusal names a field", 402, `{"error":{"type":"card_error","code":"amount_too_large","message":"Amount too large","param":"amount"}}`,
-			StatusDownstreamRefused, 422, "amount_too_large: Amount too large", []string{"amount"}, "Amount too large", "下游", false, false},
+			status.DownstreamRefused, 422, "amount_too_large: Amount too large", []string{"amount"}, "Amount too large", "下游", false, false},
 		{"errors list", 422, `{"message":"validation failed","errors":[{"field":"payee_id","message":"unknown payee"},{"field":"currency","problem":"not supported"}]}`,
-			StatusDownstreamRefused, 422, "validation failed", []string{"payee_id", "currency"}, "validation failed", "下游", false, false},
+			status.DownstreamRefused, 422, "validation failed", []string{"payee_id", "currency"}, "validation failed", "下游", false, false},
 		{"problem details", 409, `{"title":"Conflict","detail":"payee blocked","invalid-params":[{"name":"payee_id","reason":"blocked"}]}`,
-			StatusDownstreamRefused, 422, "Conflict: payee blocked", []string{"payee_id"}, "payee blocked", "下游", false, false},
-		{"plain text refusal", 404, "no such payee", StatusDownstreamRefused, 422, "no such payee", nil, "no such payee", "下游", false, false},
-		{"empty refusal", 403, "", StatusDownstreamRefused, 422, "HTTP 403 Forbidden", nil, "HTTP 403 Forbidden", "下游", false, false},
-		{"5xx", 503, `{"error":"unavailable"}`, StatusTemporarilyUnavailable, 503, "", nil, "answered HTTP 503", "HTTP 503", true, true},
-		{"500", 500, ``, StatusTemporarilyUnavailable, 503, "", nil, "answered HTTP 500", "HTTP 500", true, true},
-		{"429", 429, `{"error":"rate_limited"}`, StatusTemporarilyUnavailable, 503, "", nil, "answered HTTP 429", "HTTP 429", true, true},
-		{"408", 408, ``, StatusTemporarilyUnavailable, 503, "", nil, "answered HTTP 408", "HTTP 408", true, true},
-		{"garbage 200", 200, `not json`, StatusTemporarilyUnavailable, 503, "", nil, "could not be read", "无法读取", true, true},
+			status.DownstreamRefused, 422, "Conflict: payee blocked", []string{"payee_id"}, "payee blocked", "下游", false, false},
+		{"plain text refusal", 404, "no such payee", status.DownstreamRefused, 422, "no such payee", nil, "no such payee", "下游", false, false},
+		{"empty refusal", 403, "", status.DownstreamRefused, 422, "HTTP 403 Forbidden", nil, "HTTP 403 Forbidden", "下游", false, false},
+		{"5xx", 503, `{"error":"unavailable"}`, status.TemporarilyUnavailable, 503, "", nil, "answered HTTP 503", "HTTP 503", true, true},
+		{"500", 500, ``, status.TemporarilyUnavailable, 503, "", nil, "answered HTTP 500", "HTTP 500", true, true},
+		{"429", 429, `{"error":"rate_limited"}`, status.TemporarilyUnavailable, 503, "", nil, "answered HTTP 429", "HTTP 429", true, true},
+		{"408", 408, ``, status.TemporarilyUnavailable, 503, "", nil, "answered HTTP 408", "HTTP 408", true, true},
+		{"garbage 200", 200, `not json`, status.TemporarilyUnavailable, 503, "", nil, "could not be read", "无法读取", true, true},
 	}
 	for _, tc := range cases {
 		b.quote.set(tc.status, tc.body)
@@ -326,7 +335,7 @@ func TestPreviewQuoteAnswers(t *testing.T) {
 				continue
 			}
 			assert.Contains(t, r.str("meaning"), tc.inMeaning, tc.name)
-			if tc.want == StatusDownstreamRefused {
+			if tc.want == status.DownstreamRefused {
 				assert.Equal(t, tc.reason, r.str("reason"), tc.name)
 				assert.Contains(t, r.str("instruction"), "Do not send the same params again", tc.name)
 				var fields []string
@@ -358,7 +367,7 @@ func TestConfirmWithoutParams(t *testing.T) {
 	} {
 		r := b.do(t, "POST", tc.path, "dev-alice", tc.body, "Accept-Language", tc.zh)
 		assert.Equal(t, 400, r.code, tc.body)
-		assert.Equal(t, StatusMalformedRequest, r.status(), tc.body)
+		assert.Equal(t, status.MalformedRequest, r.status(), tc.body)
 		assert.Equal(t, false, r.body["retryable"])
 		assert.NotContains(t, r.str("meaning"), "unexpected end", tc.body)
 		assert.Contains(t, r.str("meaning"), `"`+tc.member+`"`, tc.body)
@@ -384,7 +393,7 @@ func TestMalformedDetailsInChinese(t *testing.T) {
 		`{"fingerprint":5,"params":{}}`: `成员 "fingerprint" 必须是 JSON string`,
 	} {
 		r := b.do(t, "POST", "/v1/actions/payments.transfer/confirm", "dev-alice", body, "Accept-Language", "zh")
-		assert.Equal(t, StatusMalformedRequest, r.status(), body)
+		assert.Equal(t, status.MalformedRequest, r.status(), body)
 		assert.Contains(t, r.str("meaning"), want, body)
 	}
 }
@@ -396,7 +405,7 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
 
 	r := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
-	require.Equal(t, StatusCompleted, r.status(), r.raw)
+	require.Equal(t, status.Completed, r.status(), r.raw)
 	assert.Equal(t, 200, r.code)
 	assert.Equal(t, opID, r.str("operation_id"))
 	ref := "tr_" + opID[:8]
@@ -425,7 +434,7 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 		r = b.do(t, "POST", "/v1/actions/payments.transfer/confirm", "dev-alice",
 			`{"fingerprint":"`+fp+`","params":`+transferParams+`}`, "Accept-Language", lang)
 		assert.Equal(t, 200, r.code)
-		assert.Equal(t, StatusAlreadyCompleted, r.status())
+		assert.Equal(t, status.AlreadyCompleted, r.status())
 		assert.Equal(t, "true", r.header.Get(HeaderReplayed))
 		assert.Equal(t, ref, r.str("result_ref"))
 		assert.Equal(t, ref, r.body["result"].(map[string]any)["id"])
@@ -435,14 +444,14 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 
 	// The status tool.
 	r = b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
-	assert.Equal(t, StatusCompleted, r.status())
+	assert.Equal(t, status.Completed, r.status())
 	assert.Equal(t, ref, r.str("result_ref"))
 	// Another subject's operation does not exist for them.
 	r = b.do(t, "GET", "/v1/operations/"+opID, "dev-bob", "")
 	assert.Equal(t, 404, r.code)
-	assert.Equal(t, StatusUnknownOperation, r.status())
+	assert.Equal(t, status.UnknownOperation, r.status())
 	r = b.do(t, "GET", "/v1/operations/0123456789abcdef0123456789abcdef", "dev-alice", "")
-	assert.Equal(t, StatusUnknownOperation, r.status())
+	assert.Equal(t, status.UnknownOperation, r.status())
 	assert.Equal(t, "0123456789abcdef0123456789abcdef", r.str("operation_id"))
 	// A path id that is not an operation_id is named in the text, never
 	// answered as operation_id (its documented shape), and not looked up.
@@ -450,7 +459,7 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 	for _, id := range []string{"not-an-id", "0123456789ABCDEF0123456789ABCDEF", "0123"} {
 		r = b.do(t, "GET", "/v1/operations/"+id, "dev-alice", "")
 		assert.Equal(t, 404, r.code, id)
-		assert.Equal(t, StatusUnknownOperation, r.status(), id)
+		assert.Equal(t, status.UnknownOperation, r.status(), id)
 		assert.NotContains(t, r.body, "operation_id", id)
 		assert.Contains(t, r.str("meaning"), id)
 		v, err := openapi.NewValidator()
@@ -463,7 +472,7 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 	// After exp, the consumed fingerprint still replays.
 	b.clock.Add(time.Hour)
 	r = b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
-	assert.Equal(t, StatusAlreadyCompleted, r.status())
+	assert.Equal(t, status.AlreadyCompleted, r.status())
 	assert.Equal(t, "true", r.header.Get(HeaderReplayed))
 }
 
@@ -474,12 +483,12 @@ func TestConfirmFailedThenReplayed(t *testing.T) {
 	fp := b.preview(t, "dev-alice", "payments.legacy_transfer", params).str("fingerprint")
 	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
 	assert.Equal(t, 200, r.code)
-	require.Equal(t, StatusFailed, r.status(), r.raw)
+	require.Equal(t, status.Failed, r.status(), r.raw)
 	assert.Equal(t, "insufficient_funds", r.str("reason"))
 	assert.Contains(t, r.str("instruction"), "payments_legacy_transfer_preview")
 
 	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
-	assert.Equal(t, StatusAlreadyFailed, r.status())
+	assert.Equal(t, status.AlreadyFailed, r.status())
 	assert.Equal(t, "true", r.header.Get(HeaderReplayed))
 	assert.Equal(t, "insufficient_funds", r.str("reason"))
 }
@@ -494,7 +503,7 @@ func TestConfirmInProgress(t *testing.T) {
 		r := b.do(t, "POST", "/v1/actions/payments.transfer/confirm", "dev-alice",
 			`{"fingerprint":"`+fp+`","params":`+params+`}`, "Accept-Language", lang)
 		assert.Equal(t, 202, r.code)
-		require.Equal(t, StatusInProgress, r.status(), r.raw)
+		require.Equal(t, status.InProgress, r.status(), r.raw)
 		assert.Equal(t, "get_operation_status", r.str("poll_with"))
 		assert.EqualValues(t, 2000, r.body["poll_after_ms"])
 		assert.Equal(t, false, r.body["retryable"])
@@ -506,16 +515,16 @@ func TestConfirmInProgress(t *testing.T) {
 	}
 	assert.Equal(t, 1, b.tmp.started())
 	r := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
-	assert.Equal(t, StatusInProgress, r.status())
+	assert.Equal(t, status.InProgress, r.status())
 	assert.Equal(t, 202, r.code)
 
 	close(b.release)
 	require.Eventually(t, func() bool {
-		return b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").status() == StatusCompleted
+		return b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").status() == status.Completed
 	}, 2*time.Second, 10*time.Millisecond)
 	// The retry attached to the earlier call's operation: a replay.
 	r = b.confirm(t, "dev-alice", "payments.transfer", fp, params)
-	assert.Equal(t, StatusAlreadyCompleted, r.status())
+	assert.Equal(t, status.AlreadyCompleted, r.status())
 }
 
 func TestNeedsManualReviewAndResolve(t *testing.T) {
@@ -526,20 +535,20 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
 	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
 	assert.Equal(t, 202, r.code)
-	require.Equal(t, StatusNeedsManualReview, r.status(), r.raw)
+	require.Equal(t, status.NeedsManualReview, r.status(), r.raw)
 	assert.Equal(t, "get_operation_status", r.str("poll_with"))
 	assert.True(t, strings.HasPrefix(r.str("instruction"), "Stop. Do not retry"), r.str("instruction"))
 
 	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
-	assert.Equal(t, StatusNeedsManualReview, r.status())
+	assert.Equal(t, status.NeedsManualReview, r.status())
 	r = b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "", "Accept-Language", "zh")
-	assert.Equal(t, StatusNeedsManualReview, r.status())
+	assert.Equal(t, status.NeedsManualReview, r.status())
 	assert.Contains(t, r.str("instruction"), "停止")
 
 	// Ops need the operator role.
 	r = b.do(t, "GET", "/v1/ops/operations?state=needs_manual_review", "dev-alice", "")
 	assert.Equal(t, 403, r.code)
-	assert.Equal(t, StatusForbidden, r.status())
+	assert.Equal(t, status.Forbidden, r.status())
 
 	r = b.do(t, "GET", "/v1/ops/operations?state=needs_manual_review", "dev-ops", "")
 	assert.Equal(t, 200, r.code)
@@ -550,23 +559,27 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 	assert.Equal(t, 400, r.code)
 
 	r = b.do(t, "GET", "/v1/ops/operations/"+opID, "dev-ops", "")
-	assert.Equal(t, StatusOperationFound, r.status())
+	assert.Equal(t, status.OperationFound, r.status())
 	assert.Equal(t, "NEEDS_REVIEW", r.body["operation"].(map[string]any)["state"])
 
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"completed"}`)
 	assert.Equal(t, 400, r.code)
-	assert.Equal(t, StatusInvalidResolution, r.status())
+	assert.Equal(t, status.InvalidResolution, r.status())
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed","evidence_url":"ftp://x"}`)
 	assert.Equal(t, 400, r.code)
 	assert.Contains(t, r.raw, "evidence_url")
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed","note":"checked bank statement"}`)
 	assert.Equal(t, 200, r.code)
-	require.Equal(t, StatusResolved, r.status(), r.raw)
+	require.Equal(t, status.Resolved, r.status(), r.raw)
 	assert.Equal(t, "FAILED", r.str("state"), "the answer is the final state")
 	assert.Equal(t, "ops", r.body["decision"].(map[string]any)["operator"])
+	resolved := r.str(fieldReceipt)
+	require.NotEmpty(t, resolved, "the outcome's receipt: %s", r.raw)
 	require.Eventually(t, func() bool {
-		return b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").status() == StatusFailed
+		return b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").status() == status.Failed
 	}, 2*time.Second, 10*time.Millisecond)
+	assert.Equal(t, resolved, b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").str(fieldReceipt),
+		"the agent's status names the receipt the operator was answered")
 	require.Len(t, b.tmp.signals, 1)
 	assert.Equal(t, "ops", b.tmp.signals[0].Operator)
 	assert.Equal(t, "checked bank statement", b.tmp.signals[0].Note)
@@ -574,7 +587,7 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 	// A second decision is refused, naming the first.
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"completed","result":{"id":"x"}}`)
 	assert.Equal(t, 409, r.code)
-	assert.Equal(t, StatusAlreadyResolved, r.status())
+	assert.Equal(t, status.AlreadyResolved, r.status())
 	assert.Equal(t, "ops", r.body["decision"].(map[string]any)["operator"])
 	assert.Contains(t, r.str("meaning"), "by ops as failed")
 }
@@ -587,14 +600,14 @@ func TestSecurityEvents(t *testing.T) {
 
 	cases := []struct {
 		name, token, scope, fp, params string
-		status                         Status
+		status                         status.Status
 		kind                           string
 		code                           int
 	}{
-		{"param mismatch", "dev-alice", "payments.transfer", fp, `{"amount":"9999","currency":"USD","payee_id":"p-1"}`, StatusParamMismatch, EventParamMismatch, 422},
-		{"subject mismatch", "dev-bob", "payments.transfer", fp, transferParams, StatusSubjectMismatch, EventSubjectMismatch, 403},
-		{"forged", "dev-alice", "payments.transfer", fp[:len(fp)-2] + "AA", transferParams, StatusFingerprintInvalid, EventInvalidFingerprint, 400},
-		{"scope mismatch", "dev-alice", "payments.legacy_transfer", fp, transferParams, StatusScopeMismatch, EventScopeMismatch, 403},
+		{"param mismatch", "dev-alice", "payments.transfer", fp, `{"amount":"9999","currency":"USD","payee_id":"p-1"}`, status.ParamMismatch, EventParamMismatch, 422},
+		{"subject mismatch", "dev-bob", "payments.transfer", fp, transferParams, status.SubjectMismatch, EventSubjectMismatch, 403},
+		{"forged", "dev-alice", "payments.transfer", fp[:len(fp)-2] + "AA", transferParams, status.FingerprintInvalid, EventInvalidFingerprint, 400},
+		{"scope mismatch", "dev-alice", "payments.legacy_transfer", fp, transferParams, status.ScopeMismatch, EventScopeMismatch, 403},
 	}
 	for _, tc := range cases {
 		r := b.confirm(t, tc.token, tc.scope, tc.fp, tc.params)
@@ -613,7 +626,7 @@ func TestSecurityEvents(t *testing.T) {
 	assert.Zero(t, b.tmp.started(), "nothing runs on a security event")
 	// The same fingerprint still works for its owner with its params.
 	r := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
-	assert.Equal(t, StatusCompleted, r.status())
+	assert.Equal(t, status.Completed, r.status())
 }
 
 func TestFingerprintExpired(t *testing.T) {
@@ -623,7 +636,7 @@ func TestFingerprintExpired(t *testing.T) {
 	b.clock.Add(10 * time.Minute) // exactly exp: refused
 	r := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), transferParams)
 	assert.Equal(t, 410, r.code)
-	assert.Equal(t, StatusFingerprintExpired, r.status())
+	assert.Equal(t, status.FingerprintExpired, r.status())
 	assert.Contains(t, r.str("instruction"), "payments_transfer_preview")
 	assert.Zero(t, b.tmp.started())
 }
@@ -632,7 +645,7 @@ func TestAmnesiaGuard(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	first := b.preview(t, "dev-alice", "payments.transfer", transferParams)
-	require.Equal(t, StatusCompleted, b.confirm(t, "dev-alice", "payments.transfer", first.str("fingerprint"), transferParams).status())
+	require.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.transfer", first.str("fingerprint"), transferParams).status())
 	firstID := first.str("operation_id")
 
 	// Same intent, written differently: still the same param_hash.
@@ -650,12 +663,12 @@ func TestAmnesiaGuard(t *testing.T) {
 
 	r := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), same)
 	assert.Equal(t, 409, r.code)
-	assert.Equal(t, StatusRepeatUnacknowledged, r.status())
+	assert.Equal(t, status.RepeatUnacknowledged, r.status())
 	assert.Equal(t, firstID, r.body["recent_operation"].(map[string]any)["operation_id"])
 	assert.Equal(t, 1, b.tmp.started())
 
 	r = b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), same, firstID)
-	assert.Equal(t, StatusCompleted, r.status())
+	assert.Equal(t, status.Completed, r.status())
 	assert.Equal(t, 2, b.tmp.started())
 
 	// Another subject is not warned about alice's operation.
@@ -672,14 +685,14 @@ func TestTemporarilyUnavailable(t *testing.T) {
 	b.store.mu.Unlock()
 	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
 	assert.Equal(t, 503, r.code)
-	assert.Equal(t, StatusTemporarilyUnavailable, r.status())
+	assert.Equal(t, status.TemporarilyUnavailable, r.status())
 	assert.Equal(t, true, r.body["retryable"])
 	assert.EqualValues(t, 1000, r.body["retry_after_ms"])
 	b.store.mu.Lock()
 	b.store.unavailable = false
 	b.store.mu.Unlock()
 	// Nothing was consumed: the same fingerprint works.
-	assert.Equal(t, StatusCompleted, b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams).status())
+	assert.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams).status())
 }
 
 func TestOrphanTakeover(t *testing.T) {
@@ -700,12 +713,12 @@ func TestOrphanTakeover(t *testing.T) {
 
 	// Within the grace period: wait, do not take over.
 	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
-	assert.Equal(t, StatusInProgress, r.status())
+	assert.Equal(t, status.InProgress, r.status())
 	assert.Zero(t, b.tmp.started())
 
 	b.clock.Add(31 * time.Second)
 	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
-	assert.Equal(t, StatusCompleted, r.status(), r.raw)
+	assert.Equal(t, status.Completed, r.status(), r.raw)
 	assert.Equal(t, opID, r.str("operation_id"))
 	require.Equal(t, 1, b.tmp.started())
 	// The workflow of a takeover claims the truth itself: never as if the
@@ -729,7 +742,7 @@ func TestTransientStartRefusalIsRetried(t *testing.T) {
 	b.tmp.startErr, b.tmp.startErrTimes = serviceerror.NewNamespaceNotFound("default"), 2
 	b.tmp.mu.Unlock()
 	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
-	assert.Equal(t, StatusCompleted, r.status(), r.raw)
+	assert.Equal(t, status.Completed, r.status(), r.raw)
 	assert.Equal(t, 1, b.tmp.started())
 }
 
@@ -741,12 +754,12 @@ func TestStartFailureReleasesTheClaim(t *testing.T) {
 	fp := b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams).str("fingerprint")
 	b.tmp.startErr = errors.New("temporal down")
 	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
-	assert.Equal(t, StatusTemporarilyUnavailable, r.status())
+	assert.Equal(t, status.TemporarilyUnavailable, r.status())
 	assert.Equal(t, true, r.body["retryable"])
 	b.tmp.startErr = nil
 
 	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
-	assert.Equal(t, StatusCompleted, r.status(), r.raw)
+	assert.Equal(t, status.Completed, r.status(), r.raw)
 	assert.Equal(t, 1, b.tmp.started())
 }
 
@@ -757,16 +770,16 @@ func TestEchoErrorsAreJSON(t *testing.T) {
 
 	cases := []struct {
 		name, method, path, token, body string
-		status                          Status
+		status                          status.Status
 		code                            int
 	}{
-		{"unknown route", "GET", "/nope", "", "", StatusNotFound, 404},
-		{"wrong method", "DELETE", "/healthz", "", "", StatusMethodNotAllowed, 405},
-		{"malformed JSON", "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":`, StatusMalformedRequest, 400},
-		{"unknown body field", "POST", "/v1/actions/payments.transfer/confirm", "dev-alice", `{"fingerprint":"x","params":{},"amount":1}`, StatusMalformedRequest, 400},
-		{"empty body", "POST", "/v1/actions/payments.transfer/confirm", "dev-alice", ` `, StatusMalformedRequest, 400},
-		{"too large", "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":{"memo":"` + strings.Repeat("x", 70<<10) + `"}}`, StatusRequestTooLarge, 413},
-		{"panic", "GET", "/panic", "", "", StatusInternalError, 500},
+		{"unknown route", "GET", "/nope", "", "", status.NotFound, 404},
+		{"wrong method", "DELETE", "/healthz", "", "", status.MethodNotAllowed, 405},
+		{"malformed JSON", "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":`, status.MalformedRequest, 400},
+		{"unknown body field", "POST", "/v1/actions/payments.transfer/confirm", "dev-alice", `{"fingerprint":"x","params":{},"amount":1}`, status.MalformedRequest, 400},
+		{"empty body", "POST", "/v1/actions/payments.transfer/confirm", "dev-alice", ` `, status.MalformedRequest, 400},
+		{"too large", "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":{"memo":"` + strings.Repeat("x", 70<<10) + `"}}`, status.RequestTooLarge, 413},
+		{"panic", "GET", "/panic", "", "", status.InternalError, 500},
 	}
 	for _, tc := range cases {
 		r := b.do(t, tc.method, tc.path, tc.token, tc.body)
@@ -804,7 +817,7 @@ func TestTraceAndHealth(t *testing.T) {
 	b.store.notReady = true
 	r = b.do(t, "GET", "/readyz", "", "")
 	assert.Equal(t, 503, r.code)
-	assert.Equal(t, StatusNotReady, r.status())
+	assert.Equal(t, status.NotReady, r.status())
 	assert.Equal(t, "unreachable", r.str("postgres"))
 
 	req := httptest.NewRequest("GET", "/metrics", nil)
@@ -818,11 +831,11 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Parallel()
 	_, err := ConfigFromEnv(nil)
 	require.Error(t, err)
-	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "ONCEGATE_FINGERPRINT_KEYS"} {
+	for _, name := range []string{"DATABASE_URL", "REDIS_URL", "ONCEGATE_FINGERPRINT_KEYS", "ONCEGATE_RECEIPT_KEYS"} {
 		assert.Contains(t, err.Error(), name)
 	}
 	env := map[string]string{
-		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc",
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc",
 		"GATEWAY_URL": "http://127.0.0.1:9999", "ONCEGATE_CONFIRM_WAIT": "3s", "ONCEGATE_ENV": EnvDev,
 	}
 	c, err := ConfigFromEnv(env)
@@ -845,7 +858,7 @@ func TestConfigFromEnv(t *testing.T) {
 // generated, no authentication and a failpoint, each with what to set.
 func TestDeploymentRefusesDevCredentials(t *testing.T) {
 	t.Parallel()
-	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x"}
+	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_RECEIPT_KEYS": "prod-r1:abc"}
 	with := func(kv ...string) map[string]string {
 		env := maps.Clone(base)
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -863,6 +876,11 @@ func TestDeploymentRefusesDevCredentials(t *testing.T) {
 			"no authentication configured (ONCEGATE_ENV unset): set ONCEGATE_JWT_HS256_SECRET[_FILE], ONCEGATE_JWT_PUBLIC_KEYS or ONCEGATE_TOKENS"},
 		"dev stack keys": {with("ONCEGATE_ENV", "production", "ONCEGATE_FINGERPRINT_KEYS", "dev-20261201:abc", "ONCEGATE_JWT_HS256_SECRET", "s"),
 			`fingerprint key "dev-20261201" was generated by the dev stack, refused in a deployment (ONCEGATE_ENV production)`},
+		"dev stack receipt keys": {with("ONCEGATE_ENV", "production", "ONCEGATE_FINGERPRINT_KEYS", "prod-1:abc", "ONCEGATE_JWT_HS256_SECRET", "s",
+			"ONCEGATE_RECEIPT_KEYS", "prod-r2:abc,dev-r1:abc"),
+			`receipt key "dev-r1" was generated by the dev stack, refused in a deployment (ONCEGATE_ENV production)`},
+		"no receipt keys": {with("ONCEGATE_ENV", EnvDev, "ONCEGATE_FINGERPRINT_KEYS", "k:abc", "ONCEGATE_RECEIPT_KEYS", ""),
+			"ONCEGATE_RECEIPT_KEYS (or ONCEGATE_RECEIPT_KEYS_FILE) is required"},
 		"failpoint": {with("ONCEGATE_FINGERPRINT_KEYS", "prod-1:abc", "ONCEGATE_JWT_HS256_SECRET", "s", "ONCEGATE_FAILPOINT", "after_claim"),
 			"ONCEGATE_FAILPOINT is for crash tests only"},
 	} {
@@ -871,16 +889,21 @@ func TestDeploymentRefusesDevCredentials(t *testing.T) {
 	}
 	// A deployment with its own credentials, the secrets read from files.
 	dir := t.TempDir()
-	keys, jwt := filepath.Join(dir, "keys"), filepath.Join(dir, "jwt")
+	keys, jwt, receipts := filepath.Join(dir, "keys"), filepath.Join(dir, "jwt"), filepath.Join(dir, "receipts")
 	require.NoError(t, os.WriteFile(keys, []byte("prod-1:abc\n"), 0o600))
 	require.NoError(t, os.WriteFile(jwt, []byte("hs256-secret\n"), 0o600))
-	c, err := ConfigFromEnv(with("ONCEGATE_ENV", "production", "ONCEGATE_FINGERPRINT_KEYS_FILE", keys, "ONCEGATE_JWT_HS256_SECRET_FILE", jwt))
+	require.NoError(t, os.WriteFile(receipts, []byte("prod-r2:abc\n"), 0o600))
+	c, err := ConfigFromEnv(with("ONCEGATE_ENV", "production", "ONCEGATE_FINGERPRINT_KEYS_FILE", keys, "ONCEGATE_JWT_HS256_SECRET_FILE", jwt,
+		"ONCEGATE_RECEIPT_KEYS", "", "ONCEGATE_RECEIPT_KEYS_FILE", receipts))
 	require.NoError(t, err)
 	assert.Equal(t, "prod-1:abc", c.FingerprintKeys)
 	assert.Equal(t, "hs256-secret", c.JWTHS256Secret)
+	assert.Equal(t, "prod-r2:abc", c.ReceiptKeys)
 	assert.Empty(t, c.TokensPath, "no dev token file by default outside dev")
 	_, err = ConfigFromEnv(with("ONCEGATE_FINGERPRINT_KEYS", "prod-1:abc", "ONCEGATE_FINGERPRINT_KEYS_FILE", keys, "ONCEGATE_JWT_HS256_SECRET", "s"))
 	assert.ErrorContains(t, err, "set ONCEGATE_FINGERPRINT_KEYS or ONCEGATE_FINGERPRINT_KEYS_FILE, not both")
+	_, err = ConfigFromEnv(with("ONCEGATE_FINGERPRINT_KEYS", "prod-1:abc", "ONCEGATE_RECEIPT_KEYS_FILE", receipts, "ONCEGATE_JWT_HS256_SECRET", "s"))
+	assert.ErrorContains(t, err, "set ONCEGATE_RECEIPT_KEYS or ONCEGATE_RECEIPT_KEYS_FILE, not both")
 }
 
 func TestOnlyWhatTheSDKDoesNotRetryIsRetriedAtStart(t *testing.T) {

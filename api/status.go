@@ -7,6 +7,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/idemstore"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // handleStatus serves GET /v1/operations/:id, the get_operation_status
@@ -16,12 +18,12 @@ func (s *Server) handleStatus(c echo.Context) error {
 	ctx := c.Request().Context()
 	opID := c.Param("id")
 	if !operationIDRE.MatchString(opID) {
-		return s.render(c, opReply(StatusUnknownOperation, opID))
+		return s.render(c, opReply(status.UnknownOperation, opID))
 	}
 	rec, err := s.store.Get(ctx, opID)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound) || (err == nil && rec.Subject != identityOf(c).Subject):
-		return s.render(c, opReply(StatusUnknownOperation, opID))
+		return s.render(c, opReply(status.UnknownOperation, opID))
 	case err != nil:
 		r := s.storeErrorReply("", opID, fmt.Errorf("status %s: %w", opID, err))
 		return s.render(c, r)

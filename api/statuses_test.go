@@ -19,6 +19,8 @@ import (
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/openapi"
 	"github.com/oncegate/oncegate/internal/downstream"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated sections of README.md")
@@ -47,7 +49,8 @@ var boundPhrases = map[messages.Lang][]string{
 }
 
 // TestMessagesAgreeWithRetryable checks the status registry against the
-// contract's rule and the texts: retryable only for temporarily_unavailable;
+// contract's rule and the texts: retryable only for temporarily_unavailable
+// and rate_limited;
 // every text of every status in every language; a non-retryable text never
 // tells the model to resend; a retryable one always bounds the retries and
 // says what to tell the user after.
@@ -56,12 +59,11 @@ func TestMessagesAgreeWithRetryable(t *testing.T) {
 	msgs, err := messages.Load()
 	require.NoError(t, err)
 	used := map[string]bool{}
-	for _, status := range StatusNames() {
-		info := Statuses[status]
-		assert.Equal(t, status == StatusTemporarilyUnavailable, info.Retryable, "%s: retryable is true only for temporarily_unavailable", status)
-		assert.NotZero(t, info.Code, status)
-		assert.NotEmpty(t, info.When, status)
-		for _, key := range messageKeys(status) {
+	for _, st := range status.All() {
+		info, _ := status.Lookup(st)
+		assert.Equal(t, st == status.TemporarilyUnavailable || st == status.RateLimited, info.Retryable,
+			"%s: retryable is true only for temporarily_unavailable and rate_limited", st)
+		for _, key := range messageKeys(st) {
 			used[key] = true
 			en := map[string]string{}
 			for _, lang := range messages.Langs {
@@ -134,12 +136,12 @@ func hasHan(s string) bool {
 // statusTable renders the README's status table from the registry, by
 // HTTP code then name.
 func statusTable() string {
-	names := StatusNames()
-	slices.SortStableFunc(names, func(a, b Status) int { return cmp.Compare(Statuses[a].Code, Statuses[b].Code) })
+	names := status.All()
+	slices.SortStableFunc(names, func(a, b status.Status) int { return cmp.Compare(codeOf(a), codeOf(b)) })
 	var b strings.Builder
 	b.WriteString("| status | HTTP | retryable | also carries | when |\n| --- | --- | --- | --- | --- |\n")
 	for _, name := range names {
-		info := Statuses[name]
+		info, _ := status.Lookup(name)
 		retry := "no"
 		if info.Retryable {
 			retry = "yes"
@@ -149,12 +151,18 @@ func statusTable() string {
 	return b.String()
 }
 
+// codeOf is the HTTP code of s.
+func codeOf(s status.Status) int {
+	info, _ := status.Lookup(s)
+	return info.Code
+}
+
 // securityEventTable renders the README's list of security events.
 func securityEventTable() string {
 	var b strings.Builder
 	b.WriteString("| kind | answer | when |\n| --- | --- | --- |\n")
 	for _, k := range SecurityEventKinds {
-		fmt.Fprintf(&b, "| `%s` | `%s` %d | %s |\n", k.Kind, k.Status, Statuses[k.Status].Code, k.When)
+		fmt.Fprintf(&b, "| `%s` | `%s` %d | %s |\n", k.Kind, k.Status, codeOf(k.Status), k.When)
 	}
 	return b.String()
 }
@@ -193,12 +201,12 @@ func TestOpenAPIStatusEnumIsTheRegistry(t *testing.T) {
 	t.Parallel()
 	doc, err := openapi.Load(context.Background())
 	require.NoError(t, err)
-	var enum []Status
+	var enum []status.Status
 	for _, v := range doc.Components.Schemas["Answer"].Value.Properties["status"].Value.Enum {
-		enum = append(enum, Status(v.(string)))
+		enum = append(enum, status.Status(v.(string)))
 	}
 	slices.Sort(enum)
-	assert.Equal(t, StatusNames(), enum)
+	assert.Equal(t, status.All(), enum)
 }
 
 // TestEveryQuoteFailureHasItsDetail checks that each failure a quote can

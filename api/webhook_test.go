@@ -15,6 +15,8 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // sign is the signature header of body at t: t=<unix>,v1=HMAC-SHA256(secret, "<t>.<body>").
@@ -86,18 +88,18 @@ func TestWebhookReplayIsRefused(t *testing.T) {
 	header := sign("whsec", b.clock.Now(), body)
 
 	r := b.do(t, "POST", "/v1/webhooks/"+scope, "", body, "X-Signature", header)
-	require.Equal(t, StatusWebhookAccepted, r.status(), r.raw)
+	require.Equal(t, status.WebhookAccepted, r.status(), r.raw)
 	require.Len(t, b.tmp.events, 1)
 	assert.JSONEq(t, fmt.Sprintf(`{"client_reference":%q,"status":"paid"}`, opID), string(b.tmp.events[0].Record))
 	assert.Equal(t, "payout.paid", b.tmp.events[0].EventType)
 
 	r = b.do(t, "POST", "/v1/webhooks/"+scope, "", body, "X-Signature", header)
-	assert.Equal(t, StatusWebhookRefused, r.status(), r.raw)
+	assert.Equal(t, status.WebhookRefused, r.status(), r.raw)
 	assert.Contains(t, r.str("reason"), "replayed")
 	assert.Len(t, b.tmp.events, 1, "a replayed event is not delivered again")
 
 	// A forged event changes nothing either.
 	r = b.do(t, "POST", "/v1/webhooks/"+scope, "", body, "X-Signature", sign("guess", b.clock.Now(), body))
-	assert.Equal(t, StatusWebhookRefused, r.status(), r.raw)
+	assert.Equal(t, status.WebhookRefused, r.status(), r.raw)
 	assert.Len(t, b.tmp.events, 1)
 }

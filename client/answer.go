@@ -9,7 +9,7 @@ import (
 )
 
 // Answer is one decoded gateway answer. Which fields are set depends on
-// Status (CONTRACT §4): Fingerprint, ExpiresAt and Preview for
+// Status (docs/contract.md §4): Fingerprint, ExpiresAt and Preview for
 // preview_ready; Result and ResultRef when completed; Reason when failed;
 // PollAfter while in progress or under review; Problems for invalid_params.
 type Answer struct {
@@ -39,6 +39,14 @@ type Answer struct {
 	// RecentOperation is the identical recent operation of the amnesia guard
 	// (preview_ready, repeat_unacknowledged).
 	RecentOperation *RecentOperation `json:"recent_operation,omitempty"`
+	// Approval says that, why and where the user must approve the operation
+	// with their passkey (preview_ready of an action whose policy asks,
+	// approval_required, approval_declined).
+	Approval *Approval `json:"approval,omitempty"`
+	// Limit names the spend budget an amount does not fit, what it holds,
+	// what is left and when enough frees (limit_exceeded; a preview_ready
+	// that warns).
+	Limit *Limit `json:"limit,omitempty"`
 
 	// Result is the downstream's result (completed, already_completed); see DecodeResult.
 	Result json.RawMessage `json:"result,omitempty"`
@@ -50,6 +58,10 @@ type Answer struct {
 	FailureKind string `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator who decided the outcome, if one did.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// Receipt is the gateway's signed receipt of the outcome (completed,
+	// failed, their replays, a terminal Status): a compact JWS; see
+	// Answer.VerifyReceipt.
+	Receipt string `json:"receipt,omitempty"`
 
 	// PollWith names the status tool (in_progress, needs_manual_review).
 	PollWith string `json:"poll_with,omitempty"`
@@ -59,13 +71,48 @@ type Answer struct {
 	// PollAfterMS is how long to wait before asking the status again.
 	PollAfterMS int64 `json:"poll_after_ms,omitempty"`
 	// RetryAfterMS is how long to wait before sending the same request again
-	// (temporarily_unavailable).
+	// (temporarily_unavailable, rate_limited).
 	RetryAfterMS int64 `json:"retry_after_ms,omitempty"`
 	// Problems are the fields that failed (invalid_params, downstream_refused).
 	Problems []Problem `json:"errors,omitempty"`
 
 	// Raw is the answer's body as received.
 	Raw json.RawMessage `json:"-"`
+}
+
+// Limit is an answer's spend budget that an amount does not fit. Money is
+// a decimal string in the currency's scale.
+type Limit struct {
+	// Name is the budget's name in the gateway's limits file.
+	Name string `json:"name"`
+	// Window is per_operation, daily or monthly.
+	Window string `json:"window"`
+	// Currency is the amount's currency.
+	Currency string `json:"currency"`
+	// Max is the window's maximum.
+	Max string `json:"max"`
+	// Used is what the window holds.
+	Used string `json:"used"`
+	// Left is what still fits.
+	Left string `json:"left"`
+	// ResetsAt is when enough frees for the amount to fit; nil when it
+	// never can.
+	ResetsAt *time.Time `json:"resets_at"`
+}
+
+// Approval is an answer's approval: the link the user opens themselves
+// (an agent never opens it) and why.
+type Approval struct {
+	// Required is true when a person must approve.
+	Required bool `json:"required"`
+	// Reasons are the policy's reason codes (amount_above_threshold, new_payee, ...).
+	Reasons []string `json:"reasons"`
+	// URL is the approval page for the user.
+	URL string `json:"url,omitempty"`
+	// ExpiresAt is when the approval and the confirm must happen by.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// State is PENDING, APPROVED or DECLINED once something is recorded.
+	State string `json:"state,omitempty"`
 }
 
 // PollAfter is PollAfterMS as a duration.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // Preview validates params for the action scope and returns the answer
@@ -70,8 +72,8 @@ func (c *Client) Wait(ctx context.Context, operationID string) (*Answer, error) 
 		if last != nil && last.Status.Terminal() {
 			return last, nil
 		}
-		if last != nil && last.Status == StatusNeedsManualReview {
-			return last, fmt.Errorf("wait %s: %w", operationID, &Error{Answer: *last, class: last.Status.Class()})
+		if last != nil && last.Status == status.NeedsManualReview {
+			return last, fmt.Errorf("wait %s: %w", operationID, &Error{Answer: *last, class: ClassOf(last.Status)})
 		}
 		pause := DefaultPollAfter
 		if last != nil && last.PollAfterMS > 0 {

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // Defaults of a Client.
@@ -109,13 +111,13 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (*Answer
 		case err != nil:
 			retry = true
 			err = fmt.Errorf("%s %s: %w: %w", method, path, ErrUnreachable, err)
-		case a.Status == StatusTemporarilyUnavailable:
+		case isRetried(a.Status):
 			retry = true
 			if a.RetryAfterMS > 0 {
 				next = a.RetryAfter()
 			}
 			err = errorOf(*a)
-		case statuses[a.Status].class != nil || !a.Status.Known():
+		case isRefusal(a.Status):
 			return a, errorOf(*a)
 		default:
 			return a, nil
@@ -187,8 +189,16 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// isRetried reports whether the client sends the same request again after an
+// answer of status s: the gateway was temporarily unavailable, or the subject
+// went over its rate and the answer names the wait.
+func isRetried(s Status) bool {
+	return s == status.TemporarilyUnavailable || s == status.RateLimited
+}
+
 // isTransient reports whether err is a failure that sending the same request
-// again may cure: the gateway was unreachable or temporarily unavailable.
+// again may cure: the gateway was unreachable, temporarily unavailable, or
+// asked the subject to slow down.
 func isTransient(err error) bool {
-	return errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTemporarilyUnavailable)
+	return errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTemporarilyUnavailable) || errors.Is(err, ErrRateLimited)
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // fakeGateway answers each request with the next scripted answer and
@@ -38,14 +40,14 @@ func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // reply writes an answer with status and extra fields.
-func reply(code int, status Status, extra map[string]any) func(http.ResponseWriter) {
+func reply(code int, st Status, extra map[string]any) func(http.ResponseWriter) {
 	return func(w http.ResponseWriter) {
-		body := map[string]any{"status": status, "meaning": "m", "instruction": "i", "retryable": status == StatusTemporarilyUnavailable, "trace_id": "t1"}
+		body := map[string]any{"status": st, "meaning": "m", "instruction": "i", "retryable": st == status.TemporarilyUnavailable, "trace_id": "t1"}
 		for k, v := range extra {
 			body[k] = v
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if status.Replayed() {
+		if st.Replayed() {
 			w.Header().Set(HeaderReplayed, "true")
 		}
 		w.WriteHeader(code)
@@ -78,13 +80,13 @@ func setup(t *testing.T, answers ...func(http.ResponseWriter)) (*Client, *fakeGa
 func TestConfirmRetriesWithTheSameFingerprint(t *testing.T) {
 	t.Parallel()
 	c, f, waits := setup(t,
-		reply(503, StatusTemporarilyUnavailable, map[string]any{"retry_after_ms": 1500}),
+		reply(503, status.TemporarilyUnavailable, map[string]any{"retry_after_ms": 1500}),
 		hangUp,
-		reply(200, StatusCompleted, map[string]any{"operation_id": "op1", "result": map[string]any{"amount": "12.5"}, "result_ref": "tr_1"}),
+		reply(200, status.Completed, map[string]any{"operation_id": "op1", "result": map[string]any{"amount": "12.5"}, "result_ref": "tr_1"}),
 	)
 	a, err := c.Confirm(context.Background(), "payments.transfer", "fp-1", map[string]any{"amount": "12.50"})
 	require.NoError(t, err)
-	assert.Equal(t, StatusCompleted, a.Status)
+	assert.Equal(t, status.Completed, a.Status)
 	assert.Equal(t, "tr_1", a.ResultRef)
 	require.Len(t, f.bodies, 3)
 	for _, b := range f.bodies {
@@ -98,10 +100,10 @@ func TestConfirmRetriesWithTheSameFingerprint(t *testing.T) {
 
 func TestRetriesAreBounded(t *testing.T) {
 	t.Parallel()
-	c, f, waits := setup(t, reply(503, StatusTemporarilyUnavailable, map[string]any{"retry_after_ms": 100000}))
+	c, f, waits := setup(t, reply(503, status.TemporarilyUnavailable, map[string]any{"retry_after_ms": 100000}))
 	a, err := c.Confirm(context.Background(), "payments.transfer", "fp-1", map[string]any{})
 	require.ErrorIs(t, err, ErrTemporarilyUnavailable)
-	assert.Equal(t, StatusTemporarilyUnavailable, a.Status)
+	assert.Equal(t, status.TemporarilyUnavailable, a.Status)
 	assert.Len(t, f.bodies, DefaultAttempts)
 	require.Len(t, *waits, DefaultAttempts-1)
 	assert.Equal(t, DefaultMaxBackoff, (*waits)[0], "retry_after_ms is capped")
@@ -112,9 +114,20 @@ func TestRetriesAreBounded(t *testing.T) {
 	assert.Len(t, f.bodies, DefaultAttempts)
 }
 
+func TestRateLimitedIsRetriedAfterItsWait(t *testing.T) {
+	t.Parallel()
+	c, f, waits := setup(t, reply(429, status.RateLimited, map[string]any{"retry_after_ms": 700}))
+	_, err := c.Confirm(context.Background(), "payments.transfer", "fp-1", map[string]any{})
+	require.ErrorIs(t, err, ErrRateLimited)
+	assert.Len(t, f.bodies, DefaultAttempts)
+	require.Len(t, *waits, DefaultAttempts-1)
+	assert.Equal(t, 700*time.Millisecond, (*waits)[0], "the answer's wait is honoured")
+	assert.True(t, isTransient(err))
+}
+
 func TestRetryStopsWithTheContext(t *testing.T) {
 	t.Parallel()
-	c, f, _ := setup(t, reply(503, StatusTemporarilyUnavailable, map[string]any{"retry_after_ms": 10}))
+	c, f, _ := setup(t, reply(503, status.TemporarilyUnavailable, map[string]any{"retry_after_ms": 10}))
 	ctx, cancel := context.WithCancel(context.Background())
 	c.sleep = func(context.Context, time.Duration) error { cancel(); return ctx.Err() }
 	_, err := c.Preview(ctx, "payments.transfer", map[string]any{})
@@ -126,30 +139,31 @@ func TestRetryStopsWithTheContext(t *testing.T) {
 func TestRefusalsMatchTheirClass(t *testing.T) {
 	t.Parallel()
 	cases := map[Status]error{}
-	for s, info := range statuses {
-		if info.class != nil && s != StatusTemporarilyUnavailable {
-			cases[s] = info.class
+	for s, class := range classes {
+		if !isRetried(s) {
+			cases[s] = class
 		}
 	}
-	for status, class := range cases {
-		t.Run(string(status), func(t *testing.T) {
+	for st, class := range cases {
+		info, _ := status.Lookup(st)
+		t.Run(string(st), func(t *testing.T) {
 			t.Parallel()
-			c, f, _ := setup(t, reply(statuses[status].code, status, map[string]any{
+			c, f, _ := setup(t, reply(info.Code, st, map[string]any{
 				"errors":           []map[string]string{{"field": "amount", "problem": "must be positive"}},
 				"recent_operation": map[string]any{"operation_id": "op0", "state": "completed", "completed_at": "2026-01-02T03:04:05Z"},
 			}))
 			_, err := c.Confirm(context.Background(), "payments.transfer", "fp", map[string]any{})
 			require.ErrorIs(t, err, class)
 			assert.Len(t, f.bodies, 1, "a refusal is not retried")
-			for other := range cases {
-				if statuses[other].class != class {
-					assert.NotErrorIs(t, err, statuses[other].class)
+			for _, other := range cases {
+				if other != class {
+					assert.NotErrorIs(t, err, other)
 				}
 			}
 			var e *Error
 			require.ErrorAs(t, err, &e)
-			assert.Equal(t, status, e.Status)
-			assert.Equal(t, statuses[status].code, e.HTTPCode)
+			assert.Equal(t, st, e.Status)
+			assert.Equal(t, info.Code, e.HTTPCode)
 			assert.Equal(t, []Problem{{Field: "amount", Problem: "must be positive"}}, e.Problems)
 			require.NotNil(t, e.RecentOperation)
 			assert.Equal(t, "op0", e.RecentOperation.OperationID)
@@ -177,14 +191,14 @@ func TestUnexpectedAnswers(t *testing.T) {
 func TestWaitHonoursPollAfter(t *testing.T) {
 	t.Parallel()
 	c, f, waits := setup(t,
-		reply(202, StatusInProgress, map[string]any{"operation_id": "op1", "poll_after_ms": 700}),
-		reply(503, StatusTemporarilyUnavailable, map[string]any{"retry_after_ms": 300}),
-		reply(202, StatusInProgress, map[string]any{"operation_id": "op1", "poll_after_ms": 900}),
-		reply(200, StatusFailed, map[string]any{"operation_id": "op1", "reason": "insufficient_funds"}),
+		reply(202, status.InProgress, map[string]any{"operation_id": "op1", "poll_after_ms": 700}),
+		reply(503, status.TemporarilyUnavailable, map[string]any{"retry_after_ms": 300}),
+		reply(202, status.InProgress, map[string]any{"operation_id": "op1", "poll_after_ms": 900}),
+		reply(200, status.Failed, map[string]any{"operation_id": "op1", "reason": "insufficient_funds"}),
 	)
 	a, err := c.Wait(context.Background(), "op1")
 	require.NoError(t, err)
-	assert.Equal(t, StatusFailed, a.Status)
+	assert.Equal(t, status.Failed, a.Status)
 	assert.Equal(t, "insufficient_funds", a.Reason)
 	assert.Len(t, f.bodies, 4)
 	assert.Equal(t, []time.Duration{700 * time.Millisecond, 300 * time.Millisecond, 900 * time.Millisecond}, *waits)
@@ -192,30 +206,30 @@ func TestWaitHonoursPollAfter(t *testing.T) {
 
 func TestWaitStopsAtManualReview(t *testing.T) {
 	t.Parallel()
-	c, _, _ := setup(t, reply(202, StatusNeedsManualReview, map[string]any{"operation_id": "op1", "poll_after_ms": 700}))
+	c, _, _ := setup(t, reply(202, status.NeedsManualReview, map[string]any{"operation_id": "op1", "poll_after_ms": 700}))
 	a, err := c.Wait(context.Background(), "op1")
 	require.ErrorIs(t, err, ErrNeedsManualReview)
 	require.NotNil(t, a)
-	assert.Equal(t, StatusNeedsManualReview, a.Status)
+	assert.Equal(t, status.NeedsManualReview, a.Status)
 
-	c, _, _ = setup(t, reply(404, StatusUnknownOperation, nil))
+	c, _, _ = setup(t, reply(404, status.UnknownOperation, nil))
 	_, err = c.Wait(context.Background(), "op1")
 	require.ErrorIs(t, err, ErrUnknownOperation)
 }
 
 func TestWaitStopsWithTheContext(t *testing.T) {
 	t.Parallel()
-	c, _, _ := setup(t, reply(202, StatusInProgress, map[string]any{"poll_after_ms": 700}))
+	c, _, _ := setup(t, reply(202, status.InProgress, map[string]any{"poll_after_ms": 700}))
 	ctx, cancel := context.WithCancel(context.Background())
 	c.sleep = func(context.Context, time.Duration) error { cancel(); return ctx.Err() }
 	a, err := c.Wait(ctx, "op1")
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, StatusInProgress, a.Status)
+	assert.Equal(t, status.InProgress, a.Status)
 }
 
 func TestReplayedHeader(t *testing.T) {
 	t.Parallel()
-	c, _, _ := setup(t, reply(200, StatusAlreadyCompleted, map[string]any{"result": map[string]any{"amount": 12.5}}))
+	c, _, _ := setup(t, reply(200, status.AlreadyCompleted, map[string]any{"result": map[string]any{"amount": 12.5}}))
 	a, err := c.Confirm(context.Background(), "payments.transfer", "fp", map[string]any{})
 	require.NoError(t, err)
 	assert.True(t, a.Replayed)
@@ -260,4 +274,30 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	assert.Error(t, err)
 	_, err = New("http://127.0.0.1:8080", "")
 	assert.True(t, errors.Is(err, ErrUnauthenticated))
+}
+
+// roundTrips counts the requests of the client it is the transport of.
+type roundTrips struct {
+	n    int
+	lang []string
+}
+
+func (r *roundTrips) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.n++
+	r.lang = append(r.lang, req.Header.Get("Accept-Language"))
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func TestOptionsReachTheRequest(t *testing.T) {
+	t.Parallel()
+	f := &fakeGateway{answers: []func(http.ResponseWriter){reply(200, status.Completed, map[string]any{"operation_id": "op1"})}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	rt := &roundTrips{}
+	c, err := New(srv.URL, "dev-alice", WithHTTPClient(&http.Client{Transport: rt}), WithLanguage("zh"))
+	require.NoError(t, err)
+	_, err = c.Status(context.Background(), "op1")
+	require.NoError(t, err)
+	assert.Equal(t, 1, rt.n, "the request went through the given HTTP client")
+	assert.Equal(t, []string{"zh"}, rt.lang, "the language is asked for")
 }

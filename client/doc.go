@@ -17,4 +17,10 @@
 //
 // Decimals in answers are JSON strings ("12.5"); Decimal reads them, and
 // also a plain JSON number, without going through float64.
+//
+// Every terminal answer carries Receipt, the gateway's signed receipt of the
+// outcome (a compact EdDSA JWS; its claims are receipt.Claims). JWKS fetches
+// the gateway's public keys; VerifyReceipt and Answer.VerifyReceipt check a
+// receipt offline against them. The client imports nothing of the gateway
+// but the receipt format.
 package client

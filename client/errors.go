@@ -49,6 +49,24 @@ var (
 	ErrBadRequest = errors.New("oncegate: request refused")
 	// ErrInternal means the gateway failed unexpectedly; Error.TraceID is for its operators.
 	ErrInternal = errors.New("oncegate: gateway internal error")
+	// ErrApprovalRequired means the action's policy asks the user to approve
+	// the operation with their passkey and no approval is recorded yet;
+	// nothing was consumed. Give the user the answer's approval.url (never
+	// open it yourself) and confirm with the same fingerprint once they
+	// approved.
+	ErrApprovalRequired = errors.New("oncegate: approval required")
+	// ErrApprovalDeclined means the user declined the operation with their
+	// passkey: its fingerprint can never be confirmed.
+	ErrApprovalDeclined = errors.New("oncegate: approval declined")
+	// ErrLimitExceeded means the amount does not fit one of the subject's
+	// spend budgets (Answer.Limit names it, what is left and when it frees);
+	// nothing was claimed. Sending the same confirm again does not help
+	// until the window frees or an operator resets it.
+	ErrLimitExceeded = errors.New("oncegate: limit exceeded")
+	// ErrRateLimited means the subject sent too many previews or confirms;
+	// nothing was done. The client waits the answer's Retry-After and sends
+	// the same request again, a bounded number of times.
+	ErrRateLimited = errors.New("oncegate: rate limited")
 	// ErrUnexpectedAnswer means the answer is not an oncegate answer (no or
 	// an unknown status).
 	ErrUnexpectedAnswer = errors.New("oncegate: unexpected answer")
@@ -117,7 +135,7 @@ type RecentOperation struct {
 
 // errorOf turns a decoded refusal into an *Error.
 func errorOf(a Answer) error {
-	class := a.Status.Class()
+	class := ClassOf(a.Status)
 	if class == nil {
 		class = ErrUnexpectedAnswer
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/oncegate/oncegate/client"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // gatewayURL and downstreamURL are those of the stack TestMain starts; the
@@ -78,7 +80,7 @@ func ExampleClient_Confirm() {
 	}
 	// Show p to the user; once they approve, confirm with its fingerprint.
 	done, err := c.Confirm(ctx, "payments.transfer", p.Fingerprint, params)
-	if err == nil && done.Status == client.StatusInProgress {
+	if err == nil && done.Status == status.InProgress {
 		done, err = c.Wait(ctx, done.OperationID) // the downstream was slow
 	}
 	if err != nil {
@@ -237,7 +239,7 @@ func Example_repeat() {
 
 	// Only because the user asked to pay again:
 	done, err := c.Confirm(ctx, "payments.transfer", again.Fingerprint, params, client.AcknowledgeRepeatOf(first.OperationID))
-	if err == nil && done.Status == client.StatusInProgress {
+	if err == nil && done.Status == status.InProgress {
 		done, err = c.Wait(ctx, done.OperationID)
 	}
 	if err != nil {

@@ -7,40 +7,31 @@ import (
 
 	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/client"
+	"github.com/oncegate/oncegate/status"
 )
-
-// opsOnly are the gateway's statuses the client's calls never answer (ops,
-// health, the downstreams' webhooks, the tool definitions): the client does
-// not mirror them.
-var opsOnly = map[api.Status]bool{
-	api.StatusNotAwaitingReview: true, api.StatusInvalidResolution: true, api.StatusResolutionSent: true,
-	api.StatusOperationsListed: true, api.StatusOperationFound: true, api.StatusResolved: true, api.StatusAlreadyResolved: true,
-	api.StatusAlive: true, api.StatusReady: true, api.StatusNotReady: true,
-	api.StatusWebhookAccepted: true, api.StatusWebhookRefused: true, api.StatusInvalidRequest: true,
-}
 
 func TestReplayHeaderIsTheGateways(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, api.HeaderReplayed, client.HeaderReplayed)
 }
 
-// TestStatusesMirrorTheGateway keeps the client's status table and the
-// gateway's registry in step: every agent-facing status of the gateway is
-// known to the client with the same HTTP code.
-func TestStatusesMirrorTheGateway(t *testing.T) {
+// TestEveryRefusalHasItsClass checks that each refusal the registry sends
+// an agent matches a sentinel of the client, and that the operation states
+// match none but needs_manual_review's.
+func TestEveryRefusalHasItsClass(t *testing.T) {
 	t.Parallel()
-	mine := client.Statuses()
-	for name, info := range api.Statuses {
-		if opsOnly[name] {
-			continue
-		}
-		code, ok := mine[client.Status(name)]
-		if assert.Truef(t, ok, "gateway status %q is missing from the client", name) {
-			assert.Equalf(t, info.Code, code, "HTTP code of %q", name)
+	for _, s := range status.For(status.Agent) {
+		info, _ := status.Lookup(s)
+		class := client.ClassOf(s)
+		switch {
+		case info.Kind == status.Refusal:
+			assert.NotNil(t, class, "agent refusal %q has no class in client/status.go", s)
+			assert.NotEqual(t, client.ErrUnexpectedAnswer, class, s)
+		case s == status.NeedsManualReview:
+			assert.Equal(t, client.ErrNeedsManualReview, class)
+		default:
+			assert.Nil(t, class, "%s is an outcome", s)
 		}
 	}
-	for name := range mine {
-		_, ok := api.Statuses[api.Status(name)]
-		assert.Truef(t, ok, "client status %q is not the gateway's", name)
-	}
+	assert.Equal(t, client.ErrUnexpectedAnswer, client.ClassOf("no_such_status"))
 }

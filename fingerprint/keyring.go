@@ -9,15 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"strings"
 	"sync"
+
+	"github.com/oncegate/oncegate/internal/keyspec"
 )
 
 // MinSecretBytes is the shortest accepted HMAC secret.
 const MinSecretBytes = 16
-
-// maxKeyIDLen bounds a key id.
-const maxKeyIDLen = 64
 
 // Key is one HMAC-SHA256 key of a Keyring.
 type Key struct {
@@ -77,8 +75,8 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 	}
 	k := &Keyring{byID: make(map[string]*keyEntry, len(keys))}
 	for i, key := range keys {
-		if !validKeyID(key.ID) {
-			return nil, fmt.Errorf("keyring: key %d: id %q must be 1 to %d of A-Z a-z 0-9 . _ -", i+1, key.ID, maxKeyIDLen)
+		if !keyspec.ValidID(key.ID) {
+			return nil, fmt.Errorf("keyring: key %d: id %q must be 1 to %d of A-Z a-z 0-9 . _ -", i+1, key.ID, keyspec.MaxIDLen)
 		}
 		if _, dup := k.byID[key.ID]; dup {
 			return nil, fmt.Errorf("keyring: duplicate key id %q", key.ID)
@@ -97,58 +95,23 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 }
 
 // ParseKeyring parses the ONCEGATE_FINGERPRINT_KEYS form
-// `kid:base64secret[,kid:base64secret...]`. Secrets are standard base64 with
-// padding; unpadded and URL-safe variants are accepted too. Blank entries
-// around commas are refused, as are the cases NewKeyring refuses.
+// `kid:base64secret[,kid:base64secret...]` (keyspec.Parse: standard base64
+// with padding, unpadded and URL-safe variants too; blank entries refused),
+// refusing also the cases NewKeyring refuses.
 func ParseKeyring(spec string) (*Keyring, error) {
-	spec = strings.TrimSpace(spec)
-	if spec == "" {
-		return nil, errors.New("parse keyring: no keys")
+	entries, err := keyspec.Parse(spec)
+	if err != nil {
+		return nil, fmt.Errorf("parse keyring: %w", err)
 	}
-	var keys []Key
-	for i, entry := range strings.Split(spec, ",") {
-		entry = strings.TrimSpace(entry)
-		id, secret, ok := strings.Cut(entry, ":")
-		if !ok {
-			return nil, fmt.Errorf("parse keyring: entry %d: want kid:base64secret", i+1)
-		}
-		raw, err := decodeSecret(secret)
-		if err != nil {
-			return nil, fmt.Errorf("parse keyring: key %q: %w", id, err)
-		}
-		keys = append(keys, Key{ID: id, Secret: raw})
+	keys := make([]Key, len(entries))
+	for i, e := range entries {
+		keys[i] = Key{ID: e.ID, Secret: e.Secret}
 	}
 	k, err := NewKeyring(keys...)
 	if err != nil {
 		return nil, fmt.Errorf("parse keyring: %w", err)
 	}
 	return k, nil
-}
-
-// decodeSecret decodes a base64 secret in any of the four common variants.
-func decodeSecret(s string) ([]byte, error) {
-	if s == "" {
-		return nil, errors.New("empty secret")
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.Strict().DecodeString(s); err == nil {
-			return b, nil
-		}
-	}
-	return nil, errors.New("secret is not base64")
-}
-
-func validKeyID(id string) bool {
-	if id == "" || len(id) > maxKeyIDLen {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // SigningKeyID returns the id of the key that signs.
@@ -168,7 +131,7 @@ func NewNonce() string {
 // Sign sets p.KeyID to the signing key's id and returns the fingerprint
 // B64(payload_json) + "." + B64(HMAC_SHA256(secret, B64(payload_json))),
 // B64 being base64url without padding. The payload JSON is written by
-// appendPayload in the fixed order n, exp, u, s, p, k, then r only when set.
+// appendPayload in the fixed order n, exp, u, s, p, k, then r and a only when set.
 // Sign refuses a payload that Parse would refuse (wrapping ErrInvalid), so
 // everything it returns parses back to p.
 func (k *Keyring) Sign(p Payload) (string, error) {

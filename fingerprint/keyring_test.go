@@ -75,6 +75,24 @@ func TestSignFormat(t *testing.T) {
 	got, err := k.Parse(fp)
 	require.NoError(t, err)
 	assert.Equal(t, p, got)
+
+	// The approval's reasons come last, and are signed with the rest.
+	p.Approval = "amount_above_threshold,new_payee"
+	fp = mustSign(t, k, p)
+	payload, err = base64.RawURLEncoding.DecodeString(strings.Split(fp, ".")[0])
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(string(payload), `,"r":"ffffffffffffffffffffffffffffffff","a":"amount_above_threshold,new_payee"}`), string(payload))
+	std, err = json.Marshal(p)
+	require.NoError(t, err)
+	assert.Equal(t, string(std), string(payload))
+	got, err = k.Parse(fp)
+	require.NoError(t, err)
+	assert.Equal(t, p, got)
+	// Dropping the reasons from a signed payload breaks the signature.
+	stripped := strings.Replace(string(payload), `,"a":"amount_above_threshold,new_payee"`, "", 1)
+	forged := base64.RawURLEncoding.EncodeToString([]byte(stripped)) + "." + strings.Split(fp, ".")[1]
+	_, err = k.Parse(forged)
+	assert.ErrorIs(t, err, ErrInvalid)
 }
 
 func TestSignRefusesBadPayload(t *testing.T) {
@@ -90,6 +108,8 @@ func TestSignRefusesBadPayload(t *testing.T) {
 		"empty scope":     func(p *Payload) { p.Scope = "" },
 		"bad hash":        func(p *Payload) { p.ParamHash = "xyz" },
 		"bad recent op":   func(p *Payload) { p.RecentOperation = "nope" },
+		"bad reasons":     func(p *Payload) { p.Approval = "Above,,x" },
+		"empty reason":    func(p *Payload) { p.Approval = "new_payee," },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

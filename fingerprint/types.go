@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Payload is the signed content of a fingerprint (CONTRACT §3).
+// Payload is the signed content of a fingerprint (docs/contract.md §3).
 type Payload struct {
 	// Nonce is 32 lowercase hex chars (128 random bits); it is the operation_id.
 	Nonce string `json:"n"`
@@ -28,6 +28,12 @@ type Payload struct {
 	// operation the preview warned about (the amnesia guard); a confirm must
 	// acknowledge it.
 	RecentOperation string `json:"r,omitempty"`
+	// Approval, when set, says that a person must approve the operation
+	// before it may be confirmed: the reasons the action's approval policy
+	// gave at preview, comma-separated codes (such as
+	// "amount_above_threshold,new_payee"). Signed with the rest, so an agent
+	// can neither drop nor change it.
+	Approval string `json:"a,omitempty"`
 }
 
 // ExpiresAt returns Exp as a time.

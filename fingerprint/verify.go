@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oncegate/oncegate/internal/jcs"
+	"github.com/oncegate/oncegate/internal/keyspec"
 )
 
 // MaxFingerprintLen is the longest fingerprint Parse accepts, in bytes.
@@ -161,8 +162,9 @@ func isB64URL(s string) bool {
 }
 
 // appendPayload writes p as the payload JSON, always in this fixed field
-// order: {"n":…,"exp":…,"u":…,"s":…,"p":…,"k":…} with ,"r":… before the
-// closing brace only when RecentOperation is set; strings are escaped as
+// order: {"n":…,"exp":…,"u":…,"s":…,"p":…,"k":…} with ,"r":… only when
+// RecentOperation is set and then ,"a":… only when Approval is set, before
+// the closing brace; strings are escaped as
 // jcs.AppendString does (RFC 8785 minimal escaping). This is the one encoding
 // Sign produces and Parse accepts.
 func appendPayload(dst []byte, p *Payload) []byte {
@@ -181,6 +183,10 @@ func appendPayload(dst []byte, p *Payload) []byte {
 	if p.RecentOperation != "" {
 		dst = append(dst, `,"r":`...)
 		dst = jcs.AppendString(dst, p.RecentOperation)
+	}
+	if p.Approval != "" {
+		dst = append(dst, `,"a":`...)
+		dst = jcs.AppendString(dst, p.Approval)
 	}
 	return append(dst, '}')
 }
@@ -206,6 +212,10 @@ func decodePayload(s string) (Payload, error) {
 	if d.err == nil && strings.HasPrefix(d.s[d.i:], `,"r":`) {
 		d.lit(`,"r":`)
 		p.RecentOperation = d.str()
+	}
+	if d.err == nil && strings.HasPrefix(d.s[d.i:], `,"a":`) {
+		d.lit(`,"a":`)
+		p.Approval = d.str()
 	}
 	d.lit(`}`)
 	if d.err == nil && d.i != len(d.s) {
@@ -351,12 +361,33 @@ func (p *Payload) validate() error {
 		return fmt.Errorf("%w: s must be a non-empty UTF-8 string", ErrInvalid)
 	case !isLowerHex(p.ParamHash, 64):
 		return fmt.Errorf("%w: p must be 64 lowercase hex chars", ErrInvalid)
-	case !validKeyID(p.KeyID):
+	case !keyspec.ValidID(p.KeyID):
 		return fmt.Errorf("%w: k must be a key id", ErrInvalid)
 	case p.RecentOperation != "" && !isLowerHex(p.RecentOperation, 32):
 		return fmt.Errorf("%w: r must be 32 lowercase hex chars when set", ErrInvalid)
+	case p.Approval != "" && !validReasons(p.Approval):
+		return fmt.Errorf("%w: a must be comma-separated reason codes (a-z and _) when set", ErrInvalid)
 	}
 	return nil
+}
+
+// validReasons reports whether s is comma-separated non-empty codes of
+// lowercase letters and underscores, at most 256 bytes.
+func validReasons(s string) bool {
+	if len(s) > 256 {
+		return false
+	}
+	for code := range strings.SplitSeq(s, ",") {
+		if code == "" {
+			return false
+		}
+		for i := 0; i < len(code); i++ {
+			if c := code[i]; !(c >= 'a' && c <= 'z' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func isLowerHex(s string, n int) bool {

@@ -32,6 +32,12 @@ type Final struct {
 	EvidenceURL string `json:"evidence_url,omitempty"`
 	// ResolvedAt is when the operator decided (zero when no person did).
 	ResolvedAt time.Time `json:"resolved_at,omitzero"`
+	// CompletedAt is when the outcome was decided: the operation workflow
+	// decides it once, and the truth and the fast path both record this very
+	// time, so that every answer of the outcome (and its receipt) names the
+	// same one. Zero in histories recorded before it was decided there; a
+	// store then uses its own clock.
+	CompletedAt time.Time `json:"completed_at,omitzero"`
 }
 
 // Final returns the terminal outcome r holds (meaningful when r.State is
@@ -39,5 +45,5 @@ type Final struct {
 func (r Record) Final() Final {
 	return Final{State: r.State, Result: r.Result, ResultRef: r.ResultRef, Reason: r.Reason,
 		FailureKind: r.FailureKind, ResolvedBy: r.ResolvedBy, ResolutionNote: r.ResolutionNote,
-		EvidenceURL: r.EvidenceURL, ResolvedAt: r.ResolvedAt}
+		EvidenceURL: r.EvidenceURL, ResolvedAt: r.ResolvedAt, CompletedAt: r.CompletedAt}
 }

@@ -18,6 +18,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 // State is the state of one operation.
@@ -84,6 +86,10 @@ const (
 	OutcomeFailed ClaimOutcome = "FAILED"
 	// OutcomeParamMismatch means the operation was claimed with another param_hash: a security event.
 	OutcomeParamMismatch ClaimOutcome = "PARAM_MISMATCH"
+	// OutcomeLimitExceeded means the truth refused the claim: its Charge
+	// does not fit one of its windows (ClaimDecision.Usage says how much of
+	// each was used). Nothing was claimed or reserved.
+	OutcomeLimitExceeded ClaimOutcome = "LIMIT_EXCEEDED"
 )
 
 // OutcomeOf is what a claim that finds a record in state s (with the
@@ -145,6 +151,55 @@ type Claim struct {
 	// claim counts for the amnesia guard, and so how long the fast path's
 	// recent-intent index keeps it (DefaultIntentWindow when not positive).
 	IntentWindow time.Duration
+	// Charge is what the operation spends of its subject's budgets; nil for
+	// an action that spends nothing countable. The truth reserves it in the
+	// claim's own transaction, or refuses the claim (OutcomeLimitExceeded).
+	Charge *Charge
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
+	// operation was confirmed under (empty when its action asked for none);
+	// stored with the claim (the truth and the fast path) and read back, so
+	// that every receipt of the operation names it.
+	ApprovalSHA256 string
+}
+
+// Charge is what one operation spends: its amount in its currency, and the
+// windows of the subject's budgets it must fit, checked and reserved by the
+// truth atomically with the claim. A reservation is released only when the
+// operation fails with a proof that nothing was executed.
+type Charge struct {
+	// Amount is the operation's amount, in Currency's scale.
+	Amount apd.Decimal `json:"amount"`
+	// Currency is an ISO 4217 code.
+	Currency string `json:"currency"`
+	// Windows are the maxima the amount must fit, in the limits file's order.
+	Windows []Window `json:"windows,omitempty"`
+}
+
+// Window is one maximum of a budget: the reservations of the subject in the
+// currency (of Scope only, when set) within Period, plus the new amount,
+// must not exceed Max. Period zero is a per-operation maximum.
+type Window struct {
+	// Name is the budget's name in the limits file.
+	Name string `json:"name"`
+	// Kind is per_operation, daily or monthly.
+	Kind string `json:"kind"`
+	// Scope restricts the window to one action's spending; empty counts every action.
+	Scope string `json:"scope,omitempty"`
+	// Period is how far back the window reaches (rolling); zero: this operation alone.
+	Period time.Duration `json:"period"`
+	// Max is the most the window may hold.
+	Max apd.Decimal `json:"max"`
+}
+
+// WindowUsage is what a window held when the truth looked, before the new
+// amount.
+type WindowUsage struct {
+	// Used is the sum of the window's reservations.
+	Used apd.Decimal `json:"used"`
+	// FreesAt is when enough of them leave the window for the amount asked
+	// to fit; zero when it never can (the amount alone exceeds Max) or the
+	// window is per operation.
+	FreesAt time.Time `json:"frees_at,omitzero"`
 }
 
 // ClaimDecision is the answer of Acquire.
@@ -162,6 +217,10 @@ type ClaimDecision struct {
 	// TruthFound reports that the PostgreSQL truth holds the operation and Record
 	// comes from it; false is an answer of the Redis fast path alone.
 	TruthFound bool
+	// Usage is, for a claim with a Charge that the truth decided on
+	// (OutcomeAcquired, OutcomeLimitExceeded), what each of its windows
+	// held before it, in the Charge's order.
+	Usage []WindowUsage
 }
 
 // Finalization moves an IN_FLIGHT (or NEEDS_REVIEW) operation to DONE or FAILED.
@@ -213,7 +272,11 @@ type Record struct {
 	// BoundParams are the canonical bound params of the claim (the truth
 	// only; empty for records claimed before they were kept).
 	BoundParams json.RawMessage `json:"bound_params,omitempty"`
-	// CompletedAt is when the record turned terminal (the truth only).
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
+	// operation was confirmed under (empty when none was needed).
+	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
+	// CompletedAt is when the record turned terminal (Final.CompletedAt: the
+	// same time in the truth and the fast path; zero while not terminal).
 	CompletedAt time.Time `json:"completed_at,omitzero"`
 	// CreatedAt is when the record was created (zero when unknown, as in Redis).
 	CreatedAt time.Time `json:"created_at,omitzero"`
@@ -231,6 +294,32 @@ type Record struct {
 // declare (catalog.MaxWebhookTolerance), since an event is accepted up to
 // the tolerance before or after its timestamp.
 const WebhookReceiptRetention = 48 * time.Hour
+
+// BudgetReset is an operator's reset of a subject's budget windows.
+type BudgetReset struct {
+	// Subject is whose windows start afresh.
+	Subject string `json:"subject"`
+	// At is when: reservations before it no longer count.
+	At time.Time `json:"reset_at"`
+	// By is the operator.
+	By string `json:"reset_by"`
+	// TraceID is the request that reset them.
+	TraceID string `json:"trace_id,omitempty"`
+}
+
+// ReservationRetention is how long a budget reservation is kept (Reap
+// deletes it after): longer than the longest window a limits file can
+// declare (monthly, 30 days), so that no window ever misses one.
+const ReservationRetention = 31 * 24 * time.Hour
+
+// ReleasesBudget reports whether finalizing f gives its operation's budget
+// reservation back: only a failure that proves nothing was executed
+// (FailureKind.ProvesNothingExecuted), or an operator's decision that it
+// failed (after manual review the operator states that no money moved;
+// resolving completed keeps the reservation). Every other outcome keeps it.
+func (f Finalization) ReleasesBudget() bool {
+	return f.State == StateFailed && (f.FailureKind.ProvesNothingExecuted() || f.FailureKind == FailureOperator)
+}
 
 // ListFilter selects the records an operator lists.
 type ListFilter struct {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/plan"
 )
 
@@ -40,6 +41,10 @@ type Input struct {
 	// BoundParams are the canonical bound params (param_hash is their
 	// SHA-256), kept in the truth at claim for operators.
 	BoundParams json.RawMessage `json:"bound_params,omitempty"`
+	// Charge is what the operation spends of its subject's budgets; a
+	// ClaimTruth (the takeover of a claim the truth never saw) reserves it,
+	// or refuses the claim over budget.
+	Charge *idemstore.Charge `json:"charge,omitempty"`
 	// FingerprintExp is the fingerprint's expiry.
 	FingerprintExp time.Time `json:"fingerprint_exp"`
 	// InFlightTTL is the action's in_flight_ttl.
@@ -55,6 +60,11 @@ type Input struct {
 	CatalogDownstream json.RawMessage `json:"downstream,omitempty"`
 	// Summary is a short human text (action and amount) for the Web UI.
 	Summary string `json:"summary"`
+	// ApprovalSHA256 is the hex SHA-256 of the approval evidence (a
+	// person's passkey assertion) the operation runs under, when its action
+	// asked for one: the history shows which approval it executed under.
+	// Empty for operations that needed none (and in histories before it).
+	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
 
 	// RecordedOwner is the gateway claim's owner as inputs recorded before
 	// Ownership carried it; read only, by Resolved. New inputs leave it empty.

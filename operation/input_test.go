@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/operation"
 )
 
@@ -19,9 +20,9 @@ import (
 // sends today, and leaves a current input alone.
 func TestResolvedReadsAnInputFromBeforeThePlan(t *testing.T) {
 	cd := catalog.Downstream{
-		Execute: "http://downstream/legacy/transfers", Status: "http://downstream/legacy/transfers",
-		Timeout: 5 * time.Second, Attempts: 1, ResultRef: "id", ReconcileDelay: 2 * time.Second, ReconcileAttempts: 5,
-		MaxProcessingTime: 30 * time.Second, StatusLag: 5 * time.Second,
+		Endpoint: plan.Endpoint{Execute: "http://downstream/legacy/transfers", Status: "http://downstream/legacy/transfers"},
+		Timeout:  5 * time.Second, Attempts: 1, ResultRef: "id", ReconcileAttempts: 5,
+		Window: plan.Window{ReconcileDelay: 2 * time.Second, MaxProcessingTime: 30 * time.Second, StatusLag: 5 * time.Second},
 	}
 	raw, err := json.Marshal(cd)
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the stack and the tests need and is missing: redis-server and
-# PostgreSQL from Debian packages, and the Temporal CLI (dev server) built from
+# Installs what the stack and the tests need and is missing: redis-server,
+# PostgreSQL and Chromium (the approval page's browser test) from Debian
+# packages, and the Temporal CLI (dev server) built from
 # Go modules into ./bin. Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,7 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)          # the stack's healt
 command -v jq >/dev/null 2>&1 || need_apt+=(jq)              # the README's walk-through
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)    # the README's signed webhook recipe
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus) # promtool: the alert rules' tests
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # the approval page's browser test (chromedp)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "deps: installing ${need_apt[*]} from Debian packages" >&2
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The production-like profile (CONTRACT §1b), on this machine, without
+# The production-like profile (docs/contract.md §1b), on this machine, without
 # containers: a Temporal server built from go.temporal.io/server with
 # persistence and SQL visibility on PostgreSQL, the Temporal Web UI
 # (ui-server), a Redis Cluster (3 masters, 3 replicas), 2 gateways and 2
@@ -15,7 +15,8 @@
 #                   and its PostgreSQL folder under /var/tmp, if any)
 #
 # State lives in .run-prod/: stack.env, <name>.pid, <name>.log, the data of
-# PostgreSQL and the Redis nodes, the profile's fingerprint keys and tokens.
+# PostgreSQL and the Redis nodes, the profile's fingerprint and receipt keys
+# and tokens.
 # Binaries are cached in bin/ (gitignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,6 +76,9 @@ COMPONENTS=(postgres "${REDIS_COMPONENTS[@]}" temporal temporal-ui downstream wo
 # The profile's own keys and tokens (not the dev stack's: ONCEGATE_ENV is not dev here).
 umask 077
 [ -s "$RUN/fingerprint.keys" ] || echo "prod-local-$(date +%Y%m%d):$(head -c 32 /dev/urandom | base64 -w0)" >"$RUN/fingerprint.keys"
+# The receipt key: the 32-byte seed of an Ed25519 key. Both gateways sign with
+# it, so a receipt verifies against either one's /.well-known/jwks.json.
+[ -s "$RUN/receipt.keys" ] || echo "prod-local-receipt-$(date +%Y%m%d):$(head -c 32 /dev/urandom | base64 -w0)" >"$RUN/receipt.keys"
 if [ ! -s "$RUN/tokens.yaml" ]; then
   {
     echo "# Tokens of the production-like profile, made once by scripts/prod.sh."
@@ -103,6 +107,7 @@ export REDIS_URL=$REDIS_URL
 export REDIS_ADDRS=$REDIS_ADDRS
 export WORKER_METRICS_URL=$WORKER_METRICS_URL
 export ONCEGATE_FINGERPRINT_KEYS=$(cat "$RUN/fingerprint.keys")
+export ONCEGATE_RECEIPT_KEYS=$(cat "$RUN/receipt.keys")
 export ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
 export ONCEGATE_TOKENS=$RUN/tokens.yaml
 export ONCEGATE_TOKEN_ALICE=$(token_of alice)

@@ -7,7 +7,7 @@
 #
 # All state of a stack lives in its run folder, .run/ (ONCEGATE_RUN_DIR
 # moves it): stack.env, <name>.pid, <name>.log, the data of PostgreSQL,
-# Redis and Temporal, and the fingerprint keys (made once). The one
+# Redis and Temporal, and the fingerprint and receipt keys (made once). The one
 # exception is PostgreSQL's data when, as root, the postgres user cannot
 # enter the run folder: then they live in /var/tmp/oncegate-stack-<hash of
 # the run folder's path> (see outside_dir in lib.sh), which clean removes too.
@@ -92,7 +92,7 @@ refuse_moving_a_running_stack() {
       diff+=("$k=${CALLER[$k]} (the running stack has ${RECORDED[$k]})")
     fi
   done
-  for k in ONCEGATE_FINGERPRINT_KEYS ONCEGATE_PAYOUT_WEBHOOK_SECRET; do # secrets: not printed
+  for k in ONCEGATE_FINGERPRINT_KEYS ONCEGATE_RECEIPT_KEYS ONCEGATE_PAYOUT_WEBHOOK_SECRET; do # secrets: not printed
     if [ -n "${CALLER[$k]:-}" ] && [ -n "${RECORDED[$k]:-}" ] && [ "${CALLER[$k]}" != "${RECORDED[$k]}" ]; then
       diff+=("$k (another value than the running stack's)")
     fi
@@ -129,29 +129,40 @@ TEMPORAL_UI_PORT=$(port_of "$TEMPORAL_UI_URL")
 export GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL \
   SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL
 
-if [ ! -s "$RUN/fingerprint.keys" ]; then
-  umask 077
-  echo "dev-$(date +%Y%m%d):$(head -c 32 /dev/urandom | base64 -w0)" >"$RUN/fingerprint.keys"
-  umask 022
-fi
+# keep_once file command...: the secrets are made once; a file that holds
+# one keeps it (readable by this user only).
+keep_once() {
+  local file=$1
+  shift
+  if [ ! -s "$file" ]; then
+    umask 077
+    "$@" >"$file"
+    umask 022
+  fi
+}
+random_b64() { head -c 32 /dev/urandom | base64 -w0; }
+random_b64url() { random_b64 | tr '+/' '-_'; }
+keep_once "$RUN/fingerprint.keys" echo "dev-$(date +%Y%m%d):$(random_b64)"
 CALLER_KEYS=${ONCEGATE_FINGERPRINT_KEYS:-}
 ONCEGATE_FINGERPRINT_KEYS=${ONCEGATE_FINGERPRINT_KEYS:-$(cat "$RUN/fingerprint.keys")}
+# The receipt key: the 32-byte seed of an Ed25519 key (its dev- id is
+# refused outside the dev stack).
+keep_once "$RUN/receipt.keys" echo "dev-receipt-$(date +%Y%m%d):$(random_b64)"
+CALLER_RECEIPT_KEYS=${ONCEGATE_RECEIPT_KEYS:-}
+ONCEGATE_RECEIPT_KEYS=${ONCEGATE_RECEIPT_KEYS:-$(cat "$RUN/receipt.keys")}
 # The secret the simulator signs its payout webhooks with, and the gateway
 # verifies them with (the dev catalog's payments.payout webhook.secret_env).
-if [ ! -s "$RUN/payout-webhook.secret" ]; then
-  umask 077
-  head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' >"$RUN/payout-webhook.secret"
-  umask 022
-fi
+keep_once "$RUN/payout-webhook.secret" random_b64url
 CALLER_WEBHOOK_SECRET=${ONCEGATE_PAYOUT_WEBHOOK_SECRET:-}
 ONCEGATE_PAYOUT_WEBHOOK_SECRET=${ONCEGATE_PAYOUT_WEBHOOK_SECRET:-$(cat "$RUN/payout-webhook.secret")}
 if [ -s "$RUN/stack.env" ]; then
-  for k in ONCEGATE_FINGERPRINT_KEYS ONCEGATE_PAYOUT_WEBHOOK_SECRET; do
+  for k in ONCEGATE_FINGERPRINT_KEYS ONCEGATE_RECEIPT_KEYS ONCEGATE_PAYOUT_WEBHOOK_SECRET; do
     v=$(unset "$k"; . "$RUN/stack.env" >/dev/null 2>&1; printf '%s' "${!k:-}")
     if [ -n "$v" ]; then RECORDED[$k]=$v; fi
   done
 fi
 [ -z "$CALLER_KEYS" ] || CALLER[ONCEGATE_FINGERPRINT_KEYS]=$CALLER_KEYS
+[ -z "$CALLER_RECEIPT_KEYS" ] || CALLER[ONCEGATE_RECEIPT_KEYS]=$CALLER_RECEIPT_KEYS
 [ -z "$CALLER_WEBHOOK_SECRET" ] || CALLER[ONCEGATE_PAYOUT_WEBHOOK_SECRET]=$CALLER_WEBHOOK_SECRET
 
 # stack.env: `export KEY=value` lines, so that `source .run/stack.env` passes
@@ -164,10 +175,12 @@ ONCEGATE_ENV=dev
 # payments.mcp_* actions call them).
 DOWNSTREAM_MCP_URL=$DOWNSTREAM_URL/mcp
 ENV_KEYS=(ONCEGATE_ENV GATEWAY_URL DOWNSTREAM_URL DOWNSTREAM_MCP_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
-  SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL ONCEGATE_FINGERPRINT_KEYS ONCEGATE_CATALOG ONCEGATE_TOKENS
-  ONCEGATE_PAYOUT_WEBHOOK_SECRET)
+  SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL ONCEGATE_FINGERPRINT_KEYS ONCEGATE_RECEIPT_KEYS ONCEGATE_CATALOG ONCEGATE_TOKENS
+  ONCEGATE_LIMITS ONCEGATE_PAYOUT_WEBHOOK_SECRET)
 ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
 ONCEGATE_TOKENS=$ROOT/deployments/tokens.dev.yaml
+# bob's spend budgets and request rates; alice has none (README, "Limits").
+ONCEGATE_LIMITS=${ONCEGATE_LIMITS:-$ROOT/deployments/limits.dev.yaml}
 
 shell_quote() { # value -> itself when plain, else in single quotes
   if [[ $1 =~ ^[A-Za-z0-9_./:@+=,%-]*$ ]]; then

@@ -25,7 +25,7 @@ import (
 // reapSafetyMargin is how far behind this host's clock the reaper's cutoff
 // stays. pgstore.Store.Reap is safe because the gateway refuses a
 // fingerprint at or after its exp; but the gateway checks exp by its own
-// clock, before it acquires the key and starts the workflow, so a row reaped
+// clock, before it claims the operation and starts the workflow, so a row reaped
 // exactly at exp by a worker whose clock runs ahead could be claimed afresh
 // by a confirm the gateway still judged in time. The margin covers clock
 // skew between hosts and that check-to-claim delay; it only keeps rows

@@ -13,10 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.temporal.io/sdk/client"
-	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/internal/listen"
@@ -83,22 +79,6 @@ func (c *truthCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(a.Count), string(a.State), a.Scope)
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, c.now().Sub(a.Oldest).Seconds(), string(a.State), a.Scope)
 	}
-}
-
-// SDKMetrics returns the Temporal SDK's metrics handler, exporting through
-// OpenTelemetry into reg (series named temporal_*), and the meter
-// provider to shut down at exit.
-func SDKMetrics(reg prometheus.Registerer) (client.MetricsHandler, *sdkmetric.MeterProvider, error) {
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
-	if err != nil {
-		return nil, nil, fmt.Errorf("temporal sdk metrics: %w", err)
-	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	h := temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
-		Meter:   mp.Meter("temporal-sdk-go"),
-		OnError: func(err error) { slog.Warn("temporal sdk metric", "err", err) },
-	})
-	return h, mp, nil
 }
 
 // NewRegistry returns a registry with the Go runtime and process collectors.

@@ -212,6 +212,10 @@ func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolve
 			return idemstore.Final{}, err
 		}
 	}
+	// The outcome's time is decided here, once, and written to the truth and
+	// the fast path alike (an activity retry carries the same): every
+	// answer of the outcome, and its signed receipt, names this time.
+	out.CompletedAt = workflow.Now(ctx).UTC().Truncate(time.Millisecond)
 	fin := operation.FinalizeInput{
 		OperationID: in.OperationID,
 		Ownership:   own,

@@ -54,7 +54,7 @@ func mockNeverCalled(env *testsuite.TestWorkflowEnvironment, fns ...any) {
 // payments.legacy_transfer (honours=false).
 func input(honours bool) operation.Input {
 	ds := catalog.Downstream{
-		Execute:              "http://downstream/v1/transfers",
+		Endpoint:             plan.Endpoint{Execute: "http://downstream/v1/transfers"},
 		HonorsIdempotencyKey: true,
 		Timeout:              5 * time.Second,
 		Attempts:             4,
@@ -158,7 +158,9 @@ func TestOperation_HonouringHappyPath(t *testing.T) {
 	transfer := json.RawMessage(`{"id":"tr_1","amount":"12.5"}`)
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil).Once()
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
+	var written time.Time
 	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+		written = f.CompletedAt
 		return string(f.Result) == string(transfer) && f.ResultRef == "tr_1" && f.TerminalTTL == 24*time.Hour
 	})).Return(nil).Once()
 
@@ -168,6 +170,11 @@ func TestOperation_HonouringHappyPath(t *testing.T) {
 	assert.Equal(t, idemstore.StateDone, out.State)
 	assert.Equal(t, "tr_1", out.ResultRef)
 	assert.JSONEq(t, string(transfer), string(out.Result))
+	// The workflow decides the outcome's time once: what it writes to the
+	// stores is what it answers (the first confirm's receipt names it).
+	require.False(t, written.IsZero(), "Finalize is told the completed time")
+	assert.True(t, written.Equal(out.CompletedAt), "written %s, answered %s", written, out.CompletedAt)
+	assert.Equal(t, written, written.Truncate(time.Millisecond), "to the millisecond every store keeps")
 	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
 	env.AssertExpectations(t)
 }
@@ -190,8 +197,9 @@ func TestOperation_HonouringRetriesThenSucceeds(t *testing.T) {
 
 func TestOperation_TruthAlreadyTerminal(t *testing.T) {
 	env, states := newEnv(t)
+	first := time.Date(2026, 5, 1, 10, 0, 0, 123_000_000, time.UTC)
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: idemstore.Final{
-		State: idemstore.StateDone, Result: json.RawMessage(`{"id":"tr_0"}`), ResultRef: "tr_0",
+		State: idemstore.StateDone, Result: json.RawMessage(`{"id":"tr_0"}`), ResultRef: "tr_0", CompletedAt: first,
 	}}, nil).Once()
 	mockNeverCalled(env, a.Execute, a.Finalize)
 
@@ -200,6 +208,7 @@ func TestOperation_TruthAlreadyTerminal(t *testing.T) {
 	out := result(t, env)
 	assert.Equal(t, idemstore.StateDone, out.State)
 	assert.Equal(t, "tr_0", out.ResultRef)
+	assert.True(t, first.Equal(out.CompletedAt), "the truth's completed time, answered %s", out.CompletedAt)
 	env.AssertActivityNotCalled(t, workflows.ActivityExecute, mock.Anything, mock.Anything)
 	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
 	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)

@@ -11,7 +11,7 @@ import (
 )
 
 // Tokens authenticates static bearer tokens from a file (the dev identities
-// of CONTRACT §1). Tokens are kept as SHA-256 digests so that a lookup does
+// of docs/contract.md §1). Tokens are kept as SHA-256 digests so that a lookup does
 // not compare the secret byte by byte.
 type Tokens struct {
 	byDigest map[[sha256.Size]byte]Identity

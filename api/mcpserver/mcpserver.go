@@ -23,6 +23,7 @@ import (
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/status"
 )
 
 // Options configures the MCP endpoint. The zero value is usable.
@@ -48,19 +49,23 @@ type Options struct {
 	// DisableLocalhostProtection turns off the SDK's DNS rebinding
 	// protection (requests to a localhost address with a foreign Host).
 	DisableLocalhostProtection bool
+	// ApprovalWait bounds how long a confirm tool waits for a person to
+	// decide after the client's host opened the approval link (URL-mode
+	// elicitation); default DefaultApprovalWait, which stays within the
+	// gateway's request timeout. Not decided by then: approval_required.
+	ApprovalWait time.Duration
+	// ApprovalPoll is how often the confirm is asked again while it waits
+	// (default DefaultApprovalPoll).
+	ApprovalPoll time.Duration
 }
 
-// okStatuses are the statuses of a tool result that is not an error: the
-// call did what it is for, even when the outcome is a definite failure.
-var okStatuses = map[string]bool{
-	"preview_ready":       true,
-	"completed":           true,
-	"already_completed":   true,
-	"failed":              true,
-	"already_failed":      true,
-	"in_progress":         true,
-	"needs_manual_review": true,
-}
+// Defaults of the approval wait of Options.
+const (
+	// DefaultApprovalWait is how long a confirm tool waits for a person.
+	DefaultApprovalWait = 20 * time.Second
+	// DefaultApprovalPoll is how often it asks the confirm again meanwhile.
+	DefaultApprovalPoll = 500 * time.Millisecond
+)
 
 // operationIDRE is the shape of an operation_id.
 var operationIDRE = regexp.MustCompile(tools.OperationIDPattern)
@@ -91,7 +96,13 @@ func New(cat *catalog.Catalog, gateway http.Handler, opts Options) http.Handler 
 		Logger:       opts.Logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	c := &caller{gateway: gateway, msgs: msgs}
+	if opts.ApprovalWait <= 0 {
+		opts.ApprovalWait = DefaultApprovalWait
+	}
+	if opts.ApprovalPoll <= 0 {
+		opts.ApprovalPoll = DefaultApprovalPoll
+	}
+	c := &caller{gateway: gateway, msgs: msgs, stateful: opts.Stateful, wait: opts.ApprovalWait, poll: opts.ApprovalPoll}
 	for _, t := range tools.Tools(cat) {
 		server.AddTool(&mcp.Tool{
 			Name:        t.Name,
@@ -135,8 +146,11 @@ func annotations(t tools.Tool) *mcp.ToolAnnotations {
 
 // caller executes tool calls against the gateway's handler.
 type caller struct {
-	gateway http.Handler
-	msgs    *messages.Catalog
+	gateway  http.Handler
+	msgs     *messages.Catalog
+	stateful bool
+	wait     time.Duration
+	poll     time.Duration
 }
 
 // handler returns the MCP handler of tool t.
@@ -156,7 +170,7 @@ func (c *caller) handler(t tools.Tool) mcp.ToolHandler {
 			// byte for byte: decimals keep their exact text.
 			return c.call(ctx, header, http.MethodPost, "/v1/actions/"+url.PathEscape(t.Scope)+"/preview", args)
 		case tools.KindConfirm:
-			return c.call(ctx, header, http.MethodPost, "/v1/actions/"+url.PathEscape(t.Scope)+"/confirm", args)
+			return c.confirm(ctx, req, header, "/v1/actions/"+url.PathEscape(t.Scope)+"/confirm", args), nil
 		case tools.KindStatus:
 			fallthrough
 		default:
@@ -174,6 +188,15 @@ func (c *caller) handler(t tools.Tool) mcp.ToolHandler {
 // call sends one in-process request to the gateway and turns its answer
 // into a tool result.
 func (c *caller) call(ctx context.Context, header http.Header, method, path string, body []byte) (*mcp.CallToolResult, error) {
+	code, out, err := c.send(ctx, header, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	return result(code, out), nil
+}
+
+// send sends one in-process request to the gateway and returns its answer.
+func (c *caller) send(ctx context.Context, header http.Header, method, path string, body []byte) (int, []byte, error) {
 	var rd *bytes.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -182,7 +205,7 @@ func (c *caller) call(ctx context.Context, header http.Header, method, path stri
 	}
 	r, err := http.NewRequestWithContext(ctx, method, path, rd)
 	if err != nil {
-		return nil, fmt.Errorf("build gateway request: %w", err)
+		return 0, nil, fmt.Errorf("build gateway request: %w", err)
 	}
 	r.RequestURI = path
 	r.RemoteAddr = "127.0.0.1:0"
@@ -199,7 +222,7 @@ func (c *caller) call(ctx context.Context, header http.Header, method, path stri
 	r.Header.Set("X-Oncegate-Via", "mcp")
 	rec := newRecorder()
 	c.gateway.ServeHTTP(rec, r)
-	return result(rec.status(), rec.body.Bytes()), nil
+	return rec.status(), rec.body.Bytes(), nil
 }
 
 // result turns a gateway answer into a tool result: the JSON body both as
@@ -212,7 +235,7 @@ func result(code int, body []byte) *mcp.CallToolResult {
 	isJSONObject := json.Unmarshal(body, &probe) == nil && bytes.HasPrefix(bytes.TrimSpace(body), []byte("{"))
 	if !isJSONObject {
 		wrapped, _ := json.Marshal(map[string]any{
-			"status":      "internal_error",
+			"status":      status.InternalError,
 			"meaning":     fmt.Sprintf("The gateway answered HTTP %d without a JSON answer; the outcome of this call is unknown.", code),
 			"instruction": "Do not call a confirm tool again to find out. If you have an operation_id, call get_operation_status with it; otherwise tell the user the gateway failed.",
 			"retryable":   false,
@@ -220,17 +243,24 @@ func result(code int, body []byte) *mcp.CallToolResult {
 			"body":        truncate(string(body), 2000),
 		})
 		body = wrapped
-		probe.Status = "internal_error"
+		probe.Status = string(status.InternalError)
 		if code < 400 {
 			code = http.StatusBadGateway
 		}
 	}
-	isError := code >= 400 || (probe.Status != "" && !okStatuses[probe.Status])
+	isError := code >= 400 || (probe.Status != "" && !isOutcome(status.Status(probe.Status)))
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
 		StructuredContent: json.RawMessage(body),
 		IsError:           isError,
 	}
+}
+
+// isOutcome reports whether an answer with s did what its call is for
+// (the registry's status.Outcome), so that its tool result is not an error.
+func isOutcome(s status.Status) bool {
+	info, ok := status.Lookup(s)
+	return ok && info.Kind == status.Outcome
 }
 
 // invalidOperationID answers a status call without a well-formed
@@ -241,7 +271,7 @@ func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
 		"Call get_operation_status again with the operation_id copied exactly from an earlier answer (32 lowercase hex characters). Never invent one."
 	problem := "required: 32 lowercase hex characters copied from an earlier answer"
 	if c.msgs != nil {
-		if m, i, err := c.msgs.Render(lang, "invalid_params", messages.Data{PollWith: tools.StatusToolName}); err == nil {
+		if m, i, err := c.msgs.Render(lang, string(status.InvalidParams), messages.Data{PollWith: tools.StatusToolName}); err == nil {
 			meaning, instruction = m, i
 		}
 		if p, err := c.msgs.Fragment(lang, messages.FragmentPrefix+"operation_id_required", messages.Data{}); err == nil {
@@ -249,10 +279,10 @@ func (c *caller) invalidOperationID(header http.Header) *mcp.CallToolResult {
 		}
 	}
 	body, _ := json.Marshal(map[string]any{
-		"status":      "invalid_params",
+		"status":      status.InvalidParams,
 		"meaning":     meaning,
 		"instruction": instruction,
-		"retryable":   false, // CONTRACT §4: only temporarily_unavailable is retryable
+		"retryable":   false, // docs/contract.md §4: only temporarily_unavailable is retryable
 		"trace_id":    traceID(header),
 		"errors": []map[string]string{{
 			"field":    "operation_id",
@@ -357,7 +387,7 @@ func (g *authGate) unauthenticated(w http.ResponseWriter, r *http.Request) {
 	meaning, instruction := "The request carries no valid bearer token. Nothing was executed.",
 		"Do not retry with the same credentials. Send Authorization: Bearer <token> with a valid token."
 	if g.msgs != nil {
-		if m, i, err := g.msgs.Render(lang, "unauthenticated", messages.Data{TraceID: tid, Method: r.Method, Path: r.URL.Path}); err == nil {
+		if m, i, err := g.msgs.Render(lang, string(status.Unauthenticated), messages.Data{TraceID: tid, Method: r.Method, Path: r.URL.Path}); err == nil {
 			meaning, instruction = m, i
 		}
 	}
@@ -365,10 +395,10 @@ func (g *authGate) unauthenticated(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="oncegate"`)
 	w.WriteHeader(http.StatusUnauthorized)
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":      "unauthenticated",
+		"status":      status.Unauthenticated,
 		"meaning":     meaning,
 		"instruction": instruction,
-		"retryable":   false, // CONTRACT §4: only temporarily_unavailable is retryable
+		"retryable":   false, // docs/contract.md §4: only temporarily_unavailable is retryable
 		"trace_id":    tid,
 	})
 }

@@ -103,6 +103,25 @@ type Data struct {
 	Method string
 	// Path is the request's path.
 	Path string
+	// LimitName is the spend budget an amount does not fit (limit.name).
+	LimitName string
+	// LimitWindow is its window: per_operation, daily or monthly.
+	LimitWindow string
+	// LimitCurrency is the amount's currency.
+	LimitCurrency string
+	// LimitMax is the window's maximum.
+	LimitMax string
+	// LimitUsed is what the window holds.
+	LimitUsed string
+	// LimitLeft is what still fits.
+	LimitLeft string
+	// LimitResetsAt is when the amount would fit (RFC 3339); empty: never.
+	LimitResetsAt string
+	// ApprovalURL is the link a person opens to approve the operation with
+	// their passkey (empty: no approval needed).
+	ApprovalURL string
+	// Subject is whose passkey or operation it is.
+	Subject string
 }
 
 // FragmentPrefix starts the key of every detail fragment.

@@ -1,4 +1,4 @@
-// Package openapi holds the gateway's OpenAPI 3.0 document (CONTRACT §4:
+// Package openapi holds the gateway's OpenAPI 3.0 document (docs/contract.md §4,
 // every endpoint and every status body), serves it, and validates real
 // responses against it for integration tests.
 package openapi

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/api/openapi"
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
@@ -26,7 +28,7 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 		"/v1/actions/{scope}/preview", "/v1/actions/{scope}/confirm", "/v1/operations/{operation_id}",
 		"/v1/tools", "/mcp", "/healthz", "/readyz", "/metrics",
 		"/v1/ops/operations", "/v1/ops/operations/{operation_id}", "/v1/ops/operations/{operation_id}/resolve",
-		"/openapi.json",
+		"/openapi.json", "/.well-known/jwks.json",
 	} {
 		assert.NotNil(t, doc.Paths.Find(p), p)
 	}
@@ -60,6 +62,9 @@ func TestHandler(t *testing.T) {
 const base = `"meaning":"m","instruction":"i","trace_id":"t"`
 const op = `"operation_id":"0123456789abcdef0123456789abcdef"`
 
+// rc is the receipt member of a terminal answer (its shape: three base64url segments).
+const rc = `,"receipt":"eyJhbGciOiJFZERTQSJ9.e30.c2ln"`
+
 const preview = `{"scope":"payments.transfer","params":{"amount":"12.5","currency":"USD","payee_id":"p-1"},"free":{"memo":"rent"},"quote":{"amount":"12.5","fee":"0.25","expires_at":"2030-01-01T00:00:00Z"}}`
 
 func TestValidateResponse(t *testing.T) {
@@ -92,13 +97,17 @@ func TestValidateResponse(t *testing.T) {
 		{"preview_ready without fingerprint", "POST", "/v1/actions/payments.transfer/preview", 200, json,
 			`{"status":"preview_ready",` + base + `,"retryable":false,"expires_at":"2030-01-01T00:00:00Z","preview":{}}`, false},
 		{"completed", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
-			`{"status":"completed",` + base + `,"retryable":false,` + op + `,"result":{"id":"tr_1"},"result_ref":"tr_1"}`, true},
+			`{"status":"completed",` + base + `,"retryable":false,` + op + `,"result":{"id":"tr_1"},"result_ref":"tr_1"` + rc + `}`, true},
+		{"completed without a receipt", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
+			`{"status":"completed",` + base + `,"retryable":false,` + op + `,"result":{"id":"tr_1"},"result_ref":"tr_1"}`, false},
+		{"completed with a receipt not a JWS", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
+			`{"status":"completed",` + base + `,"retryable":false,` + op + `,"result":{"id":"tr_1"},"result_ref":"tr_1","receipt":"a.b"}`, false},
 		{"already_completed", "POST", "/v1/actions/payments.transfer/confirm", 200, replayed,
-			`{"status":"already_completed",` + base + `,"retryable":false,` + op + `,"result":{"id":"tr_1"},"result_ref":"tr_1"}`, true},
+			`{"status":"already_completed",` + base + `,"retryable":false,` + op + `,"result":{"id":"tr_1"},"result_ref":"tr_1"` + rc + `}`, true},
 		{"failed", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
-			`{"status":"failed",` + base + `,"retryable":false,` + op + `,"reason":"insufficient_funds"}`, true},
+			`{"status":"failed",` + base + `,"retryable":false,` + op + `,"reason":"insufficient_funds"` + rc + `}`, true},
 		{"failed without reason", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
-			`{"status":"failed",` + base + `,"retryable":false,` + op + `}`, false},
+			`{"status":"failed",` + base + `,"retryable":false,` + op + rc + `}`, false},
 		{"in_progress", "POST", "/v1/actions/payments.transfer/confirm", 202, json,
 			`{"status":"in_progress",` + base + `,"retryable":false,` + op + `,"poll_with":"get_operation_status","poll_after_ms":2000}`, true},
 		{"in_progress as 200", "POST", "/v1/actions/payments.transfer/confirm", 200, json,
@@ -122,7 +131,7 @@ func TestValidateResponse(t *testing.T) {
 		{"unauthenticated", "GET", "/v1/operations/0123456789abcdef0123456789abcdef", 401, json,
 			`{"status":"unauthenticated",` + base + `,"retryable":true}`, true},
 		{"status completed", "GET", "/v1/operations/0123456789abcdef0123456789abcdef", 200, json,
-			`{"status":"completed",` + base + `,"retryable":false,` + op + `,"result":{},"result_ref":"tr_1"}`, true},
+			`{"status":"completed",` + base + `,"retryable":false,` + op + `,"result":{},"result_ref":"tr_1"` + rc + `}`, true},
 		{"unknown_operation", "GET", "/v1/operations/0123456789abcdef0123456789abcdef", 404, json,
 			`{"status":"unknown_operation",` + base + `,"retryable":false}`, true},
 		{"wrong status for code", "GET", "/v1/operations/0123456789abcdef0123456789abcdef", 404, json,
@@ -237,4 +246,17 @@ func TestRedoclyLint(t *testing.T) {
 	}
 	assert.Zero(t, report.Totals.Errors, "redocly lint errors")
 	assert.NoError(t, err, "redocly lint exit status")
+}
+
+// TestFieldErrorRulesAreTheConstraints checks that the document's
+// FieldError.rule names every rule a catalog constraint's problems carry,
+// so that a new constraint cannot be left out of it.
+func TestFieldErrorRulesAreTheConstraints(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Load(context.Background())
+	require.NoError(t, err)
+	rule := doc.Components.Schemas["FieldError"].Value.Properties["rule"].Value.Description
+	for _, c := range catalog.Constraints() {
+		assert.Regexp(t, `\b`+regexp.QuoteMeta(c.Rule())+`\b`, rule, "FieldError.rule does not name the rule of constraint %s", c.Key())
+	}
 }

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,10 +13,6 @@ import (
 	"github.com/oncegate/oncegate/internal/iso4217"
 	"github.com/oncegate/oncegate/internal/params"
 )
-
-// CurrencyPattern is the JSON Schema pattern of a string of kind currency:
-// three upper-case letters (the gateway then requires an active ISO 4217 code).
-const CurrencyPattern = "^[A-Z]{3}$"
 
 // numberShape is what a decimal or integer string may look like, derived
 // from the field's constraints.
@@ -137,61 +135,50 @@ func numberSchema(f catalog.Field) map[string]any {
 	return map[string]any{"type": "string", "pattern": shapeOf(f).pattern(), "description": desc}
 }
 
-// boundsText describes the bounds and the scale of a decimal or integer.
+// boundsText describes the constraints of a decimal or integer: their
+// bounds in one "Must be …" sentence, then their sentences
+// (catalog.Constraint.Describe).
 func boundsText(f catalog.Field) string {
-	var parts []string
-	if lo, ex := f.Lower(); lo != nil {
-		if ex {
-			parts = append(parts, "greater than "+lo.String())
-		} else {
-			parts = append(parts, "at least "+lo.String())
+	var bounds, sentences []string
+	for _, d := range described(f) {
+		if d.Bound != "" {
+			bounds = append(bounds, d.Bound)
+		}
+		if d.Sentence != "" {
+			sentences = append(sentences, d.Sentence)
 		}
 	}
-	if hi, ex := f.Upper(); hi != nil {
-		if ex {
-			parts = append(parts, "less than "+hi.String())
-		} else {
-			parts = append(parts, "at most "+hi.String())
-		}
+	if len(bounds) > 0 {
+		sentences = append([]string{"Must be " + strings.Join(bounds, " and ") + "."}, sentences...)
 	}
-	var out string
-	if len(parts) > 0 {
-		out = "Must be " + strings.Join(parts, " and ") + "."
-	}
-	switch {
-	case f.Scale != nil:
-		out += fmt.Sprintf(" At most %d decimal places.", *f.Scale)
-	case f.ScaleFrom != "":
-		out += fmt.Sprintf(" At most as many decimal places as the currency in %s allows (its ISO 4217 minor units: 2 for USD, 0 for JPY, 3 for BHD).", f.ScaleFrom)
-	}
-	return strings.TrimSpace(out)
+	return strings.Join(sentences, " ")
 }
 
-// stringSchema is the schema of a string bound field with its constraints.
+// stringSchema is the schema of a string bound field: the keywords and
+// sentences of its constraints.
 func stringSchema(f catalog.Field) map[string]any {
 	s := map[string]any{"type": "string"}
 	desc := strings.TrimSpace(f.Description)
-	switch f.Kind {
-	case catalog.KindCurrency:
-		desc = sentence(desc) + "An active ISO 4217 currency code in upper case, such as USD, EUR or JPY (not XXX, XTS or metals such as XAU)."
-		if f.Pattern == "" && len(f.Enum) == 0 {
-			s["pattern"] = CurrencyPattern
+	for _, d := range described(f) {
+		maps.Copy(s, d.Keywords)
+		if d.Sentence != "" {
+			desc = sentence(desc) + d.Sentence
 		}
-	case catalog.KindIdentifier:
-		desc = sentence(desc) + "An identifier: copy it exactly; no spaces, control, invisible (such as U+200B) or full-width characters are accepted, and none is removed for you."
-	}
-	if f.Pattern != "" {
-		s["pattern"] = f.Pattern
-	}
-	if len(f.Enum) > 0 {
-		s["enum"] = append([]string(nil), f.Enum...)
-	}
-	if f.MaxLength > 0 {
-		s["maxLength"] = f.MaxLength
-		desc = sentence(desc) + fmt.Sprintf("At most %d characters.", f.MaxLength)
 	}
 	s["description"] = desc
 	return s
+}
+
+// described returns what each constraint f declares adds to its schema,
+// in the constraints' order.
+func described(f catalog.Field) []catalog.Description {
+	var out []catalog.Description
+	for _, c := range catalog.Constraints() {
+		if c.Declared(&f) && slices.Contains(c.Types(), f.Type) {
+			out = append(out, c.Describe(&f))
+		}
+	}
+	return out
 }
 
 // freeTypeSchema is the schema of a free field.

@@ -89,7 +89,7 @@ func TestToolsDevCatalog(t *testing.T) {
 		"payments_mcp_legacy_transfer_preview", "payments_mcp_legacy_transfer_confirm",
 		"payments_mcp_transfer_preview", "payments_mcp_transfer_confirm",
 		"payments_payout_preview", "payments_payout_confirm",
-		"payments_transfer_preview", "payments_transfer_confirm",
+		"payments_transfer_preview", "payments_transfer_confirm", "payments_wire_preview", "payments_wire_confirm",
 		"get_operation_status",
 	}, names)
 
@@ -108,7 +108,7 @@ func TestToolsDevCatalog(t *testing.T) {
 	assert.Contains(t, amount["description"], "exact decimal")
 	assert.Contains(t, amount["description"], "Must be greater than 0 and at most 1000000.")
 	currency := props["currency"].(map[string]any)
-	assert.Equal(t, tools.CurrencyPattern, currency["pattern"])
+	assert.Equal(t, catalog.CurrencyPattern, currency["pattern"])
 	payee := props["payee_id"].(map[string]any)
 	assert.Equal(t, 64, payee["maxLength"])
 	assert.Contains(t, payee["description"], "U+200B")

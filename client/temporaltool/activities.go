@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/oncegate/oncegate/client"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // heartbeatEvery is how often Confirm heartbeats while the gateway works, so
@@ -99,9 +101,9 @@ func (a *Activities) Preview(ctx context.Context, req PreviewRequest) (Preview, 
 	if err != nil {
 		return Preview{}, activityError("preview "+req.Scope, err)
 	}
-	if ans.Status != client.StatusPreviewReady || ans.Fingerprint == "" {
+	if ans.Status != status.PreviewReady || ans.Fingerprint == "" {
 		return Preview{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("preview %s: answer %s without a fingerprint", req.Scope, ans.Status), string(client.StatusInternalError), nil)
+			fmt.Sprintf("preview %s: answer %s without a fingerprint", req.Scope, ans.Status), string(status.InternalError), nil)
 	}
 	return Preview{
 		Scope: req.Scope, Params: req.Params, OperationID: ans.OperationID, Fingerprint: ans.Fingerprint,
@@ -147,7 +149,7 @@ func outcomeOf(a *client.Answer) Outcome {
 // answer's problems and recent operation as details.
 func activityError(step string, err error) error {
 	var e *client.Error
-	if !errors.As(err, &e) || e.Status == client.StatusTemporarilyUnavailable {
+	if !errors.As(err, &e) || e.Status == status.TemporarilyUnavailable {
 		return fmt.Errorf("%s: %w", step, err)
 	}
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", step, err), string(e.Status), err,

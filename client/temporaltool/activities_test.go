@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/oncegate/oncegate/client"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // activityEnv runs the activities against a gateway that always answers body with code.
@@ -56,8 +58,8 @@ func TestConfirmActivityRefusalIsNotRetryable(t *testing.T) {
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	assert.True(t, app.NonRetryable())
-	assert.Equal(t, string(client.StatusRepeatUnacknowledged), app.Type())
-	assert.Equal(t, client.StatusRepeatUnacknowledged, StatusOf(err))
+	assert.Equal(t, string(status.RepeatUnacknowledged), app.Type())
+	assert.Equal(t, status.RepeatUnacknowledged, StatusOf(err))
 	assert.ErrorIs(t, classify(err), client.ErrRepeatUnacknowledged)
 	var r Refusal
 	require.NoError(t, app.Details(&r))

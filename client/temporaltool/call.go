@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/client"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // Defaults of Options.
@@ -149,13 +151,13 @@ func Wait(ctx workflow.Context, operationID string, opts ...Options) (Outcome, e
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	return wait(ctx, Outcome{OperationID: operationID, Status: client.StatusInProgress}, o.withDefaults())
+	return wait(ctx, Outcome{OperationID: operationID, Status: status.InProgress}, o.withDefaults())
 }
 
 func wait(ctx workflow.Context, last Outcome, o Options) (Outcome, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: o.ActivityTimeout, RetryPolicy: retryPolicy})
 	for !last.Status.Terminal() {
-		if last.Status == client.StatusNeedsManualReview {
+		if last.Status == status.NeedsManualReview {
 			return last, fmt.Errorf("operation %s: %w", last.OperationID, client.ErrNeedsManualReview)
 		}
 		pause := client.DefaultPollAfter
@@ -186,9 +188,9 @@ func StatusOf(err error) client.Status {
 // status with errors.Is (client.ErrSecurity, client.ErrInvalidParams, ...),
 // keeping the ActivityError in the chain.
 func classify(err error) error {
-	status := StatusOf(err)
-	if status == "" || status.Class() == nil {
+	class := client.ClassOf(StatusOf(err))
+	if StatusOf(err) == "" || class == nil {
 		return err
 	}
-	return fmt.Errorf("%w: %w", status.Class(), err)
+	return fmt.Errorf("%w: %w", class, err)
 }

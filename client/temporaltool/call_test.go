@@ -16,6 +16,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/client"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // callReport is what the test workflow returns about one Call.
@@ -121,10 +123,10 @@ func TestCallConfirmsTheRecordedFingerprintAndWaits(t *testing.T) {
 	f := &fakeGateway{
 		// The first confirm is lost (the gateway unreachable); the retry sends the same fingerprint.
 		confirmErrs:   []error{errors.New("confirm: oncegate: gateway unreachable")},
-		confirmAnswer: Outcome{OperationID: "op1", Status: client.StatusInProgress, PollAfterMS: 2000},
+		confirmAnswer: Outcome{OperationID: "op1", Status: status.InProgress, PollAfterMS: 2000},
 		statusAnswers: []Outcome{
-			{OperationID: "op1", Status: client.StatusInProgress, PollAfterMS: 3000},
-			{OperationID: "op1", Status: client.StatusCompleted, ResultRef: "tr_1", Result: json.RawMessage(`{"amount":"12.5"}`)},
+			{OperationID: "op1", Status: status.InProgress, PollAfterMS: 3000},
+			{OperationID: "op1", Status: status.Completed, ResultRef: "tr_1", Result: json.RawMessage(`{"amount":"12.5"}`)},
 		},
 	}
 	env := setup(t, f)
@@ -132,7 +134,7 @@ func TestCallConfirmsTheRecordedFingerprintAndWaits(t *testing.T) {
 	start := env.Now()
 	rep := run(t, env)
 	assert.Empty(t, rep.Error)
-	assert.Equal(t, client.StatusCompleted, rep.Result.Outcome.Status)
+	assert.Equal(t, status.Completed, rep.Result.Outcome.Status)
 	assert.Equal(t, "tr_1", rep.Result.Outcome.ResultRef)
 	assert.Equal(t, "alice", rep.Result.Approval.By)
 	require.Len(t, f.confirms, 2)
@@ -146,7 +148,7 @@ func TestCallConfirmsTheRecordedFingerprintAndWaits(t *testing.T) {
 
 func TestCallIgnoresApprovalsOfOtherOperations(t *testing.T) {
 	t.Parallel()
-	f := &fakeGateway{confirmAnswer: Outcome{OperationID: "op1", Status: client.StatusCompleted}}
+	f := &fakeGateway{confirmAnswer: Outcome{OperationID: "op1", Status: status.Completed}}
 	env := setup(t, f)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalApproval, Approval{OperationID: "op0", Approved: true}) }, time.Minute)
 	approveAfter(t, env, 10*time.Minute, Approval{OperationID: "op1", Approved: false})
@@ -167,25 +169,25 @@ func TestCallApprovalExpires(t *testing.T) {
 func TestCallStopsAtManualReview(t *testing.T) {
 	t.Parallel()
 	f := &fakeGateway{
-		confirmAnswer: Outcome{OperationID: "op1", Status: client.StatusInProgress},
-		statusAnswers: []Outcome{{OperationID: "op1", Status: client.StatusNeedsManualReview}},
+		confirmAnswer: Outcome{OperationID: "op1", Status: status.InProgress},
+		statusAnswers: []Outcome{{OperationID: "op1", Status: status.NeedsManualReview}},
 	}
 	env := setup(t, f)
 	approveAfter(t, env, time.Second, Approval{OperationID: "op1", Approved: true})
 	rep := run(t, env)
 	assert.True(t, rep.Review, rep.Error)
-	assert.Equal(t, client.StatusNeedsManualReview, rep.Result.Outcome.Status)
+	assert.Equal(t, status.NeedsManualReview, rep.Result.Outcome.Status)
 }
 
 func TestCallRefusalKeepsItsClass(t *testing.T) {
 	t.Parallel()
 	f := &fakeGateway{confirmErrs: []error{
-		temporal.NewNonRetryableApplicationError("confirm: param_mismatch", string(client.StatusParamMismatch), nil),
+		temporal.NewNonRetryableApplicationError("confirm: param_mismatch", string(status.ParamMismatch), nil),
 	}}
 	env := setup(t, f)
 	approveAfter(t, env, time.Second, Approval{OperationID: "op1", Approved: true})
 	rep := run(t, env)
-	assert.Equal(t, client.StatusParamMismatch, rep.Status)
+	assert.Equal(t, status.ParamMismatch, rep.Status)
 	assert.True(t, rep.Security, rep.Error)
 	assert.Len(t, f.confirms, 1, "a refusal is not retried")
 }
@@ -199,4 +201,30 @@ func TestCallApprovalCanceled(t *testing.T) {
 	assert.False(t, rep.Expired, "a canceled wait is not an expiry")
 	assert.Contains(t, rep.Error, "canceled")
 	assert.Empty(t, f.confirms)
+}
+
+// waitWorkflow waits for op with Wait, as an agent workflow does after a
+// Call that stopped at manual review.
+func waitWorkflow(ctx workflow.Context, op string) (Outcome, error) {
+	return Wait(ctx, op, Options{MaxPollAfter: time.Second})
+}
+
+func TestWaitPollsUntilTheOutcome(t *testing.T) {
+	t.Parallel()
+	f := &fakeGateway{statusAnswers: []Outcome{
+		{OperationID: "op1", Status: status.InProgress, PollAfterMS: 60000},
+		{OperationID: "op1", Status: status.Completed, ResultRef: "tr_1"},
+	}}
+	env := setup(t, f)
+	env.RegisterWorkflow(waitWorkflow)
+	start := env.Now()
+	env.ExecuteWorkflow(waitWorkflow, "op1")
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var out Outcome
+	require.NoError(t, env.GetWorkflowResult(&out))
+	assert.Equal(t, status.Completed, out.Status)
+	assert.Equal(t, "tr_1", out.ResultRef)
+	assert.Equal(t, 2, f.statuses, "one poll per answer until a terminal one")
+	assert.Equal(t, 2*time.Second, env.Now().Sub(start), "each pause capped by MaxPollAfter")
 }

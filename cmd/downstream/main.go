@@ -1,4 +1,4 @@
-// Command downstream runs the downstream simulator of CONTRACT §6: the
+// Command downstream runs the downstream simulator of docs/contract.md §6: the
 // payment service behind the gateway, persisting to PostgreSQL. Its
 // environment is simulator.Config: DOWNSTREAM_URL (where to listen, default
 // http://127.0.0.1:8090) and SIMULATOR_DATABASE_URL (required).

@@ -1,6 +1,7 @@
-// Command gateway serves the oncegate HTTP API (CONTRACT §4). It only wires:
+// Command gateway serves the oncegate HTTP API (docs/contract.md §4). It only wires:
 // configuration from the environment, the stores, Temporal, the catalog, the
-// authenticators, then the HTTP server with a graceful shutdown.
+// fingerprint and receipt keys, the authenticators, then the HTTP server
+// with a graceful shutdown.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
@@ -30,9 +32,11 @@ import (
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/envconfig"
+	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/listen"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/receipt"
 	"github.com/oncegate/oncegate/worker"
 )
 
@@ -68,9 +72,17 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("load catalog: %w", err)
 	}
+	lims, err := limits.Load(cfg.LimitsPath, cat)
+	if err != nil {
+		return fmt.Errorf("ONCEGATE_LIMITS: %w", err)
+	}
 	keys, err := fingerprint.ParseKeyring(cfg.FingerprintKeys)
 	if err != nil {
 		return fmt.Errorf("ONCEGATE_FINGERPRINT_KEYS: %w", err)
+	}
+	receipts, err := receipt.ParseKeyring(cfg.ReceiptKeys)
+	if err != nil {
+		return fmt.Errorf("ONCEGATE_RECEIPT_KEYS: %w", err)
 	}
 	authn, err := authenticator(cfg)
 	if err != nil {
@@ -106,10 +118,19 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The SDK's own request and long-request counters by operation show
+	// what each answer costs Temporal (temporal_request_total,
+	// temporal_long_request_total on /metrics).
+	sdkMetrics, meters, err := telemetry.SDKMetrics(reg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = meters.Shutdown(context.Background()) }()
 	tc, err := client.Dial(cfg.Temporal.Apply(client.Options{
 		// The request's trace continues into the workflow and its activities.
-		Interceptors: []interceptor.ClientInterceptor{tracing},
-		Logger:       tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		Interceptors:   []interceptor.ClientInterceptor{tracing},
+		Logger:         tlog.NewStructuredLogger(logger.With("component", "temporal")),
+		MetricsHandler: sdkMetrics,
 	}))
 	if err != nil {
 		return fmt.Errorf("dial temporal %s: %w", cfg.Temporal.Address, err)
@@ -130,8 +151,10 @@ func run(logger *slog.Logger) error {
 		alert = api.NewWebhookAlert(cfg.AlertWebhook, nil, logger)
 	}
 	srv, err := api.New(api.Deps{
-		Catalog: cat, Keyring: keys, Store: store, Temporal: tc, Authenticator: authn,
+		Catalog: cat, Keyring: keys, Receipts: receipts, Store: store, Temporal: tc, Authenticator: authn,
 		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg, TracerProvider: tracer,
+		Limits: lims, Rates: redis_rate.NewLimiter(rdb), Budgets: truth,
+		Approvals: truth, // approvals and passkeys live in the truth
 	})
 	if err != nil {
 		return err

@@ -25,6 +25,15 @@ commands:
   show <operation_id> [--json]
   resolve <operation_id> --outcome completed|failed [--result JSON] [--reason TEXT] --note TEXT
           [--evidence-url URL] [--json]
+  limits show --subject SUBJECT [--role ROLE] [--json]
+  limits reset --subject SUBJECT [--json]
+  approvals [--state pending|approved|declined] [--json]
+  passkey invite --subject NAME [--json]     prints a one-time enrolment link
+  passkey list [--subject NAME] [--revoked] [--json]
+  passkey revoke <passkey_id>
+  receipt verify <receipt> [--jwks URL|FILE] [--json]
+          verify a terminal answer's receipt offline and print what it states;
+          --jwks defaults to the gateway's GATEWAY_URL/.well-known/jwks.json
 
 Every command exits 0 on success, 1 when the gateway refuses (such as
 already_resolved: another decision was first) or cannot be reached, 2 on a
@@ -79,6 +88,14 @@ func run(ctx context.Context, args []string, environ map[string]string, stdout, 
 		err = c.show(ctx, args[1:])
 	case "resolve":
 		err = c.resolve(ctx, args[1:])
+	case "limits":
+		err = c.limits(ctx, args[1:])
+	case "approvals":
+		err = c.approvals(ctx, args[1:])
+	case "passkey":
+		err = c.passkey(ctx, args[1:])
+	case "receipt":
+		err = c.receiptCmd(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -230,6 +247,90 @@ func (c *cli) resolve(ctx context.Context, args []string) error {
 		return c.printJSON(body)
 	}
 	return printResolved(c.stdout, body)
+}
+
+// limits shows a subject's budgets (used and left per window) or resets
+// its windows (operator only; the gateway logs and counts it).
+func (c *cli) limits(ctx context.Context, args []string) error {
+	if len(args) == 0 || (args[0] != "show" && args[0] != "reset") {
+		return fmt.Errorf("%w: limits show|reset --subject SUBJECT", errUsage)
+	}
+	fs := newFlagSet("limits "+args[0], c.stderr)
+	subject := fs.String("subject", "", "the subject (required)")
+	role := fs.String("role", "", "the subject's role, for the budgets of a role (show; default agent)")
+	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *subject == "" {
+		return fmt.Errorf("%w: limits %s takes --subject SUBJECT and no arguments", errUsage, args[0])
+	}
+	path := "/v1/ops/limits/" + url.PathEscape(*subject)
+	method := http.MethodGet
+	if args[0] == "reset" {
+		path, method = path+"/reset", http.MethodPost
+	} else if *role != "" {
+		path += "?role=" + url.QueryEscape(*role)
+	}
+	body, err := c.do(ctx, method, path, nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON || args[0] == "reset" {
+		return c.printJSON(body)
+	}
+	return printLimits(c.stdout, body)
+}
+
+// printLimits prints the budgets of a limits_shown answer as a table.
+func printLimits(w io.Writer, body []byte) error {
+	var ans struct {
+		Limits struct {
+			Subject     string `json:"subject"`
+			PreviewRate string `json:"preview_rate"`
+			ConfirmRate string `json:"confirm_rate"`
+			Budgets     []struct {
+				Name, Window, Action, Currency, Max, Used, Left string
+				NextFreeAt                                      string `json:"next_free_at"`
+			} `json:"budgets"`
+			LastReset *struct {
+				At string `json:"reset_at"`
+				By string `json:"reset_by"`
+			} `json:"last_reset"`
+		} `json:"limits"`
+	}
+	if err := json.Unmarshal(body, &ans); err != nil {
+		return fmt.Errorf("limits: decode answer: %w", err)
+	}
+	l := ans.Limits
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BUDGET\tWINDOW\tACTION\tCURRENCY\tMAX\tUSED\tLEFT\tNEXT_FREE_AT")
+	for _, b := range l.Budgets {
+		action := b.Action
+		if action == "" {
+			action = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Window, action, b.Currency, b.Max, b.Used, b.Left, b.NextFreeAt)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if l.PreviewRate != "" || l.ConfirmRate != "" {
+		fmt.Fprintf(w, "rates of %s: preview %s, confirm %s\n", l.Subject, orNone(l.PreviewRate), orNone(l.ConfirmRate))
+	}
+	if l.LastReset != nil {
+		fmt.Fprintf(w, "windows reset at %s by %s\n", l.LastReset.At, l.LastReset.By)
+	}
+	return nil
+}
+
+// orNone is s, or "unlimited" when empty.
+func orNone(s string) string {
+	if s == "" {
+		return "unlimited"
+	}
+	return s
 }
 
 // do sends one authenticated request and returns the body of a 2xx answer,

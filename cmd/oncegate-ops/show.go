@@ -26,8 +26,17 @@ type showAnswer struct {
 		ResolutionNote string `json:"resolution_note"`
 		EvidenceURL    string `json:"evidence_url"`
 	} `json:"operation"`
-	Params             map[string]any `json:"params"`
-	TimelineIncomplete string         `json:"timeline_incomplete"`
+	Params   map[string]any `json:"params"`
+	Approval *struct {
+		State          string   `json:"state"`
+		Reasons        []string `json:"reasons"`
+		Subject        string   `json:"subject"`
+		CredentialID   string   `json:"credential_id"`
+		DecidedAt      string   `json:"decided_at"`
+		EvidenceSHA256 string   `json:"evidence_sha256"`
+		TraceID        string   `json:"trace_id"`
+	} `json:"approval_record"`
+	TimelineIncomplete string `json:"timeline_incomplete"`
 	Timeline           []struct {
 		At     string `json:"at"`
 		Source string `json:"source"`
@@ -65,6 +74,15 @@ func printShow(w io.Writer, body []byte) error {
 		line("decided_at", o.ResolvedAt)
 		line("note", o.ResolutionNote)
 		line("evidence_url", o.EvidenceURL)
+	}
+	if ap := a.Approval; ap != nil {
+		line("approval", ap.State+" ("+strings.Join(ap.Reasons, ", ")+")")
+		if ap.CredentialID != "" {
+			line("  decided_by", ap.Subject+"'s passkey "+ap.CredentialID)
+		}
+		line("  decided_at", ap.DecidedAt)
+		line("  evidence_sha256", ap.EvidenceSHA256)
+		line("  trace_id", ap.TraceID)
 	}
 	if err := fields.flush(); err != nil {
 		return err

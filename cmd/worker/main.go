@@ -73,7 +73,7 @@ func run(logger *slog.Logger) error {
 		Registerer: reg,
 	})
 	defer store.Close()
-	sdkMetrics, meters, err := worker.SDKMetrics(reg)
+	sdkMetrics, meters, err := telemetry.SDKMetrics(reg)
 	if err != nil {
 		return err
 	}

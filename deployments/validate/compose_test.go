@@ -22,7 +22,7 @@ import (
 
 // secretKeys must reach the binaries from env files or Secrets, never from
 // a value written in a deployment file.
-var secretKeys = []string{"ONCEGATE_FINGERPRINT_KEYS", "DATABASE_URL", "SIMULATOR_DATABASE_URL", "ONCEGATE_JWT_HS256_SECRET"}
+var secretKeys = []string{"ONCEGATE_FINGERPRINT_KEYS", "ONCEGATE_RECEIPT_KEYS", "DATABASE_URL", "SIMULATOR_DATABASE_URL", "ONCEGATE_JWT_HS256_SECRET"}
 
 // loadCompose loads deployments/compose/compose.yaml with the given profiles,
 // interpolated and normalized as docker compose does, from an empty

@@ -57,6 +57,8 @@ func queryFor(fast fastAnswer) truthQuery {
 		return queryLookup
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed, idemstore.OutcomeParamMismatch:
 		return queryNone
+	case idemstore.OutcomeLimitExceeded: // only the truth refuses over budget
+		return queryNone
 	}
 	return queryNone
 }
@@ -75,6 +77,9 @@ const (
 	truthFound
 	// truthFailed: the truth could not answer; Err says why.
 	truthFailed
+	// truthRefused: the claim does not fit its budget's windows (Usage
+	// says how much they hold); the truth wrote nothing.
+	truthRefused
 )
 
 // truthAnswer is the truth's answer to a truthQuery.
@@ -85,6 +90,9 @@ type truthAnswer struct {
 	Record idemstore.Record
 	// Err is the truth's error (truthFailed).
 	Err error
+	// Usage is what the claim's budget windows held (truthClaimed,
+	// truthRefused; none without a charge).
+	Usage []idemstore.WindowUsage
 }
 
 // plan is what Acquire answers and what it repairs on the fast path.
@@ -129,9 +137,11 @@ func decide(c idemstore.Claim, fast fastAnswer, truth truthAnswer) plan {
 func decideTruthOnly(c idemstore.Claim, truth truthAnswer) plan {
 	switch truth.Kind {
 	case truthClaimed:
-		return acquired(truth.Record, truth.Record.ClaimedAt)
+		return acquired(truth, truth.Record.ClaimedAt)
 	case truthFound:
 		return plan{Answer: existing(c, truth.Record)}
+	case truthRefused:
+		return plan{Answer: overBudget(truth)}
 	case truthFailed:
 		return plan{Err: fmt.Errorf("truth: %w", truth.Err)}
 	case truthNotAsked, truthAbsent:
@@ -143,7 +153,11 @@ func decideTruthOnly(c idemstore.Claim, truth truthAnswer) plan {
 func decideClaimed(c idemstore.Claim, fast idemstore.ClaimDecision, truth truthAnswer) plan {
 	switch truth.Kind {
 	case truthClaimed:
-		return acquired(truth.Record, fast.ClaimedAt)
+		return acquired(truth, fast.ClaimedAt)
+	case truthRefused:
+		// Over budget: the claim Redis granted is given back, so that
+		// nothing is consumed (the only refusal that releases it).
+		return plan{Answer: overBudget(truth), ReleaseFast: true}
 	case truthFound:
 		// An earlier claim holds the truth: Redis lost a finished operation,
 		// or the key expired while its workflow runs, or a caller on the
@@ -181,15 +195,21 @@ func decideLookedUp(c idemstore.Claim, fast idemstore.ClaimDecision, truth truth
 		return plan{Answer: fast}
 	case truthFailed:
 		return plan{Err: fmt.Errorf("check truth: %w", truth.Err)}
-	case truthNotAsked, truthClaimed:
+	case truthNotAsked, truthClaimed, truthRefused:
 	}
 	return plan{Err: fmt.Errorf("check truth: %w", errTruthAnswer)}
 }
 
-// acquired answers the truth's new claim rec, claimed at claimedAt.
-func acquired(rec idemstore.Record, claimedAt time.Time) plan {
+// acquired answers the truth's new claim, claimed at claimedAt.
+func acquired(truth truthAnswer, claimedAt time.Time) plan {
+	rec := truth.Record
 	return plan{Answer: idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner,
-		ClaimedAt: claimedAt, Record: rec, TruthFound: true}}
+		ClaimedAt: claimedAt, Record: rec, TruthFound: true, Usage: truth.Usage}}
+}
+
+// overBudget answers the truth's refusal of a claim over budget.
+func overBudget(truth truthAnswer) idemstore.ClaimDecision {
+	return idemstore.ClaimDecision{Outcome: idemstore.OutcomeLimitExceeded, TruthFound: true, Usage: truth.Usage}
 }
 
 // repairFound answers the truth's record rec, refilling Redis when rec is terminal.

@@ -30,7 +30,8 @@ var finalizeNames = map[finalizeCall]string{
 var (
 	finalizeTruthRec = idemstore.Record{OperationID: "op-1", State: idemstore.StateDone, Owner: "gw-2:earlier", ResultRef: "ref-truth"}
 	finalizeFastMine = idemstore.Record{OperationID: "op-1", ParamHash: "hash-1", State: idemstore.StateInFlight, Owner: "gw-1:me",
-		Subject: "agent-1", Scope: "payments.transfer", FingerprintExp: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)}
+		Subject: "agent-1", Scope: "payments.transfer", FingerprintExp: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC),
+		ApprovalSHA256: "approval-1"}
 )
 
 // withFinalizeAnswer records a's answer to call c.
@@ -198,5 +199,5 @@ func TestDecideFinalizeClaimsFromTheFastClaim(t *testing.T) {
 	require.Equal(t, finalizeAskClaimTruth, p.Ask)
 	c := finalizeFastMine
 	assert.Equal(t, idemstore.Claim{OperationID: c.OperationID, ParamHash: c.ParamHash, Owner: c.Owner, Subject: c.Subject, Scope: c.Scope,
-		TerminalTTL: finalizeCase.TerminalTTL, FingerprintExp: c.FingerprintExp}, p.Claim)
+		TerminalTTL: finalizeCase.TerminalTTL, FingerprintExp: c.FingerprintExp, ApprovalSHA256: c.ApprovalSHA256}, p.Claim)
 }

@@ -52,6 +52,7 @@ func TestDecide(t *testing.T) {
 		"in flight, mine":      {Kind: truthFound, Record: rec(idemstore.StateInFlight, c.ParamHash, me)},
 		"needs review":         {Kind: truthFound, Record: rec(idemstore.StateNeedsReview, c.ParamHash, earlier)},
 		"unavailable":          {Kind: truthFailed, Err: fmt.Errorf("get: %w", idemstore.ErrUnavailable)},
+		"over budget":          {Kind: truthRefused, Usage: []idemstore.WindowUsage{{FreesAt: t0}}},
 	}
 	fastRec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: fastOwner, ClaimedAt: t1}
 	fasts := map[string]fastAnswer{
@@ -77,6 +78,7 @@ func TestDecide(t *testing.T) {
 		release    bool
 		refill     bool // always of the truth's record
 		mirror     string
+		usage      bool // the truth's usage is answered
 	}
 	var (
 		mismatch      = want{outcome: idemstore.OutcomeParamMismatch, truthFound: true}
@@ -88,6 +90,7 @@ func TestDecide(t *testing.T) {
 		withRelease   = func(w want) want { w.release = true; return w }
 		withMirror    = func(w want) want { w.mirror = earlier; return w }
 		fastOwnerRuns = want{outcome: idemstore.OutcomeInFlight, owner: fastOwner, claimedAt: t1, record: "truth", truthFound: true}
+		overBudget    = want{outcome: idemstore.OutcomeLimitExceeded, truthFound: true, usage: true}
 	)
 	tests := map[[2]string]want{
 		// Redis cannot answer: the truth's claim is the answer, nothing is repaired on Redis.
@@ -102,6 +105,7 @@ func TestDecide(t *testing.T) {
 		{"unavailable", "in flight, mine"}:      {outcome: idemstore.OutcomeInFlight, owner: me, claimedAt: t0, record: "truth", truthFound: true},
 		{"unavailable", "needs review"}:         runningTruth,
 		{"unavailable", "unavailable"}:          unavailable,
+		{"unavailable", "over budget"}:          overBudget,
 
 		// Redis ACQUIRED: the truth's claim decides; a refused Redis claim is released.
 		{"ACQUIRED", "not asked"}:            withRelease(unexpected),
@@ -115,6 +119,7 @@ func TestDecide(t *testing.T) {
 		{"ACQUIRED", "in flight, mine"}:      {outcome: idemstore.OutcomeInFlight, owner: me, claimedAt: t0, record: "truth", truthFound: true},
 		{"ACQUIRED", "needs review"}:         withMirror(runningTruth),
 		{"ACQUIRED", "unavailable"}:          withRelease(unavailable),
+		{"ACQUIRED", "over budget"}:          withRelease(overBudget),
 
 		// Redis IN_FLIGHT: the truth may know the outcome Redis lost.
 		{"IN_FLIGHT", "not asked"}:            unexpected,
@@ -128,6 +133,7 @@ func TestDecide(t *testing.T) {
 		{"IN_FLIGHT", "in flight, mine"}:      fastOwnerRuns,
 		{"IN_FLIGHT", "needs review"}:         fastOwnerRuns,
 		{"IN_FLIGHT", "unavailable"}:          unavailable,
+		{"IN_FLIGHT", "over budget"}:          unexpected,
 	}
 	// Redis DONE, FAILED and PARAM_MISMATCH are final (Redis is finalized
 	// only after the truth): whatever the truth would say, the answer is Redis's.
@@ -172,6 +178,9 @@ func TestDecide(t *testing.T) {
 				assert.Equal(t, fast.Decision.Record, d.Record)
 			default:
 				assert.Zero(t, d.Record)
+			}
+			if w.usage {
+				assert.Equal(t, truth.Usage, d.Usage, "the truth's usage")
 			}
 			if w.outcome == idemstore.OutcomeInFlight || w.outcome == idemstore.OutcomeAcquired {
 				assert.Equal(t, w.owner, d.Owner, "owner")

@@ -261,7 +261,9 @@ func (s *Store) claimTruth(ctx context.Context, c idemstore.Claim) truthAnswer {
 	case err != nil:
 		return truthAnswer{Kind: truthFailed, Err: err}
 	case d.Outcome == idemstore.OutcomeAcquired:
-		return truthAnswer{Kind: truthClaimed, Record: d.Record}
+		return truthAnswer{Kind: truthClaimed, Record: d.Record, Usage: d.Usage}
+	case d.Outcome == idemstore.OutcomeLimitExceeded:
+		return truthAnswer{Kind: truthRefused, Usage: d.Usage}
 	default:
 		return truthAnswer{Kind: truthFound, Record: d.Record}
 	}

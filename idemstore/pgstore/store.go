@@ -61,7 +61,7 @@ func (s *Store) Ready(ctx context.Context) error {
 // recordColumns are the columns scanRecord reads, in order.
 const recordColumns = `idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
 	failure_kind, resolved_by, resolution_note, downstream_state, resolution_evidence_url, resolved_at, bound_params,
-	fingerprint_exp, claimed_at, created_at, updated_at, completed_at`
+	approval_sha256, fingerprint_exp, claimed_at, created_at, updated_at, completed_at`
 
 // scanRecord reads one row of recordColumns.
 func scanRecord(row pgx.Row) (idemstore.Record, error) {
@@ -70,7 +70,7 @@ func scanRecord(row pgx.Row) (idemstore.Record, error) {
 	var resolvedAt, completedAt *time.Time
 	err := row.Scan(&rec.OperationID, &rec.Subject, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
 		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.DownstreamState, &rec.EvidenceURL,
-		&resolvedAt, &bound, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
+		&resolvedAt, &bound, &rec.ApprovalSHA256, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
 	if err != nil {
 		return idemstore.Record{}, err
 	}
@@ -120,31 +120,50 @@ func (s *Store) Degraded() bool { return false }
 // FinalizeFast does nothing: the truth has no fast path to refill.
 func (s *Store) FinalizeFast(context.Context, idemstore.Finalization) error { return nil }
 
-// Acquire claims c.OperationID by insert; on a unique collision the existing row is
-// read back and decided by idemstore.DecideExisting. Every decision comes
-// from the truth (TruthFound). c.InFlightTTL is not used: PostgreSQL claims
-// do not expire.
+// Acquire claims c.OperationID in one statement, claim_operation (migration
+// 00010): the insert, and with c.Charge the check of its windows and the
+// reservation of its amount, atomically, in the claim's own transaction.
+// Over budget it writes nothing and answers OutcomeLimitExceeded with the
+// windows' usage. On a unique collision the existing row is read back and
+// decided by idemstore.DecideExisting (its budget is not checked again: it
+// was when it was claimed). Every decision comes from the truth
+// (TruthFound). c.InFlightTTL is not used: PostgreSQL claims do not expire.
 func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.ClaimDecision, error) {
-	// A row that collides can be reaped before it is read back; the insert
+	amount, currency, windows, err := chargeArgs(c.Charge)
+	if err != nil {
+		return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, err)
+	}
+	// A row that collides can be reaped before it is read back; the claim
 	// is then tried again (once is enough in practice; three is generous).
 	for range 3 {
-		rec, err := scanRecord(s.pool.QueryRow(ctx, `
-			INSERT INTO write_record (idem_key, subject, scope, param_hash, state, owner, fingerprint_exp, terminal_ttl,
-				bound_params)
-			VALUES ($1, $2, $3, $4, 'IN_FLIGHT', $5, coalesce($6, now()), coalesce($7::bigint * interval '1 microsecond', interval '0'),
-				$8::jsonb)
-			ON CONFLICT (idem_key) DO NOTHING
-			RETURNING `+recordColumns,
+		var outcome string
+		var usage []byte
+		var claimedAt *time.Time
+		err := s.pool.QueryRow(ctx, `SELECT outcome, usage, claimed_at FROM claim_operation($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10::numeric, $11, $12::jsonb)`,
 			c.OperationID, c.Subject, c.Scope, c.ParamHash, c.Owner, timeOrNil(c.FingerprintExp), micros(c.TerminalTTL),
-			jsonOrNil(c.BoundParams)))
-		if err == nil {
-			return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt,
-				Record: rec, TruthFound: true}, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+			jsonOrNil(c.BoundParams), c.ApprovalSHA256, amount, currency, windows).Scan(&outcome, &usage, &claimedAt)
+		if err != nil {
 			return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, interpretError(err))
 		}
-		rec, err = s.get(ctx, c.OperationID)
+		used, err := decodeUsage(usage, c.Charge)
+		if err != nil {
+			return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, err)
+		}
+		switch outcome {
+		case claimAcquired:
+			if claimedAt == nil {
+				return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: claimed without a time", c.OperationID)
+			}
+			rec := claimedRecord(c, *claimedAt)
+			return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt,
+				Record: rec, TruthFound: true, Usage: used}, nil
+		case claimLimitExceeded:
+			return idemstore.ClaimDecision{Outcome: idemstore.OutcomeLimitExceeded, TruthFound: true, Usage: used}, nil
+		case claimExists:
+		default:
+			return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: unknown claim outcome %q", c.OperationID, outcome)
+		}
+		rec, err := s.get(ctx, c.OperationID)
 		if errors.Is(err, idemstore.ErrNotFound) {
 			continue
 		}
@@ -156,30 +175,60 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Claim
 	return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: record vanished between insert and read-back", c.OperationID)
 }
 
+// Outcomes of claim_operation.
+const (
+	claimAcquired      = "ACQUIRED"
+	claimExists        = "EXISTS"
+	claimLimitExceeded = "LIMIT_EXCEEDED"
+)
+
+// claimedRecord is the row claim_operation inserted for c at claimedAt (the
+// columns' defaults: created, updated and claimed at the same time).
+func claimedRecord(c idemstore.Claim, claimedAt time.Time) idemstore.Record {
+	exp := c.FingerprintExp
+	if exp.IsZero() {
+		exp = claimedAt
+	}
+	return idemstore.Record{OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash,
+		State: idemstore.StateInFlight, Owner: c.Owner, BoundParams: c.BoundParams, FingerprintExp: exp, ApprovalSHA256: c.ApprovalSHA256,
+		ClaimedAt: claimedAt, CreatedAt: claimedAt, UpdatedAt: claimedAt}
+}
+
 // Finalize moves an IN_FLIGHT or NEEDS_REVIEW record held by f.Owner to
 // f.State. When nothing was updated the record is read back: missing or held
 // by another owner is ErrNotOwner; already terminal with the same state is
 // success (an activity retry; the first result stands); terminal with
 // another state is ErrAlreadyTerminal. f.TerminalTTL, when positive,
-// replaces the claim's terminal TTL.
+// replaces the claim's terminal TTL; f.CompletedAt, when set, is the
+// record's completed_at (else the database's clock).
 func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	if !f.State.Terminal() {
 		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.OperationID, f.State)
 	}
-	tag, err := s.pool.Exec(ctx, `
-		UPDATE write_record SET
-			state = $3, result = $4::jsonb, result_ref = $5, reason = $6, resolved_by = $7, resolution_note = $8,
-			failure_kind = $10, resolution_evidence_url = $11, resolved_at = $12,
-			terminal_ttl = coalesce($9::bigint * interval '1 microsecond', terminal_ttl),
-			reap_after = greatest(now() + coalesce($9::bigint * interval '1 microsecond', terminal_ttl), fingerprint_exp),
-			completed_at = now(), updated_at = now()
-		WHERE idem_key = $1 AND owner = $2 AND state IN ('IN_FLIGHT', 'NEEDS_REVIEW')`,
+	// The reservation is released in the same statement when the outcome
+	// proves that nothing was executed (ReleasesBudget); kept otherwise.
+	var updated int64
+	err := s.pool.QueryRow(ctx, `
+		WITH f AS (
+			UPDATE write_record SET
+				state = $3, result = $4::jsonb, result_ref = $5, reason = $6, resolved_by = $7, resolution_note = $8,
+				failure_kind = $10, resolution_evidence_url = $11, resolved_at = $12,
+				terminal_ttl = coalesce($9::bigint * interval '1 microsecond', terminal_ttl),
+				reap_after = greatest(now() + coalesce($9::bigint * interval '1 microsecond', terminal_ttl), fingerprint_exp),
+				completed_at = coalesce($14, now()), updated_at = now()
+			WHERE idem_key = $1 AND owner = $2 AND state IN ('IN_FLIGHT', 'NEEDS_REVIEW')
+			RETURNING idem_key
+		), released AS (
+			UPDATE budget_reservation SET released_at = now(), released_by = $10
+			WHERE operation_id IN (SELECT idem_key FROM f) AND released_at IS NULL AND $13
+		)
+		SELECT count(*) FROM f`,
 		f.OperationID, f.Owner, string(f.State), jsonOrNil(f.Result), f.ResultRef, f.Reason, f.ResolvedBy, f.ResolutionNote,
-		micros(f.TerminalTTL), string(f.FailureKind), f.EvidenceURL, timeOrNil(f.ResolvedAt))
+		micros(f.TerminalTTL), string(f.FailureKind), f.EvidenceURL, timeOrNil(f.ResolvedAt), f.ReleasesBudget(), timeOrNil(f.CompletedAt)).Scan(&updated)
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", f.OperationID, interpretError(err))
 	}
-	if tag.RowsAffected() == 1 {
+	if updated == 1 {
 		return nil
 	}
 	rec, err := s.get(ctx, f.OperationID)
@@ -222,12 +271,19 @@ func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error 
 // never deleted).
 func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
 	opID := p.OperationID
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM write_record WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT'`, opID, p.Owner)
+	// Its reservation goes with it: nothing was started, nothing spent.
+	var deleted int64
+	err := s.pool.QueryRow(ctx, `
+		WITH d AS (
+			DELETE FROM write_record WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT' RETURNING idem_key
+		), released AS (
+			DELETE FROM budget_reservation WHERE operation_id IN (SELECT idem_key FROM d)
+		)
+		SELECT count(*) FROM d`, opID, p.Owner).Scan(&deleted)
 	if err != nil {
 		return fmt.Errorf("release %s: %w", opID, interpretError(err))
 	}
-	if tag.RowsAffected() == 1 {
+	if deleted == 1 {
 		return nil
 	}
 	if _, err := s.get(ctx, opID); err != nil {
@@ -400,7 +456,7 @@ func (s *Store) FindRecent(ctx context.Context, p idemstore.FindRecentParams) (i
 // or after its exp (the gateway refuses it as fingerprint_expired before
 // touching the store), so once exp has passed no confirm can claim the operation
 // again and start the operation anew; and once terminal_ttl has passed too,
-// no replay of the outcome is owed any more (CONTRACT §3: replayed until
+// no replay of the outcome is owed any more (docs/contract.md §3: replayed until
 // terminal_ttl). Both together mean the row can no longer change any answer
 // except "unknown operation" for a status query past its retention.
 // (Counting terminal_ttl from completed_at rather than created_at only keeps
@@ -410,7 +466,8 @@ func (s *Store) FindRecent(ctx context.Context, p idemstore.FindRecentParams) (i
 // their outcome is not known, and deleting them would let the operation be claimed
 // and executed again, or lose what an operator must decide.
 //
-// It also deletes the webhook receipts received idemstore.WebhookReceiptRetention
+// It also deletes the budget reservations older than
+// idemstore.ReservationRetention (no window reaches back that far), and the webhook receipts received idemstore.WebhookReceiptRetention
 // before now: an event that old is refused as stale by its timestamp
 // anyway, so its receipt no longer keeps a replay out.
 func (s *Store) Reap(ctx context.Context, now time.Time) (int64, error) {
@@ -422,6 +479,10 @@ func (s *Store) Reap(ctx context.Context, now time.Time) (int64, error) {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM webhook_receipt WHERE received_at <= $1`,
 		now.Add(-idemstore.WebhookReceiptRetention)); err != nil {
 		return 0, fmt.Errorf("reap webhook receipts: %w", interpretError(err))
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM budget_reservation WHERE reserved_at <= $1`,
+		now.Add(-idemstore.ReservationRetention)); err != nil {
+		return 0, fmt.Errorf("reap budget reservations: %w", interpretError(err))
 	}
 	return tag.RowsAffected(), nil
 }

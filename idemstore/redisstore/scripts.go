@@ -2,9 +2,11 @@ package redisstore
 
 import "github.com/redis/go-redis/v9"
 
-// acquireScript is the article's acquire script: one atomic read-decide-write
+// acquireScript is the acquire script of docs/contract.md §5: one atomic read-decide-write
 // on the operation's hash, extended only to also record subject, scope,
-// claimed_at and exp at claim time and to answer IN_FLIGHT with claimed_at.
+// claimed_at, exp and approval_sha256 at claim time, to answer IN_FLIGHT
+// with claimed_at, and to answer a terminal record with what its receipt
+// names (subject, scope, approval_sha256).
 // The TTL is in milliseconds (PEXPIRE) so that a time.Duration round-trips.
 //
 // KEYS[1] = idem:{<operation_id>}
@@ -15,8 +17,10 @@ import "github.com/redis/go-redis/v9"
 // ARGV[5] = scope
 // ARGV[6] = claimed_at, unix milliseconds (passed in: scripts stay deterministic)
 // ARGV[7] = the fingerprint's exp, unix seconds
+// ARGV[8] = approval_sha256 (empty without approval)
 //
-// Reply: {'ACQUIRED', ""} | {'PARAM_MISMATCH', ""} | {'DONE'|'FAILED', result}
+// Reply: {'ACQUIRED', ""} | {'PARAM_MISMATCH', ""}
+// | {'DONE'|'FAILED', result, subject, scope, approval_sha256}
 // | {'IN_FLIGHT', owner, claimed_at}.
 var acquireScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'state')
@@ -30,7 +34,8 @@ if st == false then
              'subject', ARGV[4],
              'scope', ARGV[5],
              'claimed_at', ARGV[6],
-             'exp', ARGV[7])
+             'exp', ARGV[7],
+             'approval_sha256', ARGV[8])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return {'ACQUIRED', ''}
 end
@@ -42,14 +47,15 @@ end
 
 -- terminal: replay the first result
 if st == 'DONE' or st == 'FAILED' then
-  return {st, redis.call('HGET', KEYS[1], 'result')}
+  return {st, redis.call('HGET', KEYS[1], 'result'), redis.call('HGET', KEYS[1], 'subject'),
+          redis.call('HGET', KEYS[1], 'scope'), redis.call('HGET', KEYS[1], 'approval_sha256')}
 end
 
 -- in flight: the caller waits and polls, it does not resend
 return {'IN_FLIGHT', redis.call('HGET', KEYS[1], 'owner'), redis.call('HGET', KEYS[1], 'claimed_at')}
 `)
 
-// finalizeScript is the article's finalize script: owner-checked, so that an
+// finalizeScript is the finalize script of docs/contract.md §5: owner-checked, so that an
 // old execution whose claim expired and was taken by another owner cannot
 // overwrite the newer one. Extended so that a terminal record is never
 // overwritten: the same outcome again is an idempotent 'OK' (an activity
@@ -58,7 +64,7 @@ return {'IN_FLIGHT', redis.call('HGET', KEYS[1], 'owner'), redis.call('HGET', KE
 // KEYS[1] = idem:{<operation_id>}
 // ARGV[1] = owner
 // ARGV[2] = DONE | FAILED
-// ARGV[3] = result blob (JSON: result, result_ref, reason, resolved_by, ...)
+// ARGV[3] = result blob (JSON: result, result_ref, reason, completed_at, ...)
 // ARGV[4] = terminal TTL, milliseconds
 //
 // Reply: 'OK' | 'NOT_OWNER' | 'ALREADY_TERMINAL'.
@@ -124,6 +130,7 @@ return 'OK'
 // ARGV[7] = exp, unix seconds or empty
 // ARGV[8] = result blob
 // ARGV[9] = TTL, milliseconds
+// ARGV[10] = approval_sha256 (empty without approval)
 //
 // Reply: 'OK'.
 var refillScript = redis.NewScript(`
@@ -136,7 +143,8 @@ redis.call('HSET', KEYS[1],
            'scope', ARGV[5],
            'claimed_at', ARGV[6],
            'exp', ARGV[7],
-           'result', ARGV[8])
+           'result', ARGV[8],
+           'approval_sha256', ARGV[10])
 redis.call('PEXPIRE', KEYS[1], ARGV[9])
 return 'OK'
 `)

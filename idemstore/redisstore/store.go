@@ -1,6 +1,7 @@
-// Package redisstore is the fast path of idemstore: the article's acquire and
-// finalize Lua scripts on one Redis hash per operation, key idem:{<operation_id>}.
-// The hash tag keeps every key of one operation in one cluster slot.
+// Package redisstore is the fast path of idemstore: the acquire and finalize
+// Lua scripts of docs/contract.md §5 ("The fast path's two scripts") on one
+// Redis hash per operation, key idem:{<operation_id>}. The hash tag keeps
+// every key of one operation in one cluster slot.
 //
 // Redis is not the truth (it loses data on failover or FLUSHALL); the
 // combined store checks the PostgreSQL truth behind it.
@@ -59,7 +60,7 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.FastC
 		exp = c.FingerprintExp.Unix()
 	}
 	acquire := scriptCall{script: acquireScript, keys: []string{Key(c.OperationID)}, args: []any{
-		c.ParamHash, c.Owner, c.InFlightTTL.Milliseconds(), c.Subject, c.Scope, now.UnixMilli(), exp,
+		c.ParamHash, c.Owner, c.InFlightTTL.Milliseconds(), c.Subject, c.Scope, now.UnixMilli(), exp, c.ApprovalSHA256,
 	}}
 	record := recordIntent(c, now)
 	runPipelined(ctx, s.rdb, &acquire, &record)
@@ -94,11 +95,13 @@ func decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.Cla
 		return idemstore.ClaimDecision{Outcome: outcome, Owner: c.Owner, ClaimedAt: claimedAt, Record: idemstore.Record{
 			OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash,
 			State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: claimedAt, FingerprintExp: c.FingerprintExp,
+			ApprovalSHA256: c.ApprovalSHA256,
 		}}, nil
 	case idemstore.OutcomeParamMismatch:
 		return idemstore.ClaimDecision{Outcome: outcome}, nil
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
-		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: terminalState(outcome)}
+		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: terminalState(outcome),
+			Subject: str(2), Scope: str(3), ApprovalSHA256: str(4)}
 		if err := decodeResult(str(1), &rec); err != nil {
 			return idemstore.ClaimDecision{}, err
 		}
@@ -108,6 +111,8 @@ func decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.Cla
 		return idemstore.ClaimDecision{Outcome: outcome, Owner: str(1), ClaimedAt: claimedAt, Record: idemstore.Record{
 			OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: str(1), ClaimedAt: claimedAt,
 		}}, nil
+	case idemstore.OutcomeLimitExceeded: // budgets are the truth's alone; the script never answers it
+		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)
 	default:
 		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)
 	}
@@ -121,9 +126,13 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	if f.TerminalTTL <= 0 {
 		return fmt.Errorf("finalize %s: terminal TTL must be positive, got %s", f.OperationID, f.TerminalTTL)
 	}
+	completedAt := f.CompletedAt
+	if completedAt.IsZero() {
+		completedAt = time.Now()
+	}
 	blob, err := encodeResult(idemstore.Record{
 		Result: f.Result, ResultRef: f.ResultRef, Reason: f.Reason, FailureKind: f.FailureKind,
-		ResolvedBy: f.ResolvedBy, ResolutionNote: f.ResolutionNote, UpdatedAt: time.Now(),
+		ResolvedBy: f.ResolvedBy, ResolutionNote: f.ResolutionNote, CompletedAt: completedAt,
 	})
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", f.OperationID, err)
@@ -194,7 +203,8 @@ func (s *Store) Refill(ctx context.Context, p idemstore.RefillParams) error {
 		exp = strconv.FormatInt(rec.FingerprintExp.Unix(), 10)
 	}
 	err = refillScript.Run(ctx, s.rdb, []string{Key(rec.OperationID)},
-		string(rec.State), rec.ParamHash, rec.Owner, rec.Subject, rec.Scope, claimedAt, exp, blob, ttl.Milliseconds()).Err()
+		string(rec.State), rec.ParamHash, rec.Owner, rec.Subject, rec.Scope, claimedAt, exp, blob, ttl.Milliseconds(),
+		rec.ApprovalSHA256).Err()
 	if err != nil {
 		return fmt.Errorf("refill %s: %w", rec.OperationID, interpretError(err))
 	}
@@ -213,6 +223,7 @@ func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) 
 	rec := idemstore.Record{
 		OperationID: opID, Subject: h["subject"], Scope: h["scope"], ParamHash: h["param_hash"],
 		State: idemstore.State(h["state"]), Owner: h["owner"], ClaimedAt: parseMillis(h["claimed_at"]),
+		ApprovalSHA256: h["approval_sha256"],
 	}
 	if exp, err := strconv.ParseInt(h["exp"], 10, 64); err == nil && exp > 0 {
 		rec.FingerprintExp = time.Unix(exp, 0)
@@ -257,8 +268,8 @@ func encodeResult(rec idemstore.Record) (string, error) {
 	if len(b.Result) > 0 && !json.Valid(b.Result) {
 		return "", errors.New("result is not valid JSON")
 	}
-	if !rec.UpdatedAt.IsZero() {
-		b.CompletedAt = rec.UpdatedAt.UnixMilli()
+	if !rec.CompletedAt.IsZero() {
+		b.CompletedAt = rec.CompletedAt.UnixMilli()
 	}
 	out, err := json.Marshal(b)
 	if err != nil {
@@ -279,7 +290,8 @@ func decodeResult(s string, rec *idemstore.Record) error {
 	rec.Result, rec.ResultRef, rec.Reason, rec.FailureKind = b.Result, b.ResultRef, b.Reason, idemstore.FailureKind(b.FailureKind)
 	rec.ResolvedBy, rec.ResolutionNote = b.ResolvedBy, b.ResolutionNote
 	if b.CompletedAt > 0 {
-		rec.UpdatedAt = time.UnixMilli(b.CompletedAt)
+		rec.CompletedAt = time.UnixMilli(b.CompletedAt)
+		rec.UpdatedAt = rec.CompletedAt
 	}
 	return nil
 }

@@ -298,7 +298,8 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
 		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateDone, Owner: "owner-b",
-			Subject: c.Subject, Scope: c.Scope, Result: []byte(`{"transfer_id":"tr_9"}`), ResultRef: "tr_9"}
+			Subject: c.Subject, Scope: c.Scope, Result: []byte(`{"transfer_id":"tr_9"}`), ResultRef: "tr_9",
+			ApprovalSHA256: "approval-9", CompletedAt: time.Now().Add(-time.Hour).Truncate(time.Millisecond)}
 		// It replaces whatever the key holds, an in-flight claim included.
 		require.NoError(t, s.Refill(ctx, idemstore.RefillParams{Record: rec, TTL: time.Hour}))
 		d, err := s.Acquire(ctx, c)
@@ -309,6 +310,10 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 		require.NoError(t, err)
 		assert.Equal(t, "owner-b", got.Owner)
 		assert.JSONEq(t, `{"transfer_id":"tr_9"}`, string(got.Result))
+		for name, r := range map[string]idemstore.Record{"acquire": d.Record, "get": got} {
+			assert.Equal(t, "approval-9", r.ApprovalSHA256, name)
+			assert.Equal(t, rec.CompletedAt.UnixMilli(), r.CompletedAt.UnixMilli(), name)
+		}
 
 		inFlight := rec
 		inFlight.State = idemstore.StateInFlight
@@ -392,8 +397,9 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 		_, err = s.Acquire(ctx, d)
 		require.NoError(t, err)
 		assert.True(t, first.Equal(read(c.Scope, c.ParamHash).Entry.CreatedAt), "a replay keeps the first stamp")
+		require.True(t, first.After(stamp), "the newer claim is stamped after the first")
 		expired := c
-		expired.FingerprintExp = stamp.Add(time.Millisecond)
+		expired.FingerprintExp = stamp
 		_, err = s.Acquire(ctx, expired)
 		require.NoError(t, err)
 		assert.Equal(t, d.OperationID, read(c.Scope, c.ParamHash).Entry.OperationID, "an older stamp never replaces a newer one")

@@ -226,6 +226,54 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		assert.Empty(t, d.Record.Result)
 	})
 
+	t.Run("ReplayNamesWhatTheReceiptStates", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		s := newStore(t)
+		c := NewClaim(t, "owner-a")
+		c.ApprovalSHA256 = "5d41402abc4b2a76b9719d911017c592b5d41402abc4b2a76b9719d911017c59"
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		rec, err := s.Get(ctx, c.OperationID)
+		require.NoError(t, err)
+		assert.Equal(t, c.ApprovalSHA256, rec.ApprovalSHA256, "kept with the claim")
+		assert.True(t, rec.CompletedAt.IsZero(), "not terminal yet")
+
+		f := Done(c, "owner-a")
+		f.CompletedAt = time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+		require.NoError(t, s.Finalize(ctx, f))
+		again := Done(c, "owner-a") // an activity retry: the first time stands
+		again.CompletedAt = f.CompletedAt.Add(time.Second)
+		require.NoError(t, s.Finalize(ctx, again))
+
+		// The replay of a claim and a read name the same facts, whichever
+		// backend answers: a receipt built from either is the same.
+		retry := c
+		retry.Owner = "owner-b"
+		d, err := s.Acquire(ctx, retry)
+		require.NoError(t, err)
+		require.Equal(t, idemstore.OutcomeDone, d.Outcome)
+		got, err := s.Get(ctx, c.OperationID)
+		require.NoError(t, err)
+		for name, rec := range map[string]idemstore.Record{"acquire": d.Record, "get": got} {
+			assert.Equal(t, c.Subject, rec.Subject, name)
+			assert.Equal(t, c.Scope, rec.Scope, name)
+			assert.Equal(t, c.ParamHash, rec.ParamHash, name)
+			assert.Equal(t, c.ApprovalSHA256, rec.ApprovalSHA256, name)
+			assert.Equal(t, f.CompletedAt.UnixMilli(), rec.CompletedAt.UnixMilli(), name+": the decided time, to the millisecond")
+		}
+
+		// Without a decided time the store's clock is the completed time.
+		plain := NewClaim(t, "owner-a")
+		_, err = s.Acquire(ctx, plain)
+		require.NoError(t, err)
+		require.NoError(t, s.Finalize(ctx, Failed(plain, "owner-a")))
+		rec, err = s.Get(ctx, plain.OperationID)
+		require.NoError(t, err)
+		assert.WithinDuration(t, time.Now(), rec.CompletedAt, time.Minute)
+		assert.Empty(t, rec.ApprovalSHA256)
+	})
+
 	t.Run("FinalizeIsIdempotentAndNeverOverwrites", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
@@ -401,7 +449,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 				winner = decisions[i].Owner
 			case idemstore.OutcomeInFlight:
 				inFlight++
-			case idemstore.OutcomeDone, idemstore.OutcomeFailed, idemstore.OutcomeParamMismatch:
+			case idemstore.OutcomeDone, idemstore.OutcomeFailed, idemstore.OutcomeParamMismatch, idemstore.OutcomeLimitExceeded:
 				t.Errorf("acquire %d: unexpected outcome %s", i, decisions[i].Outcome)
 			default:
 				t.Errorf("acquire %d: unexpected outcome %s", i, decisions[i].Outcome)

@@ -1,6 +1,9 @@
 package catalog
 
-import "github.com/oncegate/oncegate/internal/plan"
+import (
+	"github.com/oncegate/oncegate/internal/envconfig"
+	"github.com/oncegate/oncegate/internal/plan"
+)
 
 // buildBusinessState fills the business-state settings of d from r and
 // reports whether they are valid.
@@ -66,7 +69,7 @@ func buildWebhook(p problems, d *Downstream, r *rawWebhook) bool {
 	w := &Webhook{SecretEnv: r.SecretEnv, SignatureHeader: r.SignatureHeader, ReferenceField: r.ReferenceField, ObjectField: r.ObjectField}
 	d.Webhook = w
 	ok := true
-	if !validEnvName(w.SecretEnv) {
+	if !envconfig.ValidName(w.SecretEnv) {
 		p.addf("downstream.webhook.secret_env %q must name the environment variable holding the signing secret", w.SecretEnv)
 		ok = false
 	}

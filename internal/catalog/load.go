@@ -12,6 +12,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/envconfig"
+	"github.com/oncegate/oncegate/internal/plan"
 )
 
 // Defaults applied when the catalog leaves a setting out.
@@ -24,12 +26,6 @@ const (
 	DefaultReconcileDelay = 2 * time.Second
 	// DefaultReconcileAttempts is the default number of status queries.
 	DefaultReconcileAttempts = 5
-	// DefaultBackoffMaxFactor sets backoff_max, when left out, to this many
-	// times the initial retry interval (Temporal's default maximum interval).
-	DefaultBackoffMaxFactor = 100
-	// DefaultRetryInterval is the first retry interval when backoff is left
-	// out or zero (Temporal's own default initial interval).
-	DefaultRetryInterval = time.Second
 	// DefaultPollInterval is the first wait between status queries of a
 	// pending operation.
 	DefaultPollInterval = 2 * time.Second
@@ -109,7 +105,7 @@ func expandEnv(s string, lookup func(string) (string, bool)) (string, error) {
 		ref := s[i+2 : i+end]
 		s = s[i+end+1:]
 		name, def, hasDef := strings.Cut(ref, ":-")
-		if !validEnvName(name) {
+		if !envconfig.ValidName(name) {
 			bad = append(bad, "${"+ref+"}")
 			continue
 		}
@@ -136,19 +132,6 @@ func expandEnv(s string, lookup func(string) (string, bool)) (string, error) {
 	return out.String(), nil
 }
 
-func validEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
 // rawCatalog is the YAML document before defaults and validation.
 type rawCatalog struct {
 	Actions map[string]rawAction `yaml:"actions"`
@@ -158,6 +141,7 @@ type rawCatalog struct {
 // pointers, so that validation can report every problem.
 type rawAction struct {
 	Description           string               `yaml:"description"`
+	Title                 string               `yaml:"title"`
 	Bind                  map[string]Field     `yaml:"bind"`
 	Free                  map[string]FreeField `yaml:"free"`
 	FingerprintTTL        string               `yaml:"fingerprint_ttl"`
@@ -165,44 +149,34 @@ type rawAction struct {
 	TerminalTTL           string               `yaml:"terminal_ttl"`
 	DuplicateIntentWindow string               `yaml:"duplicate_intent_window"`
 	SummaryField          string               `yaml:"summary_field"`
+	Spend                 *Spend               `yaml:"spend"`
 	Downstream            rawDownstream        `yaml:"downstream"`
+	Approval              *rawApproval         `yaml:"approval"`
 }
 
-// rawDownstream mirrors Downstream.
+// rawDownstream is the downstream section as written: the plan's endpoint
+// and business-state rules as they are, durations as text and optional
+// numbers as pointers, so that validation can report every problem with
+// its field and tell a setting left out from one set to zero.
 type rawDownstream struct {
-	Kind                 string            `yaml:"kind"`
-	Tool                 string            `yaml:"tool"`
-	IdempotencyArgument  string            `yaml:"idempotency_argument"`
-	StatusTool           string            `yaml:"status_tool"`
-	StatusArguments      map[string]string `yaml:"status_arguments"`
-	AuthEnv              string            `yaml:"auth_env"`
-	Execute              string            `yaml:"execute"`
-	HonorsIdempotencyKey *bool             `yaml:"honors_idempotency_key"`
-	Status               string            `yaml:"status"`
-	Quote                string            `yaml:"quote"`
-	Timeout              string            `yaml:"timeout"`
-	Attempts             *int              `yaml:"attempts"`
-	Backoff              string            `yaml:"backoff"`
-	BackoffMax           string            `yaml:"backoff_max"`
-	ResultRef            string            `yaml:"result_ref"`
-	ReconcileDelay       string            `yaml:"reconcile_delay"`
-	ReconcileAttempts    *int              `yaml:"reconcile_attempts"`
-	MaxProcessingTime    string            `yaml:"max_processing_time"`
-	StatusLag            string            `yaml:"status_lag"`
-	KeyRetention         string            `yaml:"idempotency_key_retention"`
-	BusinessState        *rawBusinessState `yaml:"business_state"`
-	CompletionDeadline   string            `yaml:"completion_deadline"`
-	PollInterval         string            `yaml:"poll_interval"`
-	Webhook              *rawWebhook       `yaml:"webhook"`
-}
-
-// rawBusinessState mirrors BusinessState.
-type rawBusinessState struct {
-	Field       string   `yaml:"field"`
-	Succeeded   []string `yaml:"succeeded"`
-	Failed      []string `yaml:"failed"`
-	Pending     []string `yaml:"pending"`
-	ReasonField string   `yaml:"reason_field"`
+	plan.Endpoint        `yaml:",inline"`
+	Kind                 string              `yaml:"kind"`
+	HonorsIdempotencyKey *bool               `yaml:"honors_idempotency_key"`
+	Quote                string              `yaml:"quote"`
+	Timeout              string              `yaml:"timeout"`
+	Attempts             *int                `yaml:"attempts"`
+	Backoff              string              `yaml:"backoff"`
+	BackoffMax           string              `yaml:"backoff_max"`
+	ResultRef            string              `yaml:"result_ref"`
+	ReconcileDelay       string              `yaml:"reconcile_delay"`
+	ReconcileAttempts    *int                `yaml:"reconcile_attempts"`
+	MaxProcessingTime    string              `yaml:"max_processing_time"`
+	StatusLag            string              `yaml:"status_lag"`
+	KeyRetention         string              `yaml:"idempotency_key_retention"`
+	BusinessState        *plan.BusinessState `yaml:"business_state"`
+	CompletionDeadline   string              `yaml:"completion_deadline"`
+	PollInterval         string              `yaml:"poll_interval"`
+	Webhook              *rawWebhook         `yaml:"webhook"`
 }
 
 // rawWebhook mirrors Webhook with the tolerance as a string.

@@ -92,7 +92,16 @@ func TestDevCatalogLoads(t *testing.T) {
 	c, err := Load(filepath.Join("..", "..", "deployments", "catalog.dev.yaml"), gatewayWait)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"payments.legacy_transfer", "payments.mcp_legacy_transfer", "payments.mcp_transfer",
-		"payments.payout", "payments.transfer"}, c.Scopes())
+		"payments.payout", "payments.transfer", "payments.wire"}, c.Scopes())
+	// Only payments.wire asks a person to approve; every other action keeps never.
+	for _, scope := range c.Scopes() {
+		assert.Equal(t, scope == "payments.wire", c.Actions[scope].Approval.Asks(), scope)
+	}
+	wire := c.Actions["payments.wire"].Approval
+	assert.Equal(t, ApprovalAbove, wire.Required)
+	assert.Equal(t, "100", wire.Above["USD"].String())
+	assert.Equal(t, "100", wire.Above["EUR"].String())
+	assert.True(t, wire.NewPayee)
 	mt, ok := c.Lookup("payments.mcp_transfer")
 	require.True(t, ok)
 	assert.Equal(t, plan.KindMCP, mt.Downstream.Kind)
@@ -142,7 +151,7 @@ func TestDevCatalogLoads(t *testing.T) {
 	assert.Equal(t, 24*time.Hour, tr.DuplicateIntentWindow)
 	assert.Equal(t, Downstream{
 		Kind:                 plan.KindHTTP,
-		Execute:              "http://127.0.0.1:8090/v1/transfers",
+		Endpoint:             plan.Endpoint{Execute: "http://127.0.0.1:8090/v1/transfers"},
 		HonorsIdempotencyKey: true,
 		Quote:                "http://127.0.0.1:8090/v1/quotes",
 		Timeout:              5 * time.Second,
@@ -150,7 +159,7 @@ func TestDevCatalogLoads(t *testing.T) {
 		Backoff:              500 * time.Millisecond,
 		BackoffMax:           5 * time.Second,
 		ResultRef:            "id",
-		ReconcileDelay:       2 * time.Second,
+		Window:               plan.Window{ReconcileDelay: 2 * time.Second},
 		ReconcileAttempts:    5,
 
 		IdempotencyKeyRetention: 24 * time.Hour,

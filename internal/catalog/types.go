@@ -37,6 +37,10 @@ const (
 	KindIdentifier StringKind = "identifier"
 )
 
+// knownKinds are the string kinds a field may declare; each is a
+// Constraint (constraint_currency.go, constraint_identifier.go).
+var knownKinds = []StringKind{KindCurrency, KindIdentifier}
+
 // Field declares one bound param. The constraints (Min to Kind) only
 // refuse values; they never change one, so they never change a param_hash.
 // Strings are checked after their normalizers, decimals by exact value.
@@ -94,103 +98,13 @@ type FreeField struct {
 	MaxLength int `yaml:"max_length" json:"max_length,omitempty"`
 }
 
-// Downstream describes the API an action calls.
-type Downstream struct {
-	// Kind is the protocol: plan.KindHTTP (empty means it too) or plan.KindMCP.
-	Kind string `yaml:"kind" json:"kind,omitempty"`
-	// Execute is the URL the workflow POSTs the params to (for plan.KindMCP: the
-	// MCP server's streamable HTTP endpoint).
-	Execute string `yaml:"execute" json:"execute"`
-	// Tool is, for plan.KindMCP, the tool that executes the operation.
-	Tool string `yaml:"tool" json:"tool,omitempty"`
-	// IdempotencyArgument is, for plan.KindMCP, the tool's argument that takes
-	// the operation id as an idempotency key; set, the tool honours the key
-	// (HonorsIdempotencyKey) and is retried with it.
-	IdempotencyArgument string `yaml:"idempotency_argument" json:"idempotency_argument,omitempty"`
-	// StatusTool is, for plan.KindMCP, the read-only tool reconciliation calls:
-	// a result holding the ResultRef field is found, one without it not
-	// found, one with isError no answer.
-	StatusTool string `yaml:"status_tool" json:"status_tool,omitempty"`
-	// StatusArguments maps the status tool's arguments to values: the word
-	// operation_id stands for the operation id, anything else is sent as is.
-	StatusArguments map[string]string `yaml:"status_arguments" json:"status_arguments,omitempty"`
-	// AuthEnv names the environment variable holding a bearer token for the
-	// downstream (plan.KindMCP); the token itself never enters a workflow's history.
-	AuthEnv string `yaml:"auth_env" json:"auth_env,omitempty"`
-	// HonorsIdempotencyKey says whether the downstream deduplicates by the
-	// Idempotency-Key header. When false it is called exactly once and
-	// reconciled through Status after an unknown answer.
-	HonorsIdempotencyKey bool `yaml:"honors_idempotency_key" json:"honors_idempotency_key"`
-	// Status is an optional URL answering GET ?client_reference=<operation_id>
-	// with 200 and the transfer, or 404 when none exists.
-	Status string `yaml:"status" json:"status,omitempty"`
-	// Quote is an optional URL the preview POSTs the bound params to; its
-	// answer's expires_at caps the fingerprint's exp.
-	Quote string `yaml:"quote" json:"quote,omitempty"`
-	// Timeout bounds one call.
-	Timeout time.Duration `yaml:"timeout" json:"timeout"`
-	// Attempts is the maximum number of calls (1 for a downstream that ignores the key).
-	Attempts int `yaml:"attempts" json:"attempts"`
-	// Backoff is the initial retry interval; it doubles up to BackoffMax.
-	Backoff time.Duration `yaml:"backoff" json:"backoff"`
-	// BackoffMax caps one retry interval.
-	BackoffMax time.Duration `yaml:"backoff_max" json:"backoff_max"`
-	// ResultRef is the top-level field of the downstream's JSON answer that
-	// holds the business reference, such as "id".
-	ResultRef string `yaml:"result_ref" json:"result_ref"`
-	// ReconcileDelay is how long to wait before asking Status after an unknown answer.
-	ReconcileDelay time.Duration `yaml:"reconcile_delay" json:"reconcile_delay"`
-	// ReconcileAttempts bounds the attempts of one status query (its
-	// retries when the status endpoint fails) before NEEDS_REVIEW.
-	ReconcileAttempts int `yaml:"reconcile_attempts" json:"reconcile_attempts"`
-	// MaxProcessingTime is, for a downstream that ignores the key, how long
-	// after a request was sent it may still commit it (real servers go on
-	// processing after the caller gave up). A status "not found" proves "not
-	// executed" only once this window, plus StatusLag, has passed since the
-	// last send. Zero means undeclared: "not found" then proves nothing and
-	// the operation goes to manual review.
-	MaxProcessingTime time.Duration `yaml:"max_processing_time" json:"max_processing_time,omitempty"`
-	// StatusLag is how long after a commit the status endpoint may still
-	// answer "not found" (a replica or an index behind the primary).
-	StatusLag time.Duration `yaml:"status_lag" json:"status_lag,omitempty"`
-	// IdempotencyKeyRetention is, for a downstream that honours the key, how
-	// long it remembers a key after its first use. No attempt is sent after
-	// that: a resend could execute the operation again.
-	IdempotencyKeyRetention time.Duration `yaml:"idempotency_key_retention" json:"idempotency_key_retention,omitempty"`
-	// BusinessState, for a downstream whose answer carries its own verdict
-	// (payouts: pending, then paid or failed), says where it is and what it
-	// means; a 2xx alone is then not "done". Nil for a downstream whose 2xx
-	// is the outcome.
-	BusinessState *plan.BusinessState `yaml:"business_state" json:"business_state,omitempty"`
-	// CompletionDeadline is how long after the execute call a pending
-	// operation may stay pending; past it, a person decides.
-	CompletionDeadline time.Duration `yaml:"completion_deadline" json:"completion_deadline,omitempty"`
-	// PollInterval is the first wait between status queries of a pending
-	// operation; it doubles up to MaxReconcilePoll.
-	PollInterval time.Duration `yaml:"poll_interval" json:"poll_interval,omitempty"`
-	// Webhook, when set, lets the downstream report a final state by a
-	// signed POST to /v1/webhooks/{scope}.
-	Webhook *Webhook `yaml:"webhook" json:"webhook,omitempty"`
-}
+// Downstream is an action's downstream as the catalog declares it (see
+// plan.Source, where it is declared so that a workflow can resolve one
+// recorded in an old history without the catalog).
+type Downstream = plan.Source
 
-// Webhook describes how a downstream signs the events it POSTs: the
-// simulator's and Stripe's scheme, a header "t=<unix>,v1=<hex HMAC-SHA256
-// of "<t>.<body>">".
-type Webhook struct {
-	// SecretEnv names the environment variable holding the signing secret
-	// (the secret itself never enters the catalog or a workflow's history).
-	SecretEnv string `json:"secret_env"`
-	// SignatureHeader is the header carrying the signature.
-	SignatureHeader string `json:"signature_header"`
-	// Tolerance bounds the age of an event's timestamp (and its lead).
-	Tolerance time.Duration `json:"tolerance"`
-	// ReferenceField is the dotted path of the operation id (the
-	// client_reference oncegate sent) in the event.
-	ReferenceField string `json:"reference_field"`
-	// ObjectField is the dotted path of the downstream's record in the event,
-	// read with BusinessState like a status answer.
-	ObjectField string `json:"object_field"`
-}
+// Webhook describes how a downstream signs the events it POSTs (plan.Webhook).
+type Webhook = plan.Webhook
 
 // Action is one scope of the catalog.
 type Action struct {
@@ -198,6 +112,9 @@ type Action struct {
 	Scope string `yaml:"-" json:"scope"`
 	// Description tells a model what the action does.
 	Description string `yaml:"description" json:"description"`
+	// Title names the action for a person, on the approval page (default:
+	// the scope).
+	Title string `yaml:"title" json:"title,omitempty"`
 	// Bind lists the fields that enter the fingerprint's param_hash.
 	Bind map[string]Field `yaml:"bind" json:"bind"`
 	// Free lists fields passed to the downstream but not bound.
@@ -212,8 +129,25 @@ type Action struct {
 	DuplicateIntentWindow time.Duration `yaml:"duplicate_intent_window" json:"duplicate_intent_window"`
 	// SummaryField names the bound field shown in summaries (such as amount).
 	SummaryField string `yaml:"summary_field" json:"summary_field,omitempty"`
+	// Spend, when set, names the bound fields that say what an operation
+	// spends: the spend budgets of the limits file (ONCEGATE_LIMITS) apply
+	// to the action only then.
+	Spend *Spend `yaml:"spend" json:"spend,omitempty"`
 	// Downstream is the API the action calls.
 	Downstream Downstream `yaml:"downstream" json:"downstream"`
+	// Approval is when a person must approve an operation with a passkey
+	// before it may be confirmed (default: never).
+	Approval Approval `yaml:"-" json:"approval"`
+}
+
+// Spend names the bound fields that hold an operation's amount and its
+// currency.
+type Spend struct {
+	// Amount is a required bound decimal field, such as amount.
+	Amount string `yaml:"amount" json:"amount"`
+	// Currency is a required bound string field of kind currency, such as
+	// currency; the amount is in its scale.
+	Currency string `yaml:"currency" json:"currency"`
 }
 
 // Catalog is the loaded, validated set of actions.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncegate/oncegate/internal/downstream"
 	"github.com/oncegate/oncegate/internal/plan"
 )
 
@@ -144,9 +145,11 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 	a := &Action{
 		Scope:        scope,
 		Description:  r.Description,
+		Title:        r.Title,
 		Bind:         r.Bind,
 		Free:         r.Free,
 		SummaryField: r.SummaryField,
+		Spend:        r.Spend,
 	}
 	if a.Bind == nil {
 		a.Bind = map[string]Field{}
@@ -197,6 +200,9 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 			p.addf("summary_field %q is neither bound nor free", a.SummaryField)
 		}
 	}
+	if a.Spend != nil {
+		checkSpend(p, *a.Spend, a.Bind)
+	}
 
 	fpOK, ifOK, termOK := false, false, false
 	a.FingerprintTTL, fpOK = p.positive("fingerprint_ttl", r.FingerprintTTL)
@@ -206,6 +212,14 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 	if a.DuplicateIntentWindow, dupOK = p.duration("duplicate_intent_window", r.DuplicateIntentWindow, DefaultDuplicateIntentWindow, false); dupOK && a.DuplicateIntentWindow < 0 {
 		p.addf("duplicate_intent_window %s must be >= 0", fmtDur(a.DuplicateIntentWindow))
 	}
+	if a.Title == "" {
+		a.Title = scope
+	}
+	fpForApproval := time.Duration(0)
+	if fpOK {
+		fpForApproval = a.FingerprintTTL
+	}
+	a.Approval = buildApproval(p, r.Approval, a.Bind, fpForApproval)
 	if fpOK && termOK && a.TerminalTTL < a.FingerprintTTL {
 		p.addf("terminal_ttl %s must be >= fingerprint_ttl %s (a result must be replayable as long as its fingerprint can be confirmed)",
 			fmtDur(a.TerminalTTL), fmtDur(a.FingerprintTTL))
@@ -218,6 +232,17 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 		}
 	}
 	return a
+}
+
+// checkSpend refuses a spend declaration whose amount is not a required
+// bound decimal or whose currency is not a required bound currency field.
+func checkSpend(p problems, s Spend, bind map[string]Field) {
+	if f, ok := bind[s.Amount]; !ok || f.Type != TypeDecimal || !f.Required {
+		p.addf("spend.amount %q must name a required bound decimal field", s.Amount)
+	}
+	if f, ok := bind[s.Currency]; !ok || f.Kind != KindCurrency || !f.Required {
+		p.addf("spend.currency %q must name a required bound field of kind currency", s.Currency)
+	}
 }
 
 // worstTerms spells out the sum plan.Downstream.Worst takes of pl.
@@ -243,9 +268,7 @@ func worstTerms(pl plan.Downstream, gatewayWait time.Duration) string {
 // the worst case are valid.
 func buildDownstream(p problems, d *Downstream, r rawDownstream) bool {
 	ok := true
-	d.Execute, d.Status, d.Quote = r.Execute, r.Status, r.Quote
-	d.HonorsIdempotencyKey = r.HonorsIdempotencyKey != nil && *r.HonorsIdempotencyKey
-	d.ResultRef = r.ResultRef
+	d.Kind, d.Endpoint, d.Quote, d.ResultRef = r.Kind, r.Endpoint, r.Quote, r.ResultRef
 	if r.Execute == "" {
 		p.addf("downstream.execute is required (the URL the action POSTs to)")
 	}
@@ -286,7 +309,7 @@ func buildDownstream(p problems, d *Downstream, r rawDownstream) bool {
 		p.addf("downstream.backoff %s must be >= 0", fmtDur(d.Backoff))
 		bOK = false
 	}
-	if d.BackoffMax, bmOK = p.duration("downstream.backoff_max", r.BackoffMax, plan.SatMul(d.Backoff, DefaultBackoffMaxFactor), false); bmOK && bOK && d.BackoffMax < d.Backoff {
+	if d.BackoffMax, bmOK = p.duration("downstream.backoff_max", r.BackoffMax, plan.SatMul(d.Backoff, plan.DefaultBackoffMaxFactor), false); bmOK && bOK && d.BackoffMax < d.Backoff {
 		p.addf("downstream.backoff_max %s must be >= backoff %s", fmtDur(d.BackoffMax), fmtDur(d.Backoff))
 		bmOK = false
 	}
@@ -309,68 +332,21 @@ func buildDownstream(p problems, d *Downstream, r rawDownstream) bool {
 	return ok && rdOK && lateOK && buildBusinessState(p, d, r)
 }
 
-// buildKind fills the protocol settings of d (kind, and for an MCP tool its
-// tool, idempotency argument, status tool and its arguments) and reports
-// whether they are valid. An MCP tool honours the key exactly when it names
-// an idempotency_argument; its status endpoint is its own server.
+// buildKind checks the kind of d, and its kind the settings it reads
+// (downstream.Kind.Check: for an MCP tool its tool, idempotency argument,
+// status tool and their arguments), and reports whether they are valid.
 func buildKind(p problems, d *Downstream, r rawDownstream) bool {
-	d.Kind = r.Kind
-	if d.Kind == "" {
-		d.Kind = plan.KindHTTP
-	}
-	mcpOnly := []struct{ name, value string }{{"tool", r.Tool}, {"idempotency_argument", r.IdempotencyArgument},
-		{"status_tool", r.StatusTool}}
-	switch d.Kind {
-	case plan.KindHTTP:
-		for _, f := range mcpOnly {
-			if f.value != "" {
-				p.addf("downstream.%s applies to kind mcp only", f.name)
-				return false
-			}
-		}
-		if len(r.StatusArguments) > 0 {
-			p.addf("downstream.status_arguments applies to kind mcp only")
-			return false
-		}
-		return true
-	case plan.KindMCP:
-	default:
-		p.addf("downstream.kind %q is unknown (want %s or %s)", r.Kind, plan.KindHTTP, plan.KindMCP)
+	d.Kind = d.KindName()
+	kind, err := downstream.For(d.Kind)
+	if err != nil {
+		p.addf("downstream.kind %q is unknown (want one of %s)", r.Kind, strings.Join(downstream.Names(), ", "))
 		return false
 	}
-	ok := true
-	d.Tool, d.IdempotencyArgument, d.StatusTool, d.AuthEnv = r.Tool, r.IdempotencyArgument, r.StatusTool, r.AuthEnv
-	d.StatusArguments = r.StatusArguments
-	if d.Tool == "" {
-		p.addf("downstream.tool is required for kind mcp (the tool that executes the operation)")
-		ok = false
+	problems := kind.Check(d, r.HonorsIdempotencyKey)
+	for _, msg := range problems {
+		p.addf("%s", msg)
 	}
-	honors := d.IdempotencyArgument != ""
-	if r.HonorsIdempotencyKey != nil && *r.HonorsIdempotencyKey != honors {
-		p.addf("downstream.honors_idempotency_key %t contradicts idempotency_argument %q: for kind mcp the tool honours the key exactly when it names the argument that takes it",
-			*r.HonorsIdempotencyKey, d.IdempotencyArgument)
-		ok = false
-	}
-	d.HonorsIdempotencyKey = honors
-	if d.Status != "" {
-		p.addf("downstream.status is for kind http: name status_tool for kind mcp")
-		ok = false
-	}
-	if d.StatusTool != "" {
-		d.Status = d.Execute // the status tool is on the same server
-	} else if len(d.StatusArguments) > 0 {
-		p.addf("downstream.status_arguments needs downstream.status_tool")
-		ok = false
-	}
-	if d.Quote != "" {
-		p.addf("downstream.quote is for kind http")
-		ok = false
-	}
-	if d.AuthEnv != "" && !validEnvName(d.AuthEnv) {
-		p.addf("downstream.auth_env %q must name an environment variable", d.AuthEnv)
-		ok = false
-	}
-	return ok
+	return len(problems) == 0
 }
 
 // buildLateCommit fills the settings that say when a downstream may commit

@@ -1,9 +1,11 @@
 // Package downstream holds the protocols the operation's activities speak to
 // a downstream, one Kind each: today's HTTP API (the key as a header, status
-// by client_reference) and a tool on another MCP server. A kind executes an
+// by client_reference) and a tool on another MCP server. A kind checks the
+// catalog's settings of a downstream when the catalog loads, executes an
 // operation and, when the catalog names a way, asks for its status; the
 // activities turn its answers into the workflow's results and errors.
-// Adding a kind is one file and a Register call.
+// Adding a kind is one file (its Check, Execute and Reconcile) and a
+// Register call; the catalog loader and the activities need no change.
 package downstream
 
 import (
@@ -12,7 +14,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/oncegate/oncegate/internal/plan"
@@ -66,6 +70,13 @@ var (
 
 // Kind is one protocol to a downstream.
 type Kind interface {
+	// Check checks, when the catalog loads, the settings of a downstream
+	// of this kind, and fills those it derives from them (an MCP tool
+	// honours the key exactly when it names its idempotency argument).
+	// honors is honors_idempotency_key as the catalog wrote it, nil when
+	// left out. Each problem names its setting, such as
+	// "downstream.tool is required for kind mcp"; none means valid.
+	Check(d *plan.Source, honors *bool) []string
 	// Execute sends the operation. A definite refusal is a *Refusal, a call
 	// that could not be built ErrNotSent; any other error is an unknown outcome.
 	Execute(ctx context.Context, c Call) (Answer, error)
@@ -87,11 +98,8 @@ func Register(name string, k Kind) {
 	kinds[name] = k
 }
 
-// For returns the kind registered as name (plan.KindHTTP when empty).
+// For returns the kind registered as name.
 func For(name string) (Kind, error) {
-	if name == "" {
-		name = plan.KindHTTP
-	}
 	kindsMu.RLock()
 	defer kindsMu.RUnlock()
 	k, ok := kinds[name]
@@ -99,6 +107,13 @@ func For(name string) (Kind, error) {
 		return nil, fmt.Errorf("%w: unknown downstream kind %q", ErrNotSent, name)
 	}
 	return k, nil
+}
+
+// Names returns the names of the registered kinds, sorted.
+func Names() []string {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	return slices.Sorted(maps.Keys(kinds))
 }
 
 // withClientReference returns params (a JSON object, or empty) with

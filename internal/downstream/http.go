@@ -26,6 +26,23 @@ func init() { Register(plan.KindHTTP, HTTP{}) }
 // ?client_reference=.
 type HTTP struct{}
 
+// Check refuses the settings of the other kinds (an MCP tool's) and takes
+// honors_idempotency_key as written (false when left out).
+func (HTTP) Check(d *plan.Source, honors *bool) []string {
+	d.HonorsIdempotencyKey = honors != nil && *honors
+	var problems []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"tool", d.Tool != ""}, {"idempotency_argument", d.IdempotencyArgument != ""}, {"status_tool", d.StatusTool != ""},
+		{"status_arguments", len(d.StatusArguments) > 0}, {"auth_env", d.AuthEnv != ""}} {
+		if f.set {
+			problems = append(problems, "downstream."+f.name+" applies to kind mcp only")
+		}
+	}
+	return problems
+}
+
 // Execute POSTs the params. A 2xx answer is the result; a 4xx other than
 // 408, 429 and an "in use" 409 is a *Refusal; a 5xx, those 4xx or a
 // transport error is an unknown outcome.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/operation"
 )
@@ -21,6 +22,38 @@ func init() { Register(plan.KindMCP, MCP{}) }
 
 // MCP is the kind of a tool on another MCP server (streamable HTTP).
 type MCP struct{}
+
+// Check requires the tool, derives whether the downstream honours the key
+// (exactly when the tool names the argument that takes it) and its status
+// endpoint (the status tool is on the same server), and refuses the HTTP
+// kind's status URL and quote.
+func (MCP) Check(d *plan.Source, honors *bool) []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if d.Tool == "" {
+		add("downstream.tool is required for kind mcp (the tool that executes the operation)")
+	}
+	d.HonorsIdempotencyKey = d.IdempotencyArgument != ""
+	if honors != nil && *honors != d.HonorsIdempotencyKey {
+		add("downstream.honors_idempotency_key %t contradicts idempotency_argument %q: for kind mcp the tool honours the key exactly when it names the argument that takes it",
+			*honors, d.IdempotencyArgument)
+	}
+	if d.Status != "" {
+		add("downstream.status is for kind http: name status_tool for kind mcp")
+	}
+	if d.StatusTool != "" {
+		d.Status = d.Execute // the status tool is on the same server
+	} else if len(d.StatusArguments) > 0 {
+		add("downstream.status_arguments needs downstream.status_tool")
+	}
+	if d.Quote != "" {
+		add("downstream.quote is for kind http")
+	}
+	if d.AuthEnv != "" && !envconfig.ValidName(d.AuthEnv) {
+		add("downstream.auth_env %q must name an environment variable", d.AuthEnv)
+	}
+	return problems
+}
 
 // Execute calls the catalog's tool with the params and client_reference as
 // arguments, and the operation id in its idempotency argument when it takes

@@ -119,3 +119,18 @@ func Vars[T any]() ([]Var, error) {
 	}
 	return vars, nil
 }
+
+// ValidName reports whether s can name an environment variable: letters,
+// digits and underscores, not starting with a digit.
+func ValidName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/jcs"
 )
 
@@ -36,7 +37,7 @@ const (
 // maxExponent bounds a number's written exponent before apd sees it.
 const maxExponent = 10000
 
-// CanonicalJSON canonicalizes any JSON value with the rules of CONTRACT §3:
+// CanonicalJSON canonicalizes any JSON value with the rules of docs/contract.md §3:
 // members whose value is null are dropped (recursively; null array elements
 // stay), object keys are sorted by UTF-16 code units, strings (keys
 // included) are NFC-normalized and minimally escaped as RFC 8785 does, and
@@ -305,9 +306,6 @@ type numberError struct {
 	args []string
 }
 
-// Error implements error with the English text.
-func (e *numberError) Error() string { return e.problem("", "").Problem }
-
 // problem is the FieldProblem of e at field under rule.
 func (e *numberError) problem(field, rule string) FieldProblem {
 	return newProblem(field, rule, e.code, "", e.args...)
@@ -318,16 +316,16 @@ func (e *numberError) problem(field, rule string) FieldProblem {
 func parseDecimal(s string) (*apd.Decimal, *numberError) {
 	if !isJSONNumber(s) {
 		if isJSONNumber(withoutExponent(s)) {
-			return nil, &numberError{"number.exponent", []string{"value", quoted(s), "limit", strconv.Itoa(maxExponent)}}
+			return nil, &numberError{"number.exponent", []string{"value", catalog.Quoted(s), "limit", strconv.Itoa(maxExponent)}}
 		}
-		return nil, &numberError{"number.syntax", []string{"value", quoted(s)}}
+		return nil, &numberError{"number.syntax", []string{"value", catalog.Quoted(s)}}
 	}
 	var d apd.Decimal
 	if _, _, err := d.SetString(s); err != nil {
-		return nil, &numberError{"number.inexact", []string{"value", quoted(s), "detail", err.Error()}}
+		return nil, &numberError{"number.inexact", []string{"value", catalog.Quoted(s), "detail", err.Error()}}
 	}
 	if d.Form != apd.Finite {
-		return nil, &numberError{"number.infinite", []string{"value", quoted(s)}}
+		return nil, &numberError{"number.infinite", []string{"value", catalog.Quoted(s)}}
 	}
 	d.Reduce(&d)
 	if d.IsZero() {
@@ -341,7 +339,7 @@ func parseDecimal(s string) (*apd.Decimal, *numberError) {
 		plain = max(digits, int64(-d.Exponent)+1) + 1
 	}
 	if plain > MaxNumberDigits {
-		return nil, &numberError{"number.digits", []string{"value", quoted(s), "limit", strconv.Itoa(MaxNumberDigits)}}
+		return nil, &numberError{"number.digits", []string{"value", catalog.Quoted(s), "limit", strconv.Itoa(MaxNumberDigits)}}
 	}
 	return &d, nil
 }

@@ -52,24 +52,24 @@ func TestDevCatalogConstraints(t *testing.T) {
 		field, rule     string
 		problem, expect string
 	}{
-		{"negative", map[string]any{"amount": "-5"}, "amount", RuleExclusiveMin, "must be greater than 0, not -5", "> 0"},
-		{"zero", map[string]any{"amount": "0"}, "amount", RuleExclusiveMin, "must be greater than 0, not 0", "> 0"},
-		{"zero as a number", map[string]any{"amount": json.Number("0.00")}, "amount", RuleExclusiveMin, "not 0", "> 0"},
-		{"above max", map[string]any{"amount": "1000001"}, "amount", RuleMax, "must be at most 1000000, not 1000001", "<= 1000000"},
-		{"USD with 3 places", map[string]any{"amount": "12.505"}, "amount", RuleScale, "has 3 decimal places; USD allows at most 2", "scale <= 2 (USD)"},
-		{"JPY with a fraction", map[string]any{"amount": "12.5", "currency": "JPY"}, "amount", RuleScale, "JPY allows no decimal places", "scale <= 0 (JPY)"},
-		{"XXX", map[string]any{"currency": "XXX"}, "currency", RuleCurrency, `"XXX" is not an active ISO 4217 currency code`, "ISO 4217"},
-		{"gold", map[string]any{"currency": " xau "}, "currency", RuleCurrency, `"XAU" is not an active`, "ISO 4217"},
-		{"65 characters", map[string]any{"payee_id": strings.Repeat("p", 65)}, "payee_id", RuleMaxLength, "is 65 characters long; at most 64 are allowed", "length <= 64"},
-		{"10000 characters", map[string]any{"payee_id": strings.Repeat("p", 10000)}, "payee_id", RuleMaxLength, "is 10000 characters long", "length <= 64"},
-		{"zero width space", map[string]any{"payee_id": "p-\u200b3"}, "payee_id", RuleIdentifier, "U+200B ZERO WIDTH SPACE at position 3", "PRECIS IdentifierClass (RFC 8264)"},
-		{"right-to-left override", map[string]any{"payee_id": "p-\u202e3"}, "payee_id", RuleIdentifier, "U+202E RIGHT-TO-LEFT OVERRIDE at position 3", "PRECIS IdentifierClass (RFC 8264)"},
-		{"full-width", map[string]any{"payee_id": "\uff50-\uff13"}, "payee_id", RuleIdentifier,
+		{"negative", map[string]any{"amount": "-5"}, "amount", "exclusive_min", "must be greater than 0, not -5", "> 0"},
+		{"zero", map[string]any{"amount": "0"}, "amount", "exclusive_min", "must be greater than 0, not 0", "> 0"},
+		{"zero as a number", map[string]any{"amount": json.Number("0.00")}, "amount", "exclusive_min", "not 0", "> 0"},
+		{"above max", map[string]any{"amount": "1000001"}, "amount", "max", "must be at most 1000000, not 1000001", "<= 1000000"},
+		{"USD with 3 places", map[string]any{"amount": "12.505"}, "amount", "scale", "has 3 decimal places; USD allows at most 2", "scale <= 2 (USD)"},
+		{"JPY with a fraction", map[string]any{"amount": "12.5", "currency": "JPY"}, "amount", "scale", "JPY allows no decimal places", "scale <= 0 (JPY)"},
+		{"XXX", map[string]any{"currency": "XXX"}, "currency", "currency", `"XXX" is not an active ISO 4217 currency code`, "ISO 4217"},
+		{"gold", map[string]any{"currency": " xau "}, "currency", "currency", `"XAU" is not an active`, "ISO 4217"},
+		{"65 characters", map[string]any{"payee_id": strings.Repeat("p", 65)}, "payee_id", "max_length", "is 65 characters long; at most 64 are allowed", "length <= 64"},
+		{"10000 characters", map[string]any{"payee_id": strings.Repeat("p", 10000)}, "payee_id", "max_length", "is 10000 characters long", "length <= 64"},
+		{"zero width space", map[string]any{"payee_id": "p-\u200b3"}, "payee_id", "identifier", "U+200B ZERO WIDTH SPACE at position 3", "PRECIS IdentifierClass (RFC 8264)"},
+		{"right-to-left override", map[string]any{"payee_id": "p-\u202e3"}, "payee_id", "identifier", "U+202E RIGHT-TO-LEFT OVERRIDE at position 3", "PRECIS IdentifierClass (RFC 8264)"},
+		{"full-width", map[string]any{"payee_id": "\uff50-\uff13"}, "payee_id", "identifier",
 			"U+FF50 FULLWIDTH LATIN SMALL LETTER P at position 1, U+FF13 FULLWIDTH DIGIT THREE at position 3", "PRECIS IdentifierClass (RFC 8264)"},
-		{"NUL", map[string]any{"payee_id": "p\x003"}, "payee_id", RuleIdentifier, "U+0000 (control) at position 2", "PRECIS IdentifierClass (RFC 8264)"},
-		{"inner space", map[string]any{"payee_id": "p 3"}, "payee_id", RuleIdentifier, "U+0020 SPACE at position 2", "PRECIS IdentifierClass (RFC 8264)"},
+		{"NUL", map[string]any{"payee_id": "p\x003"}, "payee_id", "identifier", "U+0000 (control) at position 2", "PRECIS IdentifierClass (RFC 8264)"},
+		{"inner space", map[string]any{"payee_id": "p 3"}, "payee_id", "identifier", "U+0020 SPACE at position 2", "PRECIS IdentifierClass (RFC 8264)"},
 		{"unknown field", map[string]any{"colour": "blue"}, "colour", RuleUnknownField, "unknown field", "one of amount, currency, memo, payee_id"},
-		{"long memo", map[string]any{"memo": strings.Repeat("m", 501)}, "memo", RuleMaxLength, "is 501 characters long; at most 500 are allowed", "length <= 500"},
+		{"long memo", map[string]any{"memo": strings.Repeat("m", 501)}, "memo", "max_length", "is 501 characters long; at most 500 are allowed", "length <= 500"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,18 +134,18 @@ func TestStringConstraints(t *testing.T) {
 	got := Validate([]byte(`{"speed":"Medium","ref":"x-1","rate":"5"}`), a)
 	require.Len(t, got, 3, "%+v", got)
 	assert.Equal(t, []string{"rate", "ref", "speed"}, []string{got[0].Field, got[1].Field, got[2].Field})
-	assert.Equal(t, RuleExclusiveMax, got[0].Rule)
+	assert.Equal(t, "exclusive_max", got[0].Rule)
 	assert.Equal(t, "< 5", got[0].Expected)
-	assert.Equal(t, RulePattern, got[1].Rule)
+	assert.Equal(t, "pattern", got[1].Rule)
 	assert.Equal(t, `^r-[0-9]+$`, got[1].Expected)
 	assert.Equal(t, RuleEnum, got[2].Rule)
 	assert.Equal(t, `must be one of slow, fast, not "medium"`, got[2].Problem)
 
 	got = Validate([]byte(`{"speed":"FAST","ref":"r-12","rate":"-1.25"}`), a)
 	require.Len(t, got, 2, "%+v", got)
-	assert.Equal(t, RuleMin, got[0].Rule)
+	assert.Equal(t, "min", got[0].Rule)
 	assert.Equal(t, ">= -1", got[0].Expected)
-	assert.Equal(t, RuleScale, got[1].Rule)
+	assert.Equal(t, "scale", got[1].Rule)
 	assert.Equal(t, "has 2 decimal places; at most 1 is allowed", got[1].Problem)
 
 	assert.Empty(t, Validate([]byte(`{"speed":"FAST","ref":"r-12","rate":"-1.0"}`), a))

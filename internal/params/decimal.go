@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/apd/v3"
+
+	"github.com/oncegate/oncegate/internal/catalog"
 )
 
 // DecimalPattern is the one grammar of a decimal string, the form in which
@@ -35,9 +37,9 @@ func parseDecimalString(s string) (*apd.Decimal, *numberError) {
 	}
 	code, plain := decimalStringProblem(s)
 	if plain == "" {
-		return nil, &numberError{code, []string{"value", quoted(s)}}
+		return nil, &numberError{code, []string{"value", catalog.Quoted(s)}}
 	}
-	return nil, &numberError{code, []string{"value", quoted(s), "plain", quoted(plain)}}
+	return nil, &numberError{code, []string{"value", catalog.Quoted(s), "plain", catalog.Quoted(plain)}}
 }
 
 // decimalStringProblem names what keeps s from matching DecimalPattern:

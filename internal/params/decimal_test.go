@@ -41,7 +41,7 @@ func TestDecimalStrings(t *testing.T) {
 }
 
 // TestDecimalStringAsNumber: a field given as a JSON number follows JSON's
-// grammar (CONTRACT §3: 1e0 and 10e-1 are 1), a string DecimalPattern.
+// grammar (docs/contract.md §3: 1e0 and 10e-1 are 1), a string DecimalPattern.
 func TestDecimalStringAsNumber(t *testing.T) {
 	t.Parallel()
 	spec := typedAction().Bind

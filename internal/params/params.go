@@ -1,7 +1,7 @@
 // Package params binds an action's params: it validates the JSON object of
 // an agent's params against the catalog action (bound and free fields,
 // types, constraints), writes the canonical bytes of the bound params
-// (CONTRACT §3) and their param_hash, and reports every refusal as a
+// (docs/contract.md §3) and their param_hash, and reports every refusal as a
 // FieldProblem (the invalid_params errors[] entries, with a text per problem
 // code). It does no I/O and knows nothing of fingerprints: the fingerprint
 // package signs and verifies the param_hash computed here.
@@ -62,7 +62,7 @@ func (p FieldProblem) Error() string {
 // Unwrap returns ErrInvalid.
 func (p FieldProblem) Unwrap() error { return ErrInvalid }
 
-// Canonicalize returns the canonical bound params of CONTRACT §3 for raw,
+// Canonicalize returns the canonical bound params of docs/contract.md §3 for raw,
 // the JSON object of all params (bound and free): only the fields of spec,
 // after their normalizers, with null and missing optional fields dropped,
 // serialized as CanonicalJSON does. normalized holds the same bound values
@@ -307,7 +307,7 @@ func numberValue(name string, t catalog.FieldType, v any) (json.Number, *FieldPr
 		return "", &p
 	}
 	if t == catalog.TypeInteger && d.Exponent < 0 {
-		p := newProblem(name, RuleType, "type.fraction", string(t), "value", quoted(s))
+		p := newProblem(name, RuleType, "type.fraction", string(t), "value", catalog.Quoted(s))
 		return "", &p
 	}
 	return json.Number(d.Text('f')), nil

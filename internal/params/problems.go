@@ -7,10 +7,13 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+
+	"github.com/oncegate/oncegate/internal/catalog"
 )
 
-// Rules a FieldProblem names: the catalog's constraint keys, and the rules
-// every params object follows.
+// Rules a FieldProblem names beside the constraints' own
+// (catalog.Constraint: min, max_length, ...): the rules every params object
+// follows.
 const (
 	// RuleJSON: the params are not acceptable JSON (syntax, limits, duplicate keys).
 	RuleJSON = "json"
@@ -20,35 +23,19 @@ const (
 	RuleType = "type"
 	// RuleUnknownField: a field the action neither binds nor lists as free.
 	RuleUnknownField = "unknown_field"
-	// RuleMin: a number below the field's min.
-	RuleMin = "min"
-	// RuleExclusiveMin: a number not greater than the field's exclusive_min.
-	RuleExclusiveMin = "exclusive_min"
-	// RuleMax: a number above the field's max.
-	RuleMax = "max"
-	// RuleExclusiveMax: a number not less than the field's exclusive_max.
-	RuleExclusiveMax = "exclusive_max"
-	// RuleScale: a decimal with more decimal places than allowed.
-	RuleScale = "scale"
-	// RuleMaxLength: a string longer than the field's max_length.
-	RuleMaxLength = "max_length"
-	// RuleEnum: a string that is none of the field's enum values.
+	// RuleEnum: a value that is none of the allowed ones (the enum
+	// constraint's rule, also used by the ops list's filters).
 	RuleEnum = "enum"
-	// RulePattern: a string that does not match the field's pattern.
-	RulePattern = "pattern"
-	// RuleCurrency: a string of kind currency that is not an active ISO 4217 code.
-	RuleCurrency = "currency"
-	// RuleIdentifier: a string of kind identifier with a forbidden character.
-	RuleIdentifier = "identifier"
 	// RuleCatalog: the catalog itself is inconsistent (unknown type or normalizer).
 	RuleCatalog = "catalog"
 )
 
 // problemTexts are the English texts of every problem code, as
-// text/template strings over the problem's Args. The translations live in
+// text/template strings over the problem's Args: these, and each
+// constraint's own (catalog.Constraint.Texts). The translations live in
 // api/messages (problems.<lang>.yaml) under the same codes, with the same
 // arguments; a test keeps the two in step.
-var problemTexts = map[string]string{
+var problemTexts = withConstraintTexts(map[string]string{
 	"json.size":            "JSON is {{.bytes}} bytes, more than the limit of {{.limit}}",
 	"json.utf8":            "JSON is not valid UTF-8",
 	"json.trailing":        "invalid JSON: data after the top-level value",
@@ -85,19 +72,14 @@ var problemTexts = map[string]string{
 	"no_action":            "no action to validate the params against",
 	"catalog.type":         "the catalog declares an unknown type {{.type}}",
 	"catalog.normalizer":   "the catalog declares an unknown normalizer {{.normalizer}}",
-	"catalog.pattern":      "the catalog's pattern {{.pattern}} is not a valid regular expression",
-	"min":                  "must be at least {{.limit}}, not {{.value}}",
-	"exclusive_min":        "must be greater than {{.limit}}, not {{.value}}",
-	"max":                  "must be at most {{.limit}}, not {{.value}}",
-	"exclusive_max":        "must be less than {{.limit}}, not {{.value}}",
-	"scale":                "has {{.got}} decimal {{if eq .got \"1\"}}place{{else}}places{{end}}; {{if eq .limit \"0\"}}no decimal places are{{else if eq .limit \"1\"}}at most 1 is{{else}}at most {{.limit}} are{{end}} allowed",
-	"scale.currency":       "has {{.got}} decimal {{if eq .got \"1\"}}place{{else}}places{{end}}; {{.currency}} allows {{if eq .limit \"0\"}}no decimal places{{else if eq .limit \"1\"}}at most 1{{else}}at most {{.limit}}{{end}}",
-	"max_length":           "is {{.got}} characters long; at most {{.limit}} are allowed",
-	"enum":                 "must be one of {{.values}}, not {{.value}}",
-	"pattern":              "does not match the pattern {{.pattern}}",
-	"currency":             "{{.value}} is not an active ISO 4217 currency code (such as USD, EUR or JPY)",
-	"identifier.chars":     "contains {{.chars}}: an identifier may not hold control, format, invisible, space or full-width (compatibility) characters; ask the user for the exact id instead of removing or replacing characters",
-	"identifier.context":   "is not a valid identifier (PRECIS IdentifierClass, RFC 8264): a character is not allowed where it stands, such as right-to-left text mixed with left-to-right text; ask the user for the exact id",
+})
+
+// withConstraintTexts adds every constraint's texts to texts.
+func withConstraintTexts(texts map[string]string) map[string]string {
+	for _, c := range catalog.Constraints() {
+		maps.Copy(texts, c.Texts())
+	}
+	return texts
 }
 
 // parsedTexts are problemTexts parsed once.
@@ -112,9 +94,6 @@ var parsedTexts = func() map[string]*template.Template {
 // ProblemCodes returns every problem code, sorted; each has an English
 // text here and a translation in api/messages.
 func ProblemCodes() []string { return slices.Sorted(maps.Keys(problemTexts)) }
-
-// ProblemText returns the English template text of code ("" when unknown).
-func ProblemText(code string) string { return problemTexts[code] }
 
 // argRE finds the arguments a text uses: {{.name}}, also inside actions.
 var argRE = regexp.MustCompile(`\.([a-z_]+)\b`)
@@ -165,13 +144,4 @@ func newProblem(field, rule, code, expected string, args ...string) FieldProblem
 	}
 	p.Problem = b.String()
 	return p
-}
-
-// quoted returns s as a JSON string, shortened to 40 characters, to echo a
-// value inside a problem.
-func quoted(s string) string {
-	if r := []rune(s); len(r) > 40 {
-		s = string(r[:40]) + "…"
-	}
-	return fmt.Sprintf("%q", s)
 }

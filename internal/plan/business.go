@@ -10,15 +10,15 @@ import (
 // and which values mean succeeded, failed and pending.
 type BusinessState struct {
 	// Field is the dotted path of the state in the answer, such as "status".
-	Field string `json:"field"`
+	Field string `yaml:"field" json:"field"`
 	// Succeeded lists the values that mean the operation is done.
-	Succeeded []string `json:"succeeded"`
+	Succeeded []string `yaml:"succeeded" json:"succeeded"`
 	// Failed lists the values that mean it definitely failed.
-	Failed []string `json:"failed"`
+	Failed []string `yaml:"failed" json:"failed"`
 	// Pending lists the values that mean it is still on its way.
-	Pending []string `json:"pending"`
+	Pending []string `yaml:"pending" json:"pending"`
 	// ReasonField is the dotted path of a failure's reason, such as "failure_reason".
-	ReasonField string `json:"reason_field,omitempty"`
+	ReasonField string `yaml:"reason_field" json:"reason_field,omitempty"`
 }
 
 // Phase is what a downstream's business state means.

@@ -55,41 +55,54 @@ type Downstream struct {
 	// StatusQuery is the schedule of one status query (reconciliation and
 	// the polls of a pending operation).
 	StatusQuery Retry `json:"status_query"`
-	// ReconcileDelay is how long to wait before the first status query
-	// after an unknown answer.
-	ReconcileDelay time.Duration `json:"reconcile_delay,omitempty"`
-	// MaxProcessingTime is how long after the last send the downstream may
-	// still commit; zero means undeclared ("not found" proves nothing).
-	MaxProcessingTime time.Duration `json:"max_processing_time,omitempty"`
-	// StatusLag is how long after a commit a status query may still answer
-	// "not found".
-	StatusLag time.Duration `json:"status_lag,omitempty"`
+	// Window is when a status "not found" proves "not executed" (its
+	// fields are inlined in the JSON, as in every recorded input).
+	Window
 	// Business holds the business-state rules of a downstream whose answer
 	// carries its own verdict (payouts); nil when a 2xx is the outcome.
 	Business *Business `json:"business,omitempty"`
+}
+
+// Window says when a status "not found" proves that the downstream did not
+// execute an operation: the catalog's reconcile_delay, max_processing_time
+// and status_lag.
+type Window struct {
+	// ReconcileDelay is how long to wait before the first status query
+	// after an unknown answer.
+	ReconcileDelay time.Duration `yaml:"reconcile_delay" json:"reconcile_delay,omitempty"`
+	// MaxProcessingTime is, for a downstream that ignores the key, how long
+	// after a request was sent it may still commit it (real servers go on
+	// processing after the caller gave up). A status "not found" proves "not
+	// executed" only once this window, plus StatusLag, has passed since the
+	// last send. Zero means undeclared: "not found" then proves nothing and
+	// the operation goes to manual review.
+	MaxProcessingTime time.Duration `yaml:"max_processing_time" json:"max_processing_time,omitempty"`
+	// StatusLag is how long after a commit a status query may still answer
+	// "not found" (a replica or an index behind the primary).
+	StatusLag time.Duration `yaml:"status_lag" json:"status_lag,omitempty"`
 }
 
 // Endpoint is where a kind sends its calls.
 type Endpoint struct {
 	// Execute is the URL of the execute call (for KindMCP the server's
 	// streamable HTTP endpoint).
-	Execute string `json:"execute"`
+	Execute string `yaml:"execute" json:"execute"`
 	// Status is the URL of the status query; empty when the downstream has
 	// no way to ask (then nothing can be reconciled).
-	Status string `json:"status,omitempty"`
+	Status string `yaml:"status" json:"status,omitempty"`
 	// Tool is, for KindMCP, the tool that executes the operation.
-	Tool string `json:"tool,omitempty"`
+	Tool string `yaml:"tool" json:"tool,omitempty"`
 	// IdempotencyArgument is, for KindMCP, the tool's argument that takes
 	// the operation id.
-	IdempotencyArgument string `json:"idempotency_argument,omitempty"`
+	IdempotencyArgument string `yaml:"idempotency_argument" json:"idempotency_argument,omitempty"`
 	// StatusTool is, for KindMCP, the read-only tool reconciliation calls.
-	StatusTool string `json:"status_tool,omitempty"`
+	StatusTool string `yaml:"status_tool" json:"status_tool,omitempty"`
 	// StatusArguments maps the status tool's arguments to values (the word
 	// operation_id stands for the operation id).
-	StatusArguments map[string]string `json:"status_arguments,omitempty"`
+	StatusArguments map[string]string `yaml:"status_arguments" json:"status_arguments,omitempty"`
 	// AuthEnv names the environment variable holding the bearer token (the
 	// token itself never enters a history).
-	AuthEnv string `json:"auth_env,omitempty"`
+	AuthEnv string `yaml:"auth_env" json:"auth_env,omitempty"`
 }
 
 // Business is how a downstream's answer says where an operation is, and how

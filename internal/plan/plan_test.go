@@ -26,9 +26,9 @@ func TestDownstreamWorst(t *testing.T) {
 	t.Parallel()
 	query := plan.Retry{Timeout: 5 * time.Second, Attempts: 2, Initial: time.Second, Max: time.Second}
 	d := plan.Downstream{
-		Execute:        plan.Retry{Timeout: 5 * time.Second, Attempts: 1, Initial: time.Second, Max: time.Second},
-		StatusQuery:    query,
-		ReconcileDelay: 2 * time.Second,
+		Execute:     plan.Retry{Timeout: 5 * time.Second, Attempts: 1, Initial: time.Second, Max: time.Second},
+		StatusQuery: query,
+		Window:      plan.Window{ReconcileDelay: 2 * time.Second},
 	}
 	assert.False(t, d.Reconciles())
 	assert.Equal(t, 5*time.Second+3*time.Second, d.Worst(3*time.Second), "without a status endpoint: the execute call and the gateway's wait")

@@ -1,5 +1,5 @@
 // Package agentsim is an agent simulator: scripted agents replay the four
-// sources of duplicate calls of the design article (retry after a lost or
+// sources of duplicate calls of docs/contract.md (retry after a lost or
 // unreadable answer, re-planning after amnesia, free-text drift, and an
 // ambiguous "do it again") against a real running gateway over HTTP, then
 // ask the downstream simulator how often each operation really executed.

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Agent-facing statuses the benchmark expects (CONTRACT §4).
+// Agent-facing statuses the benchmark expects (docs/contract.md §4).
 const (
 	statusPreviewReady     = "preview_ready"
 	statusCompleted        = "completed"

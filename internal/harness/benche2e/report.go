@@ -178,6 +178,14 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 			p("\n")
 		}
 	}
+	if d := r.Duplicates; d != nil {
+		p("\n## Duplicate confirms of one operation in flight\n\n")
+		p("%d concurrent duplicate confirms of one payout still pending, on one gateway: they share the gateway's one watcher of the operation ", d.N)
+		p("(`ONCEGATE_MAX_WATCHERS`), so what they cost Temporal is counted by the gateway's Temporal SDK client (`temporal_request`, `temporal_long_request`).\n\n")
+		p("| answers | answers/s | watchers | Temporal requests | long requests | Temporal calls per answer | outcomes |\n| ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+		p("| %d | %.1f | %.0f | %.0f | %.0f | %.2f | %s |\n", d.N, d.AnswersPerSecond(), d.Watchers, d.TemporalRequests, d.TemporalLongRequests,
+			d.TemporalCallsPerAnswer(), outcomes(d.Outcomes))
+	}
 	if len(r.Profiles) > 0 {
 		p("\n## CPU profiles of the gateway under load\n\n")
 		p("`/debug/pprof/profile` of the gateway (`ONCEGATE_PPROF_ADDR`) while the phase's load ran, %d connections. Shares are of the profile's sampled CPU time.\n\n", o.Conns)

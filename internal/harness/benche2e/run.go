@@ -220,6 +220,8 @@ type Results struct {
 	Timelines []Timeline
 	// LoadBefore and LoadAfter are /proc/loadavg at the start and the end.
 	LoadBefore, LoadAfter string
+	// Duplicates is the duplicate-confirms phase (nil when it did not run).
+	Duplicates *Duplicates
 }
 
 // bench is one run in progress.
@@ -356,6 +358,12 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	if err := b.timelines(ctx); err != nil {
 		return nil, err
 	}
+	logf("duplicates: %d concurrent duplicate confirms of one operation in flight...", DuplicatesN)
+	if b.res.Duplicates, err = b.duplicates(ctx); err != nil {
+		return nil, fmt.Errorf("duplicates: %w", err)
+	}
+	logf("duplicates: %.1f answers/s, %.2f Temporal calls per answer, %v watchers, %v",
+		b.res.Duplicates.AnswersPerSecond(), b.res.Duplicates.TemporalCallsPerAnswer(), b.res.Duplicates.Watchers, b.res.Duplicates.Outcomes)
 	if opts.ProfileSeconds > 0 {
 		logf("profiling the gateway %ds under preview and under replay load...", opts.ProfileSeconds)
 		if err := b.profiles(ctx); err != nil {

@@ -27,24 +27,30 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // unreachable are the statuses no README recipe reaches, and why (the
 // README says the same).
-var unreachable = map[api.Status]string{
-	api.StatusInternalError:  "a bug in the gateway",
-	api.StatusResolutionSent: "a decision accepted while the truth database is slow for 20 s",
+var unreachable = map[status.Status]string{
+	status.InternalError:  "a bug in the gateway",
+	status.ResolutionSent: "a decision accepted while the truth database is slow for 20 s",
+	// Only a person's passkey in a browser reaches these (TestApprovalInBrowser, TestApprovals).
+	status.ApprovalRecorded: "a passkey's decision",
+	status.ApprovalDeclined: "a passkey's decline",
+	status.PasskeyEnrolled:  "a passkey's registration",
+	status.PasskeyRevoked:   "revoking needs an enrolled passkey",
 }
 
 // stackKeys are the variables a shell may carry from another stack's
 // stack.env; the runs "without the variables" have none of them.
 var stackKeys = []string{"GATEWAY_URL", "DOWNSTREAM_URL", "DOWNSTREAM_MCP_URL", "TEMPORAL_ADDRESS", "TEMPORAL_UI_URL",
 	"TEMPORAL_NAMESPACE", "DATABASE_URL", "SIMULATOR_DATABASE_URL", "PGPORT", "REDIS_URL", "WORKER_METRICS_URL",
-	"ONCEGATE_FINGERPRINT_KEYS", "ONCEGATE_PAYOUT_WEBHOOK_SECRET", "ONCEGATE_RUN_DIR", "ONCEGATE_ENV",
+	"ONCEGATE_FINGERPRINT_KEYS", "ONCEGATE_RECEIPT_KEYS", "ONCEGATE_PAYOUT_WEBHOOK_SECRET", "ONCEGATE_RUN_DIR", "ONCEGATE_ENV",
 	"ONCEGATE_CATALOG", "ONCEGATE_TOKENS", "ONCEGATE_CONFIRM_WAIT"}
 
 // devStack is one stack started by make up in a run folder of its own.
@@ -374,7 +380,7 @@ func (s *devStack) recipes(t *testing.T) {
 	script.WriteString("echo '@@recipe end@@'\n")
 	out := s.bash(t, s.shell(t), script.String())
 
-	covered := map[api.Status]bool{}
+	covered := map[status.Status]bool{}
 	for i, r := range recipes {
 		start := strings.Index(out, fmt.Sprintf("@@recipe %d@@", i))
 		next := fmt.Sprintf("@@recipe %d@@", i+1)
@@ -384,17 +390,17 @@ func (s *devStack) recipes(t *testing.T) {
 		end := strings.Index(out, next)
 		require.Truef(t, start >= 0 && end > start, "recipe %d (%s) did not run to its end:\n%s", i, r.name, out)
 		part := out[start:end]
-		for _, status := range strings.Fields(r.name) {
-			covered[api.Status(status)] = true
-			assert.Regexpf(t, statusRE(status), part, "the recipe for %s does not reach it", status)
+		for _, st := range strings.Fields(r.name) {
+			covered[status.Status(st)] = true
+			assert.Regexpf(t, statusRE(st), part, "the recipe for %s does not reach it", st)
 		}
 	}
-	for _, status := range api.StatusNames() {
-		if why, ok := unreachable[status]; ok {
-			assert.Falsef(t, covered[status], "%s has a recipe after all (%s)", status, why)
+	for _, st := range status.All() {
+		if why, ok := unreachable[st]; ok {
+			assert.Falsef(t, covered[st], "%s has a recipe after all (%s)", st, why)
 			continue
 		}
-		assert.Truef(t, covered[status], "status %s has no recipe in the README", status)
+		assert.Truef(t, covered[st], "status %s has no recipe in the README", st)
 	}
 }
 

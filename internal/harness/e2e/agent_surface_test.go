@@ -19,7 +19,7 @@ import (
 	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
-// contractCodes is CONTRACT §4's status table (plus the status tool's
+// contractCodes is docs/contract.md §4's status table (plus the status tool's
 // unknown_operation and the Echo-level answers), written out here rather
 // than taken from the api package so that a drift of the code fails.
 var contractCodes = map[string]int{
@@ -229,7 +229,7 @@ func randomHex(n int) string {
 // noFaults clears the simulator's faults.
 var noFaults = map[string]any{"latency_ms": 0, "fail_next": 0, "hang_after_commit_ms": 0, "status_unavailable": false, "quote_fail_next": 0}
 
-// TestEveryStatusOverHTTP walks every status of CONTRACT §4 over HTTP
+// TestEveryStatusOverHTTP walks every status of docs/contract.md §4 over HTTP
 // against the real stack, checks each answer's contract fields and
 // validates it against the OpenAPI document; then a subset in Chinese.
 func TestEveryStatusOverHTTP(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	temporalclient "go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/oncegate/oncegate/activities"
@@ -29,6 +30,7 @@ import (
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/harness/simulator"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"github.com/oncegate/oncegate/receipt"
 	"github.com/oncegate/oncegate/worker"
 )
 
@@ -60,6 +62,8 @@ type inprocStack struct {
 	truth *pgstore.Store
 	// simDB is the simulator's database, to count every side effect.
 	simDB *pgxpool.Pool
+	// tc is the Temporal client the gateway uses.
+	tc temporalclient.Client
 }
 
 func startInproc(t *testing.T) *inprocStack {
@@ -104,19 +108,26 @@ func startInproc(t *testing.T) *inprocStack {
 	require.NoError(t, err)
 	keys, err := fingerprint.ParseKeyring("inproc:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	require.NoError(t, err)
+	receipts, err := receipt.ParseKeyring(testenv.NewReceiptKeys())
+	require.NoError(t, err)
 	tokens, err := auth.LoadTokens(filepath.Join(root, "deployments", "tokens.dev.yaml"))
 	require.NoError(t, err)
 	clk := &clock{now: time.Now()}
 	srv, err := api.New(api.Deps{
-		Catalog: cat, Keyring: keys, Store: store, Temporal: tc, Authenticator: tokens,
-		Logger: logger, Registerer: prometheus.NewRegistry(), Now: clk.Now,
-		Config: api.Config{TaskQueue: queue},
+		Catalog: cat, Keyring: keys, Receipts: receipts, Store: store, Temporal: tc, Authenticator: tokens,
+		Logger: logger, Registerer: prometheus.NewRegistry(), Now: clk.Now, Approvals: truth,
+		Config: api.Config{Env: api.EnvDev, TaskQueue: queue, PublicURL: inprocPublicURL},
 	})
 	require.NoError(t, err)
 	gw := httptest.NewServer(srv.Handler())
 	t.Cleanup(gw.Close)
-	return &inprocStack{url: gw.URL, clock: clk, sim: simSrv.URL, rdb: rdb, truth: truth, simDB: simPool}
+	return &inprocStack{url: gw.URL, clock: clk, sim: simSrv.URL, rdb: rdb, truth: truth, simDB: simPool, tc: tc}
 }
+
+// inprocPublicURL is the in-process gateway's public URL: the origin its
+// approval pages are served from, and the one a test's software
+// authenticator reports.
+const inprocPublicURL = "http://localhost:18999"
 
 type testWriter struct{ t *testing.T }
 

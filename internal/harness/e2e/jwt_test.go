@@ -47,6 +47,6 @@ func TestJWTOverHTTP(t *testing.T) {
 		a := preview(t, s, tok, "payments.legacy_transfer", params)
 		assert.Equal(t, http.StatusUnauthorized, a.Code, "%s: %s", name, a)
 		assert.Equal(t, "unauthenticated", a.str("status"), name)
-		assert.Equal(t, false, a.Body["retryable"], name) // the call must change first (CONTRACT §4)
+		assert.Equal(t, false, a.Body["retryable"], name) // the call must change first (docs/contract.md §4)
 	}
 }

@@ -35,7 +35,11 @@ func scrape(t *testing.T, url string) string {
 // Every metric the dashboard and the alert rules in deployments/observability
 // query is exposed by the gateway or the worker.
 func TestWorkerMetrics(t *testing.T) {
-	s := testenv.StartStack(t, testenv.StackOptions{})
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	// The dev limits (bob's budget; this test is alice's): the budget alert's series.
+	s := testenv.StartStack(t, testenv.StackOptions{ExtraGatewayEnv: []string{
+		"ONCEGATE_LIMITS=" + filepath.Join(root, "deployments", "limits.dev.yaml")}})
 	params := transferParams("71.00")
 	fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
 	done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
@@ -85,8 +89,6 @@ func TestWorkerMetrics(t *testing.T) {
 	assert.Contains(t, worker, `oncegate_reconcile_answers_total{action="payments.legacy_transfer",answer="found"} 1`)
 
 	exposed := inFlight + worker + gateway
-	root, err := testenv.RepoRoot()
-	require.NoError(t, err)
 	for _, file := range []string{"alerts.yml", "grafana-dashboard.json"} {
 		raw, err := os.ReadFile(filepath.Join(root, "deployments", "observability", file))
 		require.NoError(t, err)

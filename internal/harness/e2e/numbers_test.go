@@ -14,7 +14,7 @@ import (
 
 // integerFields are the only members of an answer that may be JSON
 // numbers: millisecond counts, never money. Every decimal is a string
-// (CONTRACT §4), and so is every number the downstream answered.
+// (docs/contract.md §4), and so is every number the downstream answered.
 var integerFields = []string{"poll_after_ms", "retry_after_ms"}
 
 // numbersIn returns the path of every JSON number in raw, except the

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,18 +59,48 @@ type counts struct {
 	pg, redisTrips, redisCommands int64
 }
 
-// read reads the counters now.
-func (c *storeCounts) read(t *testing.T) counts {
+// read reads the counters now. A scrape of /metrics runs statements of
+// its own (the collectors of the records' states and of the budgets):
+// before the confirm (first) the statements are read after the scrapes,
+// after it (!first) before them, so that no scrape falls in between.
+func (c *storeCounts) read(t *testing.T, first bool) counts {
 	t.Helper()
 	var n counts
-	require.NoError(t, c.admin.QueryRow(context.Background(), `
-		SELECT coalesce(sum(s.calls), 0)::bigint FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-		WHERE d.datname = $1`, c.truthDB).Scan(&n.pg))
+	pg := func() {
+		require.NoError(t, c.admin.QueryRow(context.Background(), `
+			SELECT coalesce(sum(s.calls), 0)::bigint FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+			WHERE d.datname = $1`, c.truthDB).Scan(&n.pg))
+	}
+	if !first {
+		pg()
+	}
 	for _, m := range []string{scrape(t, c.s.GatewayURL+"/metrics"), scrape(t, c.s.WorkerMetricsURL)} {
 		n.redisTrips += counterIn(t, m, "oncegate_redis_round_trips_total")
 		n.redisCommands += counterIn(t, m, "oncegate_redis_commands_total")
 	}
+	if first {
+		pg()
+	}
 	return n
+}
+
+// statements reads the calls of each statement on the truth database.
+func (c *storeCounts) statements(t *testing.T) map[string]int64 {
+	t.Helper()
+	rows, err := c.admin.Query(context.Background(), `
+		SELECT s.query, sum(s.calls)::bigint FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+		WHERE d.datname = $1 GROUP BY s.query`, c.truthDB)
+	require.NoError(t, err)
+	defer rows.Close()
+	calls := map[string]int64{}
+	for rows.Next() {
+		var q string
+		var n int64
+		require.NoError(t, rows.Scan(&q, &n))
+		calls[q] = n
+	}
+	require.NoError(t, rows.Err())
+	return calls
 }
 
 // counterIn reads an unlabelled counter from Prometheus text.
@@ -117,22 +148,60 @@ func (c *storeCounts) monitored(t *testing.T) []string {
 	return sent
 }
 
+// waitIndexWarm waits until the recent-intent index answers a preview of
+// token's subject alone (oncegate_amnesia_guard_answers_total{by="index"}
+// grows): the gateway has heard the fast-path epoch and a claim of the
+// subject has warmed the index from the truth. A preview writes nothing,
+// so while the truth answers it confirms one more operation, whose claim
+// warms the index in the background — done before a count that follows.
+func (c *storeCounts) waitIndexWarm(t *testing.T, token string) {
+	t.Helper()
+	fromIndex := func() int64 {
+		m := regexp.MustCompile(`(?m)^oncegate_amnesia_guard_answers_total\{by="index"\} (\S+)$`).
+			FindStringSubmatch(scrape(t, c.s.GatewayURL+"/metrics"))
+		if m == nil {
+			return 0
+		}
+		f, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		return int64(f)
+	}
+	nudge := 0
+	require.NoError(t, testenv.WaitFor(context.Background(), 30*time.Second, func(context.Context) error {
+		before := fromIndex()
+		previewOK(t, c.s, token, "payments.legacy_transfer", transferParams("84.00"))
+		if fromIndex() == before {
+			nudge++
+			params := transferParams(fmt.Sprintf("%d.01", 100+nudge))
+			fp, id := previewOK(t, c.s, token, "payments.transfer", params)
+			confirmUntilTerminal(t, c.s, token, "payments.transfer", fp, id, params)
+			return fmt.Errorf("the truth answered the guard")
+		}
+		return nil
+	}))
+}
+
 // TestFirstConfirmRoundTrips counts what one first confirm costs the
 // stores, end to end: 2 Redis round trips (the claim: the acquire script
 // and the recent-intent index's write, pipelined; the workflow's finalize)
 // and 2 PostgreSQL statements (the claim's insert, the workflow's
 // finalize). The gateway's claim is the claim (the workflow reads it, no
 // second insert) and the fast path is finalized once (by the workflow, not
-// refilled by the answer).
+// refilled by the answer) — with a spend budget to check and reserve too
+// (claim_operation: one statement).
 func TestFirstConfirmRoundTrips(t *testing.T) {
-	s := testenv.StartStack(t, testenv.StackOptions{})
+	s := testenv.StartStack(t, testenv.StackOptions{ExtraGatewayEnv: limitsFile(t, `
+budgets:
+  - {name: alice-daily-usd, subject: alice, currency: USD, daily: 1000000, monthly: 2000000}
+`)})
 	c := newStoreCounts(t, s)
 	tc := s.Temporal.Client(t)
 	confirmOnce := func(amount string) (n counts, monitored int) {
 		params := transferParams(amount)
 		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params) // outside the count
 		c.monitor(t)
-		before := c.read(t)
+		ran := c.statements(t)
+		before := c.read(t, true)
 		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
 		require.Equal(t, "completed", done.str("status"), done.String())
 		wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -140,12 +209,19 @@ func TestFirstConfirmRoundTrips(t *testing.T) {
 		var result idemstore.Final
 		require.NoError(t, tc.GetWorkflow(wctx, id, "").Get(wctx, &result), "the workflow (and its finalize) is done")
 		monitored = len(c.monitored(t))
-		after := c.read(t)
-		n = counts{pg: after.pg - before.pg - 1, // the reading's own statement
+		after := c.read(t, false)
+		for q, n := range c.statements(t) {
+			if n > ran[q] {
+				t.Logf("truth: %d× %.160s", n-ran[q], strings.Join(strings.Fields(q), " "))
+			}
+		}
+		n = counts{pg: after.pg - before.pg, // the readings run on another database
 			redisTrips: after.redisTrips - before.redisTrips, redisCommands: after.redisCommands - before.redisCommands}
 		return n, monitored
 	}
 	confirmOnce("81.00") // warm: pools connected, scripts loaded
+	c.waitIndexWarm(t, "dev-alice")
+	reservedBefore := reserved(t, s, "alice", "USD")
 	n, monitored := confirmOnce("82.00")
 	t.Logf("one first confirm: %d Redis round trips (%d commands), %d truth statements", n.redisTrips, n.redisCommands, n.pg)
 	assert.EqualValues(t, 2, n.redisTrips, "Redis: the claim (with the index's write) and the finalize")
@@ -153,6 +229,14 @@ func TestFirstConfirmRoundTrips(t *testing.T) {
 	assert.EqualValues(t, monitored, n.redisCommands, "Redis saw what the processes counted")
 	assert.LessOrEqual(t, n.pg, int64(2), "PostgreSQL: the claim and the finalize")
 	assert.Positive(t, n.pg)
+	var before, after, spent apd.Decimal
+	_, _, err := before.SetString(reservedBefore)
+	require.NoError(t, err)
+	_, _, err = after.SetString(reserved(t, s, "alice", "USD"))
+	require.NoError(t, err)
+	_, err = apd.BaseContext.Sub(&spent, &after, &before)
+	require.NoError(t, err)
+	assert.Zero(t, spent.Cmp(apd.New(82, 0)), "the confirm reserved its amount with its claim: %s", spent.String())
 }
 
 // TestPreviewRoundTrips: a preview answers the amnesia guard from Redis's
@@ -165,22 +249,7 @@ func TestPreviewRoundTrips(t *testing.T) {
 	done := transferParams("83.00")
 	fp, id := previewOK(t, s, "dev-alice", "payments.transfer", done)
 	require.Equal(t, "completed", confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, done).str("status"))
-	// Once the gateway has heard the fast-path epoch, alice's next claim
-	// warms her index from the truth (a preview writes nothing): previews
-	// then stop reaching the truth.
-	nudge := 0
-	require.NoError(t, testenv.WaitFor(context.Background(), 30*time.Second, func(context.Context) error {
-		before := c.read(t)
-		previewOK(t, s, "dev-alice", "payments.legacy_transfer", transferParams("84.00"))
-		if pg := c.read(t).pg - before.pg - 1; pg != 0 {
-			nudge++
-			params := transferParams(fmt.Sprintf("%d.01", 100+nudge))
-			fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
-			confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
-			return fmt.Errorf("%d truth statements", pg)
-		}
-		return nil
-	}))
+	c.waitIndexWarm(t, "dev-alice")
 
 	for name, tc := range map[string]struct {
 		scope        string
@@ -192,10 +261,10 @@ func TestPreviewRoundTrips(t *testing.T) {
 		"a completed intent":        {scope: "payments.transfer", params: done, commands: 2, wantRecentOf: id},
 	} {
 		t.Run(name, func(t *testing.T) {
-			before := c.read(t)
+			before := c.read(t, true)
 			a := call(t, "POST", s.GatewayURL+"/v1/actions/"+tc.scope+"/preview", "dev-alice", map[string]any{"params": tc.params})
 			require.Equal(t, "preview_ready", a.str("status"), a.String())
-			after := c.read(t)
+			after := c.read(t, false)
 			recent, _ := a.Body["recent_operation"].(map[string]any)
 			if tc.wantRecentOf == "" {
 				assert.Nil(t, recent)
@@ -204,7 +273,7 @@ func TestPreviewRoundTrips(t *testing.T) {
 				assert.Equal(t, tc.wantRecentOf, recent["operation_id"])
 				assert.Equal(t, "completed", recent["state"])
 			}
-			assert.EqualValues(t, 0, after.pg-before.pg-1, "no PostgreSQL statement")
+			assert.EqualValues(t, 0, after.pg-before.pg, "no PostgreSQL statement")
 			assert.EqualValues(t, tc.commands, after.redisCommands-before.redisCommands)
 			assert.EqualValues(t, tc.commands, after.redisTrips-before.redisTrips)
 		})

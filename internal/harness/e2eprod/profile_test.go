@@ -1,5 +1,5 @@
 // Package e2eprod holds the end-to-end and crash tests of the production-like
-// profile (CONTRACT §1b): they run against a profile started by
+// profile (docs/contract.md §1b): they run against a profile started by
 // `make prod-up` — two gateways, two workers, a Temporal server on
 // PostgreSQL, a Redis Cluster — whose .run-prod/stack.env
 // ONCEGATE_PROD_STACK names. `make test-prod` sets it; without it every test

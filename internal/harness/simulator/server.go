@@ -1,4 +1,4 @@
-// Package simulator is the downstream payment service of CONTRACT §6: a real
+// Package simulator is the downstream payment service of docs/contract.md §6: a real
 // HTTP service, persisting to PostgreSQL, that the dev stack, the tests and
 // the demos call as the irreversible write API behind the gateway.
 //
@@ -102,7 +102,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, opts ...O
 // payout status request settles what is due itself).
 func (s *Server) Close() { s.stop() }
 
-// routes registers the endpoints of CONTRACT §6.
+// routes registers the endpoints of docs/contract.md §6.
 func (s *Server) routes() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.handleHealth)

@@ -14,8 +14,8 @@ import (
 	"github.com/oncegate/oncegate/internal/harness/simulator"
 )
 
-// Episode kinds: the duplicate sources of the design article that each
-// agent replays, one per episode.
+// Episode kinds: the sources of duplicate calls (docs/contract.md, the four
+// sources) that each agent replays, one per episode.
 const (
 	// episodeDuplicate sends the same confirm several times at once.
 	episodeDuplicate = "duplicate_sends"

@@ -12,7 +12,7 @@ import (
 
 // Fault kinds. The kill_* and restart_* kinds stop a component (SIGKILL,
 // or a fast shutdown for PostgreSQL) and hold it down for a while; the
-// others are the simulator's faults (CONTRACT §6), set for a while or, for
+// others are the simulator's faults (docs/contract.md §6), set for a while or, for
 // the counting ones, for a number of requests.
 const (
 	faultKillGateway     = "kill_gateway"

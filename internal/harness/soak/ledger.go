@@ -76,7 +76,7 @@ func (l *ledger) add(op *opRecord) {
 
 // record stores an answer about op and checks what can be checked at once:
 // the answer names the operation it was asked about, and retryable is true
-// exactly for temporarily_unavailable (CONTRACT §4).
+// exactly for temporarily_unavailable (docs/contract.md §4).
 func (l *ledger) record(op *opRecord, request string, a answer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -229,7 +229,10 @@ func loadCatalog(downstreamURL string) (*catalog.Catalog, error) {
 }
 
 // actions returns every action whose preview tool GET /v1/tools lists,
-// refusing a listed preview tool that the catalog does not explain.
+// refusing a listed preview tool that the catalog does not explain. An
+// action whose approval policy can ask a person to approve (payments.wire)
+// is left out: a scripted agent has no passkey, and its confirms would be
+// approval_required until the fingerprint expires.
 func actions(c *client, cat *catalog.Catalog) ([]string, error) {
 	raw, code, err := c.do(context.Background(), http.MethodGet, c.gatewayURL+"/v1/tools?format=anthropic", "dev-alice", nil, requestTimeout)
 	if err != nil {
@@ -250,6 +253,9 @@ func actions(c *client, cat *catalog.Catalog) ([]string, error) {
 		scope, ok := byTool[name]
 		if !ok {
 			return nil, fmt.Errorf("soak: GET /v1/tools lists %s, which no action of the dev catalog explains", name)
+		}
+		if cat.Actions[scope].Approval.Asks() {
+			continue
 		}
 		out = append(out, scope)
 	}

@@ -119,6 +119,7 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 		"TEMPORAL_NAMESPACE=" + s.tp.Namespace,
 		"ONCEGATE_TASK_QUEUE=oncegate-soak",
 		"ONCEGATE_FINGERPRINT_KEYS=soak:" + randomSecret(),
+		"ONCEGATE_RECEIPT_KEYS=" + testenv.NewReceiptKeys(),
 		"ONCEGATE_CATALOG=" + filepath.Join(root, "deployments", "catalog.dev.yaml"),
 		"ONCEGATE_TOKENS=" + filepath.Join(root, "deployments", "tokens.dev.yaml"),
 	}

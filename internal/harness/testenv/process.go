@@ -180,18 +180,6 @@ func WaitFor(ctx context.Context, timeout time.Duration, check func(context.Cont
 	}
 }
 
-// WaitTCP waits until addr accepts TCP connections.
-func WaitTCP(ctx context.Context, addr string, timeout time.Duration) error {
-	return WaitFor(ctx, timeout, func(ctx context.Context) error {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return err
-		}
-		return c.Close()
-	})
-}
-
 // RepoRoot returns the module root (the folder holding go.mod).
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()

@@ -116,11 +116,6 @@ func (c *RedisCluster) WaitOK(ctx context.Context, timeout time.Duration) error 
 	})
 }
 
-// Client returns a cluster client on every node; the caller closes it.
-func (c *RedisCluster) Client() *redis.ClusterClient {
-	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
-}
-
 // Kill kills node i (0-based) with SIGKILL.
 func (c *RedisCluster) Kill(i int) { c.nodes[i].Kill() }
 

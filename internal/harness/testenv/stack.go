@@ -90,6 +90,8 @@ type Stack struct {
 	TaskQueue string
 	// Keys is the ONCEGATE_FINGERPRINT_KEYS value.
 	Keys string
+	// ReceiptKeys is the ONCEGATE_RECEIPT_KEYS value (NewReceiptKeys).
+	ReceiptKeys string
 	// Gateway, Worker and Downstream are the running binaries.
 	Gateway, Worker, Downstream *Process
 	// Env is the environment every binary got.
@@ -147,6 +149,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		Temporal:             tp,
 		TaskQueue:            "oncegate-test-" + hex.EncodeToString(queue),
 		Keys:                 "test:" + base64.StdEncoding.EncodeToString(secret),
+		ReceiptKeys:          NewReceiptKeys(),
 		root:                 root,
 		dir:                  t.TempDir(),
 	}
@@ -168,6 +171,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		"TEMPORAL_NAMESPACE=" + tp.Namespace,
 		"ONCEGATE_TASK_QUEUE=" + s.TaskQueue,
 		"ONCEGATE_FINGERPRINT_KEYS=" + s.Keys,
+		"ONCEGATE_RECEIPT_KEYS=" + s.ReceiptKeys,
 		"ONCEGATE_CATALOG=" + catalogPath,
 		"ONCEGATE_TOKENS=" + filepath.Join(root, "deployments", "tokens.dev.yaml"),
 	}
@@ -190,6 +194,14 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	s.Gateway = start("gateway", opts.ExtraGatewayEnv)
 	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
 	return s
+}
+
+// NewReceiptKeys returns an ONCEGATE_RECEIPT_KEYS value of one fresh
+// Ed25519 key (a random 32-byte seed) under the key id test-receipt.
+func NewReceiptKeys() string {
+	seed := make([]byte, 32)
+	_, _ = rand.Read(seed) // crypto/rand.Read never fails (Go 1.24+)
+	return "test-receipt:" + base64.StdEncoding.EncodeToString(seed)
 }
 
 // Twin is a second gateway and worker on a stack's stores and Temporal

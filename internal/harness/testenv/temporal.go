@@ -189,3 +189,7 @@ func (tp *Temporal) Stop() {
 	tp.proc.Stop()
 	_ = os.RemoveAll(tp.dir)
 }
+
+// LogPath is the dev server's log file (every test of the process shares
+// the server, so it holds every test's traffic).
+func (tp *Temporal) LogPath() string { return tp.proc.LogPath }

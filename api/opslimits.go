@@ -1,0 +1,134 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/limits"
+
+	"github.com/oncegate/oncegate/status"
+)
+
+// windowView is one window of a subject's budget as the ops view shows it.
+type windowView struct {
+	// Name is the budget's name.
+	Name string `json:"name"`
+	// Window is per_operation, daily or monthly.
+	Window string `json:"window"`
+	// Action is the one action it counts; empty: every action.
+	Action string `json:"action,omitempty"`
+	// Currency is the currency.
+	Currency string `json:"currency"`
+	// Max is the maximum.
+	Max string `json:"max"`
+	// Used is what the window holds now (0 for per_operation).
+	Used string `json:"used"`
+	// Left is what still fits.
+	Left string `json:"left"`
+	// NextFreeAt is when the oldest reservation leaves the window; absent
+	// when none counts.
+	NextFreeAt *string `json:"next_free_at,omitempty"`
+}
+
+// handleOpsLimits serves GET /v1/ops/limits/:subject?role=: the subject's
+// budgets (its own, and its role's: agent unless role says otherwise) with
+// what each window holds and what is left, and its rates.
+func (s *Server) handleOpsLimits(c echo.Context) error {
+	ctx := c.Request().Context()
+	subject := c.Param("subject")
+	role := strings.TrimSpace(c.QueryParam("role"))
+	if role == "" {
+		role = auth.RoleAgent
+	}
+	if s.budgets == nil {
+		return s.render(c, unavailableReply("", detailPostgresDown))
+	}
+	var out []windowView
+	for _, b := range s.limits.Budgets {
+		if b.Subject != subject && (b.Role == "" || b.Role != role) {
+			continue
+		}
+		currencies := []string{b.Currency}
+		if b.Currency == "" {
+			cs, err := s.budgets.Currencies(ctx, subject, s.now().Add(-limits.Monthly.Period()))
+			if err != nil {
+				return s.render(c, s.storeErrorReply("", "", fmt.Errorf("limits of %s: %w", subject, err)))
+			}
+			currencies = cs
+		}
+		for _, cur := range currencies {
+			one := limits.Limits{Budgets: []limits.Budget{b}}
+			charge := one.Charge(subject, role, b.Action, apd.Decimal{}, cur)
+			usage, err := s.budgets.Usage(ctx, subject, charge)
+			if err != nil {
+				return s.render(c, s.storeErrorReply("", "", fmt.Errorf("limits of %s: %w", subject, err)))
+			}
+			for i, w := range charge.Windows {
+				out = append(out, windowOf(w, cur, usage[i]))
+			}
+		}
+	}
+	view := map[string]any{"subject": subject, "role": role, "budgets": out}
+	if out == nil {
+		view["budgets"] = []windowView{}
+	}
+	for _, k := range []limits.Kind{limits.KindPreview, limits.KindConfirm} {
+		if lim, ok := s.limits.RateFor(subject, role, k); ok {
+			view[string(k)+"_rate"] = lim.String()
+		}
+	}
+	if r, err := s.budgets.LastReset(ctx, subject); err == nil {
+		view["last_reset"] = r
+	} else if !errors.Is(err, idemstore.ErrNotFound) {
+		return s.render(c, s.storeErrorReply("", "", fmt.Errorf("limits of %s: %w", subject, err)))
+	}
+	r := newReply(status.LimitsShown).with("limits", view)
+	r.text.State = subject
+	return s.render(c, r)
+}
+
+// windowOf is window w in currency as the ops view shows it, with usage u.
+func windowOf(w idemstore.Window, currency string, u idemstore.WindowUsage) windowView {
+	v := windowView{Name: w.Name, Window: w.Kind, Action: w.Scope, Currency: currency, Max: money(w.Max, currency),
+		Used: money(u.Used, currency)}
+	var left apd.Decimal
+	if _, err := apd.BaseContext.Sub(&left, &w.Max, &u.Used); err != nil || left.Sign() < 0 {
+		left.SetInt64(0)
+	}
+	v.Left = money(left, currency)
+	if !u.FreesAt.IsZero() && u.Used.Sign() > 0 {
+		at := u.FreesAt.UTC().Format(time.RFC3339)
+		v.NextFreeAt = &at
+	}
+	return v
+}
+
+// handleOpsLimitsReset serves POST /v1/ops/limits/:subject/reset: the
+// subject's windows start afresh (reservations before now no longer count).
+// Audited: logged with the operator and the trace id, counted, and kept in
+// the truth (budget_reset).
+func (s *Server) handleOpsLimitsReset(c echo.Context) error {
+	ctx := c.Request().Context()
+	subject := c.Param("subject")
+	if s.budgets == nil {
+		return s.render(c, unavailableReply("", detailPostgresDown))
+	}
+	operator := identityOf(c).Subject
+	reset, err := s.budgets.ResetBudget(ctx, idemstore.BudgetReset{Subject: subject, By: operator, TraceID: traceIDOf(c)})
+	if err != nil {
+		return s.render(c, s.storeErrorReply("", "", fmt.Errorf("reset limits of %s: %w", subject, err)))
+	}
+	s.metrics.limitResets.WithLabelValues(operator).Inc()
+	s.log.WarnContext(ctx, "budget windows reset", "subject", subject, "operator", operator, "reset_at", reset.At,
+		"trace_id", traceIDOf(c))
+	r := newReply(status.LimitsReset).with("reset", reset)
+	r.text.State = subject
+	return s.render(c, r)
+}

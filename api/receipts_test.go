@@ -1,0 +1,170 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/api/openapi"
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/receipt"
+	"github.com/oncegate/oncegate/status"
+)
+
+// jwks fetches the gateway's JWK set, as a verifier does.
+func (b *bundle) jwks(t *testing.T) jose.JSONWebKeySet {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	b.srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", receipt.JWKSPath, nil))
+	require.Equal(t, 200, rec.Code, rec.Body.String())
+	v, err := openapi.NewValidator()
+	require.NoError(t, err)
+	require.NoError(t, v.ValidateResponse("GET", receipt.JWKSPath, rec.Code, rec.Header(), rec.Body.Bytes()))
+	var set jose.JSONWebKeySet
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &set))
+	return set
+}
+
+// verified verifies the receipt of r through the served JWK set.
+func (b *bundle) verified(t *testing.T, r resp) receipt.Claims {
+	t.Helper()
+	tok := r.str(fieldReceipt)
+	require.NotEmpty(t, tok, "a %s answer carries a receipt: %s", r.status(), r.raw)
+	c, err := receipt.Verify(tok, b.jwks(t))
+	require.NoError(t, err)
+	return c
+}
+
+// Every terminal answer carries the receipt of its record: the first
+// confirm, its replay and its status carry the very same bytes; answers of
+// an operation still moving carry none.
+func TestReceiptsOfTerminalAnswers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	assert.NotContains(t, pv.body, fieldReceipt)
+	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
+	p, err := b.srv.keys.Parse(fp)
+	require.NoError(t, err)
+
+	first := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
+	require.Equal(t, status.Completed, first.status(), first.raw)
+	c := b.verified(t, first)
+	assert.Equal(t, receipt.Claims{
+		OperationID: opID, Subject: "alice", Scope: "payments.transfer", ParamHash: p.ParamHash,
+		Outcome: receipt.OutcomeCompleted, ResultRef: first.str("result_ref"), FinalizedAt: b.clock.Now().UTC(),
+	}, c)
+
+	b.clock.Add(time.Minute) // later answers name the time the outcome was decided
+	replay := b.confirm(t, "dev-alice", "payments.transfer", fp, `{"amount":"12.5","currency":"USD","payee_id":"p-1","memo":"other"}`)
+	require.Equal(t, status.AlreadyCompleted, replay.status(), replay.raw)
+	st := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	require.Equal(t, status.Completed, st.status(), st.raw)
+	assert.Equal(t, first.str(fieldReceipt), replay.str(fieldReceipt), "the replay's receipt is the first one")
+	assert.Equal(t, first.str(fieldReceipt), st.str(fieldReceipt), "the status's receipt is the first one")
+
+	// A failure's receipt states it, and how it is known.
+	big := `{"amount":"20000","currency":"USD","payee_id":"p-1"}`
+	pv = b.preview(t, "dev-alice", "payments.legacy_transfer", big)
+	failed := b.confirm(t, "dev-alice", "payments.legacy_transfer", pv.str("fingerprint"), big)
+	require.Equal(t, status.Failed, failed.status(), failed.raw)
+	c = b.verified(t, failed)
+	assert.Equal(t, receipt.OutcomeFailed, c.Outcome)
+	assert.Equal(t, "payments.legacy_transfer", c.Scope)
+	again := b.confirm(t, "dev-alice", "payments.legacy_transfer", pv.str("fingerprint"), big)
+	require.Equal(t, status.AlreadyFailed, again.status(), again.raw)
+	assert.Equal(t, failed.str(fieldReceipt), again.str(fieldReceipt))
+
+	// Still moving: no receipt.
+	slow := `{"amount":"1","currency":"USD","payee_id":"slow"}`
+	pv = b.preview(t, "dev-alice", "payments.transfer", slow)
+	r := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), slow)
+	require.Equal(t, status.InProgress, r.status(), r.raw)
+	assert.NotContains(t, r.body, fieldReceipt)
+	r = b.do(t, "GET", "/v1/operations/"+pv.str("operation_id"), "dev-alice", "")
+	assert.NotContains(t, r.body, fieldReceipt)
+}
+
+// The approval an operation was claimed under is named by its receipt.
+func TestReceiptNamesTheApproval(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	opID := pv.str("operation_id")
+	r := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), transferParams)
+	require.Equal(t, status.Completed, r.status(), r.raw)
+	approval := strings.Repeat("5e", 32)
+	b.store.mu.Lock()
+	b.store.recs[opID].ApprovalSHA256 = approval
+	b.store.mu.Unlock()
+	r = b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	assert.Equal(t, approval, b.verified(t, r).ApprovalSHA256)
+}
+
+// A terminal record that does not name the operation in full gets no
+// receipt: a receipt never states what is not known.
+func TestNoReceiptForAnIncompleteRecord(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	full := idemstore.Record{OperationID: strings.Repeat("0a", 16), Subject: "alice", Scope: "payments.transfer",
+		ParamHash: strings.Repeat("ab", 32), State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: b.clock.Now()}
+	assert.Contains(t, b.srv.answerFor(full, false).fields, fieldReceipt)
+	for name, change := range map[string]func(r *idemstore.Record){
+		"no subject":     func(r *idemstore.Record) { r.Subject = "" },
+		"no scope":       func(r *idemstore.Record) { r.Scope = "" },
+		"no param_hash":  func(r *idemstore.Record) { r.ParamHash = "" },
+		"no time":        func(r *idemstore.Record) { r.CompletedAt = time.Time{} },
+		"in flight":      func(r *idemstore.Record) { r.State = idemstore.StateInFlight },
+		"needs a person": func(r *idemstore.Record) { r.State = idemstore.StateNeedsReview },
+	} {
+		rec := full
+		change(&rec)
+		assert.NotContains(t, b.srv.answerFor(rec, false).fields, fieldReceipt, name)
+	}
+}
+
+// The JWK set is public (no token), names every listed key, and is what
+// verifies a receipt.
+func TestJWKSEndpoint(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	set := b.jwks(t)
+	require.Len(t, set.Keys, 1)
+	assert.Equal(t, "r1", set.Keys[0].KeyID)
+	assert.Equal(t, b.receipts.JWKS().Keys[0].Key, set.Keys[0].Key)
+	assert.True(t, set.Keys[0].IsPublic())
+}
+
+// The first confirm's receipt names the workflow's outcome and what the
+// claim bound: the operation, subject, scope, param_hash and approval.
+func TestConfirmCallRefNamesTheClaim(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	call := confirmCall{
+		id: auth.Identity{Subject: "alice"}, action: &catalog.Action{Scope: "payments.transfer"},
+		opID: strings.Repeat("0e", 16), bound: boundParams{paramHash: strings.Repeat("ab", 32)},
+		approvalSHA256: strings.Repeat("5e", 32),
+	}
+	f := idemstore.Final{State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: at}
+	assert.Equal(t, receipt.Claims{
+		OperationID: call.opID, Subject: "alice", Scope: "payments.transfer", ParamHash: strings.Repeat("ab", 32),
+		ApprovalSHA256: strings.Repeat("5e", 32), Outcome: receipt.OutcomeCompleted, ResultRef: "tr_1", FinalizedAt: at,
+	}, receiptClaims(call.ref(), f))
+	s := &Server{receipts: receiptKeyring(t)}
+	assert.Contains(t, s.withReceipt(reply{}, call.ref(), f).fields, fieldReceipt)
+}
+
+func receiptKeyring(t *testing.T) *receipt.Keyring {
+	t.Helper()
+	k, err := receipt.NewKeyring(receipt.Key{ID: "r1", Seed: make([]byte, 32)})
+	require.NoError(t, err)
+	return k
+}

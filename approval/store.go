@@ -1,0 +1,168 @@
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Record is what the truth keeps of one operation's approval.
+type Record struct {
+	// OperationID is the operation (the fingerprint's nonce).
+	OperationID string `json:"operation_id"`
+	// Subject is who the operation is for: only their passkeys decide.
+	Subject string `json:"subject"`
+	// Scope is the action.
+	Scope string `json:"scope"`
+	// ParamHash binds the canonical bound params.
+	ParamHash string `json:"param_hash"`
+	// BoundParams are the canonical bound params (what the page showed).
+	BoundParams json.RawMessage `json:"bound_params,omitempty"`
+	// Reasons are why approval was asked.
+	Reasons []Reason `json:"reasons"`
+	// ExpiresAt is the fingerprint's expiry: no decision and no confirm after it.
+	ExpiresAt time.Time `json:"expires_at"`
+	// State is PENDING, APPROVED or DECLINED.
+	State State `json:"state"`
+	// RequestedAt is when the request was first recorded.
+	RequestedAt time.Time `json:"requested_at,omitzero"`
+	// DecidedAt is when the person decided (zero while pending).
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+	// CredentialID is the passkey that decided (base64url).
+	CredentialID string `json:"credential_id,omitempty"`
+	// Statement is the canonical statement the passkey signed.
+	Statement json.RawMessage `json:"statement,omitempty"`
+	// Evidence is the stored assertion (see ceremony.Evidence).
+	Evidence json.RawMessage `json:"evidence,omitempty"`
+	// EvidenceSHA256 is the lowercase hex SHA-256 of Evidence: what the
+	// workflow's input and the receipt carry.
+	EvidenceSHA256 string `json:"evidence_sha256,omitempty"`
+	// TraceID is the trace of the request that decided (or asked).
+	TraceID string `json:"trace_id,omitempty"`
+}
+
+// Request asks a person to approve an operation: recorded PENDING when
+// nothing is recorded yet (a decided approval is left alone).
+type Request struct {
+	// OperationID, Subject, Scope, ParamHash, BoundParams, Reasons and
+	// ExpiresAt are those of Record.
+	OperationID, Subject, Scope, ParamHash string
+	// BoundParams are the canonical bound params.
+	BoundParams json.RawMessage
+	// Reasons are why approval is asked.
+	Reasons []Reason
+	// ExpiresAt is the fingerprint's expiry.
+	ExpiresAt time.Time
+	// TraceID is the asking request's trace.
+	TraceID string
+	// At is now.
+	At time.Time
+}
+
+// Decided records a verified decision: the first one for the operation
+// wins, and the passkey's signature counter must advance in the same
+// transaction (ErrSignCount otherwise).
+type Decided struct {
+	// Request is the operation the decision is about.
+	Request Request
+	// State is StateApproved or StateDeclined.
+	State State
+	// CredentialID is the deciding passkey (base64url).
+	CredentialID string
+	// SignCount is the counter its assertion carried.
+	SignCount uint32
+	// Statement is the canonical statement signed.
+	Statement json.RawMessage
+	// Evidence is the assertion as stored.
+	Evidence json.RawMessage
+	// EvidenceSHA256 is the hex SHA-256 of Evidence.
+	EvidenceSHA256 string
+}
+
+// Passkey is a WebAuthn credential registered for a subject.
+type Passkey struct {
+	// ID is the credential id, base64url without padding.
+	ID string `json:"id"`
+	// Subject is whose passkey it is.
+	Subject string `json:"subject"`
+	// Credential is go-webauthn's credential record (public key, flags,
+	// authenticator), as JSON.
+	Credential json.RawMessage `json:"-"`
+	// SignCount is the last signature counter seen.
+	SignCount uint32 `json:"sign_count"`
+	// CreatedAt is when it was enrolled.
+	CreatedAt time.Time `json:"created_at"`
+	// EnrolTraceID is the trace of the enrolment.
+	EnrolTraceID string `json:"enrol_trace_id,omitempty"`
+	// LastUsedAt is when it last decided (zero: never).
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
+	// RevokedAt is when it was revoked (zero: active).
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	// RevokedBy is the operator who revoked it.
+	RevokedBy string `json:"revoked_by,omitempty"`
+	// RevokeTraceID is the trace of the revocation.
+	RevokeTraceID string `json:"revoke_trace_id,omitempty"`
+}
+
+// Invite is a one-time enrolment link's record; its token is kept as a
+// SHA-256 only.
+type Invite struct {
+	// TokenSHA256 is the hex SHA-256 of the link's token.
+	TokenSHA256 string
+	// Subject is who enrols.
+	Subject string
+	// CreatedBy is the operator who invited.
+	CreatedBy string
+	// ExpiresAt ends the link.
+	ExpiresAt time.Time
+	// Session is the WebAuthn registration session of the last begun
+	// enrolment (its challenge), nil before.
+	Session json.RawMessage
+	// TraceID is the trace of the invitation.
+	TraceID string
+}
+
+// Revocation revokes a passkey.
+type Revocation struct {
+	// ID is the passkey's id.
+	ID string
+	// By is the operator.
+	By string
+	// TraceID is the revoking request's trace.
+	TraceID string
+	// At is now.
+	At time.Time
+}
+
+// Store keeps approvals, passkeys and invites in the PostgreSQL truth
+// (pgstore implements it). Never Redis: an approval is evidence.
+type Store interface {
+	// RequestApproval records r PENDING unless the operation's approval is
+	// recorded already; it returns the record as it stands.
+	RequestApproval(ctx context.Context, r Request) (Record, error)
+	// Approval reads one operation's approval, or ErrNotFound.
+	Approval(ctx context.Context, opID string) (Record, error)
+	// Decide records d when the operation is undecided (ErrAlreadyDecided
+	// with the standing record otherwise) and advances the passkey's counter
+	// (ErrSignCount when it does not advance, ErrRevoked when revoked).
+	Decide(ctx context.Context, d Decided) (Record, error)
+	// Approvals lists approvals in state (empty: every state), newest first.
+	Approvals(ctx context.Context, state State, limit int) ([]Record, error)
+	// PayeeKnown reports whether subject completed an operation of scope to
+	// payee (the bound field payee_id) that the truth still holds.
+	PayeeKnown(ctx context.Context, subject, scope, payee string) (bool, error)
+	// CreateInvite stores a new enrolment invite.
+	CreateInvite(ctx context.Context, inv Invite) error
+	// Invite reads a usable invite (unexpired at now, unused), or ErrInviteInvalid.
+	Invite(ctx context.Context, tokenSHA256 string, now time.Time) (Invite, error)
+	// BeginEnrolment keeps the registration session on a usable invite.
+	BeginEnrolment(ctx context.Context, tokenSHA256 string, session json.RawMessage, now time.Time) error
+	// Enrol uses the invite once and stores the passkey in one transaction;
+	// ErrInviteInvalid when it is unknown, expired or used.
+	Enrol(ctx context.Context, tokenSHA256 string, pk Passkey, now time.Time) error
+	// Passkeys lists subject's passkeys (every subject's when empty),
+	// active ones only unless withRevoked.
+	Passkeys(ctx context.Context, subject string, withRevoked bool) ([]Passkey, error)
+	// Revoke revokes a passkey; ErrNotFound, or ErrRevoked when it was already.
+	Revoke(ctx context.Context, r Revocation) (Passkey, error)
+}
