@@ -101,6 +101,27 @@ func (g guard) claimDone(t *testing.T, s *combined.Store) idemstore.Claim {
 	return c
 }
 
+// warmedAgain follows an index that lost what it knew of c (a flush, a
+// degraded period): the subject's next claim (fromIndex's nudge) warms it
+// from the truth, and an intent never claimed is answered by the index
+// alone again; c, DONE, is named by the index, but its record is the
+// truth's until a replay through s refills Redis, and then the index
+// answers c alone.
+func (g guard) warmedAgain(t *testing.T, s *combined.Store, c idemstore.Claim) {
+	t.Helper()
+	fresh := g
+	fresh.intent.ParamHash = "00" + g.intent.ParamHash[2:]
+	fresh.fromIndex(t, s, "")
+	rec, err, by := g.find(t)
+	require.NoError(t, err)
+	assert.Equal(t, c.OperationID, rec.OperationID)
+	assert.Equal(t, "truth", by, "the index names it, Redis lost its record")
+	d, err := s.Acquire(context.Background(), g.claimOf(c))
+	require.NoError(t, err)
+	require.Equal(t, idemstore.OutcomeDone, d.Outcome, "a replay refills it")
+	g.fromIndex(t, s, c.OperationID)
+}
+
 // claimOf is c again, claimed by another owner: a replay.
 func (g guard) claimOf(c idemstore.Claim) idemstore.Claim {
 	c.Owner = "owner-replay"
@@ -163,21 +184,7 @@ func TestAmnesiaGuardFromRedis(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.OperationID, rec.OperationID, "the truth answers the cold index")
 		assert.Equal(t, "truth", by)
-		// The subject's next claim warms the index from the truth: an
-		// intent never claimed is answered by the index again; the
-		// flushed operation's own record is the truth's until a replay
-		// refills it.
-		fresh := g
-		fresh.intent.ParamHash = "00" + g.intent.ParamHash[2:]
-		fresh.fromIndex(t, b.store, "")
-		rec, err, by = g.find(t)
-		require.NoError(t, err)
-		assert.Equal(t, c.OperationID, rec.OperationID)
-		assert.Equal(t, "truth", by, "the index names it, Redis lost its record")
-		d, err := b.store.Acquire(ctx, g.claimOf(c))
-		require.NoError(t, err)
-		require.Equal(t, idemstore.OutcomeDone, d.Outcome, "a replay refills it")
-		g.fromIndex(t, b.store, c.OperationID)
+		g.warmedAgain(t, b.store, c)
 	})
 
 	t.Run("AfterARedisRestart", func(t *testing.T) {
@@ -267,14 +274,6 @@ func TestAmnesiaGuardFromRedis(t *testing.T) {
 		// warms the index again from the truth, which holds gateway 1's
 		// claim; its record is in the truth only (gateway 1 finalized it
 		// there) until a replay through gateway 2 refills Redis.
-		fresh := g
-		fresh.intent.ParamHash = "00" + g.intent.ParamHash[2:]
-		fresh.fromIndex(t, b.store, "")
-		rec, err, _ = g.find(t)
-		require.NoError(t, err)
-		assert.Equal(t, missed.OperationID, rec.OperationID)
-		_, err = b.store.Acquire(ctx, g.claimOf(missed))
-		require.NoError(t, err)
-		g.fromIndex(t, b.store, missed.OperationID)
+		g.warmedAgain(t, b.store, missed)
 	})
 }
