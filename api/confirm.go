@@ -173,7 +173,7 @@ func (s *Server) acquire(ctx context.Context, call confirmCall) claimAnswer {
 		OperationID: call.opID, ParamHash: call.bound.paramHash, Owner: call.owner, Subject: call.id.Subject,
 		Scope: call.action.Scope, InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
 		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical, Charge: call.charge,
-		ApprovalSHA256: call.approvalSHA256,
+		ApprovalSHA256: call.approvalSHA256, IntentWindow: call.action.IntentWindow(),
 	})
 	if err == nil {
 		s.metrics.claims.WithLabelValues(string(d.Outcome)).Inc()

@@ -128,12 +128,8 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 	if offer != nil && offer.exp.Before(exp) {
 		exp = offer.exp
 	}
-	window := action.DuplicateIntentWindow
-	if window <= 0 {
-		window = catalog.DefaultDuplicateIntentWindow
-	}
 	recent, err := s.store.FindRecent(ctx, idemstore.FindRecentParams{Subject: id.Subject, Scope: action.Scope,
-		ParamHash: bp.paramHash, Since: now.Add(-window)})
+		ParamHash: bp.paramHash, Since: now.Add(-action.IntentWindow())})
 	found := err == nil
 	if err != nil && !errors.Is(err, idemstore.ErrNotFound) {
 		return s.storeErrorReply(action.Scope, "", fmt.Errorf("amnesia guard: %w", err))

@@ -147,6 +147,10 @@ type Claim struct {
 	// the SHA-256 of), kept by the truth so an operator sees what the
 	// operation is; optional.
 	BoundParams json.RawMessage
+	// IntentWindow is the action's duplicate_intent_window: how long the
+	// claim counts for the amnesia guard, and so how long the fast path's
+	// recent-intent index keeps it (DefaultIntentWindow when not positive).
+	IntentWindow time.Duration
 	// Charge is what the operation spends of its subject's budgets; nil for
 	// an action that spends nothing countable. The truth reserves it in the
 	// claim's own transaction, or refuses the claim (OutcomeLimitExceeded).
@@ -450,11 +454,23 @@ type Store interface {
 
 // FastPath is what the Redis fast path offers the combined store: the same
 // state machine without the truth's operations, plus the unconditional
-// refill of a terminal record and a liveness probe. storetest.ExerciseFastPath
-// checks it.
+// refill of a terminal record, a liveness probe and the recent-intent index
+// (intent.go). storetest.ExerciseFastPath checks it.
 type FastPath interface {
-	// Acquire claims c.OperationID atomically, or reports who holds it or how it ended.
-	Acquire(ctx context.Context, c Claim) (ClaimDecision, error)
+	// Acquire claims c.OperationID atomically, or reports who holds it or
+	// how it ended, and records c's intent in its subject's recent-intent
+	// index in the same round trip (FastClaim.Indexed says whether it did).
+	Acquire(ctx context.Context, c Claim) (FastClaim, error)
+	// RecentIntent reads the recent-intent index of subject for one intent
+	// in one command.
+	RecentIntent(ctx context.Context, subject, scope, paramHash string) (IntentRead, error)
+	// BeginWarm marks subject's index as being warmed and returns the token
+	// CommitWarm needs.
+	BeginWarm(ctx context.Context, subject string, ttl time.Duration) (string, error)
+	// CommitWarm merges p.Entries into the index (never over a newer entry)
+	// and writes p.Marker, only while the index still holds p.Token: false
+	// when it no longer does (a flush, an expiry, a later warm-up).
+	CommitWarm(ctx context.Context, p WarmParams) (bool, error)
 	// Get reads the record of operation opID, or ErrNotFound.
 	Get(ctx context.Context, opID string) (Record, error)
 	// Finalize records the terminal outcome f, owner-checked.

@@ -102,7 +102,11 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	defer rdb.Close()
-	store := combined.New(redisstore.New(rdb), truth, combined.Options{Logger: logger, Registerer: reg})
+	if err := redisstore.CountRoundTrips(rdb, reg); err != nil {
+		return err
+	}
+	store := combined.New(redisstore.New(rdb), truth, combined.Options{Logger: logger, Registerer: reg,
+		IntentHorizon: cat.MaxIntentWindow()})
 	defer store.Close()
 
 	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-gateway", cfg.Telemetry)

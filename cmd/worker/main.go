@@ -65,6 +65,9 @@ func run(logger *slog.Logger) error {
 	}
 	defer pg.Close()
 	reg := worker.NewRegistry()
+	if err := redisstore.CountRoundTrips(rdb, reg); err != nil {
+		return err
+	}
 	store := combined.New(redisstore.New(rdb), pg, combined.Options{
 		Logger:     logger,
 		Registerer: reg,

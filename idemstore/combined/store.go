@@ -32,6 +32,8 @@ const (
 	// DefaultRefillTTL is the TTL of a refilled terminal record when the
 	// claim carries no terminal TTL.
 	DefaultRefillTTL = 24 * time.Hour
+	// DefaultFastPathLease is Options.FastPathLease when unset.
+	DefaultFastPathLease = 30 * time.Second
 )
 
 // Options configure a Store.
@@ -47,14 +49,36 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer registers the store's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// IntentHorizon is how far back a warm-up of the recent-intent index
+	// loads a subject's intents from the truth: the longest
+	// duplicate_intent_window of the catalog. Default
+	// idemstore.DefaultIntentWindow.
+	IntentHorizon time.Duration
+	// FastPathLease is how long a claim made on the truth alone (Redis
+	// unavailable, or its recent-intent index not written) keeps every
+	// gateway from trusting the recent-intent index: the lease is taken in
+	// the truth before such a claim and renewed while they go on. Longer
+	// than the clock skew between the gateways. Default 30s.
+	FastPathLease time.Duration
 }
 
 // Store is the combined degrading store: an idemstore.Store.
 type Store struct {
 	fast  idemstore.FastPath
-	truth idemstore.Store
+	truth idemstore.Truth
 	opts  Options
 	log   *slog.Logger
+	now   func() time.Time
+
+	// epoch is the fast-path epoch as the watcher last heard it; nil:
+	// unknown (not heard yet, or the watch broke).
+	epoch     atomic.Pointer[idemstore.FastPathEpoch]
+	watchOnce sync.Once
+	// leasedUntil is when the lease this store last took ends (unix ns).
+	leasedUntil atomic.Int64
+	leaseMu     sync.Mutex
+	// warming holds the subjects whose index a warm-up is completing.
+	warming sync.Map
 
 	degraded atomic.Bool
 	mu       sync.Mutex // serializes degrade/recover transitions and Close
@@ -66,6 +90,9 @@ type Store struct {
 	degradedGauge prometheus.Gauge
 	fallbacks     prometheus.Counter
 	refills       prometheus.Counter
+	recentAnswers *prometheus.CounterVec
+	leases        prometheus.Counter
+	epochGauge    prometheus.Gauge
 }
 
 var _ idemstore.Store = (*Store)(nil)
@@ -73,9 +100,15 @@ var _ idemstore.Store = (*Store)(nil)
 // New returns a store with fast (the Redis fast path) in front of truth (the
 // PostgreSQL truth). Close stops the prober; the caller owns both backends
 // and closes them after it.
-func New(fast idemstore.FastPath, truth idemstore.Store, opts Options) *Store {
+func New(fast idemstore.FastPath, truth idemstore.Truth, opts Options) *Store {
 	if opts.RedisBudget <= 0 {
 		opts.RedisBudget = DefaultRedisBudget
+	}
+	if opts.IntentHorizon <= 0 {
+		opts.IntentHorizon = idemstore.DefaultIntentWindow
+	}
+	if opts.FastPathLease <= 0 {
+		opts.FastPathLease = DefaultFastPathLease
 	}
 	if opts.ProbeInterval <= 0 {
 		opts.ProbeInterval = DefaultProbeInterval
@@ -85,7 +118,7 @@ func New(fast idemstore.FastPath, truth idemstore.Store, opts Options) *Store {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{
-		fast: fast, truth: truth, opts: opts, log: opts.Logger.With("component", "idemstore"),
+		fast: fast, truth: truth, opts: opts, log: opts.Logger.With("component", "idemstore"), now: time.Now,
 		ctx: ctx, cancel: cancel,
 		degradedGauge: register(opts.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "oncegate_idemstore_degraded",
@@ -98,6 +131,18 @@ func New(fast idemstore.FastPath, truth idemstore.Store, opts Options) *Store {
 		refills: register(opts.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oncegate_idemstore_refills_total",
 			Help: "Terminal records refilled into Redis from the PostgreSQL truth.",
+		})),
+		recentAnswers: register(opts.Registerer, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncegate_amnesia_guard_answers_total",
+			Help: "Amnesia guard lookups by who answered them: index (Redis's recent-intent index alone), truth (PostgreSQL).",
+		}, []string{"by"})),
+		leases: register(opts.Registerer, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oncegate_fast_path_leases_total",
+			Help: "Fast-path leases taken in the truth before claims the recent-intent index missed.",
+		})),
+		epochGauge: register(opts.Registerer, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "oncegate_fast_path_epoch",
+			Help: "The fast-path epoch this store last heard from the truth (0: not heard, or the watch is broken).",
 		})),
 	}
 	s.degradedGauge.Set(0)
@@ -150,10 +195,14 @@ func (s *Store) Close() {
 // first; the truth's unique key lets only one of them be ACQUIRED, and the
 // other answers IN_FLIGHT (its Redis claim mirrors the truth's owner).
 func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.ClaimDecision, error) {
+	s.watchEpoch()
 	fast := fastAnswer{Unavailable: true}
+	indexed := false
+	var marker *idemstore.IndexMarker
 	if !s.Degraded() {
-		err := s.fastCall(ctx, func(ctx context.Context) (err error) {
-			fast.Decision, err = s.fast.Acquire(ctx, c)
+		err := s.fastCall(ctx, func(ctx context.Context) error {
+			fc, err := s.fast.Acquire(ctx, c)
+			fast.Decision, indexed, marker = fc.ClaimDecision, fc.Indexed, fc.Marker
 			return err
 		})
 		switch {
@@ -169,7 +218,14 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Claim
 	var truth truthAnswer
 	switch queryFor(fast) {
 	case queryClaim:
-		truth = s.claimTruth(ctx, c)
+		if !needsLease(fast, indexed) {
+			truth = s.claimTruth(ctx, c)
+		} else if err := s.lease(ctx); err != nil {
+			// No claim the recent-intent index misses without a lease.
+			truth = truthAnswer{Kind: truthFailed, Err: err}
+		} else {
+			truth = s.claimTruth(ctx, c)
+		}
 	case queryLookup:
 		truth = s.lookUpTruth(ctx, c.OperationID)
 	case queryNone:
@@ -191,6 +247,9 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Claim
 	}
 	if p.Err != nil {
 		return idemstore.ClaimDecision{}, p.Err
+	}
+	if epoch := epochAt(s.epoch.Load(), s.now()); p.Answer.Outcome == idemstore.OutcomeAcquired && warmAfterClaim(epoch, indexed, marker) {
+		s.warmLater(c.Subject, epoch.Value)
 	}
 	return p.Answer, nil
 }
@@ -395,9 +454,36 @@ func (s *Store) List(ctx context.Context, f idemstore.ListFilter) ([]idemstore.R
 	return s.truth.List(ctx, f)
 }
 
-// FindRecent finds the most recent truth record of the same intent.
+// FindRecent finds the most recent operation of the same intent (the
+// amnesia guard): from Redis's recent-intent index when it can answer for
+// sure, else from the truth. It only reads. decideRecent
+// (decide_recent.go) decides.
 func (s *Store) FindRecent(ctx context.Context, p idemstore.FindRecentParams) (idemstore.Record, error) {
-	return s.truth.FindRecent(ctx, p)
+	s.watchEpoch()
+	in := recentFacts{Intent: p, Epoch: epochAt(s.epoch.Load(), s.now())}
+	for {
+		plan := decideRecent(in)
+		switch plan.Ask {
+		case recentAskIndex:
+			in.Index = s.askFast(ctx, func(ctx context.Context) (_ idemstore.Record, err error) {
+				in.Read, err = s.fast.RecentIntent(ctx, p.Subject, p.Scope, p.ParamHash)
+				return idemstore.Record{}, err
+			})
+		case recentAskRecord:
+			in.Record = s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) {
+				return s.fast.Get(ctx, plan.Entry.OperationID)
+			})
+		case recentAskTruth:
+			in.Truth = answerOf(s.truth.FindRecent(ctx, p))
+		case recentDecided:
+			by := "index"
+			if in.Truth.Reply != replyNotAsked {
+				by = "truth"
+			}
+			s.recentAnswers.WithLabelValues(by).Inc()
+			return plan.Record, plan.Err
+		}
+	}
 }
 
 // RecordWebhook remembers a webhook event in the truth.

@@ -3,6 +3,7 @@ package combined_test
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func setup(t *testing.T, opts combined.Options) *testBundle {
 	reg := prometheus.NewRegistry()
 	opts.Registerer = reg
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	t.Cleanup(truth.Close)
 	fast := redisstore.New(rdb)

@@ -119,11 +119,14 @@ func TestCluster(t *testing.T) {
 				first = slot
 			}
 			assert.Equal(t, first, slot, "keys %v span slots", keys)
-			nonce := strings.TrimSuffix(strings.TrimPrefix(k, "idem:{"), "}")
-			require.NotEqual(t, k, nonce, "key %q carries the {nonce} hash tag", k)
-			tagSlot, err := node.ClusterKeySlot(ctx, nonce).Result()
+			// idem:{<nonce>} or recent:{<subject>}: one operation's or one
+			// subject's keys hash by their tag.
+			_, rest, tagged := strings.Cut(k, "{")
+			tag, _, closed := strings.Cut(rest, "}")
+			require.True(t, tagged && closed && tag != "", "key %q carries a {hash tag}", k)
+			tagSlot, err := node.ClusterKeySlot(ctx, tag).Result()
 			require.NoError(t, err)
-			assert.Equal(t, tagSlot, slot, "key %q hashes by its nonce", k)
+			assert.Equal(t, tagSlot, slot, "key %q hashes by its tag", k)
 		}
 		slots[first] = true
 	}

@@ -48,27 +48,32 @@ type resultBlob struct {
 	CompletedAt    int64           `json:"completed_at,omitempty"` // unix milliseconds
 }
 
-// Acquire runs the acquire script for c.
-func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.ClaimDecision, error) {
+// Acquire runs the acquire script for c and, in the same round trip, the
+// script that records c's intent in its subject's recent-intent index.
+func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.FastClaim, error) {
 	if c.InFlightTTL <= 0 {
-		return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: in-flight TTL must be positive, got %s", c.OperationID, c.InFlightTTL)
+		return idemstore.FastClaim{}, fmt.Errorf("acquire %s: in-flight TTL must be positive, got %s", c.OperationID, c.InFlightTTL)
 	}
 	now := time.Now()
 	var exp int64
 	if !c.FingerprintExp.IsZero() {
 		exp = c.FingerprintExp.Unix()
 	}
-	reply, err := acquireScript.Run(ctx, s.rdb, []string{Key(c.OperationID)},
+	acquire := scriptCall{script: acquireScript, keys: []string{Key(c.OperationID)}, args: []any{
 		c.ParamHash, c.Owner, c.InFlightTTL.Milliseconds(), c.Subject, c.Scope, now.UnixMilli(), exp, c.ApprovalSHA256,
-	).Slice()
+	}}
+	record := recordIntent(c, now)
+	runPipelined(ctx, s.rdb, &acquire, &record)
+	reply, err := acquire.cmd.Slice()
 	if err != nil {
-		return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, interpretError(err))
+		return idemstore.FastClaim{}, fmt.Errorf("acquire %s: %w", c.OperationID, interpretError(err))
 	}
 	d, err := decodeAcquire(c, now, reply)
 	if err != nil {
-		return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, err)
+		return idemstore.FastClaim{}, fmt.Errorf("acquire %s: %w", c.OperationID, err)
 	}
-	return d, nil
+	indexed := record.cmd.Err() == nil || errors.Is(record.cmd.Err(), redis.Nil)
+	return idemstore.FastClaim{ClaimDecision: d, Indexed: indexed, Marker: recordedMarker(record.cmd)}, nil
 }
 
 // decodeAcquire turns the acquire script's reply into a ClaimDecision.

@@ -179,3 +179,101 @@ func mustInt(t *testing.T, s string) int64 {
 	require.NoError(t, err)
 	return n
 }
+
+// TestRecentIntentIndex checks what the fast path's recent-intent index
+// does beyond the shared suite: its one key per subject, a warm-up that a
+// flush cancels, the scripts loaded again after a flushed script cache,
+// the pruning of ended entries, and a malformed entry.
+func TestRecentIntentIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("OneKeyPerSubject", func(t *testing.T) {
+		t.Parallel()
+		_, rdb := newClient(t)
+		s := redisstore.New(rdb)
+		c := storetest.NewClaim(t, "owner-a")
+		c.Subject = "bob"
+		_, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		assert.Equal(t, "recent:{bob}", redisstore.RecentKey("bob"))
+		h, err := rdb.HGetAll(ctx, "recent:{bob}").Result()
+		require.NoError(t, err)
+		require.Len(t, h, 1)
+		assert.Contains(t, h[c.Scope+"|"+c.ParamHash], c.OperationID+"|")
+		ttl, err := rdb.PTTL(ctx, "recent:{bob}").Result()
+		require.NoError(t, err)
+		assert.InDelta(t, idemstore.DefaultIntentWindow.Seconds(), ttl.Seconds(), 60, "it lives as long as its entry counts")
+	})
+
+	t.Run("AFlushCancelsTheWarmUp", func(t *testing.T) {
+		t.Parallel()
+		_, rdb := newClient(t)
+		s := redisstore.New(rdb)
+		token, err := s.BeginWarm(ctx, "alice", time.Hour)
+		require.NoError(t, err)
+		// A claim between the truth's read and the commit may be in
+		// Redis only: a flush loses it, and the warm-up must not then
+		// call the index complete.
+		require.NoError(t, rdb.FlushAll(ctx).Err())
+		ok, err := s.CommitWarm(ctx, idemstore.WarmParams{Subject: "alice", Token: token,
+			Marker: idemstore.IndexMarker{Epoch: 1, Horizon: time.Now().Add(-time.Hour)}, TTL: time.Hour})
+		require.NoError(t, err)
+		assert.False(t, ok)
+		r, err := s.RecentIntent(ctx, "alice", "payments.transfer", "ph")
+		require.NoError(t, err)
+		assert.Nil(t, r.Marker)
+	})
+
+	t.Run("ScriptsLoadedAgainAfterAScriptFlush", func(t *testing.T) {
+		t.Parallel()
+		_, rdb := newClient(t)
+		s := redisstore.New(rdb)
+		_, err := s.Acquire(ctx, storetest.NewClaim(t, "owner-a"))
+		require.NoError(t, err)
+		require.NoError(t, rdb.ScriptFlush(ctx).Err())
+		fc, err := s.Acquire(ctx, storetest.NewClaim(t, "owner-a"))
+		require.NoError(t, err, "NOSCRIPT in the pipeline: sent again with the script")
+		assert.Equal(t, idemstore.OutcomeAcquired, fc.Outcome)
+		assert.True(t, fc.Indexed)
+	})
+
+	t.Run("AClaimPrunesEndedEntries", func(t *testing.T) {
+		t.Parallel()
+		_, rdb := newClient(t)
+		s := redisstore.New(rdb)
+		token, err := s.BeginWarm(ctx, "alice", time.Hour)
+		require.NoError(t, err)
+		var ended []idemstore.IntentEntry
+		for i := range 300 {
+			ended = append(ended, idemstore.IntentEntry{Scope: "payments.transfer", ParamHash: strconv.Itoa(i),
+				OperationID: storetest.NewKey(t), CreatedAt: time.Now().Add(-2 * time.Hour)})
+		}
+		ok, err := s.CommitWarm(ctx, idemstore.WarmParams{Subject: "alice", Token: token,
+			Marker: idemstore.IndexMarker{Epoch: 1, Horizon: time.Now().Add(-3 * time.Hour)}, Entries: ended, TTL: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+		n, err := rdb.HLen(ctx, redisstore.RecentKey("alice")).Result()
+		require.NoError(t, err)
+		require.EqualValues(t, 301, n, "300 entries and the marker")
+		c := storetest.NewClaim(t, "owner-a")
+		_, err = s.Acquire(ctx, c)
+		require.NoError(t, err)
+		h, err := rdb.HGetAll(ctx, redisstore.RecentKey("alice")).Result()
+		require.NoError(t, err)
+		assert.Len(t, h, 2, "the claim's entry and the marker: the ended entries are gone")
+		assert.Contains(t, h, c.Scope+"|"+c.ParamHash)
+	})
+
+	t.Run("AMalformedEntryIsAnError", func(t *testing.T) {
+		t.Parallel()
+		_, rdb := newClient(t)
+		s := redisstore.New(rdb)
+		require.NoError(t, rdb.HSet(ctx, redisstore.RecentKey("alice"), "!warm", "1|0", "payments.transfer|ph", "garbage").Err())
+		_, err := s.RecentIntent(ctx, "alice", "payments.transfer", "ph")
+		require.Error(t, err, "never read as no recent operation")
+		require.NoError(t, rdb.HSet(ctx, redisstore.RecentKey("alice"), "!warm", "x").Err())
+		_, err = s.RecentIntent(ctx, "alice", "payments.transfer", "other")
+		require.Error(t, err)
+	})
+}

@@ -325,4 +325,92 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 		t.Parallel()
 		require.NoError(t, newFast(t).Ping(ctx))
 	})
+
+	t.Run("RecentIntentIndex", func(t *testing.T) {
+		t.Parallel()
+		s := newFast(t)
+		subject := "subject-" + NewKey(t)
+		read := func(scope, paramHash string) idemstore.IntentRead {
+			t.Helper()
+			r, err := s.RecentIntent(ctx, subject, scope, paramHash)
+			require.NoError(t, err)
+			return r
+		}
+		claim := func(exp time.Time) idemstore.Claim {
+			t.Helper()
+			c := NewClaim(t, "owner-a")
+			c.Subject, c.FingerprintExp = subject, exp
+			fc, err := s.Acquire(ctx, c)
+			require.NoError(t, err)
+			require.True(t, fc.Indexed, "the claim's intent is recorded in the same round trip")
+			return c
+		}
+		intent := NewClaim(t, "")
+		r := read(intent.Scope, intent.ParamHash)
+		assert.Nil(t, r.Marker, "a new subject's index is not warm")
+		assert.Nil(t, r.Entry)
+
+		before := time.Now().Add(-time.Second)
+		c := claim(time.Now().Add(15 * time.Minute))
+		r = read(c.Scope, c.ParamHash)
+		require.NotNil(t, r.Entry)
+		assert.Equal(t, c.OperationID, r.Entry.OperationID)
+		assert.WithinRange(t, r.Entry.CreatedAt, before, time.Now().Add(time.Second))
+		assert.Nil(t, r.Marker, "a claim never warms the index")
+		stamp := r.Entry.CreatedAt
+
+		// A warm-up merges the truth's entries: an older one of the same
+		// intent never replaces the claim's; another intent's is added.
+		token, err := s.BeginWarm(ctx, subject, time.Hour)
+		require.NoError(t, err)
+		horizon := time.Now().Add(-24 * time.Hour).Truncate(time.Millisecond)
+		older := idemstore.IntentEntry{Scope: c.Scope, ParamHash: c.ParamHash, OperationID: NewKey(t), CreatedAt: stamp.Add(-time.Minute)}
+		other := idemstore.IntentEntry{Scope: "payments.legacy_transfer", ParamHash: c.ParamHash, OperationID: NewKey(t),
+			CreatedAt: stamp.Add(-time.Hour)}
+		marker := idemstore.IndexMarker{Epoch: 7, Horizon: horizon}
+		ok, err := s.CommitWarm(ctx, idemstore.WarmParams{Subject: subject, Token: "not-" + token, Marker: marker,
+			Entries: []idemstore.IntentEntry{other}, TTL: time.Hour})
+		require.NoError(t, err)
+		assert.False(t, ok, "another warm-up's token commits nothing")
+		assert.Nil(t, read(other.Scope, other.ParamHash).Entry)
+		ok, err = s.CommitWarm(ctx, idemstore.WarmParams{Subject: subject, Token: token, Marker: marker,
+			Entries: []idemstore.IntentEntry{older, other}, TTL: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+		r = read(c.Scope, c.ParamHash)
+		require.NotNil(t, r.Marker)
+		assert.Equal(t, marker.Epoch, r.Marker.Epoch)
+		assert.True(t, marker.Horizon.Equal(r.Marker.Horizon), "%s, want %s", r.Marker.Horizon, marker.Horizon)
+		assert.Equal(t, c.OperationID, r.Entry.OperationID, "the newer entry survives the warm-up")
+		assert.Equal(t, other.OperationID, read(other.Scope, other.ParamHash).Entry.OperationID)
+		ok, err = s.CommitWarm(ctx, idemstore.WarmParams{Subject: subject, Token: token, Marker: marker, TTL: time.Hour})
+		require.NoError(t, err)
+		assert.False(t, ok, "a token commits once")
+
+		// A newer claim of the intent replaces the entry; a replay keeps
+		// its first stamp; a replay of the older operation after its
+		// fingerprint's exp (stamped at exp) does not come back.
+		d := claim(time.Now().Add(15 * time.Minute))
+		r = read(c.Scope, c.ParamHash)
+		assert.Equal(t, d.OperationID, r.Entry.OperationID)
+		first := r.Entry.CreatedAt
+		_, err = s.Acquire(ctx, d)
+		require.NoError(t, err)
+		assert.True(t, first.Equal(read(c.Scope, c.ParamHash).Entry.CreatedAt), "a replay keeps the first stamp")
+		require.True(t, first.After(stamp), "the newer claim is stamped after the first")
+		expired := c
+		expired.FingerprintExp = stamp
+		_, err = s.Acquire(ctx, expired)
+		require.NoError(t, err)
+		assert.Equal(t, d.OperationID, read(c.Scope, c.ParamHash).Entry.OperationID, "an older stamp never replaces a newer one")
+
+		// A claim made after its fingerprint's exp (a replay of an
+		// operation claimed before it) is stamped at most at exp.
+		exp := time.Now().Add(-time.Hour).Truncate(time.Second)
+		late := NewClaim(t, "owner-a")
+		late.Subject, late.Scope, late.FingerprintExp = subject, "payments.payout", exp
+		_, err = s.Acquire(ctx, late)
+		require.NoError(t, err)
+		assert.True(t, exp.Equal(read(late.Scope, late.ParamHash).Entry.CreatedAt))
+	})
 }

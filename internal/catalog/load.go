@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/plan"
 )
@@ -18,7 +19,7 @@ import (
 // Defaults applied when the catalog leaves a setting out.
 const (
 	// DefaultDuplicateIntentWindow is the amnesia guard's default look-back.
-	DefaultDuplicateIntentWindow = 24 * time.Hour
+	DefaultDuplicateIntentWindow = idemstore.DefaultIntentWindow
 	// DefaultAttempts is the default maximum number of downstream calls.
 	DefaultAttempts = 1
 	// DefaultReconcileDelay is the default wait before asking the status endpoint.

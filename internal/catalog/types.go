@@ -159,6 +159,25 @@ type Catalog struct {
 	GatewayWait time.Duration
 }
 
+// IntentWindow is how far back the amnesia guard looks for the action:
+// its duplicate_intent_window, or DefaultDuplicateIntentWindow.
+func (a *Action) IntentWindow() time.Duration {
+	if a.DuplicateIntentWindow <= 0 {
+		return DefaultDuplicateIntentWindow
+	}
+	return a.DuplicateIntentWindow
+}
+
+// MaxIntentWindow is the longest IntentWindow of the catalog's actions:
+// how far back a warm-up of the recent-intent index must look.
+func (c *Catalog) MaxIntentWindow() time.Duration {
+	longest := DefaultDuplicateIntentWindow
+	for _, a := range c.Actions {
+		longest = max(longest, a.IntentWindow())
+	}
+	return longest
+}
+
 // Lookup returns the action of scope, or false.
 func (c *Catalog) Lookup(scope string) (*Action, bool) {
 	a, ok := c.Actions[scope]

@@ -76,7 +76,8 @@ type Stack struct {
 	GatewayURL string
 	// DownstreamURL is the simulator's base URL.
 	DownstreamURL string
-	// WorkerMetricsURL is where the worker serves its Prometheus metrics.
+	// WorkerMetricsURL is where the worker serves its Prometheus metrics
+	// (the gateway's /metrics for an InProcessWorker).
 	WorkerMetricsURL string
 	// DatabaseURL is the gateway's truth database.
 	DatabaseURL string
@@ -92,7 +93,8 @@ type Stack struct {
 	Keys string
 	// ReceiptKeys is the ONCEGATE_RECEIPT_KEYS value (NewReceiptKeys).
 	ReceiptKeys string
-	// Gateway, Worker and Downstream are the running binaries.
+	// Gateway, Worker and Downstream are the running binaries (Worker nil
+	// for an InProcessWorker).
 	Gateway, Worker, Downstream *Process
 	// Env is the environment every binary got.
 	Env  []string
@@ -114,7 +116,21 @@ type StackOptions struct {
 	// Catalog is the catalog file the gateway and the worker load; empty is
 	// deployments/catalog.dev.yaml.
 	Catalog string
+	// Worker is where the Temporal worker runs.
+	Worker WorkerShape
 }
+
+// WorkerShape is where a stack runs its Temporal worker.
+type WorkerShape int
+
+const (
+	// SeparateWorker runs the worker binary, a process of its own.
+	SeparateWorker WorkerShape = iota
+	// InProcessWorker runs it in the gateway's process
+	// (ONCEGATE_INPROCESS_WORKER=true; the gateway then starts workflows
+	// eagerly): no worker process, ExtraWorkerEnv goes to the gateway.
+	InProcessWorker
+)
 
 // StartStack starts a complete stack for t and stops it at the end.
 func StartStack(t testing.TB, opts StackOptions) *Stack {
@@ -190,8 +206,14 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	}
 	s.Downstream = start("downstream", nil)
 	s.WaitHealthy(t, s.DownstreamURL+"/healthz", s.Downstream)
-	s.Worker = start("worker", opts.ExtraWorkerEnv)
-	s.Gateway = start("gateway", opts.ExtraGatewayEnv)
+	gatewayEnv := opts.ExtraGatewayEnv
+	if opts.Worker == InProcessWorker {
+		s.WorkerMetricsURL = s.GatewayURL + "/metrics"
+		gatewayEnv = append(append([]string{"ONCEGATE_INPROCESS_WORKER=true"}, opts.ExtraWorkerEnv...), gatewayEnv...)
+	} else {
+		s.Worker = start("worker", opts.ExtraWorkerEnv)
+	}
+	s.Gateway = start("gateway", gatewayEnv)
 	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
 	return s
 }
