@@ -55,6 +55,12 @@ func (b *bench) profiles(ctx context.Context) error {
 	b.record = false
 	defer func() { b.record = true }()
 	for _, name := range []string{PhasePreviewLegacy, PhaseReplay} {
+		if name == PhasePreviewLegacy {
+			// The profile is of the steady state, as the phase's numbers are.
+			if err := b.warmIndex(ctx, b.gw, scopeLegacy); err != nil {
+				return fmt.Errorf("profile %s: %w", name, err)
+			}
+		}
 		p, err := b.profileUnder(ctx, name, loads[name])
 		if err != nil {
 			return fmt.Errorf("profile %s: %w", name, err)

@@ -546,11 +546,21 @@ func (b *bench) previewPhase(g gateway, name, scope string) phase {
 	p := b.throughput(name, op)
 	run := p.run
 	p.run = func(ctx context.Context) error {
+		if err := b.warmIndex(ctx, g, scope); err != nil {
+			return err
+		}
 		before, err := observeStorage(ctx, b.rdb, b.stack.DatabaseURL)
 		if err != nil {
 			return err
 		}
+		guard, err := g.guardAnswers(ctx)
+		if err != nil {
+			return err
+		}
 		if err := run(ctx); err != nil {
+			return err
+		}
+		if err := b.logGuardAnswers(ctx, g, name, guard); err != nil {
 			return err
 		}
 		after, err := observeStorage(ctx, b.rdb, b.stack.DatabaseURL)
