@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncegate/oncegate/approval/ceremony"
 	"github.com/oncegate/oncegate/internal/envconfig"
+	"github.com/oncegate/oncegate/internal/failpoint"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/storeconn"
 	"github.com/oncegate/oncegate/internal/telemetry"
@@ -278,7 +279,7 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	if c.Env != EnvDev {
 		errs = append(errs, deploymentGuards(c)...)
 	}
-	if c.Failpoint != "" && !failpointsCompiled {
+	if c.Failpoint != "" && !failpoint.Compiled {
 		errs = append(errs, errors.New("ONCEGATE_FAILPOINT needs a gateway built with -tags failpoint (the crash tests build it so): unset it"))
 	}
 	addr, err := listenAddr(c.GatewayURL)

@@ -75,6 +75,17 @@ func TestConfigSecretFileUnreadable(t *testing.T) {
 // TestConfigHTTPS: ONCEGATE_TLS_CERT_FILE and ONCEGATE_TLS_KEY_FILE make the
 // gateway serve HTTPS with that certificate; they go together, need an
 // https:// GATEWAY_URL and a readable pair.
+// A failpoint needs a gateway built for the crash tests; tests are built
+// without -tags failpoint, as production is.
+func TestConfigRefusesAFailpointNotCompiledIn(t *testing.T) {
+	t.Parallel()
+	_, err := ConfigFromEnv(map[string]string{
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc",
+		"ONCEGATE_ENV": EnvDev, "ONCEGATE_FAILPOINT": "after_claim",
+	})
+	require.ErrorContains(t, err, "ONCEGATE_FAILPOINT needs a gateway built with -tags failpoint")
+}
+
 func TestConfigHTTPS(t *testing.T) {
 	t.Parallel()
 	certFile, keyFile := testenv.NewSelfSigned(t, "gateway").WriteFiles(t)

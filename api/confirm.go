@@ -17,6 +17,7 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/failpoint"
 	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/watch"
 	"github.com/oncegate/oncegate/operation"
@@ -190,7 +191,7 @@ func (s *Server) act(ctx context.Context, call confirmCall, p confirmPlan, claim
 	switch p.Action {
 	case actStart:
 		if s.cfg.Failpoint == FailpointAfterClaim {
-			crashNow()
+			failpoint.Crash()
 		}
 		return s.startAndAwait(ctx, call, p.Ownership)
 	case actTakeOver:

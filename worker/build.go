@@ -17,6 +17,7 @@ import (
 	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
+	"github.com/oncegate/oncegate/internal/failpoint"
 	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
@@ -96,7 +97,7 @@ func armAfterFinalize(w sdkworker.Worker, acts *activities.Activities) {
 		err := acts.Finalize(ctx, in)
 		if err == nil {
 			acts.Logger.Warn("failpoint "+FailpointAfterFinalize+": killing the worker", "operation_id", in.OperationID)
-			crashNow()
+			failpoint.Crash()
 		}
 		return err
 	}, activity.RegisterOptions{Name: workflows.ActivityFinalize, DisableAlreadyRegisteredCheck: true})

@@ -10,6 +10,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/oncegate/oncegate/internal/envconfig"
+	"github.com/oncegate/oncegate/internal/failpoint"
 	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/internal/storeconn"
 	"github.com/oncegate/oncegate/internal/telemetry"
@@ -71,7 +72,7 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 		errs = append(errs, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable",
 			environ["ONCEGATE_REAP_INTERVAL"]))
 	}
-	if c.Failpoint != "" && !failpointsCompiled {
+	if c.Failpoint != "" && !failpoint.Compiled {
 		errs = append(errs, errors.New("ONCEGATE_FAILPOINT needs a worker built with -tags failpoint (the crash tests build it so): unset it"))
 	}
 	// A malformed value leaves a zero behind, already reported by Parse.

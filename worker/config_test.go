@@ -49,6 +49,8 @@ func TestConfigFromEnv(t *testing.T) {
 		{"ONCEGATE_WORKER_STOP_TIMEOUT", "0s", `ONCEGATE_WORKER_STOP_TIMEOUT="0s": want a positive duration`},
 		{"REDIS_URL", "", "REDIS_URL (one server) or REDIS_ADDRS (Redis Cluster nodes) is required"},
 		{"DATABASE_URL", "", `"DATABASE_URL" should not be empty`},
+		// Tests are built without -tags failpoint, as production is.
+		{"ONCEGATE_FAILPOINT", FailpointAfterFinalize, "ONCEGATE_FAILPOINT needs a worker built with -tags failpoint"},
 	} {
 		_, err := ConfigFromEnv(with(bad[0], bad[1]))
 		assert.ErrorContains(t, err, bad[2], bad[0]+"="+bad[1])
