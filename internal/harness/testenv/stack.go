@@ -215,6 +215,16 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 	}
 	s.Gateway = start("gateway", gatewayEnv)
 	s.WaitHealthy(t, s.GatewayURL+"/healthz", s.Gateway)
+	// A healthy gateway is not a polling worker: a test's first confirm
+	// would otherwise wait, within its answer's budget, for a worker that
+	// is still starting on a loaded machine.
+	workerProc := s.Worker
+	if workerProc == nil {
+		workerProc = s.Gateway
+	}
+	if err := tp.WaitPolling(s.TaskQueue, workerProc, 60*time.Second); err != nil {
+		t.Fatalf("%s not polling %s: %v\n%s", workerProc.Name, s.TaskQueue, err, workerProc.Log())
+	}
 	return s
 }
 
@@ -268,6 +278,10 @@ func (s *Stack) StartTwin(databaseURLParams, redisURLParams string, gatewayEnv, 
 	if err := WaitHealthy(tw.GatewayURL+"/healthz", tw.Gateway, 30*time.Second); err != nil {
 		tw.Stop()
 		return nil, fmt.Errorf("twin gateway not healthy: %w\n%s", err, tw.Gateway.Log())
+	}
+	if err := s.Temporal.WaitPolling(s.TaskQueue+"-twin", tw.Worker, 60*time.Second); err != nil {
+		tw.Stop()
+		return nil, fmt.Errorf("twin worker not polling: %w\n%s", err, tw.Worker.Log())
 	}
 	return tw, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 )
 
@@ -193,3 +194,31 @@ func (tp *Temporal) Stop() {
 // LogPath is the dev server's log file (every test of the process shares
 // the server, so it holds every test's traffic).
 func (tp *Temporal) LogPath() string { return tp.proc.LogPath }
+
+// WaitPolling waits up to timeout until queue has a workflow-task poller and
+// an activity-task poller, that is until a worker serves it: a gateway that
+// is healthy answers before its worker has connected, and a first confirm
+// made then waits for a worker that is still starting. p, when not nil, is
+// the worker's process and must not exit meanwhile.
+func (tp *Temporal) WaitPolling(queue string, p *Process, timeout time.Duration) error {
+	c, err := client.Dial(client.Options{HostPort: tp.Address, Namespace: tp.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return WaitFor(context.Background(), timeout, func(ctx context.Context) error {
+		if p != nil && !p.Running() {
+			return fmt.Errorf("%s exited", p.Name)
+		}
+		for _, kind := range []enumspb.TaskQueueType{enumspb.TASK_QUEUE_TYPE_WORKFLOW, enumspb.TASK_QUEUE_TYPE_ACTIVITY} {
+			resp, err := c.DescribeTaskQueue(ctx, queue, kind)
+			if err != nil {
+				return err
+			}
+			if len(resp.GetPollers()) == 0 {
+				return fmt.Errorf("task queue %s has no %s poller yet", queue, kind)
+			}
+		}
+		return nil
+	})
+}
