@@ -89,6 +89,9 @@ type Server struct {
 	cat      *catalog.Catalog
 	keys     *fingerprint.Keyring
 	receipts *receipt.Keyring
+	// signed keeps the receipts signed lately (receipt.Cache): a replay or
+	// status poll of an outcome does not sign it again.
+	signed *receipt.Cache
 	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
@@ -143,6 +146,9 @@ func New(deps Deps) (*Server, error) {
 	}
 	if s.limits == nil {
 		s.limits = &limits.Limits{}
+	}
+	if s.signed, err = receipt.NewCache(receipt.CacheSize); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
 	}
 	if s.approvals != nil {
 		if s.ceremony, err = ceremony.New(ceremony.Config{RPID: s.cfg.WebAuthnRPID, Origins: s.cfg.WebAuthnOrigins}); err != nil {
