@@ -91,7 +91,7 @@ type Server struct {
 	receipts *receipt.Keyring
 	// signed keeps the receipts signed lately (receipt.Cache): a replay or
 	// status poll of an outcome does not sign it again.
-	signed *receipt.Cache
+	signed   *receipt.Cache
 	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
