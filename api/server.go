@@ -244,8 +244,12 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(otelecho.Middleware("oncegate-gateway", otelecho.WithTracerProvider(s.tracer),
-		otelecho.WithPropagators(telemetry.Propagator)))
+	if s.cfg.Telemetry.Exporting() {
+		e.Use(otelecho.Middleware("oncegate-gateway", otelecho.WithTracerProvider(s.tracer),
+			otelecho.WithPropagators(telemetry.Propagator)))
+	} else {
+		e.Use(continueTrace)
+	}
 	e.Use(s.traceMiddleware)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisablePrintStack: true,
