@@ -91,7 +91,9 @@ type Server struct {
 	receipts *receipt.Keyring
 	// signed keeps the receipts signed lately (receipt.Cache): a replay or
 	// status poll of an outcome does not sign it again.
-	signed   *receipt.Cache
+	signed *receipt.Cache
+	// results keeps the answer form of stored results (resultForms).
+	results  *resultForms
 	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
@@ -148,6 +150,9 @@ func New(deps Deps) (*Server, error) {
 		s.limits = &limits.Limits{}
 	}
 	if s.signed, err = receipt.NewCache(receipt.CacheSize); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	if s.results, err = newResultForms(resultFormsSize); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	if s.approvals != nil {
