@@ -1,12 +1,16 @@
 package catalog
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestConstraintsAreRegistered checks the registry of constraints: each
@@ -34,4 +38,21 @@ func TestConstraintsAreRegistered(t *testing.T) {
 		assert.NotEmpty(t, c.Texts(), "constraint %s names no problem", c.Key())
 	}
 	assert.True(t, slices.IsSortedFunc(Constraints(), func(a, b Constraint) int { return a.Order() - b.Order() }))
+}
+
+// TestREADMEDescribesEveryConstraint checks that the README's table of
+// constraints has a row for each constraint's key (kind: <rule> for the
+// string kinds), so that a new constraint is documented.
+func TestREADMEDescribesEveryConstraint(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	readme := string(raw)
+	for _, c := range Constraints() {
+		key := "`" + c.Key() + "`"
+		if c.Key() == kindKey {
+			key = "`kind: " + c.Rule() + "`"
+		}
+		assert.Regexp(t, `(?m)^\| [^|]*`+regexp.QuoteMeta(key), readme, "README.md's constraint table has no row for %s", key)
+	}
 }
