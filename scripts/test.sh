@@ -11,17 +11,19 @@ echo "== lint: gofmt, go vet, exhaustive switches"
 # at one 45m bound for everything: the fast packages (unit tests, and
 # integration tests on their own Redis, PostgreSQL or Temporal) 5m each;
 # the packages that start the whole stack (the end-to-end tests, the
-# client's examples, the crash-tested agent workflow) 30m each; the soak
-# slice 20m.
+# client's examples, the crash-tested agent workflow) and the soak slice
+# 30m each, two packages at a time (go test's -p: the soak slice runs
+# beside the end-to-end tests instead of after them). In the stack
+# packages, the long tests that mostly wait on time windows (review
+# windows, late commits, payouts) call t.Parallel and run four at a time
+# (-parallel 4) once the others are done.
 stacks='/internal/harness/(e2e|e2eprod)$|/client$|/examples/agentworkflow$'
 soak='/internal/harness/soak$'
 echo "== go test: fast packages (5m each)"
 go test -count=1 -timeout 5m $(go list ./... | grep -v -E "$stacks|$soak")
-echo "== go test: packages that start the whole stack (30m each; artifacts, such as the approval page's screenshot, under .run/test-artifacts)"
+echo "== go test: packages that start the whole stack, and the soak slice beside them (30m each; artifacts, such as the approval page's screenshot, under .run/test-artifacts)"
 mkdir -p .run/test-artifacts
-go test -count=1 -timeout 30m -artifacts -outputdir "$PWD/.run/test-artifacts" $(go list ./... | grep -E "$stacks")
-echo "== go test: soak slice (20m)"
-go test -count=1 -timeout 20m $(go list ./... | grep -E "$soak")
+go test -count=1 -timeout 30m -parallel 4 -artifacts -outputdir "$PWD/.run/test-artifacts" $(go list ./... | grep -E "$stacks|$soak")
 echo "== deployments: compose file and kustomize overlays, offline (own module: deployments/validate)"
 (cd deployments/validate && go vet ./... && go test -count=1 ./...)
 echo "== alert rules (promtool)"

@@ -233,6 +233,9 @@ var noFaults = map[string]any{"latency_ms": 0, "fail_next": 0, "hang_after_commi
 // against the real stack, checks each answer's contract fields and
 // validates it against the OpenAPI document; then a subset in Chinese.
 func TestEveryStatusOverHTTP(t *testing.T) {
+	// Long and mostly waiting on time windows: runs beside the others
+	// (scripts/test.sh sets -parallel for the packages that start stacks).
+	t.Parallel()
 	s := testenv.StartStack(t, testenv.StackOptions{})
 	su, gw := newSurface(t, s)
 	run := randomHex(4)

@@ -94,6 +94,9 @@ func TestLegacyWorkerKilledReconciles(t *testing.T) {
 // operation waits for a person, who resolves it; the agent then gets the
 // operator's result.
 func TestLegacyNeedsManualReview(t *testing.T) {
+	// Long and mostly waiting on time windows: runs beside the others
+	// (scripts/test.sh sets -parallel for the packages that start stacks).
+	t.Parallel()
 	s := testenv.StartStack(t, testenv.StackOptions{})
 	params := transferParams("270.00")
 	fp, id := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)

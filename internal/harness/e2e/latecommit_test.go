@@ -120,6 +120,9 @@ func transferRef(t *testing.T, s *testenv.Stack, id string) string {
 // TestLateCommit drives downstreams that, like real servers, commit after
 // the caller gave up: a timeout is never reported as "failed, not executed".
 func TestLateCommit(t *testing.T) {
+	// Long and mostly waiting on time windows: runs beside the others
+	// (scripts/test.sh sets -parallel for the packages that start stacks).
+	t.Parallel()
 	s := testenv.StartStack(t, testenv.StackOptions{Catalog: lateCommitCatalog(t)})
 
 	t.Run("legacy commit after the timeout completes with the late transfer", func(t *testing.T) {

@@ -133,6 +133,9 @@ budgets:
 // reservation back, so a new confirm fits; one in manual review keeps it
 // until the operator decides, and a decision that it failed releases it.
 func TestReservationsReleasedOnlyByProof(t *testing.T) {
+	// Long and mostly waiting on time windows: runs beside the others
+	// (scripts/test.sh sets -parallel for the packages that start stacks).
+	t.Parallel()
 	env := limitsFile(t, `
 budgets:
   - {name: bob-daily-jpy, subject: bob, currency: JPY, daily: 20000}

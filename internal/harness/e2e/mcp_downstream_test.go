@@ -15,6 +15,9 @@ import (
 // does not is called once and reconciled through the status tool; a tool
 // error is a definite refusal.
 func TestMCPDownstreams(t *testing.T) {
+	// Long and mostly waiting on time windows: runs beside the others
+	// (scripts/test.sh sets -parallel for the packages that start stacks).
+	t.Parallel()
 	s := testenv.StartStack(t, testenv.StackOptions{})
 
 	for _, scope := range []string{"payments.mcp_transfer", "payments.mcp_legacy_transfer"} {

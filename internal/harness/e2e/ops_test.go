@@ -49,6 +49,9 @@ func toNeedsReview(t *testing.T, s *testenv.Stack, amount string) string {
 // `oncegate-ops list --state in_flight --older-than 1m` finds a run stuck
 // behind a hung downstream.
 func TestOperatorsDecideOnce(t *testing.T) {
+	// Long and mostly waiting on time windows: runs beside the others
+	// (scripts/test.sh sets -parallel for the packages that start stacks).
+	t.Parallel()
 	s := testenv.StartStack(t, testenv.StackOptions{Catalog: hungCatalog(t)})
 
 	// A run stuck behind a downstream that commits and holds its answer.

@@ -111,6 +111,9 @@ func payoutParams(payee string) map[string]any {
 // not done; the operation stays in progress until the payout is paid or
 // failed, learned by polling or by a signed webhook.
 func TestPayouts(t *testing.T) {
+	// Long and mostly waiting on time windows: runs beside the others
+	// (scripts/test.sh sets -parallel for the packages that start stacks).
+	t.Parallel()
 	s := testenv.StartStack(t, testenv.StackOptions{
 		Catalog:         payoutCatalog(t),
 		ExtraGatewayEnv: []string{"ONCEGATE_PAYOUT_WEBHOOK_SECRET=" + payoutWebhookSecret},
