@@ -1,13 +1,13 @@
 # oncegate: `make run` starts the whole stack and follows its logs; `make test` runs every test.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-# make soak PROFILE=prod soaks the production-like profile.
+# make soak PROFILE=prod soaks the production-like profile; make bench-e2e PROFILE=prod benchmarks it.
 PROFILE ?= dev
 
 .PHONY: help run up down status clean prod-clean test bench bench-e2e build lint fuzz soak deps prod-up prod-down prod-status test-prod
 
 help: ## list the targets
-	@grep -E '^[a-z/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 run: ## install what is missing, start the stack, follow the logs (Ctrl-C stops it)
 	@./scripts/stack.sh run
@@ -52,9 +52,13 @@ fuzz: ## every fuzz target for FUZZTIME each (default 10m), results in .run/fuzz
 bench: ## benchmarks (params binding, fingerprint, stores)
 	go test -run='^$$' -bench=. -benchmem ./internal/params/ ./fingerprint/ ./idemstore/...
 
-bench-e2e: ## the cost of safety: oncegate against floors in the same run (starts its own stack; writes docs/benchmarks.md and docs/benchmarks.png)
+bench-e2e: ## the cost of safety: oncegate against floors in one run (PROFILE=dev: own stack, docs/benchmarks.md; PROFILE=prod: own production-like profile, docs/benchmarks-prod.md, CPU per process; BENCH_ARGS)
+ifeq ($(PROFILE),prod)
+	@./scripts/bench-prod.sh
+else
 	@./scripts/deps.sh
-	go run ./cmd/bench-e2e -profile 10
+	go run ./cmd/bench-e2e -profile 10 $(BENCH_ARGS)
+endif
 
 build: ## build the binaries into ./bin
 	go build -o bin/ ./cmd/...

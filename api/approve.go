@@ -126,8 +126,9 @@ func approvePage(link verifiedLink, reasons []string) pages.Approve {
 	page.Payee, _ = bound[catalog.ApprovalPayeeField].(string)
 	for _, name := range slices.Sorted(maps.Keys(bound)) {
 		v := fmt.Sprint(bound[name])
-		if n, ok := bound[name].(json.Number); ok && link.action.Bind[name].ScaleFrom != "" {
-			cur, _ := bound[link.action.Bind[name].ScaleFrom].(string)
+		f := link.action.Bind[name]
+		if n, ok := bound[name].(json.Number); ok && f.ScaleFrom() != "" {
+			cur, _ := bound[f.ScaleFrom()].(string)
 			v = withScale(string(n), cur)
 		}
 		if name == catalog.ApprovalAmountField {

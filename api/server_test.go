@@ -58,10 +58,17 @@ type bundle struct {
 }
 
 func testCatalog() *catalog.Catalog {
-	bind := map[string]catalog.Field{
-		"amount":   {Type: catalog.TypeDecimal, Required: true, ExclusiveMin: &catalog.Decimal{}, ScaleFrom: "currency"},
-		"currency": {Type: catalog.TypeString, Required: true, Normalize: []string{"trim", "upper"}, Kind: catalog.KindCurrency},
-		"payee_id": {Type: catalog.TypeString, Required: true, Normalize: []string{"trim"}, Kind: catalog.KindIdentifier, MaxLength: 64},
+	bind := map[string]catalog.Field{}
+	for name, text := range map[string]string{
+		"amount":   "{type: decimal, required: true, exclusive_min: 0, scale_from: currency}",
+		"currency": "{type: string, required: true, normalize: [trim, upper], kind: currency}",
+		"payee_id": "{type: string, required: true, normalize: [trim], kind: identifier, max_length: 64}",
+	} {
+		f, err := catalog.ParseField(text)
+		if err != nil {
+			panic(err)
+		}
+		bind[name] = f
 	}
 	free := map[string]catalog.FreeField{"memo": {Type: catalog.TypeString}}
 	action := func(scope string, quote string) *catalog.Action {

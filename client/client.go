@@ -190,10 +190,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // isRetried reports whether the client sends the same request again after an
-// answer of status s: the gateway was temporarily unavailable, or the subject
-// went over its rate and the answer names the wait.
+// answer of status s: the registry says the same request may be sent again
+// (the gateway was temporarily unavailable, or the subject went over its
+// rate and the answer names the wait).
 func isRetried(s Status) bool {
-	return s == status.TemporarilyUnavailable || s == status.RateLimited
+	info, ok := status.Lookup(s)
+	return ok && info.Retryable
 }
 
 // isTransient reports whether err is a failure that sending the same request

@@ -139,9 +139,9 @@ func TestRetryStopsWithTheContext(t *testing.T) {
 func TestRefusalsMatchTheirClass(t *testing.T) {
 	t.Parallel()
 	cases := map[Status]error{}
-	for s, class := range classes {
-		if !isRetried(s) {
-			cases[s] = class
+	for _, s := range status.For(status.Agent) {
+		if info, _ := status.Lookup(s); info.Kind == status.Refusal && !isRetried(s) {
+			cases[s] = ClassOf(s)
 		}
 	}
 	for st, class := range cases {

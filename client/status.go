@@ -7,51 +7,41 @@ import "github.com/oncegate/oncegate/status"
 // registry tells each one's HTTP code and description).
 type Status = status.Status
 
-// classes maps each refusal an agent can receive to the sentinel error its
-// *Error matches. It is the client's own knowledge (which Err* a caller
-// tests for); what the statuses are, their codes and whether they are
-// refusals, the client reads from the registry, and a test checks that
-// every agent-facing refusal of the registry has its class here.
-var classes = map[Status]error{
-	status.ParamMismatch:          ErrSecurity,
-	status.SubjectMismatch:        ErrSecurity,
-	status.ScopeMismatch:          ErrSecurity,
-	status.FingerprintInvalid:     ErrSecurity,
-	status.FingerprintExpired:     ErrFingerprintExpired,
-	status.InvalidParams:          ErrInvalidParams,
-	status.Unauthenticated:        ErrUnauthenticated,
-	status.UnknownAction:          ErrUnknownAction,
-	status.RepeatUnacknowledged:   ErrRepeatUnacknowledged,
-	status.TemporarilyUnavailable: ErrTemporarilyUnavailable,
-	status.DownstreamRefused:      ErrDownstreamRefused,
-	status.UnknownOperation:       ErrUnknownOperation,
-	status.Forbidden:              ErrBadRequest,
-	status.NotFound:               ErrBadRequest,
-	status.MethodNotAllowed:       ErrBadRequest,
-	status.MalformedRequest:       ErrBadRequest,
-	status.RequestTooLarge:        ErrBadRequest,
-	status.InternalError:          ErrInternal,
-	status.ApprovalRequired:       ErrApprovalRequired,
-	status.ApprovalDeclined:       ErrApprovalDeclined,
-	status.LimitExceeded:          ErrLimitExceeded,
-	status.RateLimited:            ErrRateLimited,
+// sentinels maps each class of the registry (status.Class) to the
+// sentinel error an *Error of that class matches: the client's public
+// classes. A status names its class in its registry entry, so a new status
+// of a known class needs nothing here; a test checks that every class the
+// registry names has its sentinel.
+var sentinels = map[status.Class]error{
+	status.ClassSecurity:               ErrSecurity,
+	status.ClassFingerprintExpired:     ErrFingerprintExpired,
+	status.ClassInvalidParams:          ErrInvalidParams,
+	status.ClassUnauthenticated:        ErrUnauthenticated,
+	status.ClassUnknownAction:          ErrUnknownAction,
+	status.ClassUnknownOperation:       ErrUnknownOperation,
+	status.ClassRepeatUnacknowledged:   ErrRepeatUnacknowledged,
+	status.ClassTemporarilyUnavailable: ErrTemporarilyUnavailable,
+	status.ClassDownstreamRefused:      ErrDownstreamRefused,
+	status.ClassBadRequest:             ErrBadRequest,
+	status.ClassInternal:               ErrInternal,
+	status.ClassApprovalRequired:       ErrApprovalRequired,
+	status.ClassApprovalDeclined:       ErrApprovalDeclined,
+	status.ClassLimitExceeded:          ErrLimitExceeded,
+	status.ClassRateLimited:            ErrRateLimited,
+	status.ClassManualReview:           ErrNeedsManualReview,
 }
 
-// ClassOf returns the sentinel error a refusal with status s matches
-// (ErrSecurity for param_mismatch, ...), ErrNeedsManualReview for
-// needs_manual_review, ErrUnexpectedAnswer for a status the registry does
-// not have, and nil for the other operation states.
+// ClassOf returns the sentinel error an answer with status s matches: the
+// one of its registry entry's class (ErrSecurity for param_mismatch,
+// ErrNeedsManualReview for needs_manual_review, ...), ErrUnexpectedAnswer
+// for a status the registry does not have, and nil for a status without a
+// class (the other operation states).
 func ClassOf(s Status) error {
-	if s == status.NeedsManualReview {
-		return ErrNeedsManualReview
-	}
-	if class, ok := classes[s]; ok {
-		return class
-	}
-	if !s.Known() {
+	info, ok := status.Lookup(s)
+	if !ok {
 		return ErrUnexpectedAnswer
 	}
-	return nil
+	return sentinels[info.Class]
 }
 
 // isRefusal reports whether an answer with s refuses the call: a status the

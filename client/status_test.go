@@ -16,8 +16,9 @@ func TestReplayHeaderIsTheGateways(t *testing.T) {
 }
 
 // TestEveryRefusalHasItsClass checks that each refusal the registry sends
-// an agent matches a sentinel of the client, and that the operation states
-// match none but needs_manual_review's.
+// an agent matches a sentinel of the client, derived from its entry's class
+// alone, and that the operation states match none but
+// needs_manual_review's.
 func TestEveryRefusalHasItsClass(t *testing.T) {
 	t.Parallel()
 	for _, s := range status.For(status.Agent) {
@@ -25,7 +26,7 @@ func TestEveryRefusalHasItsClass(t *testing.T) {
 		class := client.ClassOf(s)
 		switch {
 		case info.Kind == status.Refusal:
-			assert.NotNil(t, class, "agent refusal %q has no class in client/status.go", s)
+			assert.NotNil(t, class, "agent refusal %q has no class: name its status.Class in its registry entry", s)
 			assert.NotEqual(t, client.ErrUnexpectedAnswer, class, s)
 		case s == status.NeedsManualReview:
 			assert.Equal(t, client.ErrNeedsManualReview, class)
@@ -34,4 +35,26 @@ func TestEveryRefusalHasItsClass(t *testing.T) {
 		}
 	}
 	assert.Equal(t, client.ErrUnexpectedAnswer, client.ClassOf("no_such_status"))
+}
+
+// TestEveryClassHasItsSentinel checks that each class the registry names
+// matches one sentinel of the client and no other class's, so that a status
+// needs only its registry entry: a new class fails here until the client
+// has its sentinel.
+func TestEveryClassHasItsSentinel(t *testing.T) {
+	t.Parallel()
+	seen := map[error]status.Class{}
+	for _, c := range status.Classes() {
+		var sentinel error
+		for _, s := range status.All() {
+			if info, _ := status.Lookup(s); info.Class == c {
+				sentinel = client.ClassOf(s)
+				assert.NotNil(t, sentinel, "status %s: class %s has no sentinel error in client/status.go", s, c)
+			}
+		}
+		if other, dup := seen[sentinel]; dup && sentinel != nil {
+			t.Errorf("classes %s and %s match the same sentinel %v", c, other, sentinel)
+		}
+		seen[sentinel] = c
+	}
 }

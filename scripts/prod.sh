@@ -26,14 +26,15 @@
 #   prod.sh clean   stop everything and forget what the profile kept (.run-prod/
 #                   and its PostgreSQL folder under /var/tmp, if any)
 #
-# State lives in .run-prod/: stack.env, <name>.pid, <name>.log, the data of
+# State lives in .run-prod/ (PROD_RUN_DIR moves it: `make bench-e2e PROFILE=prod`
+# runs its own profile in .run-bench-prod/, on ports of its own): stack.env, <name>.pid, <name>.log, the data of
 # PostgreSQL and the Redis nodes, the profile's fingerprint and receipt keys
 # and tokens.
 # Binaries are cached in bin/ (gitignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-RUN=$ROOT/.run-prod
+RUN=${PROD_RUN_DIR:-$ROOT/.run-prod}
 TAG=prod
 STOP_WAIT=150
 # shellcheck source=scripts/lib.sh

@@ -8,9 +8,11 @@
 // (api/messages) are keyed by its names. It imports nothing, so that any
 // client may import it.
 //
-// Adding a status is one entry here (its name and its row) and its texts in
-// api/messages (en.yaml, zh.yaml); the tests then ask for the README's row
-// (go test ./status -update) and the OpenAPI enum.
+// Adding a status is one entry here (its name and its row, with its Class
+// when an agent receives it as a refusal) and its texts in api/messages
+// (en.yaml, zh.yaml); the public client derives its error from the Class,
+// and the tests then ask for the README's row (go test ./api -run TestREADME
+// -update) and the OpenAPI enum.
 package status
 
 import (
@@ -115,6 +117,56 @@ const (
 	Refusal Kind = "refusal"
 )
 
+// Class is what a caller does about an answer that is not the outcome it
+// asked for: the public client's error class (client.Err*, matched with
+// errors.Is). Several statuses share one (the four security refusals, the
+// five refusals of the request itself). An agent-facing refusal names its
+// class, and so does needs_manual_review; the other entries name none (the
+// empty Class: the answer is not an error to the client).
+type Class string
+
+// The classes. Each is matched by one sentinel error of the client
+// (ClassSecurity by client.ErrSecurity, ...).
+const (
+	// ClassSecurity: the confirm does not match its fingerprint, or the
+	// fingerprint is not one (a security event).
+	ClassSecurity Class = "security"
+	// ClassFingerprintExpired: preview again.
+	ClassFingerprintExpired Class = "fingerprint_expired"
+	// ClassInvalidParams: the params fail the action's rules.
+	ClassInvalidParams Class = "invalid_params"
+	// ClassUnauthenticated: no or an unknown bearer token.
+	ClassUnauthenticated Class = "unauthenticated"
+	// ClassUnknownAction: no such action.
+	ClassUnknownAction Class = "unknown_action"
+	// ClassUnknownOperation: no such operation for the caller.
+	ClassUnknownOperation Class = "unknown_operation"
+	// ClassRepeatUnacknowledged: an identical recent operation was not
+	// acknowledged.
+	ClassRepeatUnacknowledged Class = "repeat_unacknowledged"
+	// ClassTemporarilyUnavailable: nothing was consumed; the same request
+	// may be sent again.
+	ClassTemporarilyUnavailable Class = "temporarily_unavailable"
+	// ClassDownstreamRefused: the downstream refused the params.
+	ClassDownstreamRefused Class = "downstream_refused"
+	// ClassBadRequest: the request itself was refused (route, method, body,
+	// size, permission): a bug of the caller.
+	ClassBadRequest Class = "bad_request"
+	// ClassInternal: the gateway failed unexpectedly.
+	ClassInternal Class = "internal"
+	// ClassApprovalRequired: a person must approve first.
+	ClassApprovalRequired Class = "approval_required"
+	// ClassApprovalDeclined: a person declined the operation.
+	ClassApprovalDeclined Class = "approval_declined"
+	// ClassLimitExceeded: the amount does not fit a spend budget.
+	ClassLimitExceeded Class = "limit_exceeded"
+	// ClassRateLimited: too many calls; the same request may be sent after
+	// the wait.
+	ClassRateLimited Class = "rate_limited"
+	// ClassManualReview: the outcome is not known; a person decides.
+	ClassManualReview Class = "manual_review"
+)
+
 // Info is what the registry knows about a status.
 type Info struct {
 	// Code is the HTTP status code.
@@ -127,6 +179,9 @@ type Info struct {
 	Audience Audience
 	// Kind is whether it is an outcome or a refusal.
 	Kind Kind
+	// Class is the public client's error class of the answer: set for an
+	// agent-facing refusal and needs_manual_review, empty otherwise.
+	Class Class
 	// Carries lists the body members and headers beyond the common ones.
 	Carries string
 	// When says when the gateway answers it: the status's one description.
@@ -152,25 +207,25 @@ var registry = map[Status]Info{
 	Failed:                 {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`reason`, `failure_kind`, `receipt`", When: "a definite failure; `failure_kind` says how it is known, and only `downstream_refused`, `not_executed` and `not_sent` prove that nothing was executed (`operator_decision`: a person decided)"},
 	AlreadyFailed:          {Code: http.StatusOK, Audience: Agent, Kind: Outcome, Carries: "`reason`, `failure_kind`, `receipt` (the first one); header `Idempotent-Replayed: true`", When: "a replay of a definite failure"},
 	InProgress:             {Code: http.StatusAccepted, Audience: Agent, Kind: Outcome, Carries: "`poll_with`, `poll_after_ms`; header `Retry-After`", When: "started, the outcome is not known yet: poll `get_operation_status`", Polls: true},
-	NeedsManualReview:      {Code: http.StatusAccepted, Audience: Agent, Kind: Outcome, Carries: "`poll_with`, `poll_after_ms`; header `Retry-After`", When: "the outcome cannot be determined automatically; a person decides", Polls: true},
-	ParamMismatch:          {Code: http.StatusUnprocessableEntity, Audience: Agent, Kind: Refusal, When: "the bound params differ from the fingerprint's (a security event)"},
-	SubjectMismatch:        {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, When: "the fingerprint was issued to another subject (a security event)"},
-	ScopeMismatch:          {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, When: "the fingerprint was issued for another action (a security event)"},
-	FingerprintExpired:     {Code: http.StatusGone, Audience: Agent, Kind: Refusal, When: "first consumption at or after the fingerprint's `exp`: preview again"},
-	FingerprintInvalid:     {Code: http.StatusBadRequest, Audience: Agent, Kind: Refusal, When: "not a fingerprint, or a bad signature (a security event)"},
-	InvalidParams:          {Code: http.StatusBadRequest, Audience: Agent, Kind: Refusal, Carries: "`errors`", When: "the params fail the catalog's rules: fix them, then preview again"},
-	Unauthenticated:        {Code: http.StatusUnauthorized, Audience: Agent, Kind: Refusal, Carries: "header `WWW-Authenticate`", When: "no or unknown bearer token: do not retry with the same credentials"},
-	UnknownAction:          {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, When: "no such action (scope)"},
-	RepeatUnacknowledged:   {Code: http.StatusConflict, Audience: Agent, Kind: Refusal, Carries: "`recent_operation`", When: "an identical operation ran recently and the confirm did not acknowledge it: ask the user"},
-	TemporarilyUnavailable: {Code: http.StatusServiceUnavailable, Retryable: true, Audience: Agent, Kind: Refusal, Carries: "`retry_after_ms`; header `Retry-After`", When: "the truth store, the workflow engine or (at preview) the quote endpoint cannot answer now; nothing was consumed: the same request may be sent again a bounded number of times", RetryAfter: true},
-	DownstreamRefused:      {Code: http.StatusUnprocessableEntity, Audience: Agent, Kind: Refusal, Carries: "`reason`, `errors` when the downstream names fields", When: "at preview, the downstream's quote endpoint refused the params definitively (a 4xx other than 408/429): change the params, do not resend"},
-	UnknownOperation:       {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, When: "no such operation for the caller"},
-	Forbidden:              {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, When: "an ops endpoint called without the operator role"},
-	NotFound:               {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, When: "no such endpoint"},
-	MethodNotAllowed:       {Code: http.StatusMethodNotAllowed, Audience: Agent, Kind: Refusal, Carries: "header `Allow`", When: "the endpoint does not accept the method"},
-	MalformedRequest:       {Code: http.StatusBadRequest, Audience: Agent, Kind: Refusal, When: "the body is not the endpoint's JSON (syntax, unknown member, missing `params`)"},
-	RequestTooLarge:        {Code: http.StatusRequestEntityTooLarge, Audience: Agent, Kind: Refusal, When: "the body exceeds 64 KiB"},
-	InternalError:          {Code: http.StatusInternalServerError, Audience: Agent, Kind: Refusal, When: "an unexpected error; report the `trace_id`"},
+	NeedsManualReview:      {Code: http.StatusAccepted, Audience: Agent, Kind: Outcome, Class: ClassManualReview, Carries: "`poll_with`, `poll_after_ms`; header `Retry-After`", When: "the outcome cannot be determined automatically; a person decides", Polls: true},
+	ParamMismatch:          {Code: http.StatusUnprocessableEntity, Audience: Agent, Kind: Refusal, Class: ClassSecurity, When: "the bound params differ from the fingerprint's (a security event)"},
+	SubjectMismatch:        {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Class: ClassSecurity, When: "the fingerprint was issued to another subject (a security event)"},
+	ScopeMismatch:          {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Class: ClassSecurity, When: "the fingerprint was issued for another action (a security event)"},
+	FingerprintExpired:     {Code: http.StatusGone, Audience: Agent, Kind: Refusal, Class: ClassFingerprintExpired, When: "first consumption at or after the fingerprint's `exp`: preview again"},
+	FingerprintInvalid:     {Code: http.StatusBadRequest, Audience: Agent, Kind: Refusal, Class: ClassSecurity, When: "not a fingerprint, or a bad signature (a security event)"},
+	InvalidParams:          {Code: http.StatusBadRequest, Audience: Agent, Kind: Refusal, Class: ClassInvalidParams, Carries: "`errors`", When: "the params fail the catalog's rules: fix them, then preview again"},
+	Unauthenticated:        {Code: http.StatusUnauthorized, Audience: Agent, Kind: Refusal, Class: ClassUnauthenticated, Carries: "header `WWW-Authenticate`", When: "no or unknown bearer token: do not retry with the same credentials"},
+	UnknownAction:          {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, Class: ClassUnknownAction, When: "no such action (scope)"},
+	RepeatUnacknowledged:   {Code: http.StatusConflict, Audience: Agent, Kind: Refusal, Class: ClassRepeatUnacknowledged, Carries: "`recent_operation`", When: "an identical operation ran recently and the confirm did not acknowledge it: ask the user"},
+	TemporarilyUnavailable: {Code: http.StatusServiceUnavailable, Retryable: true, Audience: Agent, Kind: Refusal, Class: ClassTemporarilyUnavailable, Carries: "`retry_after_ms`; header `Retry-After`", When: "the truth store, the workflow engine or (at preview) the quote endpoint cannot answer now; nothing was consumed: the same request may be sent again a bounded number of times", RetryAfter: true},
+	DownstreamRefused:      {Code: http.StatusUnprocessableEntity, Audience: Agent, Kind: Refusal, Class: ClassDownstreamRefused, Carries: "`reason`, `errors` when the downstream names fields", When: "at preview, the downstream's quote endpoint refused the params definitively (a 4xx other than 408/429): change the params, do not resend"},
+	UnknownOperation:       {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, Class: ClassUnknownOperation, When: "no such operation for the caller"},
+	Forbidden:              {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "an ops endpoint called without the operator role"},
+	NotFound:               {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "no such endpoint"},
+	MethodNotAllowed:       {Code: http.StatusMethodNotAllowed, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, Carries: "header `Allow`", When: "the endpoint does not accept the method"},
+	MalformedRequest:       {Code: http.StatusBadRequest, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "the body is not the endpoint's JSON (syntax, unknown member, missing `params`)"},
+	RequestTooLarge:        {Code: http.StatusRequestEntityTooLarge, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "the body exceeds 64 KiB"},
+	InternalError:          {Code: http.StatusInternalServerError, Audience: Agent, Kind: Refusal, Class: ClassInternal, When: "an unexpected error; report the `trace_id`"},
 	NotAwaitingReview:      {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Carries: "`state`", When: "ops: a resolve for an operation that is not waiting for review"},
 	InvalidResolution:      {Code: http.StatusBadRequest, Audience: Operator, Kind: Refusal, Carries: "`errors`", When: "ops: a resolve body, or a list filter, that is incomplete or inconsistent"},
 	ResolutionSent:         {Code: http.StatusAccepted, Audience: Operator, Kind: Outcome, Carries: "`outcome`", When: "ops: the decision was accepted by the operation's workflow but its outcome was not recorded within the wait"},
@@ -183,8 +238,8 @@ var registry = map[Status]Info{
 	WebhookRefused:         {Code: http.StatusBadRequest, Audience: Downstream, Kind: Refusal, Carries: "`reason`", When: "`POST /v1/webhooks/{scope}`: an unsigned, wrongly signed, stale, unknown or replayed event; nothing changed"},
 	Alive:                  {Code: http.StatusOK, Audience: Probe, Kind: Outcome, When: "`GET /healthz`: the process runs"},
 	Ready:                  {Code: http.StatusOK, Audience: Probe, Kind: Outcome, Carries: "`postgres`, `redis`", When: "`GET /readyz`: the truth database answers"},
-	ApprovalRequired:       {Code: http.StatusPreconditionRequired, Audience: Agent, Kind: Refusal, Carries: "`approval` (`required`, `reasons`, `url`, `expires_at`, `state`)", When: "the action's policy asks a person to approve this operation with a passkey and no approval is recorded yet; nothing was consumed: give the user the link, and confirm again once they approved"},
-	ApprovalDeclined:       {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Carries: "`approval`", When: "the person declined this operation with their passkey; its fingerprint can never be confirmed"},
+	ApprovalRequired:       {Code: http.StatusPreconditionRequired, Audience: Agent, Kind: Refusal, Class: ClassApprovalRequired, Carries: "`approval` (`required`, `reasons`, `url`, `expires_at`, `state`)", When: "the action's policy asks a person to approve this operation with a passkey and no approval is recorded yet; nothing was consumed: give the user the link, and confirm again once they approved"},
+	ApprovalDeclined:       {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Class: ClassApprovalDeclined, Carries: "`approval`", When: "the person declined this operation with their passkey; its fingerprint can never be confirmed"},
 	WebAuthnOptions:        {Code: http.StatusOK, Audience: Approver, Kind: Outcome, Carries: "`options`", When: "approval and enrolment pages: the options of a WebAuthn ceremony for `navigator.credentials`"},
 	ApprovalRecorded:       {Code: http.StatusOK, Audience: Approver, Kind: Outcome, Carries: "`approval`", When: "approval page: the passkey's decision was verified and recorded"},
 	PasskeyEnrolled:        {Code: http.StatusOK, Audience: Approver, Kind: Outcome, Carries: "`passkey`", When: "enrolment page: a passkey was registered for the subject"},
@@ -194,8 +249,8 @@ var registry = map[Status]Info{
 	PasskeyRevoked:         {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`passkey`", When: "ops: the passkey is revoked and decides nothing any more"},
 	ApprovalsListed:        {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`approvals`, `count`", When: "ops: the approvals (pending ones: asked, not decided)"},
 	UnknownPasskey:         {Code: http.StatusNotFound, Audience: Operator, Kind: Refusal, When: "ops: no passkey of that id"},
-	LimitExceeded:          {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Carries: "`limit` (`name`, `window`, `currency`, `max`, `used`, `left`, `resets_at`)", When: "the amount does not fit one of the subject's spend budgets (`ONCEGATE_LIMITS`); nothing was claimed or executed"},
-	RateLimited:            {Code: http.StatusTooManyRequests, Retryable: true, Audience: Agent, Kind: Refusal, Carries: "`retry_after_ms`; header `Retry-After`", When: "too many previews or confirms from this subject; nothing was done: the same request may be sent again after the wait", RetryAfter: true},
+	LimitExceeded:          {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Class: ClassLimitExceeded, Carries: "`limit` (`name`, `window`, `currency`, `max`, `used`, `left`, `resets_at`)", When: "the amount does not fit one of the subject's spend budgets (`ONCEGATE_LIMITS`); nothing was claimed or executed"},
+	RateLimited:            {Code: http.StatusTooManyRequests, Retryable: true, Audience: Agent, Kind: Refusal, Class: ClassRateLimited, Carries: "`retry_after_ms`; header `Retry-After`", When: "too many previews or confirms from this subject; nothing was done: the same request may be sent again after the wait", RetryAfter: true},
 	LimitsShown:            {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`limits` (`budgets`: `name`, `window`, `currency`, `max`, `used`, `left`; the rates; `last_reset`)", When: "ops: a subject's budgets, what each window holds and what is left"},
 	LimitsReset:            {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`reset` (`subject`, `reset_at`, `reset_by`, `trace_id`)", When: "ops: the subject's budget windows start afresh; earlier reservations no longer count"},
 	NotReady:               {Code: http.StatusServiceUnavailable, Audience: Probe, Kind: Refusal, Carries: "`postgres`, `redis`, `retry_after_ms`; header `Retry-After`", When: "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule", RetryAfter: true},
@@ -220,6 +275,18 @@ func For(audience Audience) []Status {
 		}
 	}
 	return out
+}
+
+// Classes returns the class of every entry that names one, sorted: the
+// classes the public client has a sentinel error for.
+func Classes() []Class {
+	seen := map[Class]bool{}
+	for _, info := range registry {
+		if info.Class != "" {
+			seen[info.Class] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // Known reports whether s is a status of the registry.

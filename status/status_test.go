@@ -12,7 +12,8 @@ import (
 // TestRegistryEntriesAreComplete checks every entry of the registry: a
 // code, an audience and a kind from their lists, a description; retryable
 // only for temporarily_unavailable (docs/contract.md §4); a
-// polling answer is a 202 outcome; a refusal is an HTTP error.
+// polling answer is a 202 outcome; a refusal is an HTTP error; an
+// agent-facing refusal names its client class.
 func TestRegistryEntriesAreComplete(t *testing.T) {
 	t.Parallel()
 	audiences := map[status.Audience]bool{status.Agent: true, status.Operator: true, status.Probe: true, status.Approver: true,
@@ -34,6 +35,11 @@ func TestRegistryEntriesAreComplete(t *testing.T) {
 		if info.Kind == status.Refusal {
 			assert.GreaterOrEqual(t, info.Code, 400, "%s: a refusal is an HTTP error", s)
 		}
+		classed := (info.Audience == status.Agent && info.Kind == status.Refusal) || s == status.NeedsManualReview
+		assert.Equal(t, classed, info.Class != "",
+			"%s: an agent-facing refusal (and needs_manual_review) names its client class; no other entry does", s)
+		assert.Equal(t, info.Class == status.ClassTemporarilyUnavailable || info.Class == status.ClassRateLimited, info.Retryable,
+			"%s: a retryable answer's class is one the client retries", s)
 	}
 	assert.False(t, status.Status("no_such_status").Known())
 }

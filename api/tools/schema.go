@@ -37,12 +37,13 @@ func shapeOf(f catalog.Field) numberShape {
 			sh.sign = "nonnegative"
 		}
 	}
+	places, scaled := f.Scale()
 	switch {
 	case f.Type == catalog.TypeInteger:
 		sh.scale = 0
-	case f.Scale != nil:
-		sh.scale = *f.Scale
-	case f.ScaleFrom != "":
+	case scaled:
+		sh.scale = places
+	case f.ScaleFrom() != "":
 		sh.scale = iso4217.MaxScale()
 	}
 	hi, _ := f.Upper()
@@ -174,7 +175,7 @@ func stringSchema(f catalog.Field) map[string]any {
 func described(f catalog.Field) []catalog.Description {
 	var out []catalog.Description
 	for _, c := range catalog.Constraints() {
-		if c.Declared(&f) && slices.Contains(c.Types(), f.Type) {
+		if f.Declares(c) && slices.Contains(c.Types(), f.Type) {
 			out = append(out, c.Describe(&f))
 		}
 	}

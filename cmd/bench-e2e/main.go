@@ -2,8 +2,10 @@
 // free ports, measures oncegate's paths against floors built into this
 // binary in alternating rounds, prints the ratios, and writes the report
 // (docs/benchmarks.md, keeping its hand-written notes) and the latency
-// chart (docs/benchmarks.png). It is a benchmark: it asserts nothing about
-// speed. Run it from the repository root.
+// chart (docs/benchmarks.png). With -prod-stack it measures a running
+// production-like profile instead (scripts/bench-prod.sh, `make bench-e2e
+// PROFILE=prod`, which writes docs/benchmarks-prod.md). It is a benchmark:
+// it asserts nothing about speed. Run it from the repository root.
 package main
 
 import (
@@ -22,12 +24,12 @@ import (
 )
 
 func main() {
-	if len(os.Args) == 6 && os.Args[1] == benche2e.BareWorkerFlag {
-		// The bare workflow's worker, started by the benchmark itself:
-		// address, namespace, task queue, pollers.
-		pollers, err := strconv.Atoi(os.Args[5])
+	if len(os.Args) == 4 && os.Args[1] == benche2e.BareWorkerFlag {
+		// The bare workflow's worker, started by the benchmark itself: task
+		// queue, pollers; its Temporal connection is in the environment.
+		pollers, err := strconv.Atoi(os.Args[3])
 		if err == nil {
-			err = benche2e.RunBareWorker(os.Args[2], os.Args[3], os.Args[4], pollers)
+			err = benche2e.RunBareWorker(os.Args[2], pollers)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench-e2e bare worker:", err)
@@ -72,6 +74,7 @@ func run() error {
 	flag.StringVar(&twin.DatabaseURLParams, "twin-db-params", "", "query parameters of the twin's DATABASE_URL")
 	flag.StringVar(&twin.RedisURLParams, "twin-redis-params", "", "query parameters of the twin's REDIS_URL")
 	flag.IntVar(&twin.WorkerPollers, "twin-worker-pollers", 0, "pollers per task kind of the twin's worker")
+	flag.StringVar(&opts.ProdStack, "prod-stack", "", "measure the running production-like profile of this stack.env (scripts/bench-prod.sh) instead of starting the dev stack")
 	flag.StringVar(&out, "out", "docs/benchmarks.md", "the report (its notes below the marker are kept)")
 	flag.StringVar(&chart, "chart", "docs/benchmarks.png", "the latency chart (PNG)")
 	flag.Parse()

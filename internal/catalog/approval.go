@@ -102,7 +102,7 @@ func buildApproval(p problems, r *rawApproval, bind map[string]Field, fpTTL time
 		if f, ok := bind[ApprovalAmountField]; !ok || f.Type != TypeDecimal {
 			p.addf("approval.above needs the bound decimal field %s", ApprovalAmountField)
 		}
-		if f, ok := bind[ApprovalCurrencyField]; !ok || f.Kind != KindCurrency {
+		if f, ok := bind[ApprovalCurrencyField]; !ok || !f.IsCurrency() {
 			p.addf("approval.above needs the bound field %s of kind currency", ApprovalCurrencyField)
 		}
 	}

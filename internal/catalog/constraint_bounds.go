@@ -1,6 +1,25 @@
 package catalog
 
-import "fmt"
+import (
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Bound constraints: min, exclusive_min, max and exclusive_max, whose
+// values are exact decimals.
+var (
+	minBound          = minConstraint{}
+	exclusiveMinBound = exclusiveMinConstraint{}
+	maxBound          = maxConstraint{}
+	exclusiveMaxBound = exclusiveMaxConstraint{}
+)
+
+// decodeBound decodes the decimal of a bound's key.
+func decodeBound(key string, n *yaml.Node) (any, bool, error) {
+	d, err := decodeAs[*Decimal](key, n)
+	return d, err == nil, err
+}
 
 // checkRange refuses a lower and an upper bound that leave no value.
 func checkRange(f *Field) []string {
@@ -11,7 +30,7 @@ func checkRange(f *Field) []string {
 	}
 	c := lo.Cmp(hi.Apd())
 	if c > 0 || (c == 0 && (loEx || hiEx)) {
-		return []string{fmt.Sprintf("%s %s and %s %s leave no allowed value", boundKey(f.ExclusiveMin != nil, "min"), lo, boundKey(f.ExclusiveMax != nil, "max"), hi)}
+		return []string{fmt.Sprintf("%s %s and %s %s leave no allowed value", boundKey(loEx, "min"), lo, boundKey(hiEx, "max"), hi)}
 	}
 	return nil
 }
@@ -26,18 +45,18 @@ func boundKey(exclusive bool, key string) string {
 
 // Lower returns the lower bound of a decimal or integer field and whether
 // it is exclusive; nil when there is none.
-func (f Field) Lower() (*Decimal, bool) {
-	if f.ExclusiveMin != nil {
-		return f.ExclusiveMin, true
+func (f *Field) Lower() (*Decimal, bool) {
+	if f.Declares(exclusiveMinBound) {
+		return ValueOf[*Decimal](f, exclusiveMinBound), true
 	}
-	return f.Min, false
+	return ValueOf[*Decimal](f, minBound), false
 }
 
 // Upper returns the upper bound of a decimal or integer field and whether
 // it is exclusive; nil when there is none.
-func (f Field) Upper() (*Decimal, bool) {
-	if f.ExclusiveMax != nil {
-		return f.ExclusiveMax, true
+func (f *Field) Upper() (*Decimal, bool) {
+	if f.Declares(exclusiveMaxBound) {
+		return ValueOf[*Decimal](f, exclusiveMaxBound), true
 	}
-	return f.Max, false
+	return ValueOf[*Decimal](f, maxBound), false
 }

@@ -3,6 +3,8 @@ package catalog
 import (
 	"strconv"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/oncegate/oncegate/internal/iso4217"
 )
 
@@ -13,17 +15,25 @@ const CurrencyPattern = "^[A-Z]{3}$"
 // currencyConstraint is kind: currency: an active ISO 4217 currency code.
 type currencyConstraint struct{}
 
+func init() { Register(currencyConstraint{}) }
+
 // Key is kind.
-func (currencyConstraint) Key() string { return "kind" }
+func (currencyConstraint) Key() string { return kindKey }
 
 // Rule is currency.
 func (currencyConstraint) Rule() string { return "currency" }
 
+// Order is 70.
+func (currencyConstraint) Order() int { return 70 }
+
 // Types is string.
 func (currencyConstraint) Types() []FieldType { return text }
 
-// Declared reports whether f is of kind currency.
-func (currencyConstraint) Declared(f *Field) bool { return f.Kind == KindCurrency }
+// Decode declares it for kind: currency.
+func (c currencyConstraint) Decode(n *yaml.Node) (any, bool, error) { return decodeKind(c, n) }
+
+// IsCurrency reports whether f is of kind currency.
+func (f *Field) IsCurrency() bool { return f.Declares(currencyConstraint{}) }
 
 // CheckDeclaration refuses nothing.
 func (currencyConstraint) CheckDeclaration(string, *Field, map[string]Field) []string { return nil }
@@ -40,7 +50,7 @@ func (c currencyConstraint) Check(_ *Field, v Value) []Problem {
 // enum of the field says more.
 func (currencyConstraint) Describe(f *Field) Description {
 	d := Description{Sentence: "An active ISO 4217 currency code in upper case, such as USD, EUR or JPY (not XXX, XTS or metals such as XAU)."}
-	if f.Pattern == "" && len(f.Enum) == 0 {
+	if !f.Declares(patternConstraint{}) && !f.Declares(enumConstraint{}) {
 		d.Keywords = map[string]any{"pattern": CurrencyPattern}
 	}
 	return d

@@ -1,7 +1,11 @@
 package catalog
 
+import "gopkg.in/yaml.v3"
+
 // exclusiveMinConstraint is exclusive_min: a value a number must be greater than.
 type exclusiveMinConstraint struct{}
+
+func init() { Register(exclusiveMinConstraint{}) }
 
 // Key is exclusive_min.
 func (exclusiveMinConstraint) Key() string { return "exclusive_min" }
@@ -9,15 +13,20 @@ func (exclusiveMinConstraint) Key() string { return "exclusive_min" }
 // Rule is exclusive_min.
 func (exclusiveMinConstraint) Rule() string { return "exclusive_min" }
 
+// Order is 20.
+func (exclusiveMinConstraint) Order() int { return 20 }
+
 // Types are decimal and integer.
 func (exclusiveMinConstraint) Types() []FieldType { return numeric }
 
-// Declared reports whether f sets exclusive_min.
-func (exclusiveMinConstraint) Declared(f *Field) bool { return f.ExclusiveMin != nil }
+// Decode reads an exact decimal.
+func (exclusiveMinConstraint) Decode(n *yaml.Node) (any, bool, error) {
+	return decodeBound("exclusive_min", n)
+}
 
 // CheckDeclaration refuses min beside it, and an empty range.
 func (exclusiveMinConstraint) CheckDeclaration(_ string, f *Field, _ map[string]Field) []string {
-	if f.Min != nil {
+	if f.Declares(minBound) {
 		return []string{"set min or exclusive_min, not both"}
 	}
 	return checkRange(f)
@@ -25,16 +34,16 @@ func (exclusiveMinConstraint) CheckDeclaration(_ string, f *Field, _ map[string]
 
 // Check refuses a number not greater than exclusive_min.
 func (c exclusiveMinConstraint) Check(f *Field, v Value) []Problem {
-	if v.Number.Cmp(f.ExclusiveMin.Apd()) > 0 {
+	if v.Number.Cmp(ValueOf[*Decimal](f, exclusiveMinBound).Apd()) > 0 {
 		return nil
 	}
-	lo := f.ExclusiveMin.String()
+	lo := ValueOf[*Decimal](f, exclusiveMinBound).String()
 	return []Problem{{Rule: c.Rule(), Code: "exclusive_min", Expected: "> " + lo, Args: []string{"limit", lo, "value", v.Number.Text('f')}}}
 }
 
 // Describe says "greater than exclusive_min".
 func (exclusiveMinConstraint) Describe(f *Field) Description {
-	return Description{Bound: "greater than " + f.ExclusiveMin.String()}
+	return Description{Bound: "greater than " + ValueOf[*Decimal](f, exclusiveMinBound).String()}
 }
 
 // Texts are exclusive_min's.

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/text/secure/precis"
 	"golang.org/x/text/unicode/runenames"
+	"gopkg.in/yaml.v3"
 )
 
 // maxNamedChars bounds the characters one identifier problem names.
@@ -24,17 +25,22 @@ var identifierProfile = precis.NewIdentifier()
 // IdentifierClass of RFC 8264.
 type identifierConstraint struct{}
 
+func init() { Register(identifierConstraint{}) }
+
 // Key is kind.
-func (identifierConstraint) Key() string { return "kind" }
+func (identifierConstraint) Key() string { return kindKey }
 
 // Rule is identifier.
 func (identifierConstraint) Rule() string { return "identifier" }
 
+// Order is 80.
+func (identifierConstraint) Order() int { return 80 }
+
 // Types is string.
 func (identifierConstraint) Types() []FieldType { return text }
 
-// Declared reports whether f is of kind identifier.
-func (identifierConstraint) Declared(f *Field) bool { return f.Kind == KindIdentifier }
+// Decode declares it for kind: identifier.
+func (c identifierConstraint) Decode(n *yaml.Node) (any, bool, error) { return decodeKind(c, n) }
 
 // CheckDeclaration refuses nothing.
 func (identifierConstraint) CheckDeclaration(string, *Field, map[string]Field) []string { return nil }

@@ -1,7 +1,11 @@
 package catalog
 
+import "gopkg.in/yaml.v3"
+
 // maxConstraint is max: the largest allowed value of a number (inclusive).
 type maxConstraint struct{}
+
+func init() { Register(maxConstraint{}) }
 
 // Key is max.
 func (maxConstraint) Key() string { return "max" }
@@ -9,11 +13,14 @@ func (maxConstraint) Key() string { return "max" }
 // Rule is max.
 func (maxConstraint) Rule() string { return "max" }
 
+// Order is 30.
+func (maxConstraint) Order() int { return 30 }
+
 // Types are decimal and integer.
 func (maxConstraint) Types() []FieldType { return numeric }
 
-// Declared reports whether f sets max.
-func (maxConstraint) Declared(f *Field) bool { return f.Max != nil }
+// Decode reads an exact decimal.
+func (maxConstraint) Decode(n *yaml.Node) (any, bool, error) { return decodeBound("max", n) }
 
 // CheckDeclaration refuses nothing of its own (the lower bound reports an
 // empty range).
@@ -21,15 +28,16 @@ func (maxConstraint) CheckDeclaration(string, *Field, map[string]Field) []string
 
 // Check refuses a number above max.
 func (c maxConstraint) Check(f *Field, v Value) []Problem {
-	if v.Number.Cmp(f.Max.Apd()) <= 0 {
+	hi := ValueOf[*Decimal](f, maxBound)
+	if v.Number.Cmp(hi.Apd()) <= 0 {
 		return nil
 	}
-	return []Problem{{Rule: c.Rule(), Code: "max", Expected: "<= " + f.Max.String(), Args: []string{"limit", f.Max.String(), "value", v.Number.Text('f')}}}
+	return []Problem{{Rule: c.Rule(), Code: "max", Expected: "<= " + hi.String(), Args: []string{"limit", hi.String(), "value", v.Number.Text('f')}}}
 }
 
 // Describe says "at most max".
 func (maxConstraint) Describe(f *Field) Description {
-	return Description{Bound: "at most " + f.Max.String()}
+	return Description{Bound: "at most " + ValueOf[*Decimal](f, maxBound).String()}
 }
 
 // Texts are max's.

@@ -1,7 +1,11 @@
 package catalog
 
+import "gopkg.in/yaml.v3"
+
 // minConstraint is min: the smallest allowed value of a number (inclusive).
 type minConstraint struct{}
+
+func init() { Register(minConstraint{}) }
 
 // Key is min.
 func (minConstraint) Key() string { return "min" }
@@ -9,15 +13,18 @@ func (minConstraint) Key() string { return "min" }
 // Rule is min.
 func (minConstraint) Rule() string { return "min" }
 
+// Order is 10.
+func (minConstraint) Order() int { return 10 }
+
 // Types are decimal and integer.
 func (minConstraint) Types() []FieldType { return numeric }
 
-// Declared reports whether f sets min.
-func (minConstraint) Declared(f *Field) bool { return f.Min != nil }
+// Decode reads an exact decimal.
+func (minConstraint) Decode(n *yaml.Node) (any, bool, error) { return decodeBound("min", n) }
 
 // CheckDeclaration refuses an empty range with the upper bound.
 func (minConstraint) CheckDeclaration(_ string, f *Field, _ map[string]Field) []string {
-	if f.ExclusiveMin != nil {
+	if f.Declares(exclusiveMinBound) {
 		return nil // exclusive_min reports both
 	}
 	return checkRange(f)
@@ -25,15 +32,16 @@ func (minConstraint) CheckDeclaration(_ string, f *Field, _ map[string]Field) []
 
 // Check refuses a number below min.
 func (c minConstraint) Check(f *Field, v Value) []Problem {
-	if v.Number.Cmp(f.Min.Apd()) >= 0 {
+	lo := ValueOf[*Decimal](f, minBound)
+	if v.Number.Cmp(lo.Apd()) >= 0 {
 		return nil
 	}
-	return []Problem{{Rule: c.Rule(), Code: "min", Expected: ">= " + f.Min.String(), Args: []string{"limit", f.Min.String(), "value", v.Number.Text('f')}}}
+	return []Problem{{Rule: c.Rule(), Code: "min", Expected: ">= " + lo.String(), Args: []string{"limit", lo.String(), "value", v.Number.Text('f')}}}
 }
 
 // Describe says "at least min".
 func (minConstraint) Describe(f *Field) Description {
-	return Description{Bound: "at least " + f.Min.String()}
+	return Description{Bound: "at least " + ValueOf[*Decimal](f, minBound).String()}
 }
 
 // Texts are min's.

@@ -1,37 +1,58 @@
 package catalog
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-// TestEveryConstraintKeyIsAFieldKey checks the constraints against the
-// keys a bound field declares in YAML: each constraint is declared by a key
-// of Field, and each key of Field but the field's own (type, required,
-// normalize, description) is a constraint's, so that no constraint is a
-// key nothing checks.
-func TestEveryConstraintKeyIsAFieldKey(t *testing.T) {
+// TestConstraintsAreRegistered checks the registry of constraints: each
+// has its own order (problems and descriptions come in it), types and
+// texts, and a key that is no key of the field's own, which are the keys
+// fieldKeys decodes.
+func TestConstraintsAreRegistered(t *testing.T) {
 	t.Parallel()
-	own := []string{"type", "required", "normalize", "description"}
-	var keys []string
-	ft := reflect.TypeFor[Field]()
+	var own []string
+	ft := reflect.TypeFor[fieldKeys]()
 	for i := range ft.NumField() {
-		if tag, _, _ := strings.Cut(ft.Field(i).Tag.Get("yaml"), ","); tag != "" && !slices.Contains(own, tag) {
-			keys = append(keys, tag)
+		if tag, _, _ := strings.Cut(ft.Field(i).Tag.Get("yaml"), ","); tag != "" {
+			own = append(own, tag)
 		}
 	}
-	declared := map[string]bool{}
+	assert.ElementsMatch(t, ownKeys, own, "ownKeys are the keys fieldKeys decodes")
+	orders := map[int]string{}
 	for _, c := range Constraints() {
-		assert.Contains(t, keys, c.Key(), "constraint %s is declared by no key of Field", c.Key())
+		if other, dup := orders[c.Order()]; dup {
+			t.Errorf("constraints %s and %s have the same order %d: give each its own", other, c.Rule(), c.Order())
+		}
+		orders[c.Order()] = c.Rule()
+		assert.NotContains(t, own, c.Key(), "constraint %s is declared by a key of the field's own", c.Rule())
 		assert.NotEmpty(t, c.Types(), c.Key())
 		assert.NotEmpty(t, c.Texts(), "constraint %s names no problem", c.Key())
-		declared[c.Key()] = true
 	}
-	for _, k := range keys {
-		assert.True(t, declared[k], "Field key %s is no constraint's: add its file (constraint_%s.go)", k, k)
+	assert.True(t, slices.IsSortedFunc(Constraints(), func(a, b Constraint) int { return a.Order() - b.Order() }))
+}
+
+// TestREADMEDescribesEveryConstraint checks that the README's table of
+// constraints has a row for each constraint's key (kind: <rule> for the
+// string kinds), so that a new constraint is documented.
+func TestREADMEDescribesEveryConstraint(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	readme := string(raw)
+	for _, c := range Constraints() {
+		key := "`" + c.Key() + "`"
+		if c.Key() == kindKey {
+			key = "`kind: " + c.Rule() + "`"
+		}
+		assert.Regexp(t, `(?m)^\| [^|]*`+regexp.QuoteMeta(key), readme, "README.md's constraint table has no row for %s", key)
 	}
 }

@@ -2,9 +2,62 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
+
+// ownKeys are the keys of a bound field that are no constraint's.
+var ownKeys = []string{"type", "required", "normalize", "description"}
+
+// decodeConstraints has each constraint decode its key's value as f
+// writes it, and returns the problems: a key no constraint has, and a
+// value its constraint refuses, each naming the key.
+func (f *Field) decodeConstraints() []string {
+	var out []string
+	f.constraints = map[Constraint]any{}
+	for _, key := range slices.Sorted(maps.Keys(f.written)) {
+		n := f.written[key]
+		cs := ofKey(key)
+		if len(cs) == 0 {
+			out = append(out, fmt.Sprintf("unknown key %q (want %s or a constraint: %s)", key, strings.Join(ownKeys, ", "), strings.Join(constraintKeys(), ", ")))
+		}
+		for _, c := range cs {
+			v, declared, err := c.Decode(&n)
+			if err != nil {
+				out = append(out, err.Error())
+				break
+			}
+			if declared {
+				f.constraints[c] = v
+			}
+		}
+	}
+	return out
+}
+
+// constraintKeys are the keys of the constraints, sorted, each once.
+func constraintKeys() []string {
+	var keys []string
+	for _, c := range constraints {
+		keys = append(keys, c.Key())
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// decodeBind has the constraints of every bound field decode their values
+// (before any declaration is checked: scale_from reads another field's
+// kind).
+func (p problems) decodeBind(bind map[string]Field) {
+	for _, name := range slices.Sorted(maps.Keys(bind)) {
+		f := bind[name]
+		for _, msg := range f.decodeConstraints() {
+			p.addf("bind.%s: %s", name, msg)
+		}
+		bind[name] = f
+	}
+}
 
 // checkConstraints asks each constraint bound field name declares to check
 // its declaration (all of bind is needed for scale_from); a constraint of
@@ -14,13 +67,10 @@ func (p problems) checkConstraints(name string, f *Field, bind map[string]Field)
 	if !knownType(f.Type) {
 		return // the type's own problem is reported
 	}
-	if f.Type == TypeString && f.Kind != "" && !slices.Contains(knownKinds, f.Kind) {
-		p.addf("%s: unknown kind %q (want %s)", at, f.Kind, kindList())
-	}
 	misplaced := map[string]bool{}
 	for _, c := range constraints {
 		switch {
-		case !c.Declared(f):
+		case !f.Declares(c):
 		case !slices.Contains(c.Types(), f.Type):
 			if !misplaced[c.Key()] {
 				p.addf("%s: %s applies to %s fields only, not to %s fields", at, c.Key(), typeList(c.Types()), f.Type)
@@ -32,15 +82,6 @@ func (p problems) checkConstraints(name string, f *Field, bind map[string]Field)
 			}
 		}
 	}
-}
-
-// kindList writes the known string kinds as "currency or identifier".
-func kindList() string {
-	names := make([]string, len(knownKinds))
-	for i, k := range knownKinds {
-		names[i] = string(k)
-	}
-	return strings.Join(names, " or ")
 }
 
 // ApplyNormalizers applies the normalizers trim, upper and lower to s, in

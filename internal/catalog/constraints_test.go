@@ -44,12 +44,14 @@ func TestConstraintsLoad(t *testing.T) {
 	assert.False(t, loEx)
 	assert.Equal(t, "10", hi.String())
 	assert.True(t, hiEx)
-	require.NotNil(t, fee.Scale)
-	assert.Equal(t, 2, *fee.Scale)
+	places, scaled := fee.Scale()
+	assert.True(t, scaled)
+	assert.Equal(t, 2, places)
 	payee := a.Bind["payee_id"]
-	require.NotNil(t, payee.PatternRegexp(), "the pattern is compiled at load")
-	assert.True(t, payee.PatternRegexp().MatchString("p-1"))
-	assert.Equal(t, []string{"slow", "fast"}, a.Bind["speed"].Enum)
+	require.NotNil(t, payee.Pattern(), "the pattern is compiled at load")
+	assert.True(t, payee.Pattern().MatchString("p-1"))
+	speed := a.Bind["speed"]
+	assert.Equal(t, []string{"slow", "fast"}, ValueOf[[]string](&speed, enumConstraint{}))
 	assert.Equal(t, 500, a.Free["memo"].MaxLength)
 }
 
@@ -132,7 +134,19 @@ func TestConstraintRefusals(t *testing.T) {
 		},
 		"not a decimal": {
 			bind: "      amount: {type: decimal, max: lots}\n",
-			want: []string{`"lots" is not a finite decimal number`},
+			want: []string{`a.b: bind.amount: max: line 4: "lots" is not a finite decimal number`},
+		},
+		"scale not a number": {
+			bind: "      amount: {type: decimal, scale: two}\n",
+			want: []string{"a.b: bind.amount: scale: line 4: cannot unmarshal !!str `two` into int"},
+		},
+		"enum not a list": {
+			bind: "      speed: {type: string, enum: slow}\n",
+			want: []string{"a.b: bind.speed: enum: line 4: cannot unmarshal !!str `slow` into []string"},
+		},
+		"kind not a string": {
+			bind: "      payee_id: {type: string, kind: [currency]}\n",
+			want: []string{"a.b: bind.payee_id: kind: line 4: cannot unmarshal !!seq into string"},
 		},
 		"free max_length on a decimal": {
 			bind: "      amount: {type: decimal}\n",

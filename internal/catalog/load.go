@@ -187,3 +187,18 @@ type rawWebhook struct {
 	ReferenceField  string `yaml:"reference_field"`
 	ObjectField     string `yaml:"object_field"`
 }
+
+// ParseField reads one bound field as the catalog writes it under bind
+// (such as "{type: decimal, required: true, min: 0}") and decodes its
+// constraints; the checks that need the action (scale_from's field, a
+// constraint on a type it does not apply to) are the loader's.
+func ParseField(text string) (Field, error) {
+	var f Field
+	if err := yaml.Unmarshal([]byte(text), &f); err != nil {
+		return Field{}, fmt.Errorf("decode field: %w", err)
+	}
+	if problems := f.decodeConstraints(); len(problems) > 0 {
+		return Field{}, fmt.Errorf("decode field: %s", strings.Join(problems, "; "))
+	}
+	return f, nil
+}

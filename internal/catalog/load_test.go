@@ -136,13 +136,16 @@ func TestDevCatalogLoads(t *testing.T) {
 		assert.Equal(t, "1000000", hi.String())
 		assert.False(t, hiEx, "amount may be 1000000")
 	}
-	assert.Equal(t, "currency", amount.ScaleFrom)
-	assert.Nil(t, amount.Scale)
-	assert.Equal(t, []string{"trim", "upper"}, tr.Bind["currency"].Normalize)
-	assert.Equal(t, KindCurrency, tr.Bind["currency"].Kind)
-	assert.Equal(t, []string{"trim"}, tr.Bind["payee_id"].Normalize)
-	assert.Equal(t, KindIdentifier, tr.Bind["payee_id"].Kind)
-	assert.Equal(t, 64, tr.Bind["payee_id"].MaxLength)
+	assert.Equal(t, "currency", amount.ScaleFrom())
+	_, scaled := amount.Scale()
+	assert.False(t, scaled)
+	cur, payee := tr.Bind["currency"], tr.Bind["payee_id"]
+	assert.Equal(t, []string{"trim", "upper"}, cur.Normalize)
+	assert.True(t, cur.IsCurrency())
+	assert.Equal(t, []string{"trim"}, payee.Normalize)
+	assert.True(t, payee.Declares(identifierConstraint{}))
+	assert.False(t, payee.IsCurrency())
+	assert.Equal(t, 64, payee.MaxLength())
 	assert.Equal(t, TypeString, tr.Free["memo"].Type)
 	assert.Equal(t, 500, tr.Free["memo"].MaxLength)
 	assert.Equal(t, 15*time.Minute, tr.FingerprintTTL)
@@ -331,17 +334,18 @@ func TestAllProblemsAtOnce(t *testing.T) {
 
 func TestUnknownKeysRefused(t *testing.T) {
 	t.Parallel()
-	for name, text := range map[string]string{
-		"top level":  "actionz: {}\n",
-		"action":     strings.Replace(string(doc(action("a.b", nil, nil))), "    free:", "    frees: {}\n    free:", 1),
-		"downstream": strings.Replace(string(doc(action("a.b", nil, nil))), "      timeout:", "      retries: 3\n      timeout:", 1),
-		"field":      strings.Replace(string(doc(action("a.b", nil, nil))), "required: true}", "required: true, minimum: 1}", 1),
+	field := strings.Replace(string(doc(action("a.b", nil, nil))), "required: true}", "required: true, minimum: 1}", 1)
+	for name, tc := range map[string]struct{ text, want string }{
+		"top level":  {"actionz: {}\n", "not found in type"},
+		"action":     {strings.Replace(string(doc(action("a.b", nil, nil))), "    free:", "    frees: {}\n    free:", 1), "not found in type"},
+		"downstream": {strings.Replace(string(doc(action("a.b", nil, nil))), "      timeout:", "      retries: 3\n      timeout:", 1), "not found in type"},
+		"field":      {field, `a.b: bind.amount: unknown key "minimum" (want type, required, normalize, description or a constraint: `},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parse([]byte(text), gatewayWait, devEnv)
+			_, err := parse([]byte(tc.text), gatewayWait, devEnv)
 			require.Error(t, err)
-			assert.ErrorContains(t, err, "not found in type")
+			assert.ErrorContains(t, err, tc.want)
 		})
 	}
 	_, err := parse([]byte(""), gatewayWait, devEnv)

@@ -5,8 +5,10 @@
 package catalog
 
 import (
-	"regexp"
+	"encoding/json"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/oncegate/oncegate/internal/plan"
 )
@@ -25,67 +27,72 @@ const (
 	TypeBoolean FieldType = "boolean"
 )
 
-// StringKind refines what a string field may hold.
-type StringKind string
-
-const (
-	// KindCurrency is an active ISO 4217 currency code, such as USD.
-	KindCurrency StringKind = "currency"
-	// KindIdentifier is an identifier: no control, format, invisible,
-	// white-space or compatibility (such as full-width) characters; the
-	// PRECIS IdentifierClass of RFC 8264.
-	KindIdentifier StringKind = "identifier"
-)
-
-// knownKinds are the string kinds a field may declare; each is a
-// Constraint (constraint_currency.go, constraint_identifier.go).
-var knownKinds = []StringKind{KindCurrency, KindIdentifier}
-
-// Field declares one bound param. The constraints (Min to Kind) only
-// refuse values; they never change one, so they never change a param_hash.
-// Strings are checked after their normalizers, decimals by exact value.
+// Field declares one bound param: its type, whether it is required, its
+// normalizers and description, and the constraints it declares, each under
+// its key (min, kind, ...; see Constraint), decoded by the constraint when
+// the catalog loads. The constraints only refuse values; they never change
+// one, so they never change a param_hash. Strings are checked after their
+// normalizers, decimals by exact value.
 type Field struct {
 	// Type is the field's type.
-	Type FieldType `yaml:"type" json:"type"`
+	Type FieldType
 	// Required refuses params that lack the field (or carry null).
-	Required bool `yaml:"required" json:"required"`
+	Required bool
 	// Normalize lists normalizers applied in order: trim, upper, lower.
-	Normalize []string `yaml:"normalize" json:"normalize,omitempty"`
+	Normalize []string
 	// Description is shown in tool schemas.
-	Description string `yaml:"description" json:"description,omitempty"`
+	Description string
 
-	// Min is the smallest allowed value of a decimal or integer (inclusive).
-	Min *Decimal `yaml:"min" json:"min,omitempty"`
-	// ExclusiveMin is a value a decimal or integer must be greater than.
-	ExclusiveMin *Decimal `yaml:"exclusive_min" json:"exclusive_min,omitempty"`
-	// Max is the largest allowed value of a decimal or integer (inclusive).
-	Max *Decimal `yaml:"max" json:"max,omitempty"`
-	// ExclusiveMax is a value a decimal or integer must be less than.
-	ExclusiveMax *Decimal `yaml:"exclusive_max" json:"exclusive_max,omitempty"`
-	// Scale is the most decimal places a decimal may have (trailing zeros
-	// do not count: 12.50 has one).
-	Scale *int `yaml:"scale" json:"scale,omitempty"`
-	// ScaleFrom names a bound currency field whose ISO 4217 minor units
-	// are the most decimal places this decimal may have (2 for USD, 0 for JPY).
-	ScaleFrom string `yaml:"scale_from" json:"scale_from,omitempty"`
-
-	// MaxLength is the most characters (Unicode code points) a string may
-	// have; 0 means no limit.
-	MaxLength int `yaml:"max_length" json:"max_length,omitempty"`
-	// Enum lists the only values a string may take.
-	Enum []string `yaml:"enum" json:"enum,omitempty"`
-	// Pattern is a regular expression (RE2 syntax, unanchored as in JSON
-	// Schema) a string must match.
-	Pattern string `yaml:"pattern" json:"pattern,omitempty"`
-	// Kind refines a string: currency or identifier.
-	Kind StringKind `yaml:"kind" json:"kind,omitempty"`
-
-	// pattern is Pattern compiled at load.
-	pattern *regexp.Regexp
+	// written holds the constraint keys as the catalog writes them, until
+	// the loader decodes them into constraints.
+	written map[string]yaml.Node
+	// constraints holds the value of each constraint the field declares,
+	// as the constraint decoded it (Declares, ValueOf).
+	constraints map[Constraint]any
 }
 
-// PatternRegexp returns the compiled Pattern, or nil when there is none.
-func (f Field) PatternRegexp() *regexp.Regexp { return f.pattern }
+// fieldKeys are a bound field's own keys; every other key is a constraint's.
+type fieldKeys struct {
+	Type        FieldType            `yaml:"type"`
+	Required    bool                 `yaml:"required"`
+	Normalize   []string             `yaml:"normalize"`
+	Description string               `yaml:"description"`
+	Constraints map[string]yaml.Node `yaml:",inline"`
+}
+
+// UnmarshalYAML reads the field's own keys and keeps the others as written,
+// for the loader to decode by their constraints (an unknown key is refused
+// there, naming the field).
+func (f *Field) UnmarshalYAML(n *yaml.Node) error {
+	var k fieldKeys
+	if err := n.Decode(&k); err != nil {
+		return err
+	}
+	*f = Field{Type: k.Type, Required: k.Required, Normalize: k.Normalize, Description: k.Description, written: k.Constraints}
+	return nil
+}
+
+// MarshalJSON writes the field as the catalog declares it: its own keys
+// and each constraint's value under its key.
+func (f Field) MarshalJSON() ([]byte, error) {
+	out := map[string]any{"type": f.Type, "required": f.Required}
+	if len(f.Normalize) > 0 {
+		out["normalize"] = f.Normalize
+	}
+	if f.Description != "" {
+		out["description"] = f.Description
+	}
+	for c, v := range f.constraints {
+		out[c.Key()] = v
+	}
+	return json.Marshal(out)
+}
+
+// Declares reports whether f declares c.
+func (f *Field) Declares(c Constraint) bool {
+	_, ok := f.constraints[c]
+	return ok
+}
 
 // FreeField declares a param passed to the downstream but not bound.
 type FreeField struct {

@@ -160,6 +160,7 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 	if len(a.Bind) == 0 {
 		p.addf("bind is empty: declare at least one bound field")
 	}
+	p.decodeBind(a.Bind)
 	for _, name := range slices.Sorted(maps.Keys(a.Bind)) {
 		f := a.Bind[name]
 		switch {
@@ -240,7 +241,7 @@ func checkSpend(p problems, s Spend, bind map[string]Field) {
 	if f, ok := bind[s.Amount]; !ok || f.Type != TypeDecimal || !f.Required {
 		p.addf("spend.amount %q must name a required bound decimal field", s.Amount)
 	}
-	if f, ok := bind[s.Currency]; !ok || f.Kind != KindCurrency || !f.Required {
+	if f, ok := bind[s.Currency]; !ok || !f.IsCurrency() || !f.Required {
 		p.addf("spend.currency %q must name a required bound field of kind currency", s.Currency)
 	}
 }

@@ -27,7 +27,7 @@ func checkConstraints(name string, bind map[string]catalog.Field, normalized map
 	}
 	var out []FieldProblem
 	for _, c := range catalog.Constraints() {
-		if !c.Declared(&f) || !applies(c, f.Type) {
+		if !f.Declares(c) || !applies(c, f.Type) {
 			continue
 		}
 		for _, p := range c.Check(&f, v) {

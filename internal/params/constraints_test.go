@@ -122,13 +122,12 @@ func TestConstraintsKeepCanonicalBytes(t *testing.T) {
 
 func TestStringConstraints(t *testing.T) {
 	t.Parallel()
-	scale := 1
 	a := &catalog.Action{
 		Scope: "test.strings",
 		Bind: map[string]catalog.Field{
-			"speed": {Type: catalog.TypeString, Normalize: []string{"lower"}, Enum: []string{"slow", "fast"}},
-			"ref":   {Type: catalog.TypeString, Pattern: `^r-[0-9]+$`},
-			"rate":  {Type: catalog.TypeDecimal, Scale: &scale, Min: mustDecimal(t, "-1"), ExclusiveMax: mustDecimal(t, "5")},
+			"speed": field(t, "{type: string, normalize: [lower], enum: [slow, fast]}"),
+			"ref":   field(t, "{type: string, pattern: '^r-[0-9]+$'}"),
+			"rate":  field(t, "{type: decimal, scale: 1, min: -1, exclusive_max: 5}"),
 		},
 	}
 	got := Validate([]byte(`{"speed":"Medium","ref":"x-1","rate":"5"}`), a)
@@ -170,9 +169,10 @@ func TestProblemTextsRender(t *testing.T) {
 	}
 }
 
-func mustDecimal(t *testing.T, s string) *catalog.Decimal {
+// field is the bound field text declares, as the catalog writes it.
+func field(t *testing.T, text string) catalog.Field {
 	t.Helper()
-	d, err := catalog.ParseDecimal(s)
+	f, err := catalog.ParseField(text)
 	require.NoError(t, err)
-	return d
+	return f
 }

@@ -9,11 +9,17 @@ import (
 // constrainedAction is transferAction with the dev catalog's constraints.
 func constrainedAction() *catalog.Action {
 	a := transferAction()
-	zero, _ := catalog.ParseDecimal("0")
-	limit, _ := catalog.ParseDecimal("1000000")
-	a.Bind["amount"] = catalog.Field{Type: catalog.TypeDecimal, Required: true, ExclusiveMin: zero, Max: limit, ScaleFrom: "currency"}
-	a.Bind["currency"] = catalog.Field{Type: catalog.TypeString, Required: true, Normalize: []string{"trim", "upper"}, Kind: catalog.KindCurrency}
-	a.Bind["payee_id"] = catalog.Field{Type: catalog.TypeString, Required: true, Normalize: []string{"trim"}, Kind: catalog.KindIdentifier, MaxLength: 64}
+	for name, text := range map[string]string{
+		"amount":   "{type: decimal, required: true, exclusive_min: 0, max: 1000000, scale_from: currency}",
+		"currency": "{type: string, required: true, normalize: [trim, upper], kind: currency}",
+		"payee_id": "{type: string, required: true, normalize: [trim], kind: identifier, max_length: 64}",
+	} {
+		f, err := catalog.ParseField(text)
+		if err != nil {
+			panic(err)
+		}
+		a.Bind[name] = f
+	}
 	a.Free["memo"] = catalog.FreeField{Type: catalog.TypeString, MaxLength: 500}
 	return a
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/oncegate/oncegate/internal/catalog"
@@ -30,12 +31,10 @@ const (
 	RuleCatalog = "catalog"
 )
 
-// problemTexts are the English texts of every problem code, as
-// text/template strings over the problem's Args: these, and each
-// constraint's own (catalog.Constraint.Texts). The translations live in
-// api/messages (problems.<lang>.yaml) under the same codes, with the same
-// arguments; a test keeps the two in step.
-var problemTexts = withConstraintTexts(map[string]string{
+// ownTexts are the English texts of the problem codes of the rules every
+// params object follows, as text/template strings over the problem's Args.
+// problemTexts adds each constraint's own.
+var ownTexts = map[string]string{
 	"json.size":            "JSON is {{.bytes}} bytes, more than the limit of {{.limit}}",
 	"json.utf8":            "JSON is not valid UTF-8",
 	"json.trailing":        "invalid JSON: data after the top-level value",
@@ -72,28 +71,33 @@ var problemTexts = withConstraintTexts(map[string]string{
 	"no_action":            "no action to validate the params against",
 	"catalog.type":         "the catalog declares an unknown type {{.type}}",
 	"catalog.normalizer":   "the catalog declares an unknown normalizer {{.normalizer}}",
-})
+}
 
-// withConstraintTexts adds every constraint's texts to texts.
-func withConstraintTexts(texts map[string]string) map[string]string {
+// problemTexts returns the English texts of every problem code: ownTexts
+// and each constraint's (catalog.Constraint.Texts), gathered at first use,
+// after every constraint registered. The translations live in api/messages
+// (problems.<lang>.yaml) under the same codes, with the same arguments; a
+// test keeps the two in step.
+var problemTexts = sync.OnceValue(func() map[string]string {
+	texts := maps.Clone(ownTexts)
 	for _, c := range catalog.Constraints() {
 		maps.Copy(texts, c.Texts())
 	}
 	return texts
-}
+})
 
 // parsedTexts are problemTexts parsed once.
-var parsedTexts = func() map[string]*template.Template {
-	out := make(map[string]*template.Template, len(problemTexts))
-	for code, text := range problemTexts {
+var parsedTexts = sync.OnceValue(func() map[string]*template.Template {
+	out := make(map[string]*template.Template, len(problemTexts()))
+	for code, text := range problemTexts() {
 		out[code] = template.Must(template.New(code).Option("missingkey=error").Parse(text))
 	}
 	return out
-}()
+})
 
 // ProblemCodes returns every problem code, sorted; each has an English
 // text here and a translation in api/messages.
-func ProblemCodes() []string { return slices.Sorted(maps.Keys(problemTexts)) }
+func ProblemCodes() []string { return slices.Sorted(maps.Keys(problemTexts())) }
 
 // argRE finds the arguments a text uses: {{.name}}, also inside actions.
 var argRE = regexp.MustCompile(`\.([a-z_]+)\b`)
@@ -102,7 +106,7 @@ var argRE = regexp.MustCompile(`\.([a-z_]+)\b`)
 // sorted: a translation uses the same ones.
 func ProblemArgs(code string) []string {
 	seen := map[string]bool{}
-	for _, m := range argRE.FindAllStringSubmatch(strings.Join(actionsOf(problemTexts[code]), " "), -1) {
+	for _, m := range argRE.FindAllStringSubmatch(strings.Join(actionsOf(problemTexts()[code]), " "), -1) {
 		seen[m[1]] = true
 	}
 	return slices.Sorted(maps.Keys(seen))
@@ -136,7 +140,7 @@ func newProblem(field, rule, code, expected string, args ...string) FieldProblem
 		}
 	}
 	var b strings.Builder
-	if t, ok := parsedTexts[code]; !ok {
+	if t, ok := parsedTexts()[code]; !ok {
 		b.WriteString(code)
 	} else if err := t.Execute(&b, p.Args); err != nil {
 		b.Reset()

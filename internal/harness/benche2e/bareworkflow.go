@@ -21,7 +21,9 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"github.com/oncegate/oncegate/internal/temporalconn"
 	"github.com/oncegate/oncegate/worker"
 )
 
@@ -90,10 +92,20 @@ func (a *BareActivities) PostTransfer(ctx context.Context, in BareInput) (BareRe
 const BareWorkerFlag = "-bare-worker"
 
 // RunBareWorker is the bare worker process: it serves BareTransfer on
-// taskQueue of the server at address with pollers per task kind (0: the
-// SDK's defaults) until SIGINT or SIGTERM.
-func RunBareWorker(address, namespace, taskQueue string, pollers int) error {
-	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, Logger: quietLogger{}})
+// taskQueue with pollers per task kind (0: the SDK's defaults) until SIGINT
+// or SIGTERM, connected to Temporal as oncegate's worker is — the
+// temporalconn configuration from the environment (TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TEMPORAL_TLS_*), so that on the production-like
+// profile it speaks the same mTLS to the same server.
+func RunBareWorker(taskQueue string, pollers int) error {
+	cfg, err := envconfig.Parse[temporalconn.Config](envconfig.OS())
+	if err == nil {
+		err = cfg.LoadTLS()
+	}
+	if err != nil {
+		return err
+	}
+	c, err := client.Dial(cfg.Apply(client.Options{Logger: quietLogger{}}))
 	if err != nil {
 		return fmt.Errorf("dial temporal: %w", err)
 	}
@@ -102,16 +114,16 @@ func RunBareWorker(address, namespace, taskQueue string, pollers int) error {
 	return w.Run(sdkworker.InterruptCh())
 }
 
-// startBareWorkerProcess starts this binary as the bare worker and waits
-// until the task queue has a poller.
-func startBareWorkerProcess(logDir string, c client.Client, address, namespace, taskQueue string, pollers int) (*testenv.Process, error) {
+// startBareWorkerProcess starts this binary as the bare worker with env
+// (its Temporal connection) and waits until the task queue has a poller.
+func startBareWorkerProcess(logDir string, c client.Client, env []string, taskQueue string, pollers int) (*testenv.Process, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	p, err := testenv.StartProcess("bare-worker", filepath.Join(logDir, "bare-worker.log"), []string{
-		self, BareWorkerFlag, address, namespace, taskQueue, strconv.Itoa(pollers),
-	}, nil, nil)
+		self, BareWorkerFlag, taskQueue, strconv.Itoa(pollers),
+	}, env, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package benche2e
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -133,7 +134,11 @@ func find(cs []Comparison, phase, floorPhase string, m Metric) (Comparison, bool
 	return Comparison{}, false
 }
 
-// Goals judges the goals of issue 12 by this run.
+// maxCPURatio is issue 23's bound of a first confirm's CPU time (every
+// server process of the production-like profile) over the bare workflow's.
+const maxCPURatio = 1.5
+
+// Goals judges the goals of issues 12 and 23 by this run.
 func (r *Results) Goals() []Goal {
 	cs := r.Comparisons()
 	ratioGoal := func(text, phase, floor string, m Metric, atLeast, atMost float64) Goal {
@@ -157,8 +162,18 @@ func (r *Results) Goals() []Goal {
 		conc.Measured += fmt.Sprintf(", %d in_progress of %d", n, len(p.Merged.Latencies))
 		conc.Met = conc.Met && n == 0
 	}
-	goals = append(goals, conc,
-		ratioGoal("PostgreSQL-only replay ≥ 0.5× replay with Redis", PhaseReplayPG, PhaseReplayRedis, MetricThroughput, 0.5, inf))
+	goals = append(goals, conc)
+	if len(r.Processes) == 0 {
+		// The production-like profile does not stop its Redis Cluster.
+		goals = append(goals, ratioGoal("PostgreSQL-only replay ≥ 0.5× replay with Redis", PhaseReplayPG, PhaseReplayRedis, MetricThroughput, 0.5, inf))
+	}
+	for _, c := range r.CPUComparisons() {
+		goals = append(goals, Goal{
+			Text:     fmt.Sprintf("CPU per completed first confirm (%s), every server process, ≤ %.1f× the bare workflow's", strings.TrimPrefix(c.Path, "first confirm, "), maxCPURatio),
+			Measured: fmt.Sprintf("%.2f× (%.2f ms / %.2f ms; with the client %.2f×)", c.Ratio, ms(c.Cost.Servers), ms(c.FloorCost.Servers), c.WithClient),
+			Met:      c.Ratio <= maxCPURatio, Known: true,
+		})
+	}
 	w := Goal{Text: "0 storage writes per preview", Measured: "not measured in this run"}
 	if r.Previews > 0 {
 		w.Known = true

@@ -91,7 +91,7 @@ func (b *bench) duplicates(ctx context.Context) (*Duplicates, error) {
 
 // setFaults replaces the simulator's faults.
 func (b *bench) setFaults(ctx context.Context, faults string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, b.stack.DownstreamURL+"/_sim/faults", strings.NewReader(faults))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, b.t.downstreamURL+"/_sim/faults", strings.NewReader(faults))
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (b *bench) setFaults(ctx context.Context, faults string) error {
 // gatewayCounters sums the gateway's counters the duplicates phase reads,
 // over their labels.
 func (b *bench) gatewayCounters(ctx context.Context) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.gw.url+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.gw.urls[0]+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package benche2e
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -36,7 +37,7 @@ type Floors struct {
 	// URL is the server's base URL.
 	URL   string
 	srv   *http.Server
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	truth *pgstore.Store
 }
 
@@ -47,15 +48,17 @@ var floorHash = fmt.Sprintf("%064x", 1)
 
 // NewFloors starts the floor server on a free loopback port. bodies maps a
 // route name to the body it answers: POST or GET /json/<name>,
-// /evalsha/<name> and /pg/<name>. redisAddr is the stack's Redis, truthURL
-// its truth database.
-func NewFloors(redisAddr, truthURL string, bodies map[string][]byte) (*Floors, error) {
+// /evalsha/<name> and /pg/<name>. rdb is a client of the stack's Redis (a
+// single server or a Redis Cluster; the floors close it), truthURL its
+// truth database. With cert, the floors serve HTTPS with it, as the
+// production-like profile's gateways do; without, plain HTTP.
+func NewFloors(rdb redis.UniversalClient, truthURL string, bodies map[string][]byte, cert *tls.Certificate) (*Floors, error) {
 	ctx := context.Background()
 	truth, err := pgstore.Open(ctx, truthURL)
 	if err != nil {
+		rdb.Close()
 		return nil, fmt.Errorf("floors: %w", err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	if err := rdb.HSet(ctx, floorKey, "state", "DONE", "param_hash", fmt.Sprintf("%064x", 0),
 		"owner", "bench-floor-owner-0000000000000000", "result", `{"id":"tr_floor","status":"succeeded","amount":"12.5","currency":"USD"}`).Err(); err != nil {
 		rdb.Close()
@@ -102,12 +105,18 @@ func NewFloors(redisAddr, truthURL string, bodies map[string][]byte) (*Floors, e
 		return nil, fmt.Errorf("listen floors: %w", err)
 	}
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	scheme := "http"
+	if cert != nil {
+		scheme = "https"
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*cert}}
+		l = tls.NewListener(l, srv.TLSConfig)
+	}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintf(os.Stderr, "floors: serve: %v\n", err)
 		}
 	}()
-	return &Floors{URL: "http://" + l.Addr().String(), srv: srv, rdb: rdb, truth: truth}, nil
+	return &Floors{URL: scheme + "://" + l.Addr().String(), srv: srv, rdb: rdb, truth: truth}, nil
 }
 
 // Close stops the server.

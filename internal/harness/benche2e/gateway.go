@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,8 +20,10 @@ const (
 	statusInProgress       = "in_progress"
 )
 
-// benchToken is the dev identity the load runs as (deployments/tokens.dev.yaml).
-const benchToken = "dev-alice"
+// devToken is the dev identity the load runs as on the dev stack
+// (deployments/tokens.dev.yaml); the production-like profile's is alice's
+// token of its stack.env.
+const devToken = "dev-alice"
 
 // Scopes of the dev catalog the benchmark drives.
 const (
@@ -35,10 +38,24 @@ type answer struct {
 	OperationID string `json:"operation_id"`
 }
 
-// gateway sends the benchmark's requests to oncegate.
+// gateway sends the benchmark's requests to oncegate: to each of its URLs
+// in turn (the production-like profile runs two gateways behind what would
+// be a load balancer).
 type gateway struct {
-	url    string
+	urls   []string
+	token  string
 	client *http.Client
+	next   *atomic.Uint64
+}
+
+// newGateway returns the gateway of urls, as token's agent.
+func newGateway(urls []string, token string, client *http.Client) gateway {
+	return gateway{urls: urls, token: token, client: client, next: new(atomic.Uint64)}
+}
+
+// base is the URL the next request goes to.
+func (g gateway) base() string {
+	return g.urls[int(g.next.Add(1)%uint64(len(g.urls)))]
 }
 
 // transferParams are the params of a transfer to payee (the same shape for
@@ -47,17 +64,23 @@ func transferParams(payee string) map[string]any {
 	return map[string]any{"amount": "12.50", "currency": "USD", "payee_id": payee, "memo": "bench-e2e"}
 }
 
-// request builds a request with the bench identity and a JSON body (nil: none).
+// request builds a request to the next URL with the bench identity and a
+// JSON body (nil: none).
 func (g gateway) request(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
+	return g.requestTo(ctx, g.base(), method, path, body)
+}
+
+// requestTo is request to the gateway at base.
+func (g gateway) requestTo(ctx context.Context, base, method, path string, body []byte) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, g.url+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+benchToken)
+	req.Header.Set("Authorization", "Bearer "+g.token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -1,5 +1,7 @@
 // Package benche2e is the end-to-end benchmark of `make bench-e2e`: it starts
-// the whole oncegate stack on free ports (internal/harness/testenv), builds floors
+// the whole oncegate stack on free ports (internal/harness/testenv) — or, with
+// Options.ProdStack, measures a running production-like profile and every
+// one of its processes' CPU (`make bench-e2e PROFILE=prod`) —, builds floors
 // into the same process (a bare Echo handler, Echo plus one EVALSHA, a bare
 // Temporal workflow with one activity), drives both with one load generator
 // in alternating rounds, and reports the numbers, their ratios and the goals

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,10 +17,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/oncegate/oncegate/internal/harness/testenv"
-	"github.com/oncegate/oncegate/internal/pprofserver"
 	"github.com/oncegate/oncegate/worker"
 )
 
@@ -70,6 +71,10 @@ type Options struct {
 	// on the same stores and Temporal server, and measures every preview,
 	// replay, status and first-confirm phase on both, side by side.
 	Twin *Twin
+	// ProdStack, when set, is the stack.env of a running production-like
+	// profile (scripts/prod.sh) to measure instead of starting the dev
+	// stack; see openProd for what runs there and what does not.
+	ProdStack string
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -166,8 +171,14 @@ type Phase struct {
 	// RoundCompleted is each round's completed operations per second.
 	RoundCompleted []float64
 	// CPU is the CPU time each source (CPUMachine, CPUGateway, ...) used
-	// during the phase's rounds.
+	// during the phase's rounds, each until its operations settled.
 	CPU map[string]time.Duration
+	// CPUWindow is the wall time CPU was read over.
+	CPUWindow time.Duration
+	// Settled counts the operations that had completed when the CPU was
+	// read: the completed answers, and for first confirms also those
+	// answered in_progress whose workflow completed after the answer.
+	Settled int
 }
 
 // CPUPerRequest is source's CPU time per answered request, or 0 when it
@@ -222,11 +233,22 @@ type Results struct {
 	LoadBefore, LoadAfter string
 	// Duplicates is the duplicate-confirms phase (nil when it did not run).
 	Duplicates *Duplicates
+	// Processes are the processes whose CPU time every phase read one by
+	// one, with their roles (the production-like profile; nil on the dev
+	// stack).
+	Processes []CPUProcess
+	// IdlePerSecond is each of Processes' CPU time per second of wall time
+	// while nothing ran, read over IdleWindow before the rounds.
+	IdlePerSecond map[string]time.Duration
+	IdleWindow    time.Duration
 }
 
 // bench is one run in progress.
 type bench struct {
-	opts     Options
+	opts Options
+	// t is the stack measured; stack is the dev stack (nil on the
+	// production-like profile), which the degraded phases stop parts of.
+	t        *target
 	stack    *testenv.Stack
 	http     *http.Client
 	gw       gateway
@@ -234,7 +256,7 @@ type bench struct {
 	floors   *Floors
 	temporal client.Client
 	bareTQ   string
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	runID    string
 	seq      atomic.Int64
 	replay   completed
@@ -255,54 +277,49 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		return nil, err
 	}
 	logf := func(f string, a ...any) { fmt.Fprintf(opts.Log, f+"\n", a...) }
-	pprofPort, err := testenv.FreePort()
+	var t *target
+	if opts.ProdStack != "" {
+		logf("using the production-like profile of %s...", opts.ProdStack)
+		t, err = openProd(opts)
+	} else {
+		logf("starting the stack (building the binaries, Redis, PostgreSQL, Temporal dev server)...")
+		t, err = startDev(opts)
+	}
 	if err != nil {
 		return nil, err
 	}
-	pprofAddr := fmt.Sprintf("127.0.0.1:%d", pprofPort)
-	logf("starting the stack (building the binaries, Redis, PostgreSQL, Temporal dev server)...")
-	testenv.TemporalDynamicConfig = opts.TemporalDynamicConfig
-	workerEnv := opts.WorkerEnv
-	if opts.WorkerPollers > 0 {
-		workerEnv = append([]string{fmt.Sprintf("%s=%d", worker.EnvPollers, opts.WorkerPollers)}, workerEnv...)
-	}
-	stack, stop, err := testenv.StartStandalone(testenv.StackOptions{
-		ExtraGatewayEnv:   append([]string{pprofserver.EnvAddr + "=" + pprofAddr}, opts.GatewayEnv...),
-		ExtraWorkerEnv:    workerEnv,
-		DatabaseURLParams: opts.DatabaseURLParams,
-		RedisURLParams:    opts.RedisURLParams,
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
+	defer t.close()
 	b := &bench{
-		opts: opts, stack: stack, http: NewClient(opts.Conns), runID: randomHex(4),
-		pprofURL: "http://" + pprofAddr, record: true,
-		res: &Results{Options: opts, Phases: map[string]*Phase{}, Bodies: map[string]int{}},
+		opts: opts, t: t, stack: t.dev, http: NewClient(opts.Conns), runID: randomHex(4),
+		pprofURL: t.pprofURL, record: true, cpu: t.cpu,
+		res: &Results{Options: opts, Phases: map[string]*Phase{}, Bodies: map[string]int{}, Processes: t.processes},
 	}
-	b.gw = gateway{url: stack.GatewayURL, client: b.http}
-	b.cpu = cpuReader{pids: map[string]func() int{
-		CPUGateway: stack.Gateway.Pid, CPUWorker: stack.Worker.Pid, CPUBench: os.Getpid,
-	}}
+	if t.httpTLS != nil {
+		b.http.Transport.(*http.Transport).TLSClientConfig = t.httpTLS
+	}
+	b.gw = newGateway(t.gatewayURLs, t.token, b.http)
+	b.cpu.pids[CPUBench] = os.Getpid
 	if tw := opts.Twin; tw != nil {
 		logf("starting the twin gateway and worker (%s)...", tw.Name)
 		workerEnv := tw.WorkerEnv
 		if tw.WorkerPollers > 0 {
 			workerEnv = append([]string{fmt.Sprintf("%s=%d", worker.EnvPollers, tw.WorkerPollers)}, workerEnv...)
 		}
-		t, err := stack.StartTwin(tw.DatabaseURLParams, tw.RedisURLParams, tw.GatewayEnv, workerEnv)
+		tw, err := t.dev.StartTwin(tw.DatabaseURLParams, tw.RedisURLParams, tw.GatewayEnv, workerEnv)
 		if err != nil {
 			return nil, fmt.Errorf("start twin: %w", err)
 		}
-		defer t.Stop()
-		b.twin = &gateway{url: t.GatewayURL, client: b.http}
-		b.cpu.pids[CPUGateway+twinSuffix] = t.Gateway.Pid
-		b.cpu.pids[CPUWorker+twinSuffix] = t.Worker.Pid
+		defer tw.Stop()
+		g := newGateway([]string{tw.GatewayURL}, t.token, b.http)
+		b.twin = &g
+		b.cpu.pids[CPUGateway+twinSuffix] = tw.Gateway.Pid
+		b.cpu.pids[CPUWorker+twinSuffix] = tw.Worker.Pid
 	}
-	b.rdb = stack.Redis.Client()
+	if b.rdb, err = t.newRedis(); err != nil {
+		return nil, err
+	}
 	defer b.rdb.Close()
-	b.temporal, err = client.Dial(client.Options{HostPort: stack.Temporal.Address, Namespace: stack.Temporal.Namespace, Logger: quietLogger{}})
+	b.temporal, err = client.Dial(t.temporal.Apply(client.Options{Logger: quietLogger{}}))
 	if err != nil {
 		return nil, fmt.Errorf("dial temporal: %w", err)
 	}
@@ -313,7 +330,7 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(logDir)
-	bare, err := startBareWorkerProcess(logDir, b.temporal, stack.Temporal.Address, stack.Temporal.Namespace, b.bareTQ, opts.WorkerPollers)
+	bare, err := startBareWorkerProcess(logDir, b.temporal, t.temporalEnv, b.bareTQ, opts.WorkerPollers)
 	if err != nil {
 		return nil, fmt.Errorf("start the bare worker: %w", err)
 	}
@@ -334,6 +351,12 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		}
 	}
 	b.record = true
+	if len(b.res.Processes) > 0 {
+		logf("reading the profile's idle CPU for %s...", idleWindow)
+		if err := b.readIdle(ctx); err != nil {
+			return nil, err
+		}
+	}
 	b.res.LoadBefore = loadavg()
 	b.res.Started = time.Now()
 	for r := range opts.Rounds {
@@ -358,12 +381,14 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	if err := b.timelines(ctx); err != nil {
 		return nil, err
 	}
-	logf("duplicates: %d concurrent duplicate confirms of one operation in flight...", DuplicatesN)
-	if b.res.Duplicates, err = b.duplicates(ctx); err != nil {
-		return nil, fmt.Errorf("duplicates: %w", err)
+	if b.stack != nil {
+		logf("duplicates: %d concurrent duplicate confirms of one operation in flight...", DuplicatesN)
+		if b.res.Duplicates, err = b.duplicates(ctx); err != nil {
+			return nil, fmt.Errorf("duplicates: %w", err)
+		}
+		logf("duplicates: %.1f answers/s, %.2f Temporal calls per answer, %v watchers, %v",
+			b.res.Duplicates.AnswersPerSecond(), b.res.Duplicates.TemporalCallsPerAnswer(), b.res.Duplicates.Watchers, b.res.Duplicates.Outcomes)
 	}
-	logf("duplicates: %.1f answers/s, %.2f Temporal calls per answer, %v watchers, %v",
-		b.res.Duplicates.AnswersPerSecond(), b.res.Duplicates.TemporalCallsPerAnswer(), b.res.Duplicates.Watchers, b.res.Duplicates.Outcomes)
 	if opts.ProfileSeconds > 0 {
 		logf("profiling the gateway %ds under preview and under replay load...", opts.ProfileSeconds)
 		if err := b.profiles(ctx); err != nil {
@@ -371,6 +396,25 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		}
 	}
 	return b.res, nil
+}
+
+// idleWindow is how long readIdle watches the idle profile.
+const idleWindow = 10 * time.Second
+
+// readIdle reads each process's CPU time per second while no load runs.
+func (b *bench) readIdle(ctx context.Context) error {
+	cpu0, start := b.cpu.read(), time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(idleWindow):
+	}
+	cpu, elapsed := cpuDelta(cpu0, b.cpu.read()), time.Since(start)
+	b.res.IdleWindow, b.res.IdlePerSecond = elapsed, map[string]time.Duration{}
+	for k, v := range cpu {
+		b.res.IdlePerSecond[k] = time.Duration(float64(v) / elapsed.Seconds())
+	}
+	return nil
 }
 
 // setup completes the operation the replay and status phases read, samples
@@ -393,7 +437,11 @@ func (b *bench) setup(ctx context.Context) error {
 	for k, v := range bodies {
 		b.res.Bodies[k] = len(v)
 	}
-	b.floors, err = NewFloors(b.stack.Redis.Addr, b.stack.DatabaseURL, bodies)
+	rdb, err := b.t.newRedis()
+	if err != nil {
+		return err
+	}
+	b.floors, err = NewFloors(rdb, b.t.databaseURL, bodies, b.t.serverCert)
 	return err
 }
 
@@ -409,17 +457,20 @@ type phase struct {
 // (Options.Only), in the order they run.
 var Groups = []string{"preview", "replay", "status", "confirm-seq", "confirm-conc", "degraded"}
 
-// selected returns the groups Options.Only keeps.
+// devOnlyGroup is the group only the dev stack runs: the production-like
+// profile's Redis Cluster is not stopped under load.
+const devOnlyGroup = "degraded"
+
+// selected returns the groups Options.Only keeps (all when it is empty),
+// less the dev-only group on the production-like profile.
 func (b *bench) selected() [][]phase {
 	all := b.groups()
-	if len(b.opts.Only) == 0 {
-		return all
-	}
 	var out [][]phase
 	for i, name := range Groups {
-		if slices.Contains(b.opts.Only, name) {
-			out = append(out, all[i])
+		if len(b.opts.Only) > 0 && !slices.Contains(b.opts.Only, name) || name == devOnlyGroup && b.stack == nil {
+			continue
 		}
+		out = append(out, all[i])
 	}
 	return out
 }
@@ -429,11 +480,7 @@ func (b *bench) selected() [][]phase {
 func (b *bench) groups() [][]phase {
 	floorReq := func(method, path string, body []byte) Request {
 		return func(ctx context.Context, _ int) (*http.Request, error) {
-			req, err := b.gw.request(ctx, method, path, body)
-			if err == nil {
-				req.URL.Host, req.URL.Scheme = b.floors.URL[len("http://"):], "http"
-			}
-			return req, err
+			return b.gw.requestTo(ctx, b.floors.URL, method, path, body)
 		}
 	}
 	gwReq := func(method, path string, body []byte) Request {
@@ -486,25 +533,26 @@ func (b *bench) groups() [][]phase {
 // warmDuration is how long a throughput phase runs to warm up.
 const warmDuration = time.Second
 
-// measure runs l with op and records it under name when recording.
-func (b *bench) measure(ctx context.Context, name string, l Load, op Op) error {
-	cpu0 := b.cpu.read()
+// measure runs l with op and records it under name when recording. With
+// settle, the CPU time is read once settle returns — after the work the
+// phase started has ended — and settle's count is the phase's Settled;
+// without, Settled is the completed answers.
+func (b *bench) measure(ctx context.Context, name string, l Load, op Op, settle func(context.Context) (int, error)) error {
+	cpu0, start := b.cpu.read(), time.Now()
 	s, err := l.Run(ctx, op)
 	if err != nil {
 		return err
 	}
-	cpu := cpuDelta(cpu0, b.cpu.read())
-	if strings.HasSuffix(name, twinSuffix) {
-		// The gateway and the worker that served the phase are the twin's.
-		cpu[CPUGateway], cpu[CPUWorker] = cpu[CPUGateway+twinSuffix], cpu[CPUWorker+twinSuffix]
+	settled := s.Outcomes[statusCompleted]
+	if settle != nil {
+		if settled, err = settle(ctx); err != nil {
+			return err
+		}
 	}
-	if name == PhaseBareSeq || name == PhaseBareConc {
-		// The bare workflow's worker is the worker of its phases.
-		cpu[CPUWorker] = cpu[CPUBareWorker]
+	cpu, window := cpuDelta(cpu0, b.cpu.read()), time.Since(start)
+	if b.stack != nil {
+		devCPUColumns(name, cpu)
 	}
-	delete(cpu, CPUGateway+twinSuffix)
-	delete(cpu, CPUWorker+twinSuffix)
-	delete(cpu, CPUBareWorker)
 	if !b.record {
 		return nil
 	}
@@ -516,10 +564,28 @@ func (b *bench) measure(ctx context.Context, name string, l Load, op Op) error {
 	for k, v := range cpu {
 		p.CPU[k] += v
 	}
+	p.CPUWindow += window
+	p.Settled += settled
 	p.Merged.Merge(s)
 	p.Rounds = append(p.Rounds, Summarize(s))
 	p.RoundCompleted = append(p.RoundCompleted, Ratio(float64(s.Outcomes[statusCompleted]), s.Elapsed.Seconds()))
 	return nil
+}
+
+// devCPUColumns folds the dev stack's CPU sources of phase name into the
+// report's columns: the gateway and the worker that served it.
+func devCPUColumns(name string, cpu map[string]time.Duration) {
+	if strings.HasSuffix(name, twinSuffix) {
+		// The gateway and the worker that served the phase are the twin's.
+		cpu[CPUGateway], cpu[CPUWorker] = cpu[CPUGateway+twinSuffix], cpu[CPUWorker+twinSuffix]
+	}
+	if name == PhaseBareSeq || name == PhaseBareConc {
+		// The bare workflow's worker is the worker of its phases.
+		cpu[CPUWorker] = cpu[CPUBareWorker]
+	}
+	delete(cpu, CPUGateway+twinSuffix)
+	delete(cpu, CPUWorker+twinSuffix)
+	delete(cpu, CPUBareWorker)
 }
 
 // throughput is a closed-loop phase with the load generator's connections.
@@ -527,11 +593,11 @@ func (b *bench) throughput(name string, op Op) phase {
 	l := Load{Conns: b.opts.Conns, Duration: b.opts.Duration, MaxRequests: b.opts.MaxRequests}
 	return phase{
 		name: name,
-		run:  func(ctx context.Context) error { return b.measure(ctx, name, l, op) },
+		run:  func(ctx context.Context) error { return b.measure(ctx, name, l, op, nil) },
 		warm: func(ctx context.Context) error {
 			w := l
 			w.Duration = warmDuration
-			return b.measure(ctx, name, w, op)
+			return b.measure(ctx, name, w, op, nil)
 		},
 	}
 }
@@ -549,7 +615,7 @@ func (b *bench) previewPhase(g gateway, name, scope string) phase {
 		if err := b.warmIndex(ctx, g, scope); err != nil {
 			return err
 		}
-		before, err := observeStorage(ctx, b.rdb, b.stack.DatabaseURL)
+		before, err := observeStorage(ctx, b.rdb, b.t.databaseURL)
 		if err != nil {
 			return err
 		}
@@ -563,7 +629,7 @@ func (b *bench) previewPhase(g gateway, name, scope string) phase {
 		if err := b.logGuardAnswers(ctx, g, name, guard); err != nil {
 			return err
 		}
-		after, err := observeStorage(ctx, b.rdb, b.stack.DatabaseURL)
+		after, err := observeStorage(ctx, b.rdb, b.t.databaseURL)
 		if err != nil {
 			return err
 		}
@@ -591,7 +657,7 @@ func (b *bench) barePhase(name string, conns, n int) phase {
 				return "", err
 			}
 			run, err := b.temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id(i), TaskQueue: b.bareTQ},
-				BareTransfer, BareInput{URL: b.stack.DownstreamURL + "/v1/transfers", Params: raw})
+				BareTransfer, BareInput{URL: b.t.downstreamURL + "/v1/transfers", Params: raw})
 			if err != nil {
 				return "", fmt.Errorf("start bare workflow: %w", err)
 			}
@@ -604,7 +670,7 @@ func (b *bench) barePhase(name string, conns, n int) phase {
 		if conns == 1 {
 			op = b.traced(op, id, &b.seqBares)
 		}
-		return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op)
+		return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op, nil)
 	}
 	return phase{
 		name: name,
@@ -636,13 +702,46 @@ func (b *bench) confirmPhase(g gateway, name string, conns, n int) phase {
 		if conns == 1 && !strings.HasSuffix(name, twinSuffix) {
 			op = b.traced(op, func(i int) string { return ready[i].opID }, &b.seqConfirms)
 		}
-		return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op)
+		// An operation answered in_progress still runs: its CPU time is the
+		// phase's, and it must not run into the next phase.
+		settle := func(ctx context.Context) (int, error) {
+			ids := make([]string, len(ready))
+			for i, r := range ready {
+				ids[i] = r.opID
+			}
+			return b.settle(ctx, ids)
+		}
+		return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op, settle)
 	}
 	return phase{
 		name: name,
 		run:  func(ctx context.Context) error { return runN(ctx, n) },
 		warm: func(ctx context.Context) error { return runN(ctx, warmConfirms) },
 	}
+}
+
+// settleTimeout bounds the wait for a phase's workflows to close.
+const settleTimeout = 2 * time.Minute
+
+// settle waits until the workflow of each of ids has closed and returns how
+// many completed; a workflow that never started (its confirm failed) is
+// not counted.
+func (b *bench) settle(ctx context.Context, ids []string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	n := 0
+	for _, id := range ids {
+		err := b.temporal.GetWorkflow(ctx, id, "").Get(ctx, nil)
+		var notFound *serviceerror.NotFound
+		switch {
+		case err == nil:
+			n++
+		case errors.As(err, &notFound):
+		case ctx.Err() != nil:
+			return 0, fmt.Errorf("settle: workflow %s still open after %s: %w", id, settleTimeout, err)
+		}
+	}
+	return n, nil
 }
 
 // sentOp is one sequential operation: its workflow ID, when it was sent

@@ -91,10 +91,23 @@ func (b *bench) warmIndex(ctx context.Context, g gateway, scope string) error {
 	return nil
 }
 
-// metric reads the sum of the gateway's series whose name and labels
-// start with series.
+// metric reads the sum of the series whose name and labels start with
+// series, over every gateway of g.
 func (g gateway) metric(ctx context.Context, series string) (float64, error) {
-	req, err := g.request(ctx, http.MethodGet, "/metrics", nil)
+	sum := 0.0
+	for _, base := range g.urls {
+		v, err := g.metricOf(ctx, base, series)
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// metricOf is metric of the gateway at base.
+func (g gateway) metricOf(ctx context.Context, base, series string) (float64, error) {
+	req, err := g.requestTo(ctx, base, http.MethodGet, "/metrics", nil)
 	if err != nil {
 		return 0, err
 	}

@@ -19,7 +19,7 @@ type storageState struct {
 }
 
 // observeStorage reads the storage state.
-func observeStorage(ctx context.Context, rdb *redis.Client, truthURL string) (storageState, error) {
+func observeStorage(ctx context.Context, rdb redis.UniversalClient, truthURL string) (storageState, error) {
 	n, err := testenv.RedisWriteCalls(ctx, rdb)
 	if err != nil {
 		return storageState{}, err

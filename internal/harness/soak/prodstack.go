@@ -1,7 +1,6 @@
 package soak
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -51,7 +50,7 @@ func startProdStack(log *slog.Logger) (*stack, error) {
 		return nil, fmt.Errorf("prod.sh up: %w\n%s", err, out)
 	}
 	run := filepath.Join(root, ".run-prod")
-	env, err := readStackEnv(filepath.Join(run, "stack.env"))
+	env, err := testenv.ReadStackEnv(filepath.Join(run, "stack.env"))
 	if err != nil {
 		return nil, err
 	}
@@ -136,34 +135,6 @@ func startProdStack(log *slog.Logger) (*stack, error) {
 	s.supervise(log)
 	ok = true
 	return s, nil
-}
-
-// readStackEnv reads the `export KEY=value` lines of a stack.env (a value
-// may be single-quoted).
-func readStackEnv(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	defer f.Close()
-	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export ")
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = strings.Trim(v, "'")
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	for _, k := range []string{"GATEWAY_URLS", "DOWNSTREAM_URL", "DATABASE_URL", "SIMULATOR_DATABASE_URL", "REDIS_ADDRS",
-		"TEMPORAL_ADDRESS", "ONCEGATE_CA_FILE", "ONCEGATE_TOKEN_ALICE", "ONCEGATE_TOKEN_BOB", "ONCEGATE_OPS_TOKEN"} {
-		if env[k] == "" {
-			return nil, fmt.Errorf("%s: no %s", path, k)
-		}
-	}
-	return env, nil
 }
 
 // prodTLS returns the agents' TLS configuration (the profile's CA) and the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -16,12 +17,23 @@ var readOnlyRedisCommands = map[string]bool{
 	"get": true, "hget": true, "hgetall": true, "hmget": true, "exists": true, "ttl": true, "pttl": true,
 	"ping": true, "info": true, "client": true, "hello": true, "command": true, "select": true,
 	"type": true, "scan": true, "dbsize": true, "config": true, "script": true,
+	"cluster": true, "readonly": true, "replconf": true, // a cluster client's view of the slots, a replica's acknowledgements
 }
 
 // RedisWriteCalls sums the calls (INFO commandstats) of every command that
 // may write, so that two readings taken around some work show whether it
-// wrote to Redis.
+// wrote to Redis. Of a Redis Cluster it sums every master's (a replica
+// counts again what its master replicates to it).
 func RedisWriteCalls(ctx context.Context, rdb redis.UniversalClient) (int64, error) {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		var total atomic.Int64
+		err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			n, err := RedisWriteCalls(ctx, m)
+			total.Add(n)
+			return err
+		})
+		return total.Load(), err
+	}
 	info, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, fmt.Errorf("redis commandstats: %w", err)

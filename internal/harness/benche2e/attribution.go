@@ -1,0 +1,156 @@
+package benche2e
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// CPURole is what a process of the production-like profile is to the
+// comparison of a first confirm with the bare workflow.
+type CPURole int
+
+// The roles, in the report's order.
+const (
+	// RoleOncegate is oncegate's own: the gateways and the workers.
+	RoleOncegate CPURole = iota
+	// RoleBare is the bare workflow's own: its worker.
+	RoleBare
+	// RoleShared is what both sides use: the Temporal server (and its Web
+	// UI), PostgreSQL with its backends, every Redis node, the simulator.
+	RoleShared
+	// RoleClient is the benchmark process: the load generator, the bare
+	// workflow's Temporal client (its start and result calls) and the
+	// HTTP floors.
+	RoleClient
+)
+
+// CPUProcess is one process whose CPU time the phases read.
+type CPUProcess struct {
+	// Name is its component name (scripts/prod.sh's pid file), CPUBareWorker
+	// or CPUBench.
+	Name string
+	// Role is what it is to the comparison.
+	Role CPURole
+}
+
+// roleOf is the role of the process named name.
+func roleOf(name string) CPURole {
+	switch {
+	case strings.HasPrefix(name, "gateway-"), strings.HasPrefix(name, "worker-"):
+		return RoleOncegate
+	case name == CPUBareWorker:
+		return RoleBare
+	case name == CPUBench:
+		return RoleClient
+	}
+	return RoleShared
+}
+
+// prodProcesses returns the profile's components named by names, with the
+// bare worker and the benchmark process, ordered by role, then by name.
+func prodProcesses(names []string) []CPUProcess {
+	out := make([]CPUProcess, 0, len(names)+2)
+	for _, n := range append(slices.Clone(names), CPUBareWorker, CPUBench) {
+		out = append(out, CPUProcess{Name: n, Role: roleOf(n)})
+	}
+	slices.SortFunc(out, func(a, b CPUProcess) int {
+		return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// CPUCost is a phase's CPU time per completed operation.
+type CPUCost struct {
+	// Completed counts the phase's completed operations (Phase.Settled).
+	Completed int
+	// PerProcess is each process's CPU time per completed operation.
+	PerProcess map[string]time.Duration
+	// Servers is the sum over the processes that serve the phase's side:
+	// the shared ones and the side's own (the other side's idle processes
+	// and the benchmark process are left out).
+	Servers time.Duration
+	// Client is the benchmark process's share.
+	Client time.Duration
+	// AboveIdle is Servers less what the same processes use idle over the
+	// phase's time (Results.IdlePerSecond): the work the operations made.
+	AboveIdle time.Duration
+}
+
+// cpuCost divides p's CPU time by its completed operations; own is the
+// role of the side p measures (RoleOncegate or RoleBare); idle is each
+// process's CPU time per second when nothing runs. ok is false when no
+// operation completed.
+func cpuCost(p *Phase, procs []CPUProcess, own CPURole, idle map[string]time.Duration) (c CPUCost, ok bool) {
+	c.Completed = p.Settled
+	if c.Completed == 0 {
+		return CPUCost{}, false
+	}
+	c.PerProcess = map[string]time.Duration{}
+	for _, pr := range procs {
+		d := p.CPU[pr.Name] / time.Duration(c.Completed)
+		c.PerProcess[pr.Name] = d
+		serves := false
+		switch pr.Role {
+		case RoleShared:
+			serves = true
+		case RoleOncegate, RoleBare:
+			serves = pr.Role == own
+		case RoleClient:
+			c.Client += d
+		}
+		if serves {
+			c.Servers += d
+			idleShare := time.Duration(float64(idle[pr.Name]) * p.CPUWindow.Seconds())
+			c.AboveIdle += max(0, p.CPU[pr.Name]-idleShare) / time.Duration(c.Completed)
+		}
+	}
+	return c, true
+}
+
+// CPUComparison is a first-confirm phase's CPU cost against the bare
+// workflow's phase of the same shape.
+type CPUComparison struct {
+	// Path names the phases compared.
+	Path string
+	// Phase and FloorPhase are the phase names.
+	Phase, FloorPhase string
+	// Cost and FloorCost are their costs.
+	Cost, FloorCost CPUCost
+	// Ratio is Cost.Servers / FloorCost.Servers; WithClient the same ratio
+	// with the benchmark process's share added to both sides; AboveIdle
+	// the ratio of the AboveIdle costs.
+	Ratio, WithClient, AboveIdle float64
+}
+
+// cpuPairs are the phases compared by CPU cost.
+var cpuPairs = []struct{ path, phase, floor string }{
+	{"first confirm, sequential", PhaseConfirmSeq, PhaseBareSeq},
+	{"first confirm, concurrent", PhaseConfirmConc, PhaseBareConc},
+}
+
+// CPUComparisons compares the CPU cost of the first confirms with the bare
+// workflow's, process by process (nil without Processes: the dev stack).
+func (r *Results) CPUComparisons() []CPUComparison {
+	if len(r.Processes) == 0 {
+		return nil
+	}
+	var out []CPUComparison
+	for _, pair := range cpuPairs {
+		a, f := r.Phases[pair.phase], r.Phases[pair.floor]
+		if a == nil || f == nil {
+			continue
+		}
+		ca, okA := cpuCost(a, r.Processes, RoleOncegate, r.IdlePerSecond)
+		cf, okF := cpuCost(f, r.Processes, RoleBare, r.IdlePerSecond)
+		if !okA || !okF {
+			continue
+		}
+		out = append(out, CPUComparison{Path: pair.path, Phase: pair.phase, FloorPhase: pair.floor, Cost: ca, FloorCost: cf,
+			Ratio:      Ratio(float64(ca.Servers), float64(cf.Servers)),
+			WithClient: Ratio(float64(ca.Servers+ca.Client), float64(cf.Servers+cf.Client)),
+			AboveIdle:  Ratio(float64(ca.AboveIdle), float64(cf.AboveIdle))})
+	}
+	return out
+}

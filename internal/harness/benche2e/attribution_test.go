@@ -1,0 +1,137 @@
+package benche2e
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/internal/harness/testenv"
+)
+
+func TestProdProcesses(t *testing.T) {
+	t.Parallel()
+	got := prodProcesses([]string{"redis-2", "temporal", "gateway-2", "postgres", "worker-1", "redis-1", "downstream", "gateway-1", "worker-2", "temporal-ui"})
+	want := []CPUProcess{
+		{"gateway-1", RoleOncegate}, {"gateway-2", RoleOncegate}, {"worker-1", RoleOncegate}, {"worker-2", RoleOncegate},
+		{CPUBareWorker, RoleBare},
+		{"downstream", RoleShared}, {"postgres", RoleShared}, {"redis-1", RoleShared}, {"redis-2", RoleShared},
+		{"temporal", RoleShared}, {"temporal-ui", RoleShared},
+		{CPUBench, RoleClient},
+	}
+	assert.Equal(t, want, got)
+}
+
+// cpuPhase is a phase of n answers, completed of them completed (and
+// settled), with cpu.
+func cpuPhase(name string, n, completed int, cpu map[string]time.Duration) *Phase {
+	p := &Phase{Name: name, CPU: cpu, Settled: completed}
+	for range n {
+		p.Merged.Latencies = append(p.Merged.Latencies, time.Millisecond)
+	}
+	p.Merged.Outcomes = map[string]int{statusCompleted: completed, statusInProgress: n - completed}
+	return p
+}
+
+func TestCPUComparisons(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	procs := prodProcesses([]string{"gateway-1", "worker-1", "temporal", "postgres"})
+	r := &Results{Processes: procs, Phases: map[string]*Phase{
+		// 10 answers, 8 completed: the cost is per completed operation.
+		PhaseConfirmConc: cpuPhase(PhaseConfirmConc, 10, 8, map[string]time.Duration{
+			"gateway-1": 80 * ms, "worker-1": 40 * ms, "temporal": 160 * ms, "postgres": 80 * ms,
+			CPUBareWorker: 800 * ms, // idle meanwhile: not oncegate's
+			CPUBench:      16 * ms, CPUMachine: 9999 * ms,
+		}),
+		PhaseBareConc: cpuPhase(PhaseBareConc, 10, 10, map[string]time.Duration{
+			"gateway-1": 900 * ms, "worker-1": 900 * ms, // idle meanwhile: not the bare workflow's
+			CPUBareWorker: 50 * ms, "temporal": 100 * ms, "postgres": 50 * ms, CPUBench: 30 * ms,
+		}),
+	}}
+	cs := r.CPUComparisons()
+	require.Len(t, cs, 1, "only the pairs measured")
+	c := cs[0]
+	assert.Equal(t, PhaseConfirmConc, c.Phase)
+	assert.Equal(t, 8, c.Cost.Completed)
+	assert.Equal(t, (10+5+20+10)*ms, c.Cost.Servers)
+	assert.Equal(t, 2*ms, c.Cost.Client)
+	assert.Equal(t, 100*ms, c.Cost.PerProcess[CPUBareWorker], "shown, not summed")
+	assert.Equal(t, (5+10+5)*ms, c.FloorCost.Servers)
+	assert.Equal(t, 3*ms, c.FloorCost.Client)
+	assert.InDelta(t, 45.0/20, c.Ratio, 1e-9)
+	assert.InDelta(t, 47.0/23, c.WithClient, 1e-9)
+
+	assert.Equal(t, c.Cost.Servers, c.Cost.AboveIdle, "no idle reading: nothing taken off")
+
+	// Idle CPU over the phase's time is taken off each serving process,
+	// never below zero.
+	r.IdlePerSecond = map[string]time.Duration{"temporal": 20 * ms, "postgres": 100 * ms, CPUBareWorker: 400 * ms, CPUBench: 8 * ms}
+	r.Phases[PhaseConfirmConc].CPUWindow = 2 * time.Second
+	r.Phases[PhaseBareConc].CPUWindow = time.Second
+	c = r.CPUComparisons()[0]
+	assert.Equal(t, (10+5+(160-40)/8)*ms, c.Cost.AboveIdle, "postgres: 80 ms used, 200 ms idle: 0")
+	assert.Equal(t, (0+(100-20)+0)*ms/10, c.FloorCost.AboveIdle, "bare worker and postgres under their idle: 0")
+	assert.Equal(t, (10+5+20+10)*ms, c.Cost.Servers, "the raw cost stays")
+	assert.InDelta(t, float64(c.Cost.AboveIdle)/float64(c.FloorCost.AboveIdle), c.AboveIdle, 1e-9)
+
+	// The operations answered in_progress that completed before the CPU
+	// was read count: the CPU time of their ends is in the phase's.
+	r.Phases[PhaseConfirmConc].Settled = 10
+	assert.Equal(t, 10, r.CPUComparisons()[0].Cost.Completed)
+
+	// No completed operation: no cost, no ratio.
+	r.Phases[PhaseBareConc].Settled = 0
+	assert.Empty(t, r.CPUComparisons())
+	// The dev stack reads no processes one by one.
+	assert.Nil(t, (&Results{Phases: r.Phases}).CPUComparisons())
+}
+
+func TestCPUColumns(t *testing.T) {
+	t.Parallel()
+	cols := cpuColumns(prodProcesses([]string{"gateway-1", "gateway-2", "worker-1", "redis-1", "redis-2", "redis-3", "postgres"}))
+	got := map[string][]string{}
+	var titles []string
+	for _, c := range cols {
+		got[c.title] = c.sources
+		titles = append(titles, c.title)
+	}
+	assert.Equal(t, []string{CPUMachine, "gateway (2)", "worker", CPUBareWorker, "postgres", "redis (3)", CPUBench}, titles)
+	assert.Equal(t, []string{"redis-1", "redis-2", "redis-3"}, got["redis (3)"])
+	assert.Len(t, cpuColumns(nil), len(cpuSources), "the dev stack's columns")
+}
+
+func TestProdSkipsTheDegradedGroup(t *testing.T) {
+	t.Parallel()
+	opts, err := Options{}.withDefaults()
+	require.NoError(t, err)
+	prod := &bench{opts: opts}
+	assert.Len(t, prod.selected(), len(Groups)-1, "the profile's Redis Cluster is not stopped")
+	dev := &bench{opts: opts, stack: &testenv.Stack{}}
+	assert.Len(t, dev.selected(), len(Groups))
+
+	prod.opts.Only, dev.opts.Only = []string{devOnlyGroup, "status"}, []string{devOnlyGroup, "status"}
+	assert.Len(t, prod.selected(), 1)
+	assert.Len(t, dev.selected(), 2)
+}
+
+func TestOpenProdRefusesLevers(t *testing.T) {
+	t.Parallel()
+	for name, o := range map[string]Options{
+		"twin":          {Twin: &Twin{Name: "x"}},
+		"gateway env":   {GatewayEnv: []string{"A=1"}},
+		"worker env":    {WorkerEnv: []string{"A=1"}},
+		"pools":         {DatabaseURLParams: "pool_max_conns=4"},
+		"dynamic":       {TemporalDynamicConfig: []string{"k=1"}},
+		"pprof profile": {ProfileSeconds: 5},
+	} {
+		o.ProdStack = filepath.Join(t.TempDir(), "stack.env") // absent: the refusal comes first
+		_, err := openProd(o)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "runs as scripts/prod.sh started it", name)
+	}
+	_, err := openProd(Options{ProdStack: filepath.Join(t.TempDir(), "stack.env")})
+	assert.ErrorContains(t, err, "stack.env", "no lever: it reads the stack.env")
+}

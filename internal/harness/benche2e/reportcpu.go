@@ -1,0 +1,133 @@
+package benche2e
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// cpuColumn is one column of the report's CPU table: the sum of sources.
+type cpuColumn struct {
+	title   string
+	sources []string
+}
+
+// cpuColumns are the CPU table's columns: on the dev stack the machine,
+// the gateway, the worker and the benchmark; on the production-like
+// profile (procs) the machine and each kind of process, its instances
+// summed (both gateways, every Redis node).
+func cpuColumns(procs []CPUProcess) []cpuColumn {
+	if len(procs) == 0 {
+		out := make([]cpuColumn, len(cpuSources))
+		for i, s := range cpuSources {
+			out[i] = cpuColumn{title: s, sources: []string{s}}
+		}
+		return out
+	}
+	out := []cpuColumn{{title: CPUMachine, sources: []string{CPUMachine}}}
+	kinds := map[string]int{}
+	for _, pr := range procs {
+		kind := processKind(pr.Name)
+		i, ok := kinds[kind]
+		if !ok {
+			i = len(out)
+			kinds[kind] = i
+			out = append(out, cpuColumn{title: kind})
+		}
+		out[i].sources = append(out[i].sources, pr.Name)
+	}
+	for i := range out {
+		if n := len(out[i].sources); n > 1 {
+			out[i].title = fmt.Sprintf("%s (%d)", out[i].title, n)
+		}
+	}
+	return out
+}
+
+// processKind is the name of a process without its instance number
+// (gateway-2 is a gateway).
+func processKind(name string) string {
+	if i := strings.LastIndexByte(name, '-'); i > 0 && strings.Trim(name[i+1:], "0123456789") == "" {
+		return name[:i]
+	}
+	return name
+}
+
+// countRole counts the processes whose name starts with prefix.
+func countRole(procs []CPUProcess, prefix string) int {
+	n := 0
+	for _, pr := range procs {
+		if strings.HasPrefix(pr.Name, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// roleTitles name the roles in the report.
+var roleTitles = map[CPURole]string{
+	RoleOncegate: "oncegate",
+	RoleBare:     "bare workflow",
+	RoleShared:   "shared",
+	RoleClient:   "client",
+}
+
+// writeProcessCPU writes the section of the CPU per completed operation,
+// process by process, of the first confirms against the bare workflow.
+func writeProcessCPU(p func(string, ...any), r *Results) {
+	cs := r.CPUComparisons()
+	if len(cs) == 0 {
+		return
+	}
+	p("\n## CPU per completed operation, process by process\n\n")
+	p("Each process's CPU time (utime + stime from `/proc/<pid>/stat`, with its live descendants and the children it reaped: PostgreSQL's backends count with their postmaster) over the phase's rounds, divided by the operations that completed. A first-confirm phase's CPU time is read once every workflow it started has closed, so an operation answered `in_progress` counts, with the CPU time of its end, and does not spill into the next phase. ")
+	p("A side's *servers* are the shared processes and its own: oncegate's gateways and workers for a first confirm, the bare worker for the bare workflow; the other side's processes sit idle meanwhile and are left out. ")
+	p("The *client* is the benchmark process: the agents' HTTPS client for a first confirm; the Temporal client that starts each bare workflow and waits for its result (a caller's work, which oncegate's gateways do for the agent) for the bare workflow. ")
+	p("Idle work counts where it falls (Redis's cron and cluster bus, the Temporal server's timers and the workers' long polls): a slower phase pays more of it per operation; *servers above idle* takes it off.\n\n")
+	p("| process | role |")
+	for _, c := range cs {
+		p(" %s | %s |", c.Path, "bare workflow, "+strings.TrimPrefix(c.Path, "first confirm, "))
+	}
+	p("\n| --- | --- |%s\n", strings.Repeat(" ---: | ---: |", len(cs)))
+	for _, pr := range r.Processes {
+		p("| %s | %s |", pr.Name, roleTitles[pr.Role])
+		for _, c := range cs {
+			p(" %s | %s |", ms3(c.Cost.PerProcess[pr.Name]), ms3(c.FloorCost.PerProcess[pr.Name]))
+		}
+		p("\n")
+	}
+	p("| **servers** (shared + the side's own) | |")
+	for _, c := range cs {
+		p(" **%s** | **%s** |", ms3(c.Cost.Servers), ms3(c.FloorCost.Servers))
+	}
+	p("\n| servers + client | |")
+	for _, c := range cs {
+		p(" %s | %s |", ms3(c.Cost.Servers+c.Cost.Client), ms3(c.FloorCost.Servers+c.FloorCost.Client))
+	}
+	p("\n| servers above idle | |")
+	for _, c := range cs {
+		p(" %s | %s |", ms3(c.Cost.AboveIdle), ms3(c.FloorCost.AboveIdle))
+	}
+	p("\n| completed operations | |")
+	for _, c := range cs {
+		p(" %d | %d |", c.Cost.Completed, c.FloorCost.Completed)
+	}
+	p("\n\n| first confirm / bare workflow | servers | servers + client | servers above idle |\n| --- | ---: | ---: | ---: |\n")
+	for _, c := range cs {
+		p("| %s | %s | %s | %s |\n", c.Path, ratio(c.Ratio), ratio(c.WithClient), ratio(c.AboveIdle))
+	}
+	if len(r.IdlePerSecond) > 0 {
+		p("\n*Above idle* takes off each server process's idle CPU (read over %s with no load before the rounds) for the phase's time. Idle CPU per second of wall time:", r.IdleWindow.Round(100*time.Millisecond))
+		for i, pr := range r.Processes {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			p("%s %s %.1f ms/s", sep, pr.Name, ms(r.IdlePerSecond[pr.Name]))
+		}
+		p(".\n")
+	}
+}
+
+// ms3 formats a CPU time per operation in milliseconds.
+func ms3(d time.Duration) string { return fmt.Sprintf("%.2f ms", ms(d)) }
