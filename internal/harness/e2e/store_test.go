@@ -169,9 +169,14 @@ func TestRedisDown(t *testing.T) {
 	require.NoError(t, s.Redis.Restart())
 	rdb := s.Redis.Client()
 	defer rdb.Close()
-	// The fast path resumes: a new operation's claim appears in Redis.
+	// The fast path resumes: a new operation's claim appears in Redis. Each
+	// attempt is a new intent (its own amount): an amount drawn twice would
+	// make the second preview warn of the first operation, and its confirm
+	// answer repeat_unacknowledged.
+	attempt := 0
 	require.NoError(t, testenv.WaitFor(context.Background(), 30*time.Second, func(ctx context.Context) error {
-		params := transferParams(strconv.FormatInt(time.Now().UnixNano()%1000, 10) + ".01")
+		attempt++
+		params := transferParams(strconv.Itoa(400+attempt) + ".01")
 		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
 		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
 		if done.str("status") != "completed" {
