@@ -53,7 +53,19 @@ func identityOf(c echo.Context) auth.Identity {
 	return id
 }
 
-// traceMiddleware runs after otelecho's, which continues the caller's
+// continueTrace stands for otelecho's middleware when no span is exported
+// (no OTLP endpoint): the request carries the caller's trace, or a new one,
+// under a span id of its own (telemetry.Continue), and no span is built and
+// dropped per request.
+func continueTrace(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		c.SetRequest(req.WithContext(telemetry.Continue(req.Context(), req.Header)))
+		return next(c)
+	}
+}
+
+// traceMiddleware runs after otelecho's (or continueTrace), which continues the caller's
 // trace from a valid traceparent or starts a new one, with the request's
 // span: the request's trace id is that span's, in every answer and log line,
 // and it is echoed in Traceparent and X-Trace-Id.

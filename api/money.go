@@ -2,8 +2,12 @@ package api
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"strconv"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // Every decimal an answer carries is a JSON string ("12.5", never 12.5),
@@ -61,4 +65,44 @@ func stringNumbersRaw(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return out
+}
+
+// resultFormsSize is how many stored results' answer forms a gateway keeps
+// (the outcomes replayed or polled most recently).
+const resultFormsSize = 4096
+
+// resultForms keeps the answer form (stringNumbersRaw) of stored results,
+// keyed by the SHA-256 of the stored bytes: a terminal outcome's result never
+// changes, so its replays and status polls do not decode and encode it again,
+// and other bytes never get another result's form. Bounded (least recently
+// used out first) and safe for concurrent use; a form it returns is shared
+// and never changed.
+type resultForms struct {
+	forms *lru.Cache[[sha256.Size]byte, json.RawMessage]
+}
+
+// newResultForms returns a resultForms of at most size forms.
+func newResultForms(size int) (*resultForms, error) {
+	forms, err := lru.New[[sha256.Size]byte, json.RawMessage](size)
+	if err != nil {
+		return nil, fmt.Errorf("result forms: %w", err)
+	}
+	return &resultForms{forms: forms}, nil
+}
+
+// of returns stringNumbersRaw(stored), "null" for no result.
+func (r *resultForms) of(stored json.RawMessage) json.RawMessage {
+	if len(stored) == 0 {
+		return json.RawMessage("null")
+	}
+	key := sha256.Sum256(stored)
+	if form, ok := r.forms.Get(key); ok {
+		return form
+	}
+	form := stringNumbersRaw(stored)
+	if len(form) == 0 {
+		form = json.RawMessage("null")
+	}
+	r.forms.Add(key, form)
+	return form
 }

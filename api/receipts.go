@@ -47,12 +47,13 @@ func receiptClaims(op operationRef, f idemstore.Final) receipt.Claims {
 }
 
 // withReceipt adds to r, the answer of op's terminal outcome f, the receipt
-// this gateway signs over them. An outcome that cannot be stated in full (a
+// this gateway signs over them (once: its replays and polls take it from
+// s.signed). An outcome that cannot be stated in full (a
 // bug: every terminal record names its subject, scope, param_hash and
 // time) is answered without one, and logged: a receipt never states what
 // is not known.
 func (s *Server) withReceipt(r reply, op operationRef, f idemstore.Final) reply {
-	jws, err := s.receipts.Sign(receiptClaims(op, f))
+	jws, err := s.signed.Sign(s.receipts, receiptClaims(op, f))
 	if err != nil {
 		s.log.Error("receipt not issued", "operation_id", op.ID, "err", err)
 		return r

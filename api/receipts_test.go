@@ -158,7 +158,9 @@ func TestConfirmCallRefNamesTheClaim(t *testing.T) {
 		OperationID: call.opID, Subject: "alice", Scope: "payments.transfer", ParamHash: strings.Repeat("ab", 32),
 		ApprovalSHA256: strings.Repeat("5e", 32), Outcome: receipt.OutcomeCompleted, ResultRef: "tr_1", FinalizedAt: at,
 	}, receiptClaims(call.ref(), f))
-	s := &Server{receipts: receiptKeyring(t)}
+	signed, err := receipt.NewCache(1)
+	require.NoError(t, err)
+	s := &Server{receipts: receiptKeyring(t), signed: signed}
 	assert.Contains(t, s.withReceipt(reply{}, call.ref(), f).fields, fieldReceipt)
 }
 

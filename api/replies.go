@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -101,11 +100,8 @@ func (s *Server) finalReply(op operationRef, f idemstore.Final, replay bool) rep
 		if replay {
 			st = status.AlreadyCompleted
 		}
-		result := stringNumbersRaw(f.Result) // decimals are strings in answers
-		if len(result) == 0 {
-			result = json.RawMessage("null")
-		}
-		r = opReply(st, opID).with("result", result).with("result_ref", f.ResultRef)
+		// Decimals are strings in answers.
+		r = opReply(st, opID).with("result", s.results.of(f.Result)).with("result_ref", f.ResultRef)
 	case idemstore.StateFailed:
 		st := status.Failed
 		if replay {

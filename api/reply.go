@@ -201,21 +201,33 @@ func (s *Server) translateProblems(lang messages.Lang, errs []params.FieldProble
 	return out
 }
 
-// orderedBody writes the common fields first, then the extra ones sorted.
+// bodySize is the room an answer's body is given up front: most answers
+// (a preview, a replay with its receipt) fit, so it is written once.
+const bodySize = 2048
+
+// orderedBody writes the common fields first, then the extra ones sorted,
+// into one buffer through one encoder (the bytes json.Marshal writes for
+// each key and value, without a copy of each).
 func orderedBody(status, meaning, instruction string, retryable bool, traceID, opID string, fields map[string]any) []byte {
 	var b bytes.Buffer
+	b.Grow(bodySize)
+	enc := json.NewEncoder(&b)
+	encode := func(v any) error {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		b.Truncate(b.Len() - 1) // Encode ends each value with a newline
+		return nil
+	}
 	put := func(k string, v any) {
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
+		_ = encode(k) // a string always encodes
 		b.WriteByte(':')
-		vb, err := json.Marshal(v)
-		if err != nil {
-			vb, _ = json.Marshal(err.Error())
+		if err := encode(v); err != nil {
+			_ = encode(err.Error())
 		}
-		b.Write(vb)
 	}
 	b.WriteByte('{')
 	put("status", status)

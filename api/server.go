@@ -89,6 +89,11 @@ type Server struct {
 	cat      *catalog.Catalog
 	keys     *fingerprint.Keyring
 	receipts *receipt.Keyring
+	// signed keeps the receipts signed lately (receipt.Cache): a replay or
+	// status poll of an outcome does not sign it again.
+	signed *receipt.Cache
+	// results keeps the answer form of stored results (resultForms).
+	results  *resultForms
 	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
@@ -143,6 +148,12 @@ func New(deps Deps) (*Server, error) {
 	}
 	if s.limits == nil {
 		s.limits = &limits.Limits{}
+	}
+	if s.signed, err = receipt.NewCache(receipt.CacheSize); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	if s.results, err = newResultForms(resultFormsSize); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
 	}
 	if s.approvals != nil {
 		if s.ceremony, err = ceremony.New(ceremony.Config{RPID: s.cfg.WebAuthnRPID, Origins: s.cfg.WebAuthnOrigins}); err != nil {
@@ -238,8 +249,12 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(otelecho.Middleware("oncegate-gateway", otelecho.WithTracerProvider(s.tracer),
-		otelecho.WithPropagators(telemetry.Propagator)))
+	if s.cfg.Telemetry.Exporting() {
+		e.Use(otelecho.Middleware("oncegate-gateway", otelecho.WithTracerProvider(s.tracer),
+			otelecho.WithPropagators(telemetry.Propagator)))
+	} else {
+		e.Use(continueTrace)
+	}
 	e.Use(s.traceMiddleware)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisablePrintStack: true,

@@ -84,7 +84,7 @@ func testCatalog() *catalog.Catalog {
 	}, GatewayWait: 2 * time.Second}
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	b := &bundle{clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, release: make(chan struct{}), reg: prometheus.NewRegistry()}
 	b.store = newFakeStore(b.clock.Now)

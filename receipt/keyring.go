@@ -2,7 +2,6 @@ package receipt
 
 import (
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -110,20 +109,23 @@ func (k *Keyring) JWKS() jose.JSONWebKeySet {
 // UTC, to the millisecond). It refuses claims Validate refuses. The same
 // key and claims always give the same bytes.
 func (k *Keyring) Sign(c Claims) (string, error) {
-	if err := c.Validate(); err != nil {
-		return "", fmt.Errorf("sign receipt: %w", err)
-	}
-	payload, err := json.Marshal(c.normalized())
+	payload, err := payloadOf(c)
 	if err != nil {
-		return "", fmt.Errorf("sign receipt %s: %w", c.OperationID, err)
+		return "", err
 	}
+	return k.signPayload(c.OperationID, payload)
+}
+
+// signPayload signs payload, the JSON of operation opID's claims, with the
+// signing key.
+func (k *Keyring) signPayload(opID string, payload []byte) (string, error) {
 	jws, err := k.signer.Sign(payload)
 	if err != nil {
-		return "", fmt.Errorf("sign receipt %s: %w", c.OperationID, err)
+		return "", fmt.Errorf("sign receipt %s: %w", opID, err)
 	}
 	out, err := jws.CompactSerialize()
 	if err != nil {
-		return "", fmt.Errorf("sign receipt %s: %w", c.OperationID, err)
+		return "", fmt.Errorf("sign receipt %s: %w", opID, err)
 	}
 	return out, nil
 }

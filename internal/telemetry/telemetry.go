@@ -8,7 +8,10 @@ package telemetry
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+	"net/http"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -80,4 +83,42 @@ func TraceID(ctx context.Context) string {
 		return ""
 	}
 	return sc.TraceID().String()
+}
+
+// Continue returns ctx carrying the trace context of a request whose
+// headers are h, without a span: the caller's trace (a valid traceparent)
+// continued under a new span id with the caller's flags, or a new sampled
+// trace. It is what a process that exports no spans needs from its request
+// spans: real trace ids in answers and logs and in the trace context it
+// passes on (to Temporal, and so to the worker), without building and
+// dropping a span per request.
+func Continue(ctx context.Context, h http.Header) context.Context {
+	parent := trace.SpanContextFromContext(Propagator.Extract(ctx, propagation.HeaderCarrier(h)))
+	sc := trace.SpanContextConfig{TraceFlags: trace.FlagsSampled, SpanID: newSpanID()}
+	if parent.IsValid() {
+		sc.TraceID, sc.TraceFlags, sc.TraceState = parent.TraceID(), parent.TraceFlags(), parent.TraceState()
+	} else {
+		sc.TraceID = newTraceID()
+	}
+	return trace.ContextWithSpanContext(ctx, trace.NewSpanContext(sc))
+}
+
+// newTraceID is a random trace id, never the invalid all-zero one (the
+// SDK's own ids come from math/rand too).
+func newTraceID() trace.TraceID {
+	var id trace.TraceID
+	for !id.IsValid() {
+		binary.LittleEndian.PutUint64(id[:8], rand.Uint64())
+		binary.LittleEndian.PutUint64(id[8:], rand.Uint64())
+	}
+	return id
+}
+
+// newSpanID is a random span id, never the invalid all-zero one.
+func newSpanID() trace.SpanID {
+	var id trace.SpanID
+	for !id.IsValid() {
+		binary.LittleEndian.PutUint64(id[:], rand.Uint64())
+	}
+	return id
 }

@@ -1,0 +1,80 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// marshalEach is the body as json.Marshal writes each key and value, the
+// bytes orderedBody must keep writing.
+func marshalEach(status, meaning, instruction string, retryable bool, traceID, opID string, fields map[string]any) []byte {
+	var b bytes.Buffer
+	put := func(k string, v any) {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		vb, err := json.Marshal(v)
+		if err != nil {
+			vb, _ = json.Marshal(err.Error())
+		}
+		b.Write(vb)
+	}
+	b.WriteByte('{')
+	put("status", status)
+	put("meaning", meaning)
+	put("instruction", instruction)
+	put("retryable", retryable)
+	put("trace_id", traceID)
+	if opID != "" {
+		put("operation_id", opID)
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		put(k, fields[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// The body is byte for byte what json.Marshal writes of each key and value:
+// HTML characters escaped, raw JSON compacted, a value that cannot be
+// encoded answered by its error's text, large bodies whole.
+func TestOrderedBodyIsMarshalsBytes(t *testing.T) {
+	t.Parallel()
+	big := bytes.Repeat([]byte("x"), 3*bodySize)
+	for name, fields := range map[string]map[string]any{
+		"none":                   nil,
+		"plain":                  {"result_ref": "tr_1", "poll_after_ms": int64(2000), "retryable_too": true},
+		"html and unicode":       {"reason": "<script>&'\"</script>", "zh": "预览 \u2028 \u0001"},
+		"raw JSON":               {"result": json.RawMessage("{ \"b\" : 1,\n \"a\": [ \"<\" ] }"), "null": json.RawMessage("null")},
+		"nested":                 {"preview": map[string]any{"params": map[string]any{"amount": "12.5"}, "free": map[string]any{}}},
+		"unencodable":            {"bad": func() {}, "ok": "yes"},
+		"larger than the buffer": {"big": string(big)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			want := marshalEach("completed", "m <b>", "i & j", false, "0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", fields)
+			got := orderedBody("completed", "m <b>", "i & j", false, "0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", fields)
+			require.Equal(t, string(want), string(got))
+			assert.True(t, json.Valid(got))
+		})
+	}
+	assert.Equal(t, string(marshalEach("s", "m", "i", true, "t", "", nil)), string(orderedBody("s", "m", "i", true, "t", "", nil)))
+}
+
+func BenchmarkOrderedBody(b *testing.B) {
+	fields := map[string]any{"result": json.RawMessage(`{"id":"tr_1","status":"executed"}`), "result_ref": "tr_1",
+		"receipt": string(bytes.Repeat([]byte("r"), 700))}
+	for b.Loop() {
+		orderedBody("completed", "The operation completed.", "Tell the user it is done.", false,
+			"0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", fields)
+	}
+}
