@@ -145,7 +145,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		case confirmAskClaim:
 			facts.Claim = s.acquire(ctx, call)
 		case confirmAskRecord:
-			rec, err := s.store.Get(ctx, call.opID)
+			rec, err := s.store.Outcome(ctx, call.opID)
 			facts.Claim = recordAnswerOf(rec, err, s.now(), s.cfg.ClaimGrace)
 		case confirmAskWorkflow:
 			dctx, dcancel := temporalContext(ctx)

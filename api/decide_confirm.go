@@ -26,7 +26,7 @@ const (
 	confirmDecided confirmAsk = iota
 	// confirmAskClaim: the store's Acquire (a fingerprint before its exp).
 	confirmAskClaim
-	// confirmAskRecord: the store's Get (a fingerprint at or past its exp:
+	// confirmAskRecord: the store's Outcome (a fingerprint at or past its exp:
 	// only a replay of what it started, never a new start).
 	confirmAskRecord
 	// confirmAskWorkflow: Temporal's DescribeWorkflowExecution of the

@@ -83,6 +83,10 @@ func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Cla
 	return d, nil
 }
 
+func (f *fakeStore) Outcome(ctx context.Context, key string) (idemstore.Record, error) {
+	return f.Get(ctx, key)
+}
+
 func (f *fakeStore) Get(_ context.Context, key string) (idemstore.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

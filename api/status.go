@@ -20,7 +20,7 @@ func (s *Server) handleStatus(c echo.Context) error {
 	if !operationIDRE.MatchString(opID) {
 		return s.render(c, opReply(status.UnknownOperation, opID))
 	}
-	rec, err := s.store.Get(ctx, opID)
+	rec, err := s.store.Outcome(ctx, opID)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound) || (err == nil && rec.Subject != identityOf(c).Subject):
 		return s.render(c, opReply(status.UnknownOperation, opID))

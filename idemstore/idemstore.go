@@ -409,6 +409,12 @@ type Store interface {
 	Acquire(ctx context.Context, c Claim) (ClaimDecision, error)
 	// Get reads the record of operation opID, or ErrNotFound.
 	Get(ctx context.Context, opID string) (Record, error)
+	// Outcome reads what an agent's status query of operation opID is
+	// told: a record whose state, outcome, subject, scope, param_hash and
+	// approval are those of Get's (the fields a status answer and its
+	// receipt name), but not necessarily the truth's other fields (an
+	// operator's view reads Get); ErrNotFound when there is none.
+	Outcome(ctx context.Context, opID string) (Record, error)
 	// Takeover moves an IN_FLIGHT claim to a new owner; ErrNotOwner when
 	// p.FromOwner does not hold it (or it is gone, or not IN_FLIGHT).
 	Takeover(ctx context.Context, p TakeoverParams) error

@@ -411,6 +411,28 @@ func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) 
 	}
 }
 
+// Outcome answers an agent's status query: from Redis alone when Redis
+// holds the operation's terminal record (written there only after the
+// truth's, never overwritten, and what a replayed confirm answers too),
+// else Get's answer (an IN_FLIGHT claim may hide a NEEDS_REVIEW or an
+// outcome Redis lost, which the truth knows). outcomeOfFast decides.
+func (s *Store) Outcome(ctx context.Context, opID string) (idemstore.Record, error) {
+	fast := s.askFast(ctx, func(ctx context.Context) (idemstore.Record, error) { return s.fast.Get(ctx, opID) })
+	if rec, final := outcomeOfFast(fast); final {
+		return rec, nil
+	}
+	return s.Get(ctx, opID)
+}
+
+// outcomeOfFast says whether Redis's answer fast is a status's answer on
+// its own: a terminal record. It does no I/O.
+func outcomeOfFast(fast answer) (idemstore.Record, bool) {
+	if fast.Reply == replyOK && fast.Record.State.Terminal() {
+		return fast.Record, true
+	}
+	return idemstore.Record{}, false
+}
+
 // Takeover moves the IN_FLIGHT claim from p.FromOwner to p.ToOwner: on the
 // truth when it holds a record (then the truth decides, and a stale Redis
 // claim is only logged), and on Redis (which decides when the truth has no

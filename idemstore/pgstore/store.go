@@ -351,6 +351,11 @@ func (s *Store) RecordWebhook(ctx context.Context, p idemstore.WebhookParams) (b
 	return tag.RowsAffected() == 1, nil
 }
 
+// Outcome is Get: the truth holds every field.
+func (s *Store) Outcome(ctx context.Context, opID string) (idemstore.Record, error) {
+	return s.Get(ctx, opID)
+}
+
 // Get reads the record of operation opID; ErrNotFound when there is none.
 func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) {
 	rec, err := s.get(ctx, opID)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -186,4 +187,107 @@ func slotOwner(ctx context.Context, node *redis.Client, key string) (string, err
 		}
 	}
 	return "", fmt.Errorf("slot %d has no master", slot)
+}
+
+// commandCalls sums the calls of every command (those a script ran
+// inside the server included) over the nodes, from INFO commandstats.
+func commandCalls(t *testing.T, nodes []*redis.Client) map[string]int64 {
+	t.Helper()
+	calls := map[string]int64{}
+	for _, n := range nodes {
+		info, err := n.Info(context.Background(), "commandstats").Result()
+		require.NoError(t, err)
+		for line := range strings.Lines(info) {
+			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			if !ok {
+				continue
+			}
+			v, _, _ := strings.Cut(rest, ",")
+			c, err := strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err)
+			calls[strings.TrimPrefix(name, "cmdstat_")] += c
+		}
+	}
+	return calls
+}
+
+// callsSince is what each command was called between two commandCalls.
+func callsSince(before, after map[string]int64) map[string]int64 {
+	d := map[string]int64{}
+	for k, v := range after {
+		if v > before[k] {
+			d[k] = v - before[k]
+		}
+	}
+	return d
+}
+
+// TestClusterReplayCost: on a Redis Cluster with replicas (the
+// production-like profile's shape), a replayed claim of a completed
+// operation costs one script on the operation's node and one read-only
+// script on the subject's recent-intent index, however many live entries
+// the index holds: no write (which replicates) and no scan of the index.
+// And claims of a subject with more live entries than pruneAt scan the
+// index once per doubling, not each time (issue 23: 832 µs of Redis per
+// replay at 300 live entries).
+func TestClusterReplayCost(t *testing.T) {
+	t.Parallel()
+	cluster := testenv.StartRedisCluster(t, 3, 1)
+	rdb, err := redisstore.Connect(storeconn.Config{RedisAddrs: strings.Join(cluster.Addrs, ",")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rdb.Close() })
+	var nodes []*redis.Client
+	for _, a := range cluster.Addrs {
+		n := redis.NewClient(&redis.Options{Addr: a})
+		t.Cleanup(func() { _ = n.Close() })
+		nodes = append(nodes, n)
+	}
+	s := redisstore.New(rdb)
+	ctx := context.Background()
+
+	// 300 live entries of alice's, as a day of claims leaves them.
+	token, err := s.BeginWarm(ctx, "alice", time.Hour)
+	require.NoError(t, err)
+	var live []idemstore.IntentEntry
+	for i := range 300 {
+		live = append(live, idemstore.IntentEntry{Scope: "payments.transfer", ParamHash: "live-" + strconv.Itoa(i),
+			OperationID: storetest.NewKey(t), CreatedAt: time.Now()})
+	}
+	ok, err := s.CommitWarm(ctx, idemstore.WarmParams{Subject: "alice", Token: token,
+		Marker: idemstore.IndexMarker{Epoch: 1, Horizon: time.Now().Add(-time.Hour)}, Entries: live, TTL: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	c := storetest.NewClaim(t, "owner-a")
+	_, err = s.Acquire(ctx, c)
+	require.NoError(t, err)
+	require.NoError(t, s.Finalize(ctx, storetest.Done(c, "owner-a")))
+
+	writes := []string{"hset", "hdel", "del", "pexpire", "pexpireat", "expire", "set"}
+	const replays = 20
+	before := commandCalls(t, nodes)
+	for i := range replays {
+		c.Owner = "replayer-" + strconv.Itoa(i)
+		d, err := s.Acquire(ctx, c)
+		require.NoError(t, err)
+		require.Equal(t, idemstore.OutcomeDone, d.Outcome)
+	}
+	spent := callsSince(before, commandCalls(t, nodes))
+	t.Logf("%d replays: %v", replays, spent)
+	assert.EqualValues(t, 2*replays, spent["evalsha"], "the acquire script and the index's, once each per replay")
+	assert.Zero(t, spent["hgetall"], "a replay does not scan the index")
+	assert.Zero(t, spent["hlen"], "a replay does not size the index")
+	for _, w := range writes {
+		assert.Zero(t, spent[w], "a replay writes nothing (%s)", w)
+	}
+
+	const claims = 20
+	before = commandCalls(t, nodes)
+	for range claims {
+		d, err := s.Acquire(ctx, storetest.NewClaim(t, "owner-b"))
+		require.NoError(t, err)
+		require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
+	}
+	spent = callsSince(before, commandCalls(t, nodes))
+	t.Logf("%d first claims: %v", claims, spent)
+	assert.LessOrEqual(t, spent["hgetall"], int64(1), "%d claims over 300 live entries scan the index once", claims)
 }

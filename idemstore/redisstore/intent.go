@@ -22,11 +22,18 @@ import (
 //	!warm                 <epoch>|<horizon, unix ms>   the marker: complete since the horizon, at the epoch
 //	!warming              <token>                      a warm-up in progress
 //
+//	!prune                <fields>                      the size above which a claim prunes next
+//
 // An entry never gives way to an older one (merge: the larger created
 // time wins, the same operation keeps its first stamp). The hash lives as
-// long as its newest entry counts (its expiry moves forward only), and
-// a claim that finds more than pruneAt fields first deletes the entries
-// whose window ended.
+// long as its newest entry counts (its expiry moves forward only). Only a
+// claim that writes an entry touches the hash: a replayed claim (its
+// operation's entry already there, or a newer one) reads two fields and
+// writes nothing, however large the index. A claim that writes and finds
+// more fields than pruneAt and than !prune deletes the entries whose
+// window ended and sets !prune to twice the fields left, so that a
+// subject with many live entries is scanned once per doubling, not on
+// every claim.
 
 // RecentKey returns the key of subject's recent-intent index: recent:{<subject>}.
 func RecentKey(subject string) string { return "recent:{" + subject + "}" }
@@ -39,6 +46,7 @@ func intentField(scope, paramHash string) string { return scope + "|" + paramHas
 const (
 	markerField  = "!warm"
 	warmingField = "!warming"
+	pruneField   = "!prune"
 )
 
 // pruneAt is the number of fields above which a claim deletes the
@@ -47,7 +55,8 @@ const pruneAt = 256
 
 // mergeLua defines merge(key, field, value): value (operation id, created,
 // expires) replaces the field's entry unless that entry is newer, or is
-// the same operation (a replayed claim keeps the first stamp).
+// the same operation (a replayed claim keeps the first stamp); it answers
+// whether it wrote.
 const mergeLua = `
 local function merge(key, field, value)
   local cur = redis.call('HGET', key, field)
@@ -55,10 +64,11 @@ local function merge(key, field, value)
     local op, created = string.match(cur, '^([^|]*)|(%d+)|')
     local newOp, newCreated = string.match(value, '^([^|]*)|(%d+)|')
     if op == newOp or (created and tonumber(created) > tonumber(newCreated)) then
-      return
+      return false
     end
   end
   redis.call('HSET', key, field, value)
+  return true
 end
 local function extend(key, ms)
   if redis.call('PTTL', key) < ms then
@@ -67,9 +77,10 @@ local function extend(key, ms)
 end
 `
 
-// recordIntentScript records a claim's intent: merge, then let the hash
-// live until the entry's window ends; above pruneAt fields, delete the
-// entries whose window has ended.
+// recordIntentScript records a claim's intent: merge; when the entry was
+// written, let the hash live until its window ends and, above pruneAt
+// fields and above !prune, delete the entries whose window has ended and
+// set !prune to twice the fields left. A replayed claim writes nothing.
 //
 // KEYS[1] = recent:{<subject>}
 // ARGV[1] = <scope>|<param_hash>
@@ -82,15 +93,18 @@ end
 // index is not warm.
 var recordIntentScript = redis.NewScript(mergeLua + `
 local now = tonumber(ARGV[4])
-merge(KEYS[1], ARGV[1], ARGV[2])
-extend(KEYS[1], tonumber(ARGV[3]) - now)
-if redis.call('HLEN', KEYS[1]) > tonumber(ARGV[5]) then
-  local all = redis.call('HGETALL', KEYS[1])
-  for i = 1, #all, 2 do
-    local expires = string.match(all[i + 1], '|(%d+)$')
-    if string.sub(all[i], 1, 1) ~= '!' and expires and tonumber(expires) < now then
-      redis.call('HDEL', KEYS[1], all[i])
+if merge(KEYS[1], ARGV[1], ARGV[2]) then
+  extend(KEYS[1], tonumber(ARGV[3]) - now)
+  local limit = math.max(tonumber(ARGV[5]), tonumber(redis.call('HGET', KEYS[1], '` + pruneField + `') or 0))
+  if redis.call('HLEN', KEYS[1]) > limit then
+    local all = redis.call('HGETALL', KEYS[1])
+    for i = 1, #all, 2 do
+      local expires = string.match(all[i + 1], '|(%d+)$')
+      if string.sub(all[i], 1, 1) ~= '!' and expires and tonumber(expires) < now then
+        redis.call('HDEL', KEYS[1], all[i])
+      end
     end
+    redis.call('HSET', KEYS[1], '` + pruneField + `', 2 * redis.call('HLEN', KEYS[1]))
   end
 end
 return redis.call('HGET', KEYS[1], '` + markerField + `')

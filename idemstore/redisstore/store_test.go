@@ -261,8 +261,9 @@ func TestRecentIntentIndex(t *testing.T) {
 		require.NoError(t, err)
 		h, err := rdb.HGetAll(ctx, redisstore.RecentKey("alice")).Result()
 		require.NoError(t, err)
-		assert.Len(t, h, 2, "the claim's entry and the marker: the ended entries are gone")
+		assert.Len(t, h, 3, "the claim's entry, the marker and the next pruning size: the ended entries are gone")
 		assert.Contains(t, h, c.Scope+"|"+c.ParamHash)
+		assert.Equal(t, "4", h["!prune"], "twice the two fields left")
 	})
 
 	t.Run("AMalformedEntryIsAnError", func(t *testing.T) {
