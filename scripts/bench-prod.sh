@@ -31,5 +31,5 @@ SECONDS=0
 ./scripts/prod.sh up
 echo "bench-prod: the profile was up after ${SECONDS}s"
 # shellcheck disable=SC2086
-go run ./cmd/bench-e2e -prod-stack "$PROD_RUN_DIR/stack.env" -out docs/benchmarks-prod.md -chart docs/benchmarks-prod.png ${BENCH_ARGS:-}
+go run ./cmd/bench-e2e -prod-stack "${PROD_RUN_DIR#"$PWD"/}/stack.env" -out docs/benchmarks-prod.md -chart docs/benchmarks-prod.png ${BENCH_ARGS:-}
 echo "bench-prod: ${SECONDS}s in all"
