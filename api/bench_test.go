@@ -80,40 +80,29 @@ func benchCompleted(b *testing.B, bu *bundle) (opID, confirmBody string) {
 
 func BenchmarkAnswerPreview(b *testing.B) {
 	bu := setup(b)
-	h := bu.srv.Handler()
 	body := `{"params":` + transferParams + `}`
-	b.ReportAllocs()
-	start := cpuTime(b)
-	for b.Loop() {
-		if st, raw := serveBench(b, h, benchRequest("POST", "/v1/actions/payments.legacy_transfer/preview", body)); st != status.PreviewReady {
-			b.Fatal(string(raw))
-		}
-	}
-	reportCPU(b, start)
+	loopAnswers(b, bu.srv.Handler(), "POST", "/v1/actions/payments.legacy_transfer/preview", body, status.PreviewReady)
 }
 
 func BenchmarkAnswerReplay(b *testing.B) {
 	bu := setup(b)
-	h := bu.srv.Handler()
 	_, confirmBody := benchCompleted(b, bu)
-	b.ReportAllocs()
-	start := cpuTime(b)
-	for b.Loop() {
-		if st, raw := serveBench(b, h, benchRequest("POST", "/v1/actions/payments.legacy_transfer/confirm", confirmBody)); st != status.AlreadyCompleted {
-			b.Fatal(string(raw))
-		}
-	}
-	reportCPU(b, start)
+	loopAnswers(b, bu.srv.Handler(), "POST", "/v1/actions/payments.legacy_transfer/confirm", confirmBody, status.AlreadyCompleted)
 }
 
 func BenchmarkAnswerStatus(b *testing.B) {
 	bu := setup(b)
-	h := bu.srv.Handler()
 	opID, _ := benchCompleted(b, bu)
+	loopAnswers(b, bu.srv.Handler(), "GET", "/v1/operations/"+opID, "", status.Completed)
+}
+
+// loopAnswers serves the request b.N times, failing on any answer but want,
+// and reports allocations and CPU time per answer.
+func loopAnswers(b *testing.B, h http.Handler, method, path, body string, want status.Status) {
 	b.ReportAllocs()
 	start := cpuTime(b)
 	for b.Loop() {
-		if st, raw := serveBench(b, h, benchRequest("GET", "/v1/operations/"+opID, "")); st != status.Completed {
+		if st, raw := serveBench(b, h, benchRequest(method, path, body)); st != want {
 			b.Fatal(string(raw))
 		}
 	}
