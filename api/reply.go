@@ -3,9 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,7 +134,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	// /v1/operations/not-an-id) is named in the texts but never answered as
 	// operation_id, whose documented shape it breaks.
 	bodyOpID := r.opID
-	if !operationIDRE.MatchString(bodyOpID) {
+	if !tools.IsOperationID(bodyOpID) {
 		bodyOpID = ""
 	}
 	body := orderedBody(string(r.status), meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
@@ -172,9 +170,6 @@ func retryAfterHeader(fields map[string]any) string {
 	return strconv.FormatInt((ms+999)/1000, 10)
 }
 
-// operationIDRE is the shape of an operation_id.
-var operationIDRE = regexp.MustCompile(tools.OperationIDPattern)
-
 // RetryLimit is how many times the texts of a retryable answer allow the
 // same request to be sent again before the agent tells the user.
 const RetryLimit = 3
@@ -204,6 +199,10 @@ func (s *Server) translateProblems(lang messages.Lang, errs []params.FieldProble
 // bodySize is the room an answer's body is given up front: most answers
 // (a preview, a replay with its receipt) fit, so it is written once.
 const bodySize = 2048
+
+// bodyKeys is how many extra fields an answer's keys are sorted in without
+// an allocation (a replay has nine).
+const bodyKeys = 16
 
 // orderedBody writes the common fields first, then the extra ones sorted,
 // into one buffer through one encoder (the bytes json.Marshal writes for
@@ -252,7 +251,13 @@ func orderedBody(status, meaning, instruction string, retryable bool, traceID, o
 	if opID != "" {
 		put("operation_id", opID)
 	}
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
+	var room [bodyKeys]string // the sorted keys, without an allocation for most answers
+	keys := room[:0]
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		put(k, fields[k])
 	}
 	b.WriteByte('}')
