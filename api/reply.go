@@ -59,6 +59,14 @@ func toolNames(scope string) (preview, confirm string) {
 	return base + "_preview", base + "_confirm"
 }
 
+// toolNamesOf is toolNames of scope, made at New for the catalog's scopes.
+func (s *Server) toolNamesOf(scope string) (preview, confirm string) {
+	if t, ok := s.tools[scope]; ok {
+		return t[0], t[1]
+	}
+	return toolNames(scope)
+}
+
 // seconds formats a millisecond count as seconds for the texts.
 func seconds(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
@@ -84,7 +92,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	d.OperationID = r.opID
 	d.TraceID = traceID
 	d.Scope = r.scope
-	d.PreviewTool, d.ConfirmTool = toolNames(d.Scope)
+	d.PreviewTool, d.ConfirmTool = s.toolNamesOf(d.Scope)
 	d.PollWith = PollWith
 	d.PollAfterMS = s.cfg.PollAfter.Milliseconds()
 	if r.pollAfter > 0 {
@@ -218,7 +226,7 @@ func orderedBody(status, meaning, instruction string, retryable bool, traceID, o
 		b.Truncate(b.Len() - 1) // Encode ends each value with a newline
 		return nil
 	}
-	put := func(k string, v any) {
+	key := func(k string) {
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
@@ -226,30 +234,41 @@ func orderedBody(status, meaning, instruction string, retryable bool, traceID, o
 			_ = encode(k) // a string always encodes
 		}
 		b.WriteByte(':')
+	}
+	// putString is put of a string, which it never boxes in an any.
+	putString := func(k, v string) {
+		key(k)
+		if !writePlain(&b, v) {
+			_ = encode(v) // a string always encodes
+		}
+	}
+	put := func(k string, v any) {
 		switch t := v.(type) {
 		case string:
-			if writePlain(&b, t) {
-				return
-			}
+			putString(k, t)
+			return
 		case bool:
+			key(k)
 			b.WriteString(strconv.FormatBool(t))
 			return
 		case int64:
+			key(k)
 			b.WriteString(strconv.FormatInt(t, 10))
 			return
 		}
+		key(k)
 		if err := encode(v); err != nil {
 			_ = encode(err.Error())
 		}
 	}
 	b.WriteByte('{')
-	put("status", status)
-	put("meaning", meaning)
-	put("instruction", instruction)
+	putString("status", status)
+	putString("meaning", meaning)
+	putString("instruction", instruction)
 	put("retryable", retryable)
-	put("trace_id", traceID)
+	putString("trace_id", traceID)
 	if opID != "" {
-		put("operation_id", opID)
+		putString("operation_id", opID)
 	}
 	var room [bodyKeys]string // the sorted keys, without an allocation for most answers
 	keys := room[:0]
