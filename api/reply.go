@@ -284,18 +284,27 @@ func orderedBody(status, meaning, instruction string, retryable bool, traceID, o
 }
 
 // writePlain writes s as a JSON string when encoding/json would write it
-// unchanged between quotes (printable ASCII without the characters it
-// escapes: quote, backslash, <, > and &), and reports whether it did;
-// any other string is left to the encoder, so the bytes never differ.
+// unchanged between quotes (plain), and reports whether it did; any other
+// string is left to the encoder, so the bytes never differ.
 func writePlain(b *bytes.Buffer, s string) bool {
+	if !plain(s) {
+		return false
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+	return true
+}
+
+// plain reports whether encoding/json writes s unchanged between quotes:
+// printable ASCII without the characters it escapes (quote, backslash, <,
+// > and &).
+func plain[T ~string | ~[]byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
 			return false
 		}
 	}
-	b.WriteByte('"')
-	b.WriteString(s)
-	b.WriteByte('"')
 	return true
 }
