@@ -83,6 +83,10 @@ func TestRecordHistories(t *testing.T) {
 		// each behind its own marker (before fast-confirm).
 		{name: "honouring_completed_local_finalize", scope: "payments.transfer", amount: "52.00", status: "completed", executions: -1},
 		{name: "payout_pending_paid_local_finalize", scope: "payments.payout", amount: "53.00", status: "completed", executions: -1},
+		// Recorded with version 1 of fast-confirm: one version marker for
+		// every change before it.
+		{name: "honouring_completed_fast_confirm", scope: "payments.transfer", amount: "55.00", status: "completed", executions: -1},
+		{name: "payout_pending_paid_fast_confirm", scope: "payments.payout", amount: "56.00", status: "completed", executions: -1},
 	} {
 		recording(t, p.name, func(t *testing.T) {
 			params := transferParams(p.amount)
@@ -144,6 +148,8 @@ func TestRecordHistories(t *testing.T) {
 		// Recorded with version 1 of single-claim and finalize-local-activity
 		// (before fast-confirm).
 		{name: "legacy_needs_review_update_resolved_local_finalize", amount: "54.00"},
+		// Recorded with version 1 of fast-confirm.
+		{name: "legacy_needs_review_update_resolved_fast_confirm", amount: "57.00"},
 	} {
 		recording(t, p.name, func(t *testing.T) {
 			id := toNeedsReview(t, s, p.amount)
