@@ -34,6 +34,7 @@ type fakeStore struct {
 	recs        map[string]*fakeRec
 	writes      int
 	reads       int
+	outcomes    int
 	finalFast   []idemstore.Finalization
 	webhooks    map[string]bool
 	unavailable bool
@@ -83,7 +84,12 @@ func (f *fakeStore) Acquire(_ context.Context, c idemstore.Claim) (idemstore.Cla
 	return d, nil
 }
 
+// Outcome counts the question (the status and the expired fingerprint's
+// replay ask it, not Get) and answers as Get.
 func (f *fakeStore) Outcome(ctx context.Context, key string) (idemstore.Record, error) {
+	f.mu.Lock()
+	f.outcomes++
+	f.mu.Unlock()
 	return f.Get(ctx, key)
 }
 

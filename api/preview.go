@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,21 +66,11 @@ type boundParams struct {
 // bindParams validates raw, a body's params, against action and
 // canonicalizes them, or returns the invalid_params reply.
 func bindParams(action *catalog.Action, raw json.RawMessage) (boundParams, reply, bool) {
-	canonical, normalized, problems := params.Bind(raw, action)
+	bound, problems := params.Bind(raw, action)
 	if len(problems) > 0 {
 		return boundParams{}, invalidParams(action.Scope, problems), false
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &all); err != nil {
-		return boundParams{}, invalidParams(action.Scope, []params.FieldProblem{{Rule: params.RuleJSON, Problem: err.Error()}}), false
-	}
-	free := map[string]json.RawMessage{}
-	for name := range action.Free {
-		if v, ok := all[name]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			free[name] = v
-		}
-	}
-	return boundParams{canonical: canonical, paramHash: params.Hash(canonical), normalized: normalized, free: free}, reply{}, true
+	return boundParams{canonical: bound.Canonical, paramHash: params.Hash(bound.Canonical), normalized: bound.Normalized, free: bound.Free}, reply{}, true
 }
 
 // downstreamParams is the JSON sent downstream: normalized bound params plus free params.

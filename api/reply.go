@@ -223,8 +223,22 @@ func orderedBody(status, meaning, instruction string, retryable bool, traceID, o
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		_ = encode(k) // a string always encodes
+		if !writePlain(&b, k) {
+			_ = encode(k) // a string always encodes
+		}
 		b.WriteByte(':')
+		switch t := v.(type) {
+		case string:
+			if writePlain(&b, t) {
+				return
+			}
+		case bool:
+			b.WriteString(strconv.FormatBool(t))
+			return
+		case int64:
+			b.WriteString(strconv.FormatInt(t, 10))
+			return
+		}
 		if err := encode(v); err != nil {
 			_ = encode(err.Error())
 		}
@@ -243,4 +257,21 @@ func orderedBody(status, meaning, instruction string, retryable bool, traceID, o
 	}
 	b.WriteByte('}')
 	return b.Bytes()
+}
+
+// writePlain writes s as a JSON string when encoding/json would write it
+// unchanged between quotes (printable ASCII without the characters it
+// escapes: quote, backslash, <, > and &), and reports whether it did;
+// any other string is left to the encoder, so the bytes never differ.
+func writePlain(b *bytes.Buffer, s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+	return true
 }

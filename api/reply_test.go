@@ -78,3 +78,26 @@ func BenchmarkOrderedBody(b *testing.B) {
 			"0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", fields)
 	}
 }
+
+// writePlain writes a string itself only when json.Marshal would write the
+// same bytes: every byte value alone and in a text, printable or not.
+func TestWritePlainIsMarshalsBytes(t *testing.T) {
+	t.Parallel()
+	texts := []string{"", "plain text, 12.50 USD.", "a\"b", "a\\b", "<", ">", "&", "\u2028", "é", "预览", "\x7f", "\xff"}
+	for c := range 256 {
+		texts = append(texts, string([]byte{byte(c)}), "ab"+string([]byte{byte(c)})+"cd")
+	}
+	for _, s := range texts {
+		var b bytes.Buffer
+		want, err := json.Marshal(s)
+		require.NoError(t, err)
+		if writePlain(&b, s) {
+			assert.Equal(t, string(want), b.String(), "%q", s)
+		} else {
+			assert.Zero(t, b.Len(), "%q: nothing written when refused", s)
+		}
+	}
+	var b bytes.Buffer
+	assert.True(t, writePlain(&b, "ok"), "printable ASCII is written")
+	assert.Equal(t, `"ok"`, b.String())
+}

@@ -648,6 +648,29 @@ func TestFingerprintExpired(t *testing.T) {
 	assert.Zero(t, b.tmp.started())
 }
 
+// TestExpiredFingerprintReplaysTheOutcome: past its fingerprint's expiry
+// a confirm of a finished operation answers the outcome, asked of the
+// store as a status is (Store.Outcome: Redis alone when it holds the
+// finished record), and starts nothing.
+func TestExpiredFingerprintReplaysTheOutcome(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fp := b.preview(t, "dev-alice", "payments.transfer", transferParams).str("fingerprint")
+	first := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
+	require.Equal(t, status.Completed, first.status())
+	b.clock.Add(time.Hour)
+	b.store.mu.Lock()
+	before := b.store.outcomes
+	b.store.mu.Unlock()
+	r := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
+	assert.Equal(t, status.AlreadyCompleted, r.status())
+	assert.Equal(t, first.str("operation_id"), r.str("operation_id"))
+	b.store.mu.Lock()
+	assert.Equal(t, before+1, b.store.outcomes, "asked Store.Outcome once")
+	b.store.mu.Unlock()
+	assert.Equal(t, 1, b.tmp.started())
+}
+
 func TestAmnesiaGuard(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

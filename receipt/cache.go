@@ -1,9 +1,9 @@
 package receipt
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 )
@@ -13,23 +13,27 @@ import (
 const CacheSize = 4096
 
 // Cache keeps the receipts a Keyring signed, so that a replay or a status
-// poll of an outcome does not sign it again. A receipt is a deterministic
-// function of its signing key and its claims (Ed25519 is deterministic and
-// neither the header nor the claims carry a time or nonce of their own), so
-// a cached receipt is byte for byte the one Sign would return. An entry is
-// keyed by the signing key's id and the SHA-256 of the exact payload
-// signed: a receipt is never served for other claims (another outcome,
-// reference or time of the same operation), nor under another signing key
-// (after a rotation the new first key signs anew). Bounded (least recently
-// used out first) and safe for concurrent use.
+// poll of an outcome does not sign it again, nor even encode its payload.
+// A receipt is a deterministic function of its signing key and its claims
+// (Ed25519 is deterministic and neither the header nor the claims carry a
+// time or nonce of their own), so a cached receipt is byte for byte the one
+// Sign would return. An entry is keyed by the signing key's id and every
+// claim, FinalizedAt as the millisecond the payload states: a receipt is
+// never served for other claims (another outcome, reference or time of the
+// same operation), nor under another signing key (after a rotation the new
+// first key signs anew). Bounded (least recently used out first) and safe
+// for concurrent use.
 type Cache struct {
 	entries *lru.Cache[cacheKey, string]
 }
 
 // cacheKey names one receipt: the key that signs it and what it signs.
+// claims are normalized with a zero FinalizedAt, which finalizedMS holds,
+// so that equal keys are equal payloads.
 type cacheKey struct {
-	kid     string
-	payload [sha256.Size]byte
+	kid         string
+	claims      Claims
+	finalizedMS int64
 }
 
 // NewCache returns a Cache of at most size receipts (size > 0).
@@ -42,15 +46,18 @@ func NewCache(size int) (*Cache, error) {
 }
 
 // Sign returns k.Sign(c), from the cache when k's signing key signed the
-// same claims before.
+// same claims before (claims Validate refuses are never cached, so never
+// found).
 func (cache *Cache) Sign(k *Keyring, c Claims) (string, error) {
+	key := cacheKey{kid: k.SigningKeyID(), claims: c.normalized()}
+	key.finalizedMS = key.claims.FinalizedAt.UnixMilli()
+	key.claims.FinalizedAt = time.Time{}
+	if jws, ok := cache.entries.Get(key); ok {
+		return jws, nil
+	}
 	payload, err := payloadOf(c)
 	if err != nil {
 		return "", err
-	}
-	key := cacheKey{kid: k.SigningKeyID(), payload: sha256.Sum256(payload)}
-	if jws, ok := cache.entries.Get(key); ok {
-		return jws, nil
 	}
 	jws, err := k.signPayload(c.OperationID, payload)
 	if err != nil {

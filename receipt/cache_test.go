@@ -53,6 +53,10 @@ func TestCacheNeverServesOtherClaims(t *testing.T) {
 		"result_ref":   func(x *receipt.Claims) { x.ResultRef = "tr_2" },
 		"finalized_at": func(x *receipt.Claims) { x.FinalizedAt = x.FinalizedAt.Add(time.Millisecond) },
 		"approval":     func(x *receipt.Claims) { x.ApprovalSHA256 = strings.Repeat("0f", 32) },
+		"operation_id": func(x *receipt.Claims) { x.OperationID = strings.Repeat("1", 32) },
+		"subject":      func(x *receipt.Claims) { x.Subject = "dev-bob" },
+		"scope":        func(x *receipt.Claims) { x.Scope = "payments.other" },
+		"param_hash":   func(x *receipt.Claims) { x.ParamHash = strings.Repeat("cd", 32) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

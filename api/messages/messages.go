@@ -11,6 +11,7 @@ import (
 	"embed"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"text/template"
@@ -129,9 +130,17 @@ const FragmentPrefix = "detail."
 
 // entry is one status's pair of texts, or one fragment's text.
 type entry struct {
-	meaning     *template.Template
-	instruction *template.Template
-	text        *template.Template
+	meaning     *text
+	instruction *text
+	text        *text
+}
+
+// text is one parsed text and, when its template allows, its compiled form.
+type text struct {
+	tmpl *template.Template
+	// fast renders the same bytes as tmpl; nil when tmpl uses more than
+	// compiled supports.
+	fast compiled
 }
 
 // Catalog holds the parsed texts of every language.
@@ -184,12 +193,13 @@ func parse(lang Lang, raw []byte) (map[string]entry, error) {
 		return nil, fmt.Errorf("parse messages %s: %w", lang, err)
 	}
 	out := make(map[string]entry, len(doc))
-	parseText := func(name, text string) (*template.Template, error) {
-		t, err := template.New(name).Option("missingkey=error").Parse(text)
+	parseText := func(name, src string) (*text, error) {
+		t, err := template.New(name).Option("missingkey=error").Parse(src)
 		if err != nil {
 			return nil, fmt.Errorf("parse messages %s: %w", lang, err)
 		}
-		return t, nil
+		fast, _ := compile(t)
+		return &text{tmpl: t, fast: fast}, nil
 	}
 	for key, e := range doc {
 		var ent entry
@@ -278,11 +288,15 @@ func (c *Catalog) lookup(lang Lang, key string) (entry, error) {
 	return entry{}, fmt.Errorf("render message %q: no such key", key)
 }
 
-// execute renders one template.
-func execute(t *template.Template, d Data) (string, error) {
+// execute renders one text, compiled when it could be.
+func execute(t *text, d *Data) (string, error) {
+	if t.fast != nil {
+		b := t.fast.appendTo(make([]byte, 0, 512), reflect.ValueOf(d).Elem())
+		return string(bytes.TrimSpace(b)), nil
+	}
 	var b strings.Builder
-	if err := t.Execute(&b, d); err != nil {
-		return "", fmt.Errorf("render message %q: %w", t.Name(), err)
+	if err := t.tmpl.Execute(&b, *d); err != nil {
+		return "", fmt.Errorf("render message %q: %w", t.tmpl.Name(), err)
 	}
 	return strings.TrimSpace(b.String()), nil
 }
@@ -298,10 +312,10 @@ func (c *Catalog) Render(lang Lang, key string, d Data) (meaning, instruction st
 	if e.meaning == nil {
 		return "", "", fmt.Errorf("render message %q: a fragment, not a status text", key)
 	}
-	if meaning, err = execute(e.meaning, d); err != nil {
+	if meaning, err = execute(e.meaning, &d); err != nil {
 		return "", "", err
 	}
-	if instruction, err = execute(e.instruction, d); err != nil {
+	if instruction, err = execute(e.instruction, &d); err != nil {
 		return "", "", err
 	}
 	return meaning, instruction, nil
@@ -317,7 +331,7 @@ func (c *Catalog) Fragment(lang Lang, key string, d Data) (string, error) {
 	if e.text == nil {
 		return "", fmt.Errorf("render message %q: a status text, not a fragment", key)
 	}
-	return execute(e.text, d)
+	return execute(e.text, &d)
 }
 
 // ParseAcceptLanguage picks the language of an Accept-Language header: the

@@ -37,6 +37,15 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) == 3 && os.Args[1] == benche2e.FloorsFlag {
+		// The HTTP floors, started by the benchmark itself: the file of
+		// their configuration (benche2e.FloorsConfig).
+		if err := benche2e.RunFloors(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-e2e floors:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
 		os.Exit(1)
@@ -74,6 +83,7 @@ func run() error {
 	flag.StringVar(&twin.DatabaseURLParams, "twin-db-params", "", "query parameters of the twin's DATABASE_URL")
 	flag.StringVar(&twin.RedisURLParams, "twin-redis-params", "", "query parameters of the twin's REDIS_URL")
 	flag.IntVar(&twin.WorkerPollers, "twin-worker-pollers", 0, "pollers per task kind of the twin's worker")
+	flag.BoolVar(&opts.FloorsInline, "floors-inline", false, "run the HTTP floors inside the benchmark process (the method before 2026-12-02) instead of in a process of their own")
 	flag.StringVar(&opts.ProdStack, "prod-stack", "", "measure the running production-like profile of this stack.env (scripts/bench-prod.sh) instead of starting the dev stack")
 	flag.StringVar(&out, "out", "docs/benchmarks.md", "the report (its notes below the marker are kept)")
 	flag.StringVar(&chart, "chart", "docs/benchmarks.png", "the latency chart (PNG)")

@@ -23,7 +23,8 @@ import "github.com/redis/go-redis/v9"
 // | {'DONE'|'FAILED', result, subject, scope, approval_sha256}
 // | {'IN_FLIGHT', owner, claimed_at}.
 var acquireScript = redis.NewScript(`
-local st = redis.call('HGET', KEYS[1], 'state')
+local head = redis.call('HMGET', KEYS[1], 'state', 'param_hash')
+local st = head[1]
 
 -- first consumption: claim it, IN_FLIGHT
 if st == false then
@@ -41,18 +42,19 @@ if st == false then
 end
 
 -- the params were swapped: refuse, this is a security event
-if redis.call('HGET', KEYS[1], 'param_hash') ~= ARGV[1] then
+if head[2] ~= ARGV[1] then
   return {'PARAM_MISMATCH', ''}
 end
 
--- terminal: replay the first result
+-- terminal: replay the first result (one HMGET, not four HGETs)
 if st == 'DONE' or st == 'FAILED' then
-  return {st, redis.call('HGET', KEYS[1], 'result'), redis.call('HGET', KEYS[1], 'subject'),
-          redis.call('HGET', KEYS[1], 'scope'), redis.call('HGET', KEYS[1], 'approval_sha256')}
+  local f = redis.call('HMGET', KEYS[1], 'result', 'subject', 'scope', 'approval_sha256')
+  return {st, f[1], f[2], f[3], f[4]}
 end
 
 -- in flight: the caller waits and polls, it does not resend
-return {'IN_FLIGHT', redis.call('HGET', KEYS[1], 'owner'), redis.call('HGET', KEYS[1], 'claimed_at')}
+local f = redis.call('HMGET', KEYS[1], 'owner', 'claimed_at')
+return {'IN_FLIGHT', f[1], f[2]}
 `)
 
 // finalizeScript is the finalize script of docs/contract.md §5: owner-checked, so that an

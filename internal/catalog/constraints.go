@@ -33,6 +33,12 @@ func (f *Field) decodeConstraints() []string {
 			}
 		}
 	}
+	f.declared = nil
+	for _, c := range constraints {
+		if f.Declares(c) {
+			f.declared = append(f.declared, c)
+		}
+	}
 	return out
 }
 

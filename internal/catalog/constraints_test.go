@@ -168,3 +168,27 @@ func TestConstraintRefusals(t *testing.T) {
 		})
 	}
 }
+
+// Declared is every constraint a field declares, in the constraints' order,
+// and nothing else.
+func TestDeclaredInOrder(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{
+		"{type: decimal, required: true, exclusive_min: 0, max: 1000000, scale: 2}",
+		"{type: string, normalize: [trim], kind: identifier, max_length: 64, enum: [a, b]}",
+		"{type: string}",
+	} {
+		f, err := ParseField(text)
+		require.NoError(t, err, text)
+		var want []Constraint
+		for _, c := range Constraints() {
+			if f.Declares(c) {
+				want = append(want, c)
+			}
+		}
+		assert.Equal(t, want, f.Declared(), text)
+	}
+	f, err := ParseField("{type: decimal, max: 1, min: 0, scale: 2}")
+	require.NoError(t, err)
+	assert.Len(t, f.Declared(), 3)
+}

@@ -49,6 +49,9 @@ type Field struct {
 	// constraints holds the value of each constraint the field declares,
 	// as the constraint decoded it (Declares, ValueOf).
 	constraints map[Constraint]any
+	// declared are the constraints' keys of constraints, in their order
+	// (Declared).
+	declared []Constraint
 }
 
 // fieldKeys are a bound field's own keys; every other key is a constraint's.
@@ -93,6 +96,10 @@ func (f *Field) Declares(c Constraint) bool {
 	_, ok := f.constraints[c]
 	return ok
 }
+
+// Declared returns the constraints f declares, in their order: what a
+// check of f's value asks, without looking every constraint up.
+func (f *Field) Declared() []Constraint { return f.declared }
 
 // FreeField declares a param passed to the downstream but not bound.
 type FreeField struct {

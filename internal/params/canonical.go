@@ -63,8 +63,20 @@ type parser struct {
 	path    []string
 }
 
-// parseJSON parses one JSON value and refuses anything after it.
+// parseJSON parses one JSON value and refuses anything after it. The
+// scanner reads valid JSON; whatever it gives up on, the decoder's parser
+// reads again and refuses with its problem.
 func parseJSON(raw []byte) (any, error) {
+	if v, _, ok := scanJSON(raw); ok {
+		return v, nil
+	}
+	return parseJSONDecoder(raw)
+}
+
+// parseJSONDecoder is parseJSON with encoding/json's streaming decoder
+// alone: the parser whose problems the agent reads, and the oracle the
+// scanner is fuzzed against.
+func parseJSONDecoder(raw []byte) (any, error) {
 	if len(raw) > MaxParamsBytes {
 		return nil, newProblem("", RuleJSON, "json.size", "", "bytes", strconv.Itoa(len(raw)), "limit", strconv.Itoa(MaxParamsBytes))
 	}

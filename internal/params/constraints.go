@@ -26,8 +26,8 @@ func checkConstraints(name string, bind map[string]catalog.Field, normalized map
 		return nil
 	}
 	var out []FieldProblem
-	for _, c := range catalog.Constraints() {
-		if !f.Declares(c) || !applies(c, f.Type) {
+	for _, c := range f.Declared() {
+		if !applies(c, f.Type) {
 			continue
 		}
 		for _, p := range c.Check(&f, v) {

@@ -72,10 +72,11 @@ func (p FieldProblem) Unwrap() error { return ErrInvalid }
 // value of the wrong type, is refused. Every error wraps ErrInvalid;
 // several problems are joined with errors.Join, each a FieldProblem.
 func Canonicalize(raw []byte, spec map[string]catalog.Field) (canonical []byte, normalized map[string]any, err error) {
-	obj, err := parseObject(raw)
+	parsed, err := parseObject(raw)
 	if err != nil {
 		return nil, nil, err
 	}
+	obj := parsed.values
 	normalized = make(map[string]any, len(spec))
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(spec)) {
@@ -115,14 +116,40 @@ func Validate(raw []byte, action *catalog.Action) (problems []FieldProblem) {
 	return problems
 }
 
-// Bind is Validate and, for valid params, Canonicalize with
-// action.Bind, parsing raw once: the problems Validate reports, or
-// the canonical bound params and their normalized values. The gateway
-// calls it on every preview and confirm.
-func Bind(raw []byte, action *catalog.Action) (canonical []byte, normalized map[string]any, problems []FieldProblem) {
-	normalized, problems = validate(raw, action)
+// Bound is what Bind derives from valid params.
+type Bound struct {
+	// Canonical is the canonical bound params (docs/contract.md §3), whose
+	// Hash is the fingerprint's param_hash.
+	Canonical []byte
+	// Normalized holds the bound values for display and downstream
+	// (strings, json.Number with canonical text, bools).
+	Normalized map[string]any
+	// Free holds each free param the agent sent, not null, by name, its
+	// value's bytes verbatim.
+	Free map[string]json.RawMessage
+}
+
+// Bind is Validate and, for valid params, Canonicalize with action.Bind
+// and the free params as written, parsing raw once: the problems Validate
+// reports, or the Bound params. The gateway calls it on every preview and
+// confirm.
+func Bind(raw []byte, action *catalog.Action) (Bound, []FieldProblem) {
+	obj, err := parseObject(raw)
+	b, problems := bindObject(obj, err, action)
 	if len(problems) > 0 {
-		return nil, nil, problems
+		return Bound{}, problems
+	}
+	b.Free = freeParams(action, obj.members)
+	return b, nil
+}
+
+// bindObject is Bind of a parsed object (or of the error parsing it
+// returned) without the free params: the problems, or the canonical bound
+// params and their normalized values.
+func bindObject(obj object, err error, action *catalog.Action) (Bound, []FieldProblem) {
+	normalized, problems := validateObject(obj, err, action)
+	if len(problems) > 0 {
+		return Bound{}, problems
 	}
 	canonical, err := appendCanonical(make([]byte, 0, 128), normalized, nil)
 	if err != nil {
@@ -130,18 +157,36 @@ func Bind(raw []byte, action *catalog.Action) (canonical []byte, normalized map[
 		if !errors.As(err, &fp) {
 			fp = newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())
 		}
-		return nil, nil, []FieldProblem{fp}
+		return Bound{}, []FieldProblem{fp}
 	}
-	return canonical, normalized, nil
+	return Bound{Canonical: canonical, Normalized: normalized}, nil
+}
+
+// freeParams returns the members that are free params of action and not
+// null, by the name they were written with.
+func freeParams(action *catalog.Action, members []member) map[string]json.RawMessage {
+	free := make(map[string]json.RawMessage, len(action.Free))
+	for _, m := range members {
+		if _, ok := action.Free[m.name]; ok && !bytes.Equal(bytes.TrimSpace(m.raw), []byte("null")) {
+			free[m.name] = m.raw
+		}
+	}
+	return free
 }
 
 // validate is Validate, returning the normalized bound values too
 // (meaningful only without problems).
 func validate(raw []byte, action *catalog.Action) (normalized map[string]any, problems []FieldProblem) {
+	obj, err := parseObject(raw)
+	return validateObject(obj, err, action)
+}
+
+// validateObject is validate of a parsed object, or of the error that
+// parsing it returned.
+func validateObject(parsed object, err error, action *catalog.Action) (normalized map[string]any, problems []FieldProblem) {
 	if action == nil {
 		return nil, []FieldProblem{newProblem("", RuleCatalog, "no_action", "")}
 	}
-	obj, err := parseObject(raw)
 	if err != nil {
 		var fp FieldProblem
 		if errors.As(err, &fp) {
@@ -149,6 +194,7 @@ func validate(raw []byte, action *catalog.Action) (normalized map[string]any, pr
 		}
 		return nil, []FieldProblem{newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())}
 	}
+	obj := parsed.values
 	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		if _, bound := action.Bind[name]; bound {
 			continue
@@ -198,20 +244,51 @@ func Hash(canonical []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// parseObject parses raw and requires a JSON object.
-func parseObject(raw []byte) (map[string]any, error) {
+// object is a parsed params object: its values, keys NFC-normalized, and
+// its top-level members as written.
+type object struct {
+	values  map[string]any
+	members []member
+}
+
+// parseObject parses raw and requires a JSON object: the scanner reads
+// valid params; whatever it gives up on, parseObjectDecoder reads again
+// and refuses with its problem.
+func parseObject(raw []byte) (object, error) {
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if v, members, ok := scanJSON(raw); ok {
+			if values, isObject := v.(map[string]any); isObject {
+				return object{values: values, members: members}, nil
+			}
+		}
+	}
+	return parseObjectDecoder(raw)
+}
+
+// parseObjectDecoder is parseObject with encoding/json alone: the parser
+// whose problems the agent reads, and the oracle the scanner is fuzzed
+// against.
+func parseObjectDecoder(raw []byte) (object, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, newProblem("params", RuleRequired, "params.missing", "object")
+		return object{}, newProblem("params", RuleRequired, "params.missing", "object")
 	}
-	v, err := parseJSON(raw)
+	v, err := parseJSONDecoder(raw)
 	if err != nil {
-		return nil, err
+		return object{}, err
 	}
-	obj, ok := v.(map[string]any)
+	values, ok := v.(map[string]any)
 	if !ok {
-		return nil, newProblem("", RuleJSON, "json.object", "", "got", jsonKind(v))
+		return object{}, newProblem("", RuleJSON, "json.object", "", "got", jsonKind(v))
 	}
-	return obj, nil
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return object{}, newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())
+	}
+	members := make([]member, 0, len(all))
+	for name, v := range all {
+		members = append(members, member{name: name, raw: v})
+	}
+	return object{values: values, members: members}, nil
 }
 
 // jsonKind names the JSON type of a parsed value: null, boolean, string,

@@ -242,15 +242,15 @@ func TestValidateParams(t *testing.T) {
 			assert.Equal(t, tt.want, textsOf(Validate([]byte(tt.raw), tt.action)))
 
 			// Bind answers what Validate and Canonicalize answer.
-			canonical, normalized, problems := Bind([]byte(tt.raw), tt.action)
+			bound, problems := Bind([]byte(tt.raw), tt.action)
 			assert.Equal(t, tt.want, textsOf(problems))
 			if tt.want == nil {
 				wantCanonical, wantNormalized, err := Canonicalize([]byte(tt.raw), tt.action.Bind)
 				require.NoError(t, err)
-				assert.Equal(t, string(wantCanonical), string(canonical))
-				assert.Equal(t, wantNormalized, normalized)
+				assert.Equal(t, string(wantCanonical), string(bound.Canonical))
+				assert.Equal(t, wantNormalized, bound.Normalized)
 			} else {
-				assert.Nil(t, canonical)
+				assert.Nil(t, bound.Canonical)
 			}
 		})
 	}

@@ -28,7 +28,8 @@ func TestRecordedParamHashes(t *testing.T) {
 			require.NotEmpty(t, in.ParamHash, "the recorded input has a param_hash")
 			action, ok := cat.Lookup(in.Scope)
 			require.True(t, ok, "scope %q is in the dev catalog", in.Scope)
-			canonical, _, problems := Bind(in.Params, action)
+			bound, problems := Bind(in.Params, action)
+			canonical := bound.Canonical
 			require.Empty(t, problems, "%s", in.Params)
 			assert.Equal(t, in.ParamHash, Hash(canonical), "param_hash of %s", in.Params)
 			if in.BoundParams != nil {

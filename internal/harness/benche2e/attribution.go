@@ -20,16 +20,19 @@ const (
 	// RoleShared is what both sides use: the Temporal server (and its Web
 	// UI), PostgreSQL with its backends, every Redis node, the simulator.
 	RoleShared
-	// RoleClient is the benchmark process: the load generator, the bare
-	// workflow's Temporal client (its start and result calls) and the
-	// HTTP floors.
+	// RoleClient is the benchmark process: the load generator and the bare
+	// workflow's Temporal client (its start and result calls); the HTTP
+	// floors too when they run inside it (Options.FloorsInline).
 	RoleClient
+	// RoleFloors is the HTTP floors' process: idle in the first-confirm
+	// phases, it is shown and never summed into either side.
+	RoleFloors
 )
 
 // CPUProcess is one process whose CPU time the phases read.
 type CPUProcess struct {
-	// Name is its component name (scripts/prod.sh's pid file), CPUBareWorker
-	// or CPUBench.
+	// Name is its component name (scripts/prod.sh's pid file),
+	// CPUBareWorker, CPUFloors or CPUBench.
 	Name string
 	// Role is what it is to the comparison.
 	Role CPURole
@@ -44,15 +47,22 @@ func roleOf(name string) CPURole {
 		return RoleBare
 	case name == CPUBench:
 		return RoleClient
+	case name == CPUFloors:
+		return RoleFloors
 	}
 	return RoleShared
 }
 
 // prodProcesses returns the profile's components named by names, with the
-// bare worker and the benchmark process, ordered by role, then by name.
-func prodProcesses(names []string) []CPUProcess {
-	out := make([]CPUProcess, 0, len(names)+2)
-	for _, n := range append(slices.Clone(names), CPUBareWorker, CPUBench) {
+// bare worker, the floors' process (when floorsOwn: they run in a process
+// of their own) and the benchmark process, ordered by role, then by name.
+func prodProcesses(names []string, floorsOwn bool) []CPUProcess {
+	names = append(slices.Clone(names), CPUBareWorker, CPUBench)
+	if floorsOwn {
+		names = append(names, CPUFloors)
+	}
+	out := make([]CPUProcess, 0, len(names))
+	for _, n := range names {
 		out = append(out, CPUProcess{Name: n, Role: roleOf(n)})
 	}
 	slices.SortFunc(out, func(a, b CPUProcess) int {
@@ -99,6 +109,8 @@ func cpuCost(p *Phase, procs []CPUProcess, own CPURole, idle map[string]time.Dur
 			serves = pr.Role == own
 		case RoleClient:
 			c.Client += d
+		case RoleFloors:
+			// Idle in a first-confirm phase: neither side's.
 		}
 		if serves {
 			c.Servers += d

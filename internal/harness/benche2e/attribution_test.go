@@ -13,7 +13,7 @@ import (
 
 func TestProdProcesses(t *testing.T) {
 	t.Parallel()
-	got := prodProcesses([]string{"redis-2", "temporal", "gateway-2", "postgres", "worker-1", "redis-1", "downstream", "gateway-1", "worker-2", "temporal-ui"})
+	names := []string{"redis-2", "temporal", "gateway-2", "postgres", "worker-1", "redis-1", "downstream", "gateway-1", "worker-2", "temporal-ui"}
 	want := []CPUProcess{
 		{"gateway-1", RoleOncegate}, {"gateway-2", RoleOncegate}, {"worker-1", RoleOncegate}, {"worker-2", RoleOncegate},
 		{CPUBareWorker, RoleBare},
@@ -21,7 +21,8 @@ func TestProdProcesses(t *testing.T) {
 		{"temporal", RoleShared}, {"temporal-ui", RoleShared},
 		{CPUBench, RoleClient},
 	}
-	assert.Equal(t, want, got)
+	assert.Equal(t, want, prodProcesses(names, false), "the floors inside the benchmark process")
+	assert.Equal(t, append(want, CPUProcess{CPUFloors, RoleFloors}), prodProcesses(names, true), "the floors in a process of their own")
 }
 
 // cpuPhase is a phase of n answers, completed of them completed (and
@@ -38,17 +39,19 @@ func cpuPhase(name string, n, completed int, cpu map[string]time.Duration) *Phas
 func TestCPUComparisons(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	procs := prodProcesses([]string{"gateway-1", "worker-1", "temporal", "postgres"})
+	procs := prodProcesses([]string{"gateway-1", "worker-1", "temporal", "postgres"}, true)
 	r := &Results{Processes: procs, Phases: map[string]*Phase{
 		// 10 answers, 8 completed: the cost is per completed operation.
 		PhaseConfirmConc: cpuPhase(PhaseConfirmConc, 10, 8, map[string]time.Duration{
 			"gateway-1": 80 * ms, "worker-1": 40 * ms, "temporal": 160 * ms, "postgres": 80 * ms,
 			CPUBareWorker: 800 * ms, // idle meanwhile: not oncegate's
 			CPUBench:      16 * ms, CPUMachine: 9999 * ms,
+			CPUFloors: 400 * ms, // idle meanwhile: neither side's
 		}),
 		PhaseBareConc: cpuPhase(PhaseBareConc, 10, 10, map[string]time.Duration{
 			"gateway-1": 900 * ms, "worker-1": 900 * ms, // idle meanwhile: not the bare workflow's
 			CPUBareWorker: 50 * ms, "temporal": 100 * ms, "postgres": 50 * ms, CPUBench: 30 * ms,
+			CPUFloors: 500 * ms,
 		}),
 	}}
 	cs := r.CPUComparisons()
@@ -59,6 +62,7 @@ func TestCPUComparisons(t *testing.T) {
 	assert.Equal(t, (10+5+20+10)*ms, c.Cost.Servers)
 	assert.Equal(t, 2*ms, c.Cost.Client)
 	assert.Equal(t, 100*ms, c.Cost.PerProcess[CPUBareWorker], "shown, not summed")
+	assert.Equal(t, 50*ms, c.Cost.PerProcess[CPUFloors], "shown, not summed")
 	assert.Equal(t, (5+10+5)*ms, c.FloorCost.Servers)
 	assert.Equal(t, 3*ms, c.FloorCost.Client)
 	assert.InDelta(t, 45.0/20, c.Ratio, 1e-9)
@@ -91,16 +95,17 @@ func TestCPUComparisons(t *testing.T) {
 
 func TestCPUColumns(t *testing.T) {
 	t.Parallel()
-	cols := cpuColumns(prodProcesses([]string{"gateway-1", "gateway-2", "worker-1", "redis-1", "redis-2", "redis-3", "postgres"}))
+	cols := cpuColumns(prodProcesses([]string{"gateway-1", "gateway-2", "worker-1", "redis-1", "redis-2", "redis-3", "postgres"}, true), true)
 	got := map[string][]string{}
 	var titles []string
 	for _, c := range cols {
 		got[c.title] = c.sources
 		titles = append(titles, c.title)
 	}
-	assert.Equal(t, []string{CPUMachine, "gateway (2)", "worker", CPUBareWorker, "postgres", "redis (3)", CPUBench}, titles)
+	assert.Equal(t, []string{CPUMachine, "gateway (2)", "worker", CPUBareWorker, "postgres", "redis (3)", CPUBench, CPUFloors}, titles)
 	assert.Equal(t, []string{"redis-1", "redis-2", "redis-3"}, got["redis (3)"])
-	assert.Len(t, cpuColumns(nil), len(cpuSources), "the dev stack's columns")
+	assert.Len(t, cpuColumns(nil, true), len(cpuSources), "the dev stack's columns")
+	assert.NotContains(t, cpuColumns(nil, false), cpuColumn{title: CPUFloors, sources: []string{CPUFloors}}, "no floors' process to read")
 }
 
 func TestProdSkipsTheDegradedGroup(t *testing.T) {

@@ -21,10 +21,12 @@ const (
 	// CPUBareWorker is the bare workflow's worker process; the report
 	// shows it as the worker of the bare phases.
 	CPUBareWorker = "bare worker"
+	// CPUFloors is the HTTP floors' process (FloorsFlag).
+	CPUFloors = "floors"
 )
 
 // cpuSources are the sources in the report's order.
-var cpuSources = []string{CPUMachine, CPUGateway, CPUWorker, CPUBench}
+var cpuSources = []string{CPUMachine, CPUGateway, CPUWorker, CPUFloors, CPUBench}
 
 // cpuReader reads the CPU time used so far by the machine (every CPU, busy
 // time only) and by the processes of interest: pids are read alone, trees

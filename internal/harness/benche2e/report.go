@@ -80,10 +80,10 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 	p("first confirms: %d sequential and %d at %d concurrent per round, each on a fresh preview made before the phase (not timed)\n", o.FirstConfirms, o.ConcurrentConfirms, o.Concurrency)
 	if prod {
 		p("- the stack: the production-like profile (`scripts/prod.sh`, started by `scripts/bench-prod.sh` in `.run-bench-prod/` on ports of its own) — the Temporal server (go.temporal.io/server, persistence and visibility on PostgreSQL) over mTLS, a Redis Cluster of %d nodes over TLS, PostgreSQL over TLS (verify-full), two gateways serving HTTPS and two workers, the simulator; ", countRole(r.Processes, "redis-"))
-		p("the load goes to the two gateways in turn, over HTTPS; the HTTP floors run inside the benchmark process and serve HTTPS with the profile's server certificate, on the same Redis Cluster and PostgreSQL; ")
+		p("the load goes to the two gateways in turn, over HTTPS; the HTTP floors %s and serve HTTPS with the profile's server certificate, on the same Redis Cluster and PostgreSQL; ", floorsWhere(o))
 		p("the bare workflow's worker is a process of its own started from the benchmark binary (`-bare-worker`), on its own task queue of the same Temporal server, connected as oncegate's workers are (the same `TEMPORAL_*` settings, the same mTLS client certificate, the same `worker.Options`)\n")
 	} else {
-		p("- the stack: internal/harness/testenv on free ports — gateway, worker and downstream simulator binaries, a private Redis, PostgreSQL, the Temporal CLI dev server (in memory); the HTTP floors run inside the benchmark process (Echo on its own port); the bare workflow's worker is a process of its own started from the benchmark binary (`-bare-worker`), on its own task queue, with the same `worker.Options` as oncegate's worker, so that both workers sit in processes of their own\n")
+		p("- the stack: internal/harness/testenv on free ports — gateway, worker and downstream simulator binaries, a private Redis, PostgreSQL, the Temporal CLI dev server (in memory); the HTTP floors %s (Echo on its own port); the bare workflow's worker is a process of its own started from the benchmark binary (`-bare-worker`), on its own task queue, with the same `worker.Options` as oncegate's worker, so that both workers sit in processes of their own\n", floorsWhere(o))
 	}
 	p("- floors answer a real oncegate answer's bytes (preview %d B, replay %d B, status %d B); the EVALSHA floor runs one `HGETALL` script by `EVALSHA` on the stack's Redis; the PostgreSQL floor runs the amnesia guard's query (`pgstore.Store.FindRecent`, pgx's default pool) on the stack's truth; the bare workflow's activity POSTs the same transfer to the same simulator endpoint (`/v1/transfers`) with the workflow ID as `Idempotency-Key`\n",
 		r.Bodies["preview"], r.Bodies["replay"], r.Bodies["status"])
@@ -162,13 +162,13 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 	}
 	p("\n### CPU time per answered request\n\n")
 	if prod {
-		p("Read from `/proc` around every phase (10 ms ticks), divided by the answered requests: the whole machine's busy time (every process, other users' too) and each kind of the profile's processes, its instances summed; the benchmark process is the load generator, the bare workflow's Temporal client and the HTTP floors. ")
-		p("A floor's own cost is in the benchmark column (its Redis and PostgreSQL work in theirs), oncegate's in the gateway and worker columns.\n\n")
+		p("Read from `/proc` around every phase (10 ms ticks), divided by the answered requests: the whole machine's busy time (every process, other users' too) and each kind of the profile's processes, its instances summed; the benchmark process is the load generator and the bare workflow's Temporal client%s. ", floorsCPU(o))
+		p("A floor's own cost is in the %s column (its Redis and PostgreSQL work in theirs), oncegate's in the gateway and worker columns.\n\n", floorsColumn(o))
 	} else {
-		p("Read from `/proc` around every phase (10 ms ticks): the whole machine's busy time (every process, other users' too), the gateway's and the worker's processes (for the bare workflow, its own worker process), and the benchmark process (the load generator, and the HTTP floors, which run inside it). ")
-		p("Less sensitive to a shared machine than throughput: a floor's cost is in the benchmark column, oncegate's in the gateway and worker columns.\n\n")
+		p("Read from `/proc` around every phase (10 ms ticks): the whole machine's busy time (every process, other users' too), the gateway's and the worker's processes (for the bare workflow, its own worker process), the floors' process when they have one, and the benchmark process (the load generator%s). ", floorsCPU(o))
+		p("Less sensitive to a shared machine than throughput: a floor's cost is in the %s column, oncegate's in the gateway and worker columns.\n\n", floorsColumn(o))
 	}
-	cols := cpuColumns(r.Processes)
+	cols := cpuColumns(r.Processes, !o.FloorsInline)
 	p("| phase |")
 	for _, c := range cols {
 		p(" %s |", c.title)
@@ -340,4 +340,29 @@ func outcomes(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// floorsWhere says where the HTTP floors ran.
+func floorsWhere(o Options) string {
+	if o.FloorsInline {
+		return "run inside the benchmark process (`-floors-inline`: they share the load generator's Go runtime)"
+	}
+	return "run in a process of their own started from the benchmark binary (`-floors`), as the gateway is a process of its own"
+}
+
+// floorsCPU adds the floors to what the benchmark process's CPU covers
+// when they ran inside it.
+func floorsCPU(o Options) string {
+	if o.FloorsInline {
+		return ", and the HTTP floors, which run inside it"
+	}
+	return ""
+}
+
+// floorsColumn is the CPU table's column of the floors' own cost.
+func floorsColumn(o Options) string {
+	if o.FloorsInline {
+		return CPUBench
+	}
+	return CPUFloors
 }

@@ -13,14 +13,17 @@ type cpuColumn struct {
 }
 
 // cpuColumns are the CPU table's columns: on the dev stack the machine,
-// the gateway, the worker and the benchmark; on the production-like
-// profile (procs) the machine and each kind of process, its instances
-// summed (both gateways, every Redis node).
-func cpuColumns(procs []CPUProcess) []cpuColumn {
+// the gateway, the worker, the floors (when floorsOwn: in a process of
+// their own) and the benchmark; on the production-like profile (procs) the
+// machine and each kind of process, its instances summed (both gateways,
+// every Redis node).
+func cpuColumns(procs []CPUProcess, floorsOwn bool) []cpuColumn {
 	if len(procs) == 0 {
-		out := make([]cpuColumn, len(cpuSources))
-		for i, s := range cpuSources {
-			out[i] = cpuColumn{title: s, sources: []string{s}}
+		var out []cpuColumn
+		for _, s := range cpuSources {
+			if s != CPUFloors || floorsOwn {
+				out = append(out, cpuColumn{title: s, sources: []string{s}})
+			}
 		}
 		return out
 	}
@@ -70,6 +73,7 @@ var roleTitles = map[CPURole]string{
 	RoleBare:     "bare workflow",
 	RoleShared:   "shared",
 	RoleClient:   "client",
+	RoleFloors:   "HTTP floors",
 }
 
 // writeProcessCPU writes the section of the CPU per completed operation,

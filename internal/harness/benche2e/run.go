@@ -71,6 +71,10 @@ type Options struct {
 	// on the same stores and Temporal server, and measures every preview,
 	// replay, status and first-confirm phase on both, side by side.
 	Twin *Twin
+	// FloorsInline runs the HTTP floors inside the benchmark process, as
+	// the benchmark did before 2026-12-02, instead of in a process of their
+	// own (FloorsFlag): a floor then shares the load generator's Go runtime.
+	FloorsInline bool
 	// ProdStack, when set, is the stack.env of a running production-like
 	// profile (scripts/prod.sh) to measure instead of starting the dev
 	// stack; see openProd for what runs there and what does not.
@@ -248,20 +252,22 @@ type bench struct {
 	opts Options
 	// t is the stack measured; stack is the dev stack (nil on the
 	// production-like profile), which the degraded phases stop parts of.
-	t        *target
-	stack    *testenv.Stack
-	http     *http.Client
-	gw       gateway
-	twin     *gateway
-	floors   *Floors
-	temporal client.Client
-	bareTQ   string
-	rdb      redis.UniversalClient
-	runID    string
-	seq      atomic.Int64
-	replay   completed
-	params   map[string]map[string]any
-	pprofURL string
+	t     *target
+	stack *testenv.Stack
+	http  *http.Client
+	gw    gateway
+	twin  *gateway
+	// floorsURL is the HTTP floors' base URL; stopFloors stops them.
+	floorsURL  string
+	stopFloors func()
+	temporal   client.Client
+	bareTQ     string
+	rdb        redis.UniversalClient
+	runID      string
+	seq        atomic.Int64
+	replay     completed
+	params     map[string]map[string]any
+	pprofURL   string
 	// seqConfirms and seqBares are the measured sequential first confirms
 	// and bare workflows, for Timelines and Splits.
 	seqConfirms, seqBares []sentOp
@@ -336,10 +342,10 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	}
 	defer bare.Stop()
 	b.cpu.pids[CPUBareWorker] = bare.Pid
-	if err := b.setup(ctx); err != nil {
+	if err := b.setup(ctx, logDir); err != nil {
 		return nil, err
 	}
-	defer b.floors.Close()
+	defer b.stopFloors()
 
 	logf("warming up...")
 	b.record = false
@@ -418,8 +424,10 @@ func (b *bench) readIdle(ctx context.Context) error {
 }
 
 // setup completes the operation the replay and status phases read, samples
-// the answers whose sizes the floors copy and starts the floors.
-func (b *bench) setup(ctx context.Context) error {
+// the answers whose sizes the floors copy and starts the floors: in a
+// process of their own (its log in logDir), or inside this one
+// (Options.FloorsInline).
+func (b *bench) setup(ctx context.Context, logDir string) error {
 	var err error
 	b.params = map[string]map[string]any{
 		scopeLegacy:   transferParams("bench-preview-" + b.runID),
@@ -437,12 +445,26 @@ func (b *bench) setup(ctx context.Context) error {
 	for k, v := range bodies {
 		b.res.Bodies[k] = len(v)
 	}
-	rdb, err := b.t.newRedis()
-	if err != nil {
-		return err
+	if b.opts.FloorsInline {
+		rdb, err := b.t.newRedis()
+		if err != nil {
+			return err
+		}
+		f, err := NewFloors(rdb, b.t.databaseURL, bodies, b.t.serverCert, "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		b.floorsURL, b.stopFloors = f.URL, f.Close
+		return nil
 	}
-	b.floors, err = NewFloors(rdb, b.t.databaseURL, bodies, b.t.serverCert)
-	return err
+	proc, url, err := startFloorsProcess(logDir, FloorsConfig{Store: b.t.store, Bodies: bodies,
+		CertFile: b.t.serverCertFiles[0], KeyFile: b.t.serverCertFiles[1]}, b.http)
+	if err != nil {
+		return fmt.Errorf("start the floors: %w", err)
+	}
+	b.floorsURL, b.stopFloors = url, proc.Stop
+	b.cpu.pids[CPUFloors] = proc.Pid
+	return nil
 }
 
 // phase is one side of a comparison: run measures it, warm runs it briefly
@@ -480,7 +502,7 @@ func (b *bench) selected() [][]phase {
 func (b *bench) groups() [][]phase {
 	floorReq := func(method, path string, body []byte) Request {
 		return func(ctx context.Context, _ int) (*http.Request, error) {
-			return b.gw.requestTo(ctx, b.floors.URL, method, path, body)
+			return b.gw.requestTo(ctx, b.floorsURL, method, path, body)
 		}
 	}
 	gwReq := func(method, path string, body []byte) Request {

@@ -30,6 +30,8 @@ type target struct {
 	token       string
 	// downstreamURL is the simulator; databaseURL the truth.
 	downstreamURL, databaseURL string
+	// store names the stack's Redis and truth, for the floors' process.
+	store storeconn.Config
 	// newRedis returns a new client of the stack's Redis (one server or
 	// the cluster).
 	newRedis func() (redis.UniversalClient, error)
@@ -38,9 +40,11 @@ type target struct {
 	temporal    temporalconn.Config
 	temporalEnv []string
 	// httpTLS is what the load generator trusts (nil: plain HTTP);
-	// serverCert is what the floors serve with (nil: plain HTTP).
-	httpTLS    *tls.Config
-	serverCert *tls.Certificate
+	// serverCert is what the floors serve with (nil: plain HTTP), read
+	// from serverCertFiles (certificate, key) by the floors' process.
+	httpTLS         *tls.Config
+	serverCert      *tls.Certificate
+	serverCertFiles [2]string
 	// pprofURL is the gateway's pprof server ("" when it has none).
 	pprofURL string
 	// cpu reads the stack's processes; processes lists them with their
@@ -75,6 +79,7 @@ func startDev(opts Options) (*target, error) {
 	return &target{
 		dev: stack, gatewayURLs: []string{stack.GatewayURL}, token: devToken,
 		downstreamURL: stack.DownstreamURL, databaseURL: stack.DatabaseURL,
+		store:       storeconn.Config{DatabaseURL: stack.DatabaseURL, RedisURL: stack.Redis.URL},
 		newRedis:    func() (redis.UniversalClient, error) { return stack.Redis.Client(), nil },
 		temporal:    temporalconn.Config{Address: stack.Temporal.Address, Namespace: stack.Temporal.Namespace},
 		temporalEnv: []string{"TEMPORAL_ADDRESS=" + stack.Temporal.Address, "TEMPORAL_NAMESPACE=" + stack.Temporal.Namespace},
@@ -113,8 +118,8 @@ func openProd(opts Options) (*target, error) {
 		downstreamURL: env["DOWNSTREAM_URL"], databaseURL: env["DATABASE_URL"],
 		close: func() {},
 	}
-	store := storeconn.Config{RedisURL: env["REDIS_URL"], RedisAddrs: env["REDIS_ADDRS"], RedisTLSCAFile: env["REDIS_TLS_CA_FILE"]}
-	t.newRedis = func() (redis.UniversalClient, error) { return redisstore.Connect(store) }
+	t.store = storeconn.Config{DatabaseURL: env["DATABASE_URL"], RedisURL: env["REDIS_URL"], RedisAddrs: env["REDIS_ADDRS"], RedisTLSCAFile: env["REDIS_TLS_CA_FILE"]}
+	t.newRedis = func() (redis.UniversalClient, error) { return redisstore.Connect(t.store) }
 	for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TLS_CA_FILE", "TEMPORAL_TLS_CERT_FILE", "TEMPORAL_TLS_KEY_FILE"} {
 		t.temporalEnv = append(t.temporalEnv, k+"="+env[k])
 	}
@@ -135,7 +140,8 @@ func openProd(opts Options) (*target, error) {
 	// The certificate every server of the profile presents (scripts/prod.sh
 	// ensure_certs), next to its CA.
 	tlsDir := filepath.Dir(env["ONCEGATE_CA_FILE"])
-	cert, err := tls.LoadX509KeyPair(filepath.Join(tlsDir, "server.pem"), filepath.Join(tlsDir, "server-key.pem"))
+	t.serverCertFiles = [2]string{filepath.Join(tlsDir, "server.pem"), filepath.Join(tlsDir, "server-key.pem")}
+	cert, err := tls.LoadX509KeyPair(t.serverCertFiles[0], t.serverCertFiles[1])
 	if err != nil {
 		return nil, fmt.Errorf("the profile's server certificate: %w", err)
 	}
@@ -163,6 +169,6 @@ func openProd(opts Options) (*target, error) {
 		t.cpu.trees[name] = pid
 		names = append(names, name)
 	}
-	t.processes = prodProcesses(names)
+	t.processes = prodProcesses(names, !opts.FloorsInline)
 	return t, nil
 }

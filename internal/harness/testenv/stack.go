@@ -258,9 +258,16 @@ func (s *Stack) StartTwin(databaseURLParams, redisURLParams string, gatewayEnv, 
 	if err != nil {
 		return nil, err
 	}
+	metricsPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
 	tw := &Twin{GatewayURL: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	// The twin's worker serves its metrics on a port of its own: the
+	// stack's worker holds WORKER_METRICS_URL.
 	env := append(append([]string{}, s.Env...),
 		"GATEWAY_URL="+tw.GatewayURL,
+		fmt.Sprintf("WORKER_METRICS_URL=http://127.0.0.1:%d/metrics", metricsPort),
 		"ONCEGATE_TASK_QUEUE="+s.TaskQueue+"-twin",
 		"DATABASE_URL="+withQuery(s.DatabaseURL, databaseURLParams),
 		"REDIS_URL="+withQuery(s.Redis.URL, redisURLParams),
