@@ -78,10 +78,10 @@ const ChangeBusinessState = "business-state"
 // execution meets first, in its first workflow task: its version 1 means
 // that every change before it (ChangesBeforeFastConfirm) is in effect,
 // without a version marker of its own. The SDK records a marker and
-// upserts the TemporalChangeVersion search attribute (a visibility write)
-// for every change ID an execution meets for the first time, so a first
-// confirm, which met single-claim and finalize-local-activity, now records
-// one of each instead of two. An execution without its marker (recorded
+// upserts the TemporalChangeVersion search attribute (two history events
+// and their commands' work on the server) for every change ID an execution
+// meets for the first time, so a first confirm, which met single-claim and
+// finalize-local-activity, now records one of each instead of two. An execution without its marker (recorded
 // before it, or started by a worker that holds it) meets each earlier
 // change's own GetVersion, as before.
 const ChangeFastConfirm = "fast-confirm"
