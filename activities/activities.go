@@ -301,13 +301,18 @@ func (a *Activities) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// heartbeat records a heartbeat now and every heartbeatEvery until stop is
-// called; outside an activity it does nothing.
+// heartbeat records a heartbeat every heartbeatEvery until stop is called;
+// outside an activity it does nothing. The first is sent after
+// heartbeatEvery, not at once: the SDK sends a first heartbeat
+// synchronously (a round trip to the Temporal server, which writes the
+// activity's state), so one at the start would delay every call of the
+// downstream by it, while a call that answers within heartbeatEvery (almost
+// every one) needs none: the activities run without a heartbeat timeout,
+// and a heartbeat only tells a longer call of a cancellation.
 func heartbeat(ctx context.Context) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
-	activity.RecordHeartbeat(ctx)
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(heartbeatEvery)

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -513,4 +515,20 @@ func TestClaimTruthCarriesWhatTheReceiptNames(t *testing.T) {
 	var got operation.ClaimResult
 	require.NoError(t, val.Get(&got))
 	assert.True(t, at.Equal(got.CompletedAt), "the truth's completed time, got %s", got.CompletedAt)
+}
+
+// TestExecuteAnswersWithoutAHeartbeat: a downstream that answers within
+// heartbeatEvery costs no heartbeat, whose first one the SDK would send
+// synchronously to the Temporal server before the downstream is called.
+func TestExecuteAnswersWithoutAHeartbeat(t *testing.T) {
+	d := newDownstream(t, answer{http.StatusCreated, `{"id":"tr_h","amount":"12.5"}`})
+	acts := &activities.Activities{HTTP: &http.Client{}}
+	env := newActivityEnv(acts)
+	beats := 0
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats++ })
+
+	_, err := env.ExecuteActivity(acts.Execute, input(d))
+	require.NoError(t, err)
+	assert.Len(t, d.requests, 1)
+	assert.Zero(t, beats, "no heartbeat for a call that answered at once")
 }

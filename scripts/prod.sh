@@ -366,6 +366,10 @@ ensure_temporal_namespace() {
     grep -qw "$sa" <<<"$have" ||
       temporal_cli operator search-attribute create --namespace "$TEMPORAL_NAMESPACE" --name "$sa" --type Keyword >>"$RUN/temporal.log" 2>&1
   done
+  # The server caches search attributes (deployments/prod-local/temporal/
+  # dynamicconfig.yaml): wait until a query by all three is accepted.
+  wait_until 90 temporal temporal_cli workflow list --namespace "$TEMPORAL_NAMESPACE" --limit 1 \
+    --query "IdemState = 'DONE' AND IdemScope = 'x' AND IdemSubject = 'x'"
 }
 
 start_temporal-ui() {

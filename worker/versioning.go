@@ -6,6 +6,8 @@ import (
 
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/oncegate/oncegate/workflows"
 )
 
 // Versioning is how a worker takes part in the rollout of a new build
@@ -30,7 +32,8 @@ type Versioning struct {
 	// run side by side, no workflow records a change that an old worker
 	// could not replay. Once every worker runs the new build, they are
 	// restarted one at a time without it (ONCEGATE_HOLD_WORKFLOW_CHANGES,
-	// comma-separated).
+	// comma-separated). Holding a change that workflows.ChangeFastConfirm
+	// puts in effect holds workflows.ChangeFastConfirm too.
 	HeldChanges []string `env:"ONCEGATE_HOLD_WORKFLOW_CHANGES"`
 }
 
@@ -58,7 +61,7 @@ func (v Versioning) apply(o *sdkworker.Options) {
 		}
 	}
 	if len(v.HeldChanges) > 0 {
-		held := slices.Clone(v.HeldChanges)
+		held := heldChanges(v.HeldChanges)
 		o.PreferredVersionProvider = func(in sdkworker.PreferredVersionProviderInput) *sdkworker.VersionPreference {
 			if !slices.Contains(held, in.ChangeID) {
 				return nil // the newest version the code supports
@@ -66,4 +69,16 @@ func (v Versioning) apply(o *sdkworker.Options) {
 			return &sdkworker.VersionPreference{Version: workflow.DefaultVersion, ClampToSupportedRange: true}
 		}
 	}
+}
+
+// heldChanges returns the change ids held: held, and
+// workflows.ChangeFastConfirm when held names a change its version 1 puts
+// in effect (a workflow that took it would take that change too).
+func heldChanges(held []string) []string {
+	held = slices.Clone(held)
+	if slices.ContainsFunc(workflows.ChangesBeforeFastConfirm, func(c string) bool { return slices.Contains(held, c) }) &&
+		!slices.Contains(held, workflows.ChangeFastConfirm) {
+		held = append(held, workflows.ChangeFastConfirm)
+	}
+	return held
 }

@@ -7,11 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/oncegate/oncegate/workflows"
 )
 
 // TestVersioningOptions: a deployment and a build id make a versioned,
 // auto-upgrade worker, and go together; a held change records the default
-// version for new executions while every other change takes the newest.
+// version for new executions while every other change takes the newest;
+// holding a change that fast-confirm puts in effect holds fast-confirm.
 func TestVersioningOptions(t *testing.T) {
 	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x"}
 	with := func(kv ...string) map[string]string {
@@ -47,6 +50,20 @@ func TestVersioningOptions(t *testing.T) {
 	}
 	assert.Nil(t, o.PreferredVersionProvider(sdkworker.PreferredVersionProviderInput{ChangeID: "change-c", MaxSupported: 1}),
 		"a change not held takes the newest version")
+
+	assert.Nil(t, o.PreferredVersionProvider(sdkworker.PreferredVersionProviderInput{ChangeID: workflows.ChangeFastConfirm, MaxSupported: 1}),
+		"holding changes fast-confirm does not put in effect leaves it alone")
+
+	// fast-confirm's version 1 puts every earlier change in effect: holding
+	// one of them holds it too.
+	for _, held := range workflows.ChangesBeforeFastConfirm {
+		c, err = ConfigFromEnv(with("ONCEGATE_HOLD_WORKFLOW_CHANGES", held))
+		require.NoError(t, err)
+		pref := c.Options().PreferredVersionProvider(sdkworker.PreferredVersionProviderInput{
+			ChangeID: workflows.ChangeFastConfirm, MinSupported: workflow.DefaultVersion, MaxSupported: 1})
+		require.NotNil(t, pref, held)
+		assert.Equal(t, workflow.DefaultVersion, pref.Version, "holding %s holds %s", held, workflows.ChangeFastConfirm)
+	}
 
 	for _, half := range [][]string{{"ONCEGATE_WORKER_DEPLOYMENT", "oncegate"}, {"ONCEGATE_WORKER_BUILD_ID", "b42"}} {
 		_, err := ConfigFromEnv(with(half...))

@@ -74,6 +74,39 @@ const finalizeLocalBudget = 2 * time.Minute
 // only for such downstreams, which no history before it has.
 const ChangeBusinessState = "business-state"
 
+// ChangeFastConfirm is the workflow.GetVersion change ID that every new
+// execution meets first, in its first workflow task: its version 1 means
+// that every change before it (ChangesBeforeFastConfirm) is in effect,
+// without a version marker of its own. The SDK records a marker and
+// upserts the TemporalChangeVersion search attribute (two history events
+// and their commands' work on the server) for every change ID an execution
+// meets for the first time, so a first confirm, which met single-claim and
+// finalize-local-activity, now records one of each instead of two. An execution without its marker (recorded
+// before it, or started by a worker that holds it) meets each earlier
+// change's own GetVersion, as before.
+const ChangeFastConfirm = "fast-confirm"
+
+// ChangesBeforeFastConfirm are the changes that version 1 of
+// ChangeFastConfirm puts in effect. A worker that holds one of them back
+// (ONCEGATE_HOLD_WORKFLOW_CHANGES) holds ChangeFastConfirm back too.
+var ChangesBeforeFastConfirm = []string{
+	ChangeNotFoundWindow, ChangeBusinessState, ChangeResolveOnce, ChangeSingleClaim, ChangeLocalFinalize,
+}
+
+// changeVersion returns the version of change an execution runs: 1 when it
+// recorded version 1 of ChangeFastConfirm, else the change's own
+// workflow.GetVersion. ChangeFastConfirm's version is decided the first
+// time this is called, in the first workflow task (run asks for
+// ChangeSingleClaim before any other change), and read from the SDK's
+// cache after that: an execution recorded before it replays that task and
+// keeps workflow.DefaultVersion to its end.
+func changeVersion(ctx workflow.Context, change string) workflow.Version {
+	if workflow.GetVersion(ctx, ChangeFastConfirm, workflow.DefaultVersion, 1) == 1 {
+		return 1
+	}
+	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1)
+}
+
 // StartSearchAttributes returns the search attributes a workflow of in is
 // started with: IdemState=IN_FLIGHT, IdemScope and IdemSubject.
 func StartSearchAttributes(in operation.Input) temporal.SearchAttributes {
@@ -148,7 +181,7 @@ func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolve
 
 	own := in.Ownership
 	var claim operation.ClaimResult
-	if workflow.GetVersion(ctx, ChangeSingleClaim, workflow.DefaultVersion, 1) == 1 && own.TruthClaimed() {
+	if changeVersion(ctx, ChangeSingleClaim) == 1 && own.TruthClaimed() {
 		// The confirm's claim is the claim: it inserted the truth record
 		// IN_FLIGHT under own.Owner() just before starting this workflow,
 		// and no one else can have changed it (only this workflow moves it
@@ -243,7 +276,7 @@ func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolve
 // then, if that could not finish it, as a regular activity retried until
 // the truth answers; before it, as a regular activity.
 func finalize(ctx, truthCtx workflow.Context, fin operation.FinalizeInput) error {
-	if workflow.GetVersion(ctx, ChangeLocalFinalize, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if changeVersion(ctx, ChangeLocalFinalize) == workflow.DefaultVersion {
 		return workflow.ExecuteActivity(truthCtx, a.Finalize, fin).Get(ctx, nil)
 	}
 	localCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
@@ -353,7 +386,7 @@ func interpret(ctx workflow.Context, in operation.Input, record json.RawMessage,
 	if business == nil {
 		return verdict{result: idemstore.Final{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
 	}
-	_ = workflow.GetVersion(ctx, ChangeBusinessState, workflow.DefaultVersion, 1)
+	_ = changeVersion(ctx, ChangeBusinessState)
 	state, phase, reason := business.State.Classify(record)
 	switch phase {
 	case plan.PhaseSucceeded:
@@ -478,7 +511,7 @@ func reconcile(ctx, reconcileCtx workflow.Context, in operation.Input, why strin
 	if !ds.Reconciles() {
 		return verdict{unknown: why + "; the downstream has no status endpoint"}, nil
 	}
-	version := workflow.GetVersion(ctx, ChangeNotFoundWindow, workflow.DefaultVersion, 1)
+	version := changeVersion(ctx, ChangeNotFoundWindow)
 	if d := ds.ReconcileDelay; d > 0 {
 		if err := workflow.Sleep(ctx, d); err != nil {
 			return verdict{}, fmt.Errorf("reconcile %s: %w", in.OperationID, err)

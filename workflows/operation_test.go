@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/activities"
@@ -824,4 +825,74 @@ func TestOperation_LocalFinalizeGoesOnAsAnActivity(t *testing.T) {
 	assert.True(t, local[0], "the first attempts are local")
 	assert.False(t, local[len(local)-1], "the one that finished it is a regular activity")
 	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
+}
+
+// temporalChangeVersion is the search attribute the SDK upserts with every
+// version marker it records (go.temporal.io/sdk/internal.TemporalChangeVersion,
+// not exported).
+const temporalChangeVersion = "TemporalChangeVersion"
+
+// firstConfirm runs a first confirm of payments.transfer (the gateway's
+// claim is the claim, the start search attributes set by the starter) on
+// env with opts, and returns the TemporalChangeVersion values upserted
+// (one for each change the execution met first: the SDK records a version
+// marker with each) and how many local activities ran (a marker each).
+func firstConfirm(t *testing.T, env *testsuite.TestWorkflowEnvironment, opts worker.Options) (changeVersions []any, localActivities int) {
+	t.Helper()
+	in := input(true)
+	in.Ownership = operation.ConfirmClaim("gw-1/req-1", idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired,
+		Owner: "gw-1/req-1", ClaimedAt: env.Now().Add(-time.Second), TruthFound: true})
+	require.NoError(t, env.SetTypedSearchAttributesOnStart(workflows.StartSearchAttributes(in)))
+	env.SetWorkerOptions(opts)
+	env.OnUpsertSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		changeVersions = append(changeVersions, args.Get(0).(map[string]any)[temporalChangeVersion])
+	}).Return(nil)
+	env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { localActivities++ })
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201, Result: json.RawMessage(`{"id":"tr_f"}`), ResultRef: "tr_f"}, nil).Once()
+	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil).Once()
+	mockNeverCalled(env, a.ClaimTruth)
+
+	env.ExecuteWorkflow(workflows.Operation, in)
+
+	assert.Equal(t, "tr_f", result(t, env).ResultRef)
+	env.AssertActivityNotCalled(t, workflows.ActivityClaimTruth, mock.Anything, mock.Anything)
+	return changeVersions, localActivities
+}
+
+// TestOperation_AFirstConfirmRecordsOneChange: a new first confirm meets one
+// change, fast-confirm, whose version 1 puts every earlier one in effect, so
+// its history carries 2 markers (that version's and the local finalize's)
+// and 2 search attribute updates (TemporalChangeVersion with the marker,
+// IdemState=DONE; IN_FLIGHT is the starter's) against the bare
+// workflow's none. One more of either fails here.
+func TestOperation_AFirstConfirmRecordsOneChange(t *testing.T) {
+	env, states := newEnv(t)
+	changes, local := firstConfirm(t, env, worker.Options{})
+	assert.Equal(t, []any{[]string{workflows.ChangeFastConfirm + "-1"}}, changes, "one version marker and its upsert")
+	assert.Equal(t, 1, local, "one local activity marker: the finalize")
+	assert.Equal(t, []string{"DONE"}, *states, "one IdemState upsert: the start state is the starter's")
+}
+
+// TestOperation_HeldFastConfirmMeetsEachChange: a worker that holds
+// fast-confirm back records its default version, and the execution meets
+// each earlier change as before (their newest versions: the gateway's
+// claim, the local finalize).
+func TestOperation_HeldFastConfirmMeetsEachChange(t *testing.T) {
+	env, states := newEnv(t)
+	changes, local := firstConfirm(t, env, worker.Options{
+		PreferredVersionProvider: func(in worker.PreferredVersionProviderInput) *worker.VersionPreference {
+			if in.ChangeID != workflows.ChangeFastConfirm {
+				return nil
+			}
+			return &worker.VersionPreference{Version: workflow.DefaultVersion}
+		},
+	})
+	var met []string
+	for _, c := range changes {
+		met = append(met, c.([]string)[0]) // the change just met leads the value
+	}
+	assert.Equal(t, []string{workflows.ChangeFastConfirm + "--1", workflows.ChangeSingleClaim + "-1",
+		workflows.ChangeLocalFinalize + "-1"}, met, "a marker for each change met")
+	assert.Equal(t, 1, local, "the finalize is still a local activity")
+	assert.Equal(t, []string{"DONE"}, *states)
 }

@@ -218,7 +218,7 @@ func (r *resolver) wait(ctx workflow.Context) (idemstore.Final, error) {
 // workflow open for ResolutionGrace to refuse late decisions visibly.
 func (r *resolver) finish(ctx workflow.Context, out idemstore.Final) error {
 	r.final = &out
-	if r.decision != nil && workflow.GetVersion(ctx, ChangeResolveOnce, workflow.DefaultVersion, 1) >= 1 {
+	if r.decision != nil && changeVersion(ctx, ChangeResolveOnce) >= 1 {
 		// Canceled during the grace: the outcome is recorded, close normally.
 		if err := workflow.Sleep(ctx, ResolutionGrace); err != nil && !temporal.IsCanceledError(err) {
 			return fmt.Errorf("resolution grace: %w", err)

@@ -79,6 +79,14 @@ func TestRecordHistories(t *testing.T) {
 		{name: "legacy_late_commit_completed_plan", scope: "payments.legacy_transfer", amount: "50.00",
 			faults: map[string]any{"commit_delay_ms": 8000, "status_lag_ms": 2000}, status: "completed", executions: 1},
 		{name: "payout_pending_paid_plan", scope: "payments.payout", amount: "51.00", status: "completed", executions: -1},
+		// Recorded with version 1 of single-claim and finalize-local-activity,
+		// each behind its own marker (before fast-confirm).
+		{name: "honouring_completed_local_finalize", scope: "payments.transfer", amount: "52.00", status: "completed", executions: -1},
+		{name: "payout_pending_paid_local_finalize", scope: "payments.payout", amount: "53.00", status: "completed", executions: -1},
+		// Recorded with version 1 of fast-confirm: one version marker for
+		// every change before it.
+		{name: "honouring_completed_fast_confirm", scope: "payments.transfer", amount: "55.00", status: "completed", executions: -1},
+		{name: "payout_pending_paid_fast_confirm", scope: "payments.payout", amount: "56.00", status: "completed", executions: -1},
 	} {
 		recording(t, p.name, func(t *testing.T) {
 			params := transferParams(p.amount)
@@ -135,26 +143,35 @@ func TestRecordHistories(t *testing.T) {
 		recordHistory(t, s, id, filepath.Join(dir, "legacy_needs_review_resolved.json"))
 	})
 
-	recording(t, "legacy_needs_review_update_resolved", func(t *testing.T) {
-		id := toNeedsReview(t, s, "46.00")
-		res := call(t, http.MethodPost, s.GatewayURL+"/v1/ops/operations/"+id+"/resolve", "dev-ops", map[string]any{
-			"outcome":      "completed",
-			"result":       map[string]any{"id": "tr_manual_2"},
-			"note":         "found in the bank statement",
-			"evidence_url": "https://tickets.example/42",
+	for _, p := range []struct{ name, amount string }{
+		{name: "legacy_needs_review_update_resolved", amount: "46.00"},
+		// Recorded with version 1 of single-claim and finalize-local-activity
+		// (before fast-confirm).
+		{name: "legacy_needs_review_update_resolved_local_finalize", amount: "54.00"},
+		// Recorded with version 1 of fast-confirm.
+		{name: "legacy_needs_review_update_resolved_fast_confirm", amount: "57.00"},
+	} {
+		recording(t, p.name, func(t *testing.T) {
+			id := toNeedsReview(t, s, p.amount)
+			res := call(t, http.MethodPost, s.GatewayURL+"/v1/ops/operations/"+id+"/resolve", "dev-ops", map[string]any{
+				"outcome":      "completed",
+				"result":       map[string]any{"id": "tr_manual_2"},
+				"note":         "found in the bank statement",
+				"evidence_url": "https://tickets.example/42",
+			})
+			require.Equal(t, http.StatusOK, res.Code, res.String())
+			require.Equal(t, "resolved", res.str("status"), res.String())
+			again := call(t, http.MethodPost, s.GatewayURL+"/v1/ops/operations/"+id+"/resolve", "dev-ops", map[string]any{
+				"outcome": "failed", "reason": "second thoughts",
+			})
+			require.Equal(t, "already_resolved", again.str("status"), again.String())
+			// A refused signal inside the grace is in the history too.
+			out, err := s.TemporalCLI(t, "workflow", "signal", "--workflow-id", id, "--name", workflows.SignalResolve,
+				"--input", `{"outcome":"failed","reason":"typo","operator":"web-ui-op"}`)
+			require.NoError(t, err, out)
+			recordHistory(t, s, id, filepath.Join(dir, p.name+".json"))
 		})
-		require.Equal(t, http.StatusOK, res.Code, res.String())
-		require.Equal(t, "resolved", res.str("status"), res.String())
-		again := call(t, http.MethodPost, s.GatewayURL+"/v1/ops/operations/"+id+"/resolve", "dev-ops", map[string]any{
-			"outcome": "failed", "reason": "second thoughts",
-		})
-		require.Equal(t, "already_resolved", again.str("status"), again.String())
-		// A refused signal inside the grace is in the history too.
-		out, err := s.TemporalCLI(t, "workflow", "signal", "--workflow-id", id, "--name", workflows.SignalResolve,
-			"--input", `{"outcome":"failed","reason":"typo","operator":"web-ui-op"}`)
-		require.NoError(t, err, out)
-		recordHistory(t, s, id, filepath.Join(dir, "legacy_needs_review_update_resolved.json"))
-	})
+	}
 
 }
 

@@ -16,9 +16,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"github.com/oncegate/oncegate/workflows"
 )
 
 // storeCounts counts what one operation costs the stores, from the gateway
@@ -196,7 +198,7 @@ budgets:
 `)})
 	c := newStoreCounts(t, s)
 	tc := s.Temporal.Client(t)
-	confirmOnce := func(amount string) (n counts, monitored int) {
+	confirmOnce := func(amount string) (id string, n counts, monitored int) {
 		params := transferParams(amount)
 		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params) // outside the count
 		c.monitor(t)
@@ -217,12 +219,12 @@ budgets:
 		}
 		n = counts{pg: after.pg - before.pg, // the readings run on another database
 			redisTrips: after.redisTrips - before.redisTrips, redisCommands: after.redisCommands - before.redisCommands}
-		return n, monitored
+		return id, n, monitored
 	}
-	confirmOnce("81.00") // warm: pools connected, scripts loaded
+	_, _, _ = confirmOnce("81.00") // warm: pools connected, scripts loaded
 	c.waitIndexWarm(t, "dev-alice")
 	reservedBefore := reserved(t, s, "alice", "USD")
-	n, monitored := confirmOnce("82.00")
+	id, n, monitored := confirmOnce("82.00")
 	t.Logf("one first confirm: %d Redis round trips (%d commands), %d truth statements", n.redisTrips, n.redisCommands, n.pg)
 	assert.EqualValues(t, 2, n.redisTrips, "Redis: the claim (with the index's write) and the finalize")
 	assert.EqualValues(t, 3, n.redisCommands, "the acquire and index scripts, the finalize script")
@@ -237,6 +239,24 @@ budgets:
 	_, err = apd.BaseContext.Sub(&spent, &after, &before)
 	require.NoError(t, err)
 	assert.Zero(t, spent.Cmp(apd.New(82, 0)), "the confirm reserved its amount with its claim: %s", spent.String())
+
+	// What its workflow wrote beyond the bare workflow's events: the
+	// fast-confirm version marker with its TemporalChangeVersion update,
+	// the local finalize's marker, IdemState=DONE. IN_FLIGHT is the
+	// starter's; each update is a visibility write.
+	var written []string
+	for _, ev := range history(t, tc, id) {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			written = append(written, "marker "+ev.GetMarkerRecordedEventAttributes().GetMarkerName())
+		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+			for k := range ev.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields() {
+				written = append(written, "upsert "+k)
+			}
+		}
+	}
+	assert.Equal(t, []string{"marker Version", "upsert TemporalChangeVersion", "marker " + localActivityMarker,
+		"upsert " + workflows.SearchAttrState}, written, "a first confirm's markers and search attribute updates")
 }
 
 // TestPreviewRoundTrips: a preview answers the amnesia guard from Redis's
