@@ -81,12 +81,16 @@ func (s *Server) traceMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// errNoBearer is why a request without a bearer token is unauthenticated
+// (made once, not on every request).
+var errNoBearer = fmt.Errorf("%w: no bearer token", auth.ErrUnauthenticated)
+
 // authMiddleware authenticates the bearer token.
 func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		token, ok := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
 		var id auth.Identity
-		err := fmt.Errorf("%w: no bearer token", auth.ErrUnauthenticated)
+		err := errNoBearer
 		if ok {
 			id, err = s.authn.Authenticate(c.Request().Context(), token)
 		}

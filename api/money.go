@@ -51,8 +51,12 @@ func stringNumbers(v any) any {
 // stringNumbersRaw is stringNumbers for raw JSON: the numbers of raw become
 // strings of their exact text. JSON that does not parse is returned as it is.
 func stringNumbersRaw(raw json.RawMessage) json.RawMessage {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
 		return raw
+	}
+	if n := len(trimmed); n >= 2 && trimmed[0] == '"' && trimmed[n-1] == '"' && plain(trimmed[1:n-1]) {
+		return trimmed // a plain string (a memo): what decoding and marshalling it write
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

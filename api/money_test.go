@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,4 +30,27 @@ func TestResultFormsAreEachResultsOwn(t *testing.T) {
 	assert.Equal(t, "null", string(forms.of(nil)), "no result is null")
 	_, err = newResultForms(0)
 	require.Error(t, err)
+}
+
+// A JSON string is answered with the bytes decoding and marshalling it
+// write, whether stringNumbersRaw takes its plain-string shortcut or not.
+func TestStringNumbersRawOfStringsIsMarshals(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		`"memo"`, ` "memo" `, `""`, `"rent for may"`, `"a<b"`, `"a&b"`, `"a>b"`, `"é"`, `"\u00e9"`,
+		`"a\"b"`, `"a\\b"`, `"\u2028"`, "\"tab\there\"", `"~"`, `"a"b"`, `"12.50"`, `12.50`, `"x" `,
+	} {
+		var want json.RawMessage
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			want = json.RawMessage(raw)
+		} else {
+			b, err := json.Marshal(stringNumbers(v))
+			require.NoError(t, err)
+			want = b
+		}
+		assert.Equal(t, string(want), string(stringNumbersRaw(json.RawMessage(raw))), raw)
+	}
 }

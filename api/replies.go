@@ -454,6 +454,10 @@ var bodyTexts = map[string]func(d *messages.Data, v any) bool{
 	}),
 }
 
+// bodyTextKeys are bodyTexts' keys, sorted once: textData fills the texts
+// from the fields an answer has in this order.
+var bodyTextKeys = slices.Sorted(maps.Keys(bodyTexts))
+
 // shows adapts a typed filler to bodyTexts; it reports false when the
 // field's value is not a T.
 func shows[T any](fill func(d *messages.Data, v T)) func(d *messages.Data, v any) bool {
@@ -471,9 +475,9 @@ func shows[T any](fill func(d *messages.Data, v T)) func(d *messages.Data, v any
 // It fails when a body field's value has the wrong type for the texts.
 func (r reply) textData() (messages.Data, error) {
 	d := r.text
-	for _, k := range slices.Sorted(maps.Keys(r.fields)) {
-		if fill, ok := bodyTexts[k]; ok && !fill(&d, r.fields[k]) {
-			return d, fmt.Errorf("body field %s: unexpected %T for the texts", k, r.fields[k])
+	for _, k := range bodyTextKeys {
+		if v, ok := r.fields[k]; ok && !bodyTexts[k](&d, v) {
+			return d, fmt.Errorf("body field %s: unexpected %T for the texts", k, v)
 		}
 	}
 	return d, nil

@@ -3,9 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +59,14 @@ func toolNames(scope string) (preview, confirm string) {
 	return base + "_preview", base + "_confirm"
 }
 
+// toolNamesOf is toolNames of scope, made at New for the catalog's scopes.
+func (s *Server) toolNamesOf(scope string) (preview, confirm string) {
+	if t, ok := s.tools[scope]; ok {
+		return t[0], t[1]
+	}
+	return toolNames(scope)
+}
+
 // seconds formats a millisecond count as seconds for the texts.
 func seconds(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
@@ -86,7 +92,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	d.OperationID = r.opID
 	d.TraceID = traceID
 	d.Scope = r.scope
-	d.PreviewTool, d.ConfirmTool = toolNames(d.Scope)
+	d.PreviewTool, d.ConfirmTool = s.toolNamesOf(d.Scope)
 	d.PollWith = PollWith
 	d.PollAfterMS = s.cfg.PollAfter.Milliseconds()
 	if r.pollAfter > 0 {
@@ -136,7 +142,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	// /v1/operations/not-an-id) is named in the texts but never answered as
 	// operation_id, whose documented shape it breaks.
 	bodyOpID := r.opID
-	if !operationIDRE.MatchString(bodyOpID) {
+	if !tools.IsOperationID(bodyOpID) {
 		bodyOpID = ""
 	}
 	body := orderedBody(string(r.status), meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
@@ -172,9 +178,6 @@ func retryAfterHeader(fields map[string]any) string {
 	return strconv.FormatInt((ms+999)/1000, 10)
 }
 
-// operationIDRE is the shape of an operation_id.
-var operationIDRE = regexp.MustCompile(tools.OperationIDPattern)
-
 // RetryLimit is how many times the texts of a retryable answer allow the
 // same request to be sent again before the agent tells the user.
 const RetryLimit = 3
@@ -205,6 +208,10 @@ func (s *Server) translateProblems(lang messages.Lang, errs []params.FieldProble
 // (a preview, a replay with its receipt) fit, so it is written once.
 const bodySize = 2048
 
+// bodyKeys is how many extra fields an answer's keys are sorted in without
+// an allocation (a replay has nine).
+const bodyKeys = 16
+
 // orderedBody writes the common fields first, then the extra ones sorted,
 // into one buffer through one encoder (the bytes json.Marshal writes for
 // each key and value, without a copy of each).
@@ -219,7 +226,7 @@ func orderedBody(status, meaning, instruction string, retryable bool, traceID, o
 		b.Truncate(b.Len() - 1) // Encode ends each value with a newline
 		return nil
 	}
-	put := func(k string, v any) {
+	key := func(k string) {
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
@@ -227,32 +234,49 @@ func orderedBody(status, meaning, instruction string, retryable bool, traceID, o
 			_ = encode(k) // a string always encodes
 		}
 		b.WriteByte(':')
+	}
+	// putString is put of a string, which it never boxes in an any.
+	putString := func(k, v string) {
+		key(k)
+		if !writePlain(&b, v) {
+			_ = encode(v) // a string always encodes
+		}
+	}
+	put := func(k string, v any) {
 		switch t := v.(type) {
 		case string:
-			if writePlain(&b, t) {
-				return
-			}
+			putString(k, t)
+			return
 		case bool:
+			key(k)
 			b.WriteString(strconv.FormatBool(t))
 			return
 		case int64:
+			key(k)
 			b.WriteString(strconv.FormatInt(t, 10))
 			return
 		}
+		key(k)
 		if err := encode(v); err != nil {
 			_ = encode(err.Error())
 		}
 	}
 	b.WriteByte('{')
-	put("status", status)
-	put("meaning", meaning)
-	put("instruction", instruction)
+	putString("status", status)
+	putString("meaning", meaning)
+	putString("instruction", instruction)
 	put("retryable", retryable)
-	put("trace_id", traceID)
+	putString("trace_id", traceID)
 	if opID != "" {
-		put("operation_id", opID)
+		putString("operation_id", opID)
 	}
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
+	var room [bodyKeys]string // the sorted keys, without an allocation for most answers
+	keys := room[:0]
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		put(k, fields[k])
 	}
 	b.WriteByte('}')
@@ -260,18 +284,27 @@ func orderedBody(status, meaning, instruction string, retryable bool, traceID, o
 }
 
 // writePlain writes s as a JSON string when encoding/json would write it
-// unchanged between quotes (printable ASCII without the characters it
-// escapes: quote, backslash, <, > and &), and reports whether it did;
-// any other string is left to the encoder, so the bytes never differ.
+// unchanged between quotes (plain), and reports whether it did; any other
+// string is left to the encoder, so the bytes never differ.
 func writePlain(b *bytes.Buffer, s string) bool {
+	if !plain(s) {
+		return false
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+	return true
+}
+
+// plain reports whether encoding/json writes s unchanged between quotes:
+// printable ASCII without the characters it escapes (quote, backslash, <,
+// > and &).
+func plain[T ~string | ~[]byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
 			return false
 		}
 	}
-	b.WriteByte('"')
-	b.WriteString(s)
-	b.WriteByte('"')
 	return true
 }

@@ -93,7 +93,10 @@ type Server struct {
 	// status poll of an outcome does not sign it again.
 	signed *receipt.Cache
 	// results keeps the answer form of stored results (resultForms).
-	results  *resultForms
+	results *resultForms
+	// tools holds each catalog scope's preview and confirm tool names
+	// (toolNames), made once for the texts of every answer.
+	tools    map[string][2]string
 	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
@@ -148,6 +151,11 @@ func New(deps Deps) (*Server, error) {
 	}
 	if s.limits == nil {
 		s.limits = &limits.Limits{}
+	}
+	s.tools = make(map[string][2]string, len(s.cat.Actions))
+	for scope := range s.cat.Actions {
+		preview, confirm := toolNames(scope)
+		s.tools[scope] = [2]string{preview, confirm}
 	}
 	if s.signed, err = receipt.NewCache(receipt.CacheSize); err != nil {
 		return nil, fmt.Errorf("api: %w", err)

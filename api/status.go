@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/api/tools"
 	"github.com/oncegate/oncegate/idemstore"
 
 	"github.com/oncegate/oncegate/status"
@@ -17,7 +18,7 @@ import (
 func (s *Server) handleStatus(c echo.Context) error {
 	ctx := c.Request().Context()
 	opID := c.Param("id")
-	if !operationIDRE.MatchString(opID) {
+	if !tools.IsOperationID(opID) {
 		return s.render(c, opReply(status.UnknownOperation, opID))
 	}
 	rec, err := s.store.Outcome(ctx, opID)

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -66,9 +65,6 @@ const (
 	// DefaultApprovalPoll is how often it asks the confirm again meanwhile.
 	DefaultApprovalPoll = 500 * time.Millisecond
 )
-
-// operationIDRE is the shape of an operation_id.
-var operationIDRE = regexp.MustCompile(tools.OperationIDPattern)
 
 // New returns the MCP endpoint (mount it at /mcp for every method: POST,
 // GET and DELETE). Each tool call is executed by gateway, the gateway's
@@ -177,7 +173,7 @@ func (c *caller) handler(t tools.Tool) mcp.ToolHandler {
 			var in struct {
 				OperationID string `json:"operation_id"`
 			}
-			if err := json.Unmarshal(args, &in); err != nil || !operationIDRE.MatchString(in.OperationID) {
+			if err := json.Unmarshal(args, &in); err != nil || !tools.IsOperationID(in.OperationID) {
 				return c.invalidOperationID(header), nil
 			}
 			return c.call(ctx, header, http.MethodGet, "/v1/operations/"+in.OperationID, nil)

@@ -301,3 +301,31 @@ func devToolCount(t *testing.T) int {
 	t.Helper()
 	return 2*len(devCatalog(t).Actions) + 1
 }
+
+// IsOperationID answers as OperationIDPattern does, on every byte at every
+// position of an id and on the lengths around 32.
+func TestIsOperationIDIsThePattern(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(tools.OperationIDPattern)
+	id := strings.Repeat("0123456789abcdef", 2)
+	cases := []string{"", id[:31], id, id + "0", "\n" + id, id + "\n", strings.ToUpper(id)}
+	for _, pos := range []int{0, 7, 31} {
+		for c := 0; c < 256; c++ {
+			cases = append(cases, id[:pos]+string([]byte{byte(c)})+id[pos+1:])
+		}
+	}
+	for _, s := range cases {
+		assert.Equal(t, re.MatchString(s), tools.IsOperationID(s), "%q", s)
+	}
+}
+
+func FuzzIsOperationID(f *testing.F) {
+	re := regexp.MustCompile(tools.OperationIDPattern)
+	f.Add(strings.Repeat("0123456789abcdef", 2))
+	f.Add("not-an-id")
+	f.Fuzz(func(t *testing.T, s string) {
+		if re.MatchString(s) != tools.IsOperationID(s) {
+			t.Fatalf("%q: pattern %v, IsOperationID %v", s, re.MatchString(s), tools.IsOperationID(s))
+		}
+	})
+}

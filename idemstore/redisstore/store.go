@@ -23,12 +23,16 @@ import (
 // Store is the Redis fast path: an idemstore.FastPath.
 type Store struct {
 	rdb redis.UniversalClient
+	// results keeps the result blobs of finished operations decoded.
+	results *results
 }
 
 var _ idemstore.FastPath = (*Store)(nil)
 
 // New returns a store on rdb. The caller owns rdb and closes it.
-func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
+func New(rdb redis.UniversalClient) *Store {
+	return &Store{rdb: rdb, results: newResults(resultsSize)}
+}
 
 // Key returns the Redis key of operation opID: idem:{<operation_id>}.
 func Key(opID string) string { return "idem:{" + opID + "}" }
@@ -68,7 +72,7 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.FastC
 	if err != nil {
 		return idemstore.FastClaim{}, fmt.Errorf("acquire %s: %w", c.OperationID, interpretError(err))
 	}
-	d, err := decodeAcquire(c, now, reply)
+	d, err := s.decodeAcquire(c, now, reply)
 	if err != nil {
 		return idemstore.FastClaim{}, fmt.Errorf("acquire %s: %w", c.OperationID, err)
 	}
@@ -77,7 +81,7 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.FastC
 }
 
 // decodeAcquire turns the acquire script's reply into a ClaimDecision.
-func decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.ClaimDecision, error) {
+func (s *Store) decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.ClaimDecision, error) {
 	str := func(i int) string {
 		if i < len(reply) {
 			if s, ok := reply[i].(string); ok {
@@ -102,7 +106,7 @@ func decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (idemstore.Cla
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
 		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: terminalState(outcome),
 			Subject: str(2), Scope: str(3), ApprovalSHA256: str(4)}
-		if err := decodeResult(str(1), &rec); err != nil {
+		if err := s.results.decode(str(1), &rec); err != nil {
 			return idemstore.ClaimDecision{}, err
 		}
 		return idemstore.ClaimDecision{Outcome: outcome, Record: rec}, nil
@@ -229,7 +233,7 @@ func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) 
 		rec.FingerprintExp = time.Unix(exp, 0)
 	}
 	if rec.State.Terminal() {
-		if err := decodeResult(h["result"], &rec); err != nil {
+		if err := s.results.decode(h["result"], &rec); err != nil {
 			return idemstore.Record{}, fmt.Errorf("get %s: %w", opID, err)
 		}
 	}
@@ -276,24 +280,6 @@ func encodeResult(rec idemstore.Record) (string, error) {
 		return "", fmt.Errorf("encode result: %w", err)
 	}
 	return string(out), nil
-}
-
-// decodeResult fills rec from a result blob.
-func decodeResult(s string, rec *idemstore.Record) error {
-	if s == "" {
-		return nil
-	}
-	var b resultBlob
-	if err := json.Unmarshal([]byte(s), &b); err != nil {
-		return fmt.Errorf("decode result: %w", err)
-	}
-	rec.Result, rec.ResultRef, rec.Reason, rec.FailureKind = b.Result, b.ResultRef, b.Reason, idemstore.FailureKind(b.FailureKind)
-	rec.ResolvedBy, rec.ResolutionNote = b.ResolvedBy, b.ResolutionNote
-	if b.CompletedAt > 0 {
-		rec.CompletedAt = time.UnixMilli(b.CompletedAt)
-		rec.UpdatedAt = rec.CompletedAt
-	}
-	return nil
 }
 
 // parseMillis parses unix milliseconds; zero time when empty or invalid.

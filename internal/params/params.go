@@ -182,7 +182,11 @@ func validate(raw []byte, action *catalog.Action) (normalized map[string]any, pr
 }
 
 // validateObject is validate of a parsed object, or of the error that
-// parsing it returned.
+// parsing it returned. Every problem it finds is at a top-level name (each
+// name is checked once, by one of the loops), so the final sort by field
+// alone orders them, the problems of one field in the order its check
+// found them: the loops range over the maps as they come, sorting no keys
+// per request.
 func validateObject(parsed object, err error, action *catalog.Action) (normalized map[string]any, problems []FieldProblem) {
 	if action == nil {
 		return nil, []FieldProblem{newProblem("", RuleCatalog, "no_action", "")}
@@ -195,7 +199,7 @@ func validateObject(parsed object, err error, action *catalog.Action) (normalize
 		return nil, []FieldProblem{newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())}
 	}
 	obj := parsed.values
-	for _, name := range slices.Sorted(maps.Keys(obj)) {
+	for name, v := range obj {
 		if _, bound := action.Bind[name]; bound {
 			continue
 		}
@@ -204,21 +208,21 @@ func validateObject(parsed object, err error, action *catalog.Action) (normalize
 			problems = append(problems, newProblem(name, RuleUnknownField, "unknown_field", "one of "+strings.Join(declaredFields(action), ", ")))
 			continue
 		}
-		if problem := checkFree(name, free, obj[name]); problem != nil {
+		if problem := checkFree(name, free, v); problem != nil {
 			problems = append(problems, *problem)
 		}
 	}
 	normalized = make(map[string]any, len(action.Bind))
-	for _, name := range slices.Sorted(maps.Keys(action.Bind)) {
+	for name, f := range action.Bind {
 		v, present := obj[name]
-		out, problem := normalizeBound(name, action.Bind[name], v, present)
+		out, problem := normalizeBound(name, f, v, present)
 		if problem != nil {
 			problems = append(problems, *problem)
 		} else if out != nil {
 			normalized[name] = out
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(normalized)) {
+	for name := range normalized {
 		problems = append(problems, checkConstraints(name, action.Bind, normalized)...)
 	}
 	slices.SortStableFunc(problems, func(a, b FieldProblem) int { return strings.Compare(a.Field, b.Field) })
