@@ -117,28 +117,36 @@ func RunBareWorker(taskQueue string, pollers int) error {
 // startBareWorkerProcess starts this binary as the bare worker with env
 // (its Temporal connection) and waits until the task queue has a poller.
 func startBareWorkerProcess(logDir string, c client.Client, env []string, taskQueue string, pollers int) (*testenv.Process, error) {
+	return startSelf(logDir, "bare-worker", []string{BareWorkerFlag, taskQueue, strconv.Itoa(pollers)}, env,
+		func(ctx context.Context) error {
+			resp, err := c.DescribeTaskQueue(ctx, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+			if err != nil {
+				return err
+			}
+			if len(resp.GetPollers()) == 0 {
+				return errors.New("no poller yet")
+			}
+			return nil
+		})
+}
+
+// startSelf starts this binary as the process name (its log in logDir)
+// with args and env, and waits until ready answers nil; a process that
+// exits or is not ready within 30 s is killed, and its log is in the error.
+func startSelf(logDir, name string, args, env []string, ready func(context.Context) error) (*testenv.Process, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	p, err := testenv.StartProcess("bare-worker", filepath.Join(logDir, "bare-worker.log"), []string{
-		self, BareWorkerFlag, taskQueue, strconv.Itoa(pollers),
-	}, env, nil)
+	p, err := testenv.StartProcess(name, filepath.Join(logDir, name+".log"), append([]string{self}, args...), env, nil)
 	if err != nil {
 		return nil, err
 	}
 	err = testenv.WaitFor(context.Background(), 30*time.Second, func(ctx context.Context) error {
 		if !p.Running() {
-			return fmt.Errorf("bare worker exited:\n%s", p.Log())
+			return fmt.Errorf("%s exited:\n%s", name, p.Log())
 		}
-		resp, err := c.DescribeTaskQueue(ctx, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
-		if err != nil {
-			return err
-		}
-		if len(resp.GetPollers()) == 0 {
-			return errors.New("no poller yet")
-		}
-		return nil
+		return ready(ctx)
 	})
 	if err != nil {
 		p.Kill()

@@ -197,10 +197,6 @@ func RunFloors(configPath string) error {
 // (its Listen chosen here) and waits until it answers through hc. It
 // returns the process and the floors' base URL.
 func startFloorsProcess(logDir string, cfg FloorsConfig, hc *http.Client) (*testenv.Process, string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, "", err
-	}
 	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, "", err
@@ -214,19 +210,12 @@ func startFloorsProcess(logDir string, cfg FloorsConfig, hc *http.Client) (*test
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		return nil, "", err
 	}
-	p, err := testenv.StartProcess("floors", filepath.Join(logDir, "floors.log"), []string{self, FloorsFlag, path}, nil, nil)
-	if err != nil {
-		return nil, "", err
-	}
 	scheme := "http"
 	if cfg.CertFile != "" {
 		scheme = "https"
 	}
 	url := scheme + "://" + cfg.Listen
-	err = testenv.WaitFor(context.Background(), 30*time.Second, func(ctx context.Context) error {
-		if !p.Running() {
-			return fmt.Errorf("floors exited:\n%s", p.Log())
-		}
+	p, err := startSelf(logDir, "floors", []string{FloorsFlag, path}, nil, func(ctx context.Context) error {
 		for name := range cfg.Bodies {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/evalsha/"+name, nil)
 			if err != nil {
@@ -245,7 +234,6 @@ func startFloorsProcess(logDir string, cfg FloorsConfig, hc *http.Client) (*test
 		return nil
 	})
 	if err != nil {
-		p.Kill()
 		return nil, "", err
 	}
 	return p, url, nil
