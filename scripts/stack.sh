@@ -240,13 +240,27 @@ start_redis() {
   wait_tcp "$REDIS_PORT" 30 redis
 }
 
+# DEV_DYNAMIC_CONFIG is the dev server's dynamic configuration (KEY=VALUE,
+# the CLI's --dynamic-config-value), the same as the tests' servers (why each:
+# testenv.DevServerDynamicConfig): eager activity execution hands the worker
+# that completes a workflow task the activity it schedules, without a
+# dispatch through matching; one partition per task queue spares a task the
+# delay of its forwarding from a partition no poller waits on.
+DEV_DYNAMIC_CONFIG=(
+  system.enableActivityEagerExecution=true
+  matching.numTaskqueueReadPartitions=1
+  matching.numTaskqueueWritePartitions=1
+)
+
 start_temporal() {
+  local dynamic=() kv
+  for kv in "${DEV_DYNAMIC_CONFIG[@]}"; do dynamic+=(--dynamic-config-value "$kv"); done
   spawn temporal "$ROOT/bin/temporal" server start-dev --ip 127.0.0.1 \
     --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
     --namespace "$TEMPORAL_NAMESPACE" \
     --db-filename "$RUN/temporal.db" \
     --search-attribute IdemState=Keyword --search-attribute IdemScope=Keyword --search-attribute IdemSubject=Keyword \
-    --log-level warn
+    "${dynamic[@]}" --log-level warn
   wait_tcp "$TEMPORAL_PORT" 90 temporal
   wait_http "$TEMPORAL_UI_URL" 60 temporal
 }

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,4 +50,33 @@ func TestInProcessWorkerEagerStart(t *testing.T) {
 	assert.True(t, strings.HasPrefix(firstTaskBy, strconv.Itoa(s.Gateway.Pid())+"@"),
 		"the gateway's process ran the first workflow task: %q", firstTaskBy)
 	assert.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, types[len(types)-1])
+}
+
+// TestFirstConfirmActivityRunsEagerly: on the dev server the tests and the
+// dev stack run (testenv.DevServerDynamicConfig, scripts/stack.sh), the
+// worker that completes a first confirm's first workflow task is handed the
+// Execute activity in that completion's answer: the server counts one eager
+// activity execution on the stack's task queue per first confirm, so the
+// activity skips its dispatch through matching.
+func TestFirstConfirmActivityRunsEagerly(t *testing.T) {
+	s := testenv.StartStack(t, testenv.StackOptions{})
+	// The server's Prometheus reporter writes label values with '_' for '-'
+	// and publishes its counters about once a second.
+	queue := `taskqueue="` + strings.ReplaceAll(s.TaskQueue, "-", "_") + `"`
+	eager := func() float64 { return metricValue(t, s.Temporal.MetricsURL, "activity_eager_execution", queue) }
+	require.Zero(t, eager(), "a fresh task queue")
+	for i, amount := range []string{"93.00", "93.01"} {
+		params := transferParams(amount)
+		fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
+		done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
+		require.Equal(t, "completed", done.str("status"), done.String())
+		want := float64(i + 1)
+		err := testenv.WaitFor(context.Background(), 10*time.Second, func(context.Context) error {
+			if got := eager(); got != want {
+				return fmt.Errorf("%v eager activity executions on %s, want %v", got, queue, want)
+			}
+			return nil
+		})
+		require.NoError(t, err, "after %d first confirms", i+1)
+	}
 }

@@ -252,9 +252,9 @@ func TestDuplicateWaitsCollapse(t *testing.T) {
 	// The SDK's own counter of long requests by operation: a wait for a
 	// workflow's result is GetWorkflowExecutionHistory long polls.
 	polls := func() float64 {
-		return metricValue(t, s.GatewayURL, "temporal_long_request", `operation="GetWorkflowExecutionHistory"`)
+		return metricValue(t, s.GatewayURL+"/metrics", "temporal_long_request", `operation="GetWorkflowExecutionHistory"`)
 	}
-	watchers := func() float64 { return metricValue(t, s.GatewayURL, "oncegate_watchers_started_total", "") }
+	watchers := func() float64 { return metricValue(t, s.GatewayURL+"/metrics", "oncegate_watchers_started_total", "") }
 	p0 := polls()
 	first := confirm(t, s, "dev-alice", "payments.payout", fp, params)
 	require.Equal(t, "in_progress", first.str("status"), first.String())
@@ -306,11 +306,12 @@ func TestDuplicateWaitsCollapse(t *testing.T) {
 	}
 }
 
-// metricValue sums the samples of name whose labels contain match.
-func metricValue(t *testing.T, gatewayURL, name, match string) float64 {
+// metricValue sums the samples of name whose labels contain match, of the
+// Prometheus text metricsURL serves.
+func metricValue(t *testing.T, metricsURL, name, match string) float64 {
 	t.Helper()
 	sum := 0.0
-	for _, line := range strings.Split(scrape(t, gatewayURL+"/metrics"), "\n") {
+	for _, line := range strings.Split(scrape(t, metricsURL), "\n") {
 		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") || !strings.Contains(line, match) {
 			continue
 		}

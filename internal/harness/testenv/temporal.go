@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,8 +22,10 @@ type Temporal struct {
 	UIURL string
 	// Namespace is the namespace the tests use.
 	Namespace string
-	dir       string
-	proc      *Process
+	// MetricsURL is where the server serves its Prometheus metrics.
+	MetricsURL string
+	dir        string
+	proc       *Process
 }
 
 var sharedTemporal struct {
@@ -77,10 +80,32 @@ func TemporalCLI() (string, error) {
 	return p, nil
 }
 
+// DevServerDynamicConfig is the dynamic configuration of every dev server
+// NewTemporal starts, as KEY=JSON_VALUE (the CLI's --dynamic-config-value):
+// what scripts/stack.sh gives the dev stack's server (DEV_DYNAMIC_CONFIG
+// there) and deployments/prod-local/temporal/dynamicconfig.yaml the
+// production-like profile's, so that the tests run the servers users run.
+//   - Eager activity execution hands a workflow task's worker the activity
+//     it schedules in the task's completion when that worker polls the
+//     activity's task queue, saving the activity's dispatch through matching
+//     (about 45 ms of a first confirm's 150 on the dev server,
+//     docs/benchmarks.md).
+//   - One partition per task queue (the server's default is 4): with a
+//     worker's few pollers, a task written to a partition no poller waits
+//     on is forwarded to one that has a poller only after a delay, and a
+//     first confirm among ten concurrent ones then took about 2 s instead
+//     of 0.3 (answering in_progress). One partition carries far more than
+//     a dev stack's load.
+var DevServerDynamicConfig = []string{
+	"system.enableActivityEagerExecution=true",
+	"matching.numTaskqueueReadPartitions=1",
+	"matching.numTaskqueueWritePartitions=1",
+}
+
 // TemporalDynamicConfig holds extra dynamic configuration of the dev
-// servers NewTemporal starts, as KEY=JSON_VALUE (the CLI's
-// --dynamic-config-value), such as system.enableActivityEagerExecution=true.
-// Set it before the first server starts; the tests leave it empty.
+// servers NewTemporal starts, after DevServerDynamicConfig (a later value
+// of a key wins). Set it before the first server starts; the tests leave it
+// empty.
 var TemporalDynamicConfig []string
 
 // NewTemporal starts a dev server with an in-memory store (tests need no
@@ -114,14 +139,15 @@ func startTemporal(dir string, extraArgs ...string) (*Temporal, error) {
 		"--search-attribute", "IdemState=Keyword", "--search-attribute", "IdemScope=Keyword", "--search-attribute", "IdemSubject=Keyword",
 		"--log-level", "warn",
 	}
-	for _, kv := range TemporalDynamicConfig {
+	for _, kv := range slices.Concat(DevServerDynamicConfig, TemporalDynamicConfig) {
 		args = append(args, "--dynamic-config-value", kv)
 	}
 	proc, err := StartProcess("temporal", filepath.Join(dir, "temporal.log"), append(args, extraArgs...), nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	tp := &Temporal{Address: addr, UIURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1]), Namespace: "default", dir: dir, proc: proc}
+	tp := &Temporal{Address: addr, UIURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1]), Namespace: "default",
+		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3]), dir: dir, proc: proc}
 	if err := tp.waitReady(); err != nil {
 		tp.Stop()
 		return nil, err
