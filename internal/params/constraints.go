@@ -2,6 +2,7 @@ package params
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/oncegate/oncegate/internal/catalog"
 )
@@ -39,12 +40,7 @@ func checkConstraints(name string, bind map[string]catalog.Field, normalized map
 
 // applies reports whether c applies to fields of type t.
 func applies(c catalog.Constraint, t catalog.FieldType) bool {
-	for _, ct := range c.Types() {
-		if ct == t {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(c.Types(), t)
 }
 
 // fromCatalog is the FieldProblem of a constraint's problem at field.
