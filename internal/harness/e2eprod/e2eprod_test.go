@@ -248,10 +248,26 @@ func TestManualReview(t *testing.T) {
 // docs/deploy.md's capacity arithmetic starts from) and checks exactly once.
 func TestThroughput(t *testing.T) {
 	p := loadProfile(t)
+	eager := func() float64 {
+		return p.temporalMetric(t, "activity_eager_execution", `namespace="`+p.env["TEMPORAL_NAMESPACE"]+`"`)
+	}
+	eagerBefore := eager()
 	start := time.Now()
 	outs, _ := p.load(t, 200, 8, 0, nil)
 	elapsed := time.Since(start)
 	p.requireExactlyOnce(t, outs)
+	// The profile's server runs with eager activity execution
+	// (deployments/prod-local/temporal/dynamicconfig.yaml): the worker that
+	// completes a first workflow task is handed its Execute activity. The
+	// server publishes its counters about once a second.
+	var eagerRan float64
+	require.NoError(t, testenv.WaitFor(context.Background(), 10*time.Second, func(context.Context) error {
+		if eagerRan = eager() - eagerBefore; eagerRan < float64(len(outs))/2 {
+			return fmt.Errorf("%v eager activity executions for %d operations", eagerRan, len(outs))
+		}
+		return nil
+	}), "the Temporal server's activity_eager_execution at %s", p.env["TEMPORAL_METRICS_URL"])
+	t.Logf("eager activity executions: %v for %d operations", eagerRan, len(outs))
 	took := make([]time.Duration, 0, len(outs))
 	for _, o := range outs {
 		took = append(took, o.Took)

@@ -83,8 +83,8 @@ func loadProfile(t *testing.T) *profile {
 		}
 	}
 	require.NoError(t, sc.Err())
-	for _, k := range []string{"GATEWAY_URLS", "DOWNSTREAM_URL", "TEMPORAL_ADDRESS", "REDIS_ADDRS", "ONCEGATE_TOKEN_ALICE", "ONCEGATE_OPS_TOKEN",
-		"ONCEGATE_CA_FILE", "TEMPORAL_TLS_CERT_FILE", "TEMPORAL_TLS_KEY_FILE"} {
+	for _, k := range []string{"GATEWAY_URLS", "DOWNSTREAM_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_METRICS_URL", "REDIS_ADDRS",
+		"ONCEGATE_TOKEN_ALICE", "ONCEGATE_OPS_TOKEN", "ONCEGATE_CA_FILE", "TEMPORAL_TLS_CERT_FILE", "TEMPORAL_TLS_KEY_FILE"} {
 		require.NotEmptyf(t, p.env[k], "%s in %s", k, path)
 	}
 	p.gateways = strings.Split(p.env["GATEWAY_URLS"], ",")
@@ -487,4 +487,28 @@ func (p *profile) requireExactlyOnce(t *testing.T, outs []outcome) {
 	}
 	require.NoError(t, errors.Join(errs...))
 	t.Logf("%d operations settled completed, each executed exactly once downstream", len(outs))
+}
+
+// temporalMetric sums the samples of the Temporal server's metric name
+// whose labels contain match (its Prometheus text at TEMPORAL_METRICS_URL).
+func (p *profile) temporalMetric(t *testing.T, name, match string) float64 {
+	t.Helper()
+	resp, err := httpClient.Get(p.env["TEMPORAL_METRICS_URL"])
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	sum := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") || !strings.Contains(line, match) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		require.NoError(t, err, line)
+		sum += v
+	}
+	require.NoError(t, sc.Err())
+	return sum
 }
