@@ -32,6 +32,12 @@ type Config struct {
 	KeyFile string `env:"TEMPORAL_TLS_KEY_FILE"`
 	// ServerName is the name the server's certificate must carry.
 	ServerName string `env:"TEMPORAL_TLS_SERVER_NAME"`
+	// GRPCGzip compresses the client's gRPC requests with gzip (and asks
+	// for gzip answers), the Temporal SDK's default. Off, each call skips a
+	// gzip compressor's and decompressor's reset on both ends, which on a
+	// workflow's small messages costs the client and the server CPU and
+	// saves next to no bytes next to its server.
+	GRPCGzip bool `env:"TEMPORAL_GRPC_GZIP"`
 	// TLS is the client's TLS configuration, nil for plaintext: what
 	// LoadTLS made of the fields above.
 	TLS *tls.Config `env:"-"`
@@ -74,9 +80,14 @@ func (c *Config) LoadTLS() error {
 	return nil
 }
 
-// Apply sets the address, namespace and TLS of o.
+// Apply sets the address, namespace, TLS and gRPC compression of o.
 func (c Config) Apply(o client.Options) client.Options {
 	o.HostPort, o.Namespace = c.Address, c.Namespace
 	o.ConnectionOptions.TLS = c.TLS
+	if c.GRPCGzip {
+		o.ConnectionOptions.GrpcCompression = &client.GrpcCompressionGzip{}
+	} else {
+		o.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	return o
 }

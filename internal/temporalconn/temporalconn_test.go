@@ -82,3 +82,14 @@ func writeFile(t *testing.T, s string) string {
 	require.NoError(t, os.WriteFile(p, []byte(s), 0o600))
 	return p
 }
+
+// TestGzipOffByDefault: the client sends gRPC uncompressed unless
+// TEMPORAL_GRPC_GZIP=true asks for the SDK's gzip.
+func TestGzipOffByDefault(t *testing.T) {
+	c, err := fromEnv(nil)
+	require.NoError(t, err)
+	assert.IsType(t, &client.GrpcCompressionNone{}, c.Apply(client.Options{}).ConnectionOptions.GrpcCompression)
+	c, err = fromEnv(map[string]string{"TEMPORAL_GRPC_GZIP": "true"})
+	require.NoError(t, err)
+	assert.IsType(t, &client.GrpcCompressionGzip{}, c.Apply(client.Options{}).ConnectionOptions.GrpcCompression)
+}
