@@ -202,7 +202,7 @@ func (s *Server) act(ctx context.Context, call confirmCall, p confirmPlan, claim
 		if p.Ignored != nil {
 			s.log.WarnContext(ctx, "describe workflow", "operation_id", call.opID, "err", p.Ignored, "trace_id", call.traceID)
 		}
-		return s.await(ctx, call, fastPathRefill{by: operation.RefillByGateway, owner: p.Holder}, true)
+		return s.await(ctx, call, "", fastPathRefill{by: operation.RefillByGateway, owner: p.Holder}, true)
 	case actReplay, actReview:
 		rec := p.Record
 		rec.OperationID = call.opID
@@ -277,7 +277,7 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 	// The start must not be abandoned when the agent hangs up.
 	sctx, cancel := temporalContext(ctx)
 	defer cancel()
-	_, err = s.startWorkflow(sctx, opts, in)
+	run, err := s.startWorkflow(sctx, opts, in)
 	refill := fastPathRefill{by: own.Refiller(), owner: own.Owner()}
 	attached := false
 	if err != nil {
@@ -290,9 +290,13 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 		attached = true
 		refill.by = operation.RefillByGateway
 	}
+	runID := ""
+	if run != nil {
+		runID = run.GetRunID()
+	}
 	s.log.InfoContext(ctx, "operation started", "operation_id", call.opID, "scope", call.action.Scope,
 		"subject", call.id.Subject, "attached", attached, "truth", own.Truth(), "trace_id", call.traceID)
-	return s.await(ctx, call, refill, attached)
+	return s.await(ctx, call, runID, refill, attached)
 }
 
 // temporalContext detaches a Temporal call from the caller's cancellation
@@ -361,14 +365,16 @@ func (s *Server) releaseUnstarted(ctx context.Context, call confirmCall) {
 // refills the fast path as refill says; otherwise the store's record
 // decides between needs_manual_review, a terminal answer and in_progress.
 // With ONCEGATE_MAX_WATCHERS watchers running it answers in_progress at
-// once. replay marks an outcome that an earlier call started.
-func (s *Server) await(ctx context.Context, call confirmCall, refill fastPathRefill, replay bool) reply {
+// once. runID is the workflow's run when the call knows it (its start's
+// answer), empty otherwise. replay marks an outcome that an earlier call
+// started.
+func (s *Server) await(ctx context.Context, call confirmCall, runID string, refill fastPathRefill, replay bool) reply {
 	// Detached from the agent's connection: an agent that hangs up costs at
 	// most this wait, and never cancels a Temporal call in flight.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ConfirmWait+startTimeout)
 	defer cancel()
 	w, _, err := s.watchers.Do(wctx, call.opID, func(ctx context.Context) (watched, error) {
-		return s.watchOperation(ctx, call.opID, call.traceID), nil
+		return s.watchOperation(ctx, call.opID, runID, call.traceID), nil
 	})
 	switch {
 	case err != nil:
@@ -409,8 +415,11 @@ const historyTailRoom = time.Second + 250*time.Millisecond
 
 // watchOperation waits up to ConfirmWait for opID's workflow result (the
 // SDK's long poll), then, without one, reads the store's record: the watch
-// that concurrent confirms of opID share.
-func (s *Server) watchOperation(ctx context.Context, opID, traceID string) watched {
+// that concurrent confirms of opID share. An operation's workflow has one
+// run only (its ID is never reused, it never continues as new), so a known
+// runID names it; with an empty one the SDK first asks the server for the
+// current run (a DescribeWorkflowExecution, which a first confirm spares).
+func (s *Server) watchOperation(ctx context.Context, opID, runID, traceID string) watched {
 	// The long poll's deadline lies historyTailRoom past the wait, and the
 	// wait ends by cancel: a deadline the poll reaches spins (see there).
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.ConfirmWait+historyTailRoom)
@@ -418,7 +427,7 @@ func (s *Server) watchOperation(ctx context.Context, opID, traceID string) watch
 	stop := time.AfterFunc(s.cfg.ConfirmWait, cancel)
 	defer stop.Stop()
 	var res idemstore.Final
-	err := s.temporal.GetWorkflow(wctx, opID, "").Get(wctx, &res)
+	err := s.temporal.GetWorkflow(wctx, opID, runID).Get(wctx, &res)
 	if err == nil && res.State.Terminal() {
 		return watched{final: res, terminal: true}
 	}

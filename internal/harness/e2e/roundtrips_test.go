@@ -224,8 +224,24 @@ budgets:
 	_, _, _ = confirmOnce("81.00") // warm: pools connected, scripts loaded
 	c.waitIndexWarm(t, "dev-alice")
 	reservedBefore := reserved(t, s, "alice", "USD")
+	// The gateway's Temporal calls, as its SDK client counts them.
+	temporalCalls := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, op := range []string{"StartWorkflowExecution", "DescribeWorkflowExecution", "GetWorkflowExecutionHistory"} {
+			match := `operation="` + op + `"`
+			out[op] = metricValue(t, s.GatewayURL+"/metrics", "temporal_request", match) +
+				metricValue(t, s.GatewayURL+"/metrics", "temporal_long_request", match)
+		}
+		return out
+	}
+	callsBefore := temporalCalls()
 	id, n, monitored := confirmOnce("82.00")
+	callsAfter := temporalCalls()
 	t.Logf("one first confirm: %d Redis round trips (%d commands), %d truth statements", n.redisTrips, n.redisCommands, n.pg)
+	for op, want := range map[string]float64{"StartWorkflowExecution": 1, "DescribeWorkflowExecution": 0, "GetWorkflowExecutionHistory": 1} {
+		assert.Equal(t, want, callsAfter[op]-callsBefore[op],
+			"the gateway's %s calls: the start, and the result's long poll on the run the start named", op)
+	}
 	assert.EqualValues(t, 2, n.redisTrips, "Redis: the claim (with the index's write) and the finalize")
 	assert.EqualValues(t, 3, n.redisCommands, "the acquire and index scripts, the finalize script")
 	assert.EqualValues(t, monitored, n.redisCommands, "Redis saw what the processes counted")
