@@ -31,8 +31,9 @@ const ReasonLimitExceeded = "limit_exceeded: the amount no longer fits the subje
 // HeaderIdempotencyKey is the header carrying the operation_id to an HTTP downstream.
 const HeaderIdempotencyKey = downstream.HeaderIdempotencyKey
 
-// heartbeatEvery is how often an activity heartbeats while it waits on the downstream.
-const heartbeatEvery = 5 * time.Second
+// heartbeatEvery is how often an activity heartbeats while it waits on the
+// downstream (a variable only so that a test can shorten it).
+var heartbeatEvery = 5 * time.Second
 
 // Activities holds the dependencies of the workflow's activities. The worker
 // registers it as a struct; each method is an activity named after it.
@@ -314,8 +315,9 @@ func heartbeat(ctx context.Context) (stop func()) {
 		return func() {}
 	}
 	done := make(chan struct{})
+	every := heartbeatEvery
 	go func() {
-		t := time.NewTicker(heartbeatEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

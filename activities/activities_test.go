@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -515,6 +516,29 @@ func TestClaimTruthCarriesWhatTheReceiptNames(t *testing.T) {
 	var got operation.ClaimResult
 	require.NoError(t, val.Get(&got))
 	assert.True(t, at.Equal(got.CompletedAt), "the truth's completed time, got %s", got.CompletedAt)
+}
+
+// TestExecuteHeartbeatsWhileTheDownstreamHolds: while a downstream holds
+// its answer past heartbeatEvery, the activity heartbeats (a heartbeat is
+// how a long call learns of a cancellation), and the call still answers.
+func TestExecuteHeartbeatsWhileTheDownstreamHolds(t *testing.T) {
+	defer activities.SetHeartbeatEvery(20 * time.Millisecond)()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(200 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"tr_long","amount":"12.5"}`)
+	}))
+	t.Cleanup(srv.Close)
+	acts := &activities.Activities{HTTP: &http.Client{}}
+	env := newActivityEnv(acts)
+	var beats atomic.Int32
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
+
+	_, err := env.ExecuteActivity(acts.Execute, input(&downstream{serverURL: srv.URL}))
+	require.NoError(t, err)
+	assert.Positive(t, beats.Load(), "heartbeats while the downstream held its answer")
 }
 
 // TestExecuteAnswersWithoutAHeartbeat: a downstream that answers within
