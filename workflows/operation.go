@@ -81,9 +81,9 @@ const ChangeBusinessState = "business-state"
 // upserts the TemporalChangeVersion search attribute (two history events
 // and their commands' work on the server) for every change ID an execution
 // meets for the first time, so a first confirm, which met single-claim and
-// finalize-local-activity, now records one of each instead of two. An execution without its marker (recorded
-// before it, or started by a worker that holds it) meets each earlier
-// change's own GetVersion, as before.
+// finalize-local-activity, now records one of each instead of two. An
+// execution without its marker (recorded before it, or started by a worker
+// that holds it) meets each earlier change's own GetVersion, as before.
 const ChangeFastConfirm = "fast-confirm"
 
 // ChangesBeforeFastConfirm are the changes that version 1 of

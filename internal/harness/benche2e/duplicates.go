@@ -1,14 +1,16 @@
 package benche2e
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // DuplicatesN is how many concurrent duplicate confirms of one operation
@@ -116,20 +118,15 @@ func (b *bench) gatewayCounters(ctx context.Context) (map[string]float64, error)
 		return nil, fmt.Errorf("scrape the gateway: %w", err)
 	}
 	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("scrape the gateway: %w", err)
+	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, _, _ := strings.Cut(line, "{")
-		name, _, _ = strings.Cut(name, " ")
-		switch name {
-		case "temporal_request", "temporal_long_request", "oncegate_watchers_started_total":
-			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			if err == nil {
-				out[name] += v
-			}
+	for _, name := range []string{"temporal_request", "temporal_long_request", "oncegate_watchers_started_total"} {
+		if out[name], err = testenv.SumMetric(bytes.NewReader(text), name, ""); err != nil {
+			return nil, fmt.Errorf("scrape the gateway: %w", err)
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }

@@ -1,14 +1,14 @@
 package benche2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // guardByIndex is the gateway's count of amnesia-guard answers the Redis
@@ -116,20 +116,11 @@ func (g gateway) metricOf(ctx context.Context, base, series string) (float64, er
 		return 0, fmt.Errorf("scrape the gateway: %w", err)
 	}
 	defer resp.Body.Close()
-	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, series) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			return 0, fmt.Errorf("scrape the gateway: %q: %w", line, err)
-		}
-		sum += v
+	name, labels, _ := strings.Cut(series, "{")
+	v, err := testenv.SumMetric(resp.Body, name, strings.TrimSuffix(labels, "}"))
+	if err != nil {
+		return 0, fmt.Errorf("scrape the gateway: %w", err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
-	return sum, sc.Err()
+	return v, nil
 }

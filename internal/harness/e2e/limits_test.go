@@ -310,14 +310,7 @@ func TestDuplicateWaitsCollapse(t *testing.T) {
 // Prometheus text metricsURL serves.
 func metricValue(t *testing.T, metricsURL, name, match string) float64 {
 	t.Helper()
-	sum := 0.0
-	for _, line := range strings.Split(scrape(t, metricsURL), "\n") {
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") || !strings.Contains(line, match) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		require.NoError(t, err, line)
-		sum += v
-	}
-	return sum
+	v, err := testenv.SumMetric(strings.NewReader(scrape(t, metricsURL)), name, match)
+	require.NoError(t, err)
+	return v
 }

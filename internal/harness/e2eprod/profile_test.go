@@ -34,6 +34,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // profile is the running production-like profile, read from its stack.env.
@@ -497,18 +499,7 @@ func (p *profile) temporalMetric(t *testing.T, name, match string) float64 {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") || !strings.Contains(line, match) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		require.NoError(t, err, line)
-		sum += v
-	}
-	require.NoError(t, sc.Err())
-	return sum
+	v, err := testenv.SumMetric(resp.Body, name, match)
+	require.NoError(t, err)
+	return v
 }
