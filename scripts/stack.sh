@@ -245,11 +245,15 @@ start_redis() {
 # testenv.DevServerDynamicConfig): eager activity execution hands the worker
 # that completes a workflow task the activity it schedules, without a
 # dispatch through matching; one partition per task queue spares a task the
-# delay of its forwarding from a partition no poller waits on.
+# delay of its forwarding from a partition no poller waits on; the history
+# queues' readers read the one shard's tasks 1000 times a second, not 20.
 DEV_DYNAMIC_CONFIG=(
   system.enableActivityEagerExecution=true
   matching.numTaskqueueReadPartitions=1
   matching.numTaskqueueWritePartitions=1
+  history.transferProcessorMaxPollRPS=1000
+  history.timerProcessorMaxPollRPS=1000
+  history.visibilityProcessorMaxPollRPS=1000
 )
 
 start_temporal() {

@@ -96,10 +96,19 @@ func TemporalCLI() (string, error) {
 //     first confirm among ten concurrent ones then took about 2 s instead
 //     of 0.3 (answering in_progress). One partition carries far more than
 //     a dev stack's load.
+//   - The history queues' readers may read their shard's tasks 1000 times a
+//     second, not 20 (the server's default is per shard, sized for clusters
+//     of hundreds of shards; the dev server has one). At 20, a workflow
+//     task waited about 30 ms for the transfer queue's reader under a
+//     steady ten operations a second, and every first confirm and bare
+//     workflow took 100 ms instead of 30 (docs/benchmarks.md).
 var DevServerDynamicConfig = []string{
 	"system.enableActivityEagerExecution=true",
 	"matching.numTaskqueueReadPartitions=1",
 	"matching.numTaskqueueWritePartitions=1",
+	"history.transferProcessorMaxPollRPS=1000",
+	"history.timerProcessorMaxPollRPS=1000",
+	"history.visibilityProcessorMaxPollRPS=1000",
 }
 
 // TemporalDynamicConfig holds extra dynamic configuration of the dev
