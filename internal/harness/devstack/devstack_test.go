@@ -194,6 +194,13 @@ func TestDevStackAsTheREADMESays(t *testing.T) {
 		assert.Equal(t, string(recorded), string(now), "%s rewrote stack.env", what)
 	}
 
+	t.Run("the Temporal server keeps its state in a write-ahead log", func(t *testing.T) {
+		// scripts/stack.sh's DEV_SQLITE_PRAGMAS: with SQLite's rollback
+		// journal no -wal file exists beside the database.
+		_, err := os.Stat(filepath.Join(s.run, "temporal.db-wal"))
+		assert.NoError(t, err, "the dev server's SQLite database has no write-ahead log")
+	})
+
 	t.Run("make up without the variables acts on the moved stack", func(t *testing.T) {
 		out, code := s.make("up")
 		require.Equal(t, 0, code, out)
