@@ -24,8 +24,8 @@ func emptyWorkflow(workflow.Context) error { return nil }
 // queue's reader for two reads (its workflow task, its close), so at the
 // server's default of 20 reads a second per shard the dev server's one
 // shard runs out of reads after a few workflows and each later task waits
-// for one (32-39 ms here; testenv.DevServerDynamicConfig); unthrottled a
-// task waits a few milliseconds (a median of 4 ms here).
+// for one (31-39 ms each here; testenv.DevServerDynamicConfig); unthrottled
+// a task waits a few milliseconds (a median of 4 ms here).
 func TestDevServerDispatchesWithoutThrottle(t *testing.T) {
 	tp := testenv.SharedTemporal(t)
 	c := tp.Client(t)
@@ -61,8 +61,12 @@ func TestDevServerDispatchesWithoutThrottle(t *testing.T) {
 	}
 	require.Len(t, waits, measured)
 	slices.Sort(waits)
-	median := waits[measured/2]
-	t.Logf("workflow task scheduled to started of the last %d of %d workflows: median %s, max %s", measured, runs, median, waits[measured-1])
-	require.Less(t, median, 20*time.Millisecond,
-		"the median workflow task waited %s to start: the dev server's history queue reader is throttled (waits %v)", median, waits)
+	// The throttle makes every task wait (31-39 ms each here); a loaded
+	// machine slows some unthrottled ones (a median of 13 ms beside two
+	// busy loops) but leaves the quickest quarter quick.
+	quick := waits[measured/4]
+	t.Logf("workflow task scheduled to started of the last %d of %d workflows: quickest quarter up to %s, median %s, max %s",
+		measured, runs, quick, waits[measured/2], waits[measured-1])
+	require.Less(t, quick, 20*time.Millisecond,
+		"a quarter of the workflow tasks waited %s or more to start: the dev server's history queue reader is throttled (waits %v)", quick, waits)
 }
