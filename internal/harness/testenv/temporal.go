@@ -88,7 +88,8 @@ func TemporalCLI() (string, error) {
 //   - Eager activity execution hands a workflow task's worker the activity
 //     it schedules in the task's completion when that worker polls the
 //     activity's task queue, saving the activity's dispatch through matching
-//     (about 45 ms of a first confirm's 150 on the dev server,
+//     (45 ms of a first confirm's 150 on the dev server when it was
+//     measured, with the queue readers below still throttled;
 //     docs/benchmarks.md).
 //   - One partition per task queue (the server's default is 4): with a
 //     worker's few pollers, a task written to a partition no poller waits
