@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // NotesMarker separates the generated report from the notes written by
@@ -83,7 +85,8 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 		p("the load goes to the two gateways in turn, over HTTPS; the HTTP floors %s and serve HTTPS with the profile's server certificate, on the same Redis Cluster and PostgreSQL; ", floorsWhere(o))
 		p("the bare workflow's worker is a process of its own started from the benchmark binary (`-bare-worker`), on its own task queue of the same Temporal server, connected as oncegate's workers are (the same `TEMPORAL_*` settings, the same mTLS client certificate, the same `worker.Options`)\n")
 	} else {
-		p("- the stack: internal/harness/testenv on free ports — gateway, worker and downstream simulator binaries, a private Redis, PostgreSQL, the Temporal CLI dev server (in memory); the HTTP floors %s (Echo on its own port); the bare workflow's worker is a process of its own started from the benchmark binary (`-bare-worker`), on its own task queue, with the same `worker.Options` as oncegate's worker, so that both workers sit in processes of their own\n", floorsWhere(o))
+		p("- the stack: internal/harness/testenv on free ports — gateway, worker and downstream simulator binaries, a private Redis, PostgreSQL, the Temporal CLI dev server (in memory; its dynamic config: %s); the HTTP floors %s (Echo on its own port); the bare workflow's worker is a process of its own started from the benchmark binary (`-bare-worker`), on its own task queue, with the same `worker.Options` as oncegate's worker, so that both workers sit in processes of their own\n",
+			"`"+strings.Join(slices.Concat(testenv.DevServerDynamicConfig, testenv.TemporalDynamicConfig), "`, `")+"`", floorsWhere(o))
 	}
 	p("- floors answer a real oncegate answer's bytes (preview %d B, replay %d B, status %d B); the EVALSHA floor runs one `HGETALL` script by `EVALSHA` on the stack's Redis; the PostgreSQL floor runs the amnesia guard's query (`pgstore.Store.FindRecent`, pgx's default pool) on the stack's truth; the bare workflow's activity POSTs the same transfer to the same simulator endpoint (`/v1/transfers`) with the workflow ID as `Idempotency-Key`\n",
 		r.Bodies["preview"], r.Bodies["replay"], r.Bodies["status"])
