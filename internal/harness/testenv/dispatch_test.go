@@ -21,7 +21,7 @@ func emptyWorkflow(workflow.Context) error { return nil }
 // TestDevServerDispatchesWithoutThrottle runs workflows one after another,
 // as fast as they finish, and reads how long each one's workflow task
 // waited between scheduled and started. Each workflow asks the transfer
-// queue's reader for two reads (its workflow task, its close), so at the
+// queue's reader for a few reads (its workflow task, its close), so at the
 // server's default of 20 reads a second per shard the dev server's one
 // shard runs out of reads after a few workflows and each later task waits
 // for one (31-39 ms each here; testenv.DevServerDynamicConfig); unthrottled
