@@ -129,3 +129,15 @@ func TestCPUReadings(t *testing.T) {
 	assert.GreaterOrEqual(t, after, self, "a process's CPU time only grows")
 	assert.Equal(t, map[string]time.Duration{"a": 2}, cpuDelta(map[string]time.Duration{"a": 1, "b": 1}, map[string]time.Duration{"a": 3}))
 }
+
+func TestTailAfterActivity(t *testing.T) {
+	events := []Event{
+		{Offset: 0, Type: "WORKFLOW_EXECUTION_STARTED"},
+		{Offset: 5 * time.Millisecond, Type: activityDone + " Execute"},
+		{Offset: 9 * time.Millisecond, Type: "ActivityTaskCompleted Execute"}, // as the reports show it
+		{Offset: 14 * time.Millisecond, Type: "WORKFLOW_TASK_COMPLETED"},
+		{Offset: 20 * time.Millisecond, Type: "WORKFLOW_EXECUTION_COMPLETED"},
+	}
+	assert.Equal(t, 11*time.Millisecond, tailAfterActivity(events, 20*time.Millisecond), "from the last activity's completion")
+	assert.Zero(t, tailAfterActivity(events[:1], 0), "no activity")
+}

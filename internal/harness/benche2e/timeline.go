@@ -32,6 +32,11 @@ type Timeline struct {
 	// WorkflowTasks and Activities count the workflow tasks and the
 	// activities the history scheduled.
 	WorkflowTasks, Activities int
+	// Tail is the time from the last activity's completion to the last
+	// event: what the workflow spends after its downstream call (for
+	// oncegate its last workflow task's dispatch, the local finalize and
+	// the completion). Zero without an activity.
+	Tail time.Duration
 	// Split is the median split of every measured sequential operation of
 	// the same kind.
 	Split Split
@@ -48,6 +53,8 @@ type Split struct {
 	N int
 	// Before, Span and After are the medians of the three parts.
 	Before, Span, After time.Duration
+	// Tail is the median of the histories' Tail (a part of Span).
+	Tail time.Duration
 }
 
 // timelines reads the histories of the measured sequential first confirms
@@ -63,7 +70,7 @@ func (b *bench) timelines(ctx context.Context) error {
 		if len(w.ops) == 0 {
 			continue
 		}
-		var before, span, after []float64
+		var before, span, after, tail []float64
 		var tl Timeline
 		for _, op := range w.ops {
 			t, start, err := b.timeline(ctx, w.name, op.id)
@@ -73,9 +80,11 @@ func (b *bench) timelines(ctx context.Context) error {
 			before = append(before, float64(start.Sub(op.sent)))
 			span = append(span, float64(t.Total))
 			after = append(after, float64(op.answered.Sub(start.Add(t.Total))))
+			tail = append(tail, float64(t.Tail))
 			tl = t // the last one is shown event by event
 		}
-		tl.Split = Split{N: len(w.ops), Before: time.Duration(Median(before)), Span: time.Duration(Median(span)), After: time.Duration(Median(after))}
+		tl.Split = Split{N: len(w.ops), Before: time.Duration(Median(before)), Span: time.Duration(Median(span)),
+			After: time.Duration(Median(after)), Tail: time.Duration(Median(tail))}
 		b.res.Timelines = append(b.res.Timelines, tl)
 	}
 	return nil
@@ -97,7 +106,7 @@ func (b *bench) timeline(ctx context.Context, name, id string) (Timeline, time.T
 		if start.IsZero() {
 			start = at
 		}
-		typ := strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")
+		typ := eventTypeName(ev.GetEventType())
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
 			tl.WorkflowTasks++
@@ -114,5 +123,26 @@ func (b *bench) timeline(ctx context.Context, name, id string) (Timeline, time.T
 		tl.Events = append(tl.Events, Event{Offset: at.Sub(start), Type: typ})
 		tl.Total = at.Sub(start)
 	}
+	tl.Tail = tailAfterActivity(tl.Events, tl.Total)
 	return tl, start, nil
+}
+
+// activityDone is the type of an activity's completion event as Event.Type
+// writes it, before the activity's name.
+var activityDone = eventTypeName(enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
+
+// eventTypeName is an event type as Event.Type writes it.
+func eventTypeName(t enumspb.EventType) string {
+	return strings.TrimPrefix(t.String(), "EVENT_TYPE_")
+}
+
+// tailAfterActivity is the time from the last activity's completion among
+// events to total, the last event's offset; zero without one.
+func tailAfterActivity(events []Event, total time.Duration) time.Duration {
+	for i := len(events) - 1; i >= 0; i-- {
+		if strings.HasPrefix(events[i].Type, activityDone) {
+			return total - events[i].Offset
+		}
+	}
+	return 0
 }
