@@ -268,15 +268,15 @@ DEV_SQLITE_PRAGMAS=(
 )
 
 start_temporal() {
-  local dynamic=() kv
-  for kv in "${DEV_DYNAMIC_CONFIG[@]}"; do dynamic+=(--dynamic-config-value "$kv"); done
-  for kv in "${DEV_SQLITE_PRAGMAS[@]}"; do dynamic+=(--sqlite-pragma "$kv"); done
+  local settings=() kv
+  for kv in "${DEV_DYNAMIC_CONFIG[@]}"; do settings+=(--dynamic-config-value "$kv"); done
+  for kv in "${DEV_SQLITE_PRAGMAS[@]}"; do settings+=(--sqlite-pragma "$kv"); done
   spawn temporal "$ROOT/bin/temporal" server start-dev --ip 127.0.0.1 \
     --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
     --namespace "$TEMPORAL_NAMESPACE" \
     --db-filename "$RUN/temporal.db" \
     --search-attribute IdemState=Keyword --search-attribute IdemScope=Keyword --search-attribute IdemSubject=Keyword \
-    "${dynamic[@]}" --log-level warn
+    "${settings[@]}" --log-level warn
   wait_tcp "$TEMPORAL_PORT" 90 temporal
   wait_http "$TEMPORAL_UI_URL" 60 temporal
 }
