@@ -458,6 +458,30 @@ type Store interface {
 	Degraded() bool
 }
 
+// OutcomeWatch is one wait for an operation's terminal outcome, told by an
+// OutcomeFeed the moment the fast path records it.
+type OutcomeWatch struct {
+	// Outcome receives the terminal outcome, once.
+	Outcome <-chan Final
+	// Lost is closed when the feed may have missed the outcome (its
+	// subscription broke and was made again): the waiter then waits
+	// another way.
+	Lost <-chan struct{}
+	// Stop ends the watch; it may be called more than once.
+	Stop func()
+}
+
+// OutcomeFeed tells a gateway the terminal outcome of an operation the
+// moment the fast path records it (the finalize and the refill announce
+// every terminal record they write), so that a confirm is answered without
+// waiting for its workflow's end.
+type OutcomeFeed interface {
+	// Watch starts watching opID's outcome; false (and no watch) when the
+	// feed cannot promise to tell it (not subscribed yet): the caller then
+	// waits another way. A watch sees only what is recorded after it began.
+	Watch(opID string) (OutcomeWatch, bool)
+}
+
 // FastPath is what the Redis fast path offers the combined store: the same
 // state machine without the truth's operations, plus the unconditional
 // refill of a terminal record, a liveness probe and the recent-intent index

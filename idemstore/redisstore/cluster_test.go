@@ -291,3 +291,24 @@ func TestClusterReplayCost(t *testing.T) {
 	t.Logf("%d first claims: %v", claims, spent)
 	assert.LessOrEqual(t, spent["hgetall"], int64(1), "%d claims over 300 live entries scan the index once", claims)
 }
+
+// TestClusterOutcomes: on a Redis Cluster the feed's one subscription (on
+// the node of OutcomesChannel's slot) hears the outcomes finalized on every
+// node.
+func TestClusterOutcomes(t *testing.T) {
+	t.Parallel()
+	_, rdb := startCluster(t)
+	ctx := context.Background()
+	s := redisstore.New(rdb)
+	o := readyFeed(t, s)
+	nodes := map[string]bool{}
+	for len(nodes) < 3 {
+		c := claimed(t, s, "owner-a")
+		w := watch(t, o, c.OperationID)
+		require.NoError(t, s.Finalize(ctx, storetest.Done(c, "owner-a")))
+		assert.Equal(t, idemstore.StateDone, told(t, w).State)
+		node, err := rdb.(*redis.ClusterClient).MasterForKey(ctx, redisstore.Key(c.OperationID))
+		require.NoError(t, err)
+		nodes[node.Options().Addr] = true
+	}
+}

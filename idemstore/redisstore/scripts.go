@@ -61,13 +61,16 @@ return {'IN_FLIGHT', f[1], f[2]}
 // old execution whose claim expired and was taken by another owner cannot
 // overwrite the newer one. Extended so that a terminal record is never
 // overwritten: the same outcome again is an idempotent 'OK' (an activity
-// retry), another outcome is 'ALREADY_TERMINAL'.
+// retry), another outcome is 'ALREADY_TERMINAL'. The outcome it writes is
+// announced on the outcomes channel (outcomeMessage), where a gateway
+// waiting for it hears it at once (Outcomes).
 //
 // KEYS[1] = idem:{<operation_id>}
 // ARGV[1] = owner
 // ARGV[2] = DONE | FAILED
 // ARGV[3] = result blob (JSON: result, result_ref, reason, completed_at, ...)
 // ARGV[4] = terminal TTL, milliseconds
+// ARGV[5] = the outcomes channel (OutcomesChannel)
 //
 // Reply: 'OK' | 'NOT_OWNER' | 'ALREADY_TERMINAL'.
 var finalizeScript = redis.NewScript(`
@@ -83,6 +86,7 @@ if st == 'DONE' or st == 'FAILED' then
 end
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'result', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PUBLISH', ARGV[5], KEYS[1] .. '\n' .. ARGV[2] .. '\n' .. ARGV[3])
 return 'OK'
 `)
 
@@ -120,7 +124,8 @@ return 'OK'
 `)
 
 // refillScript replaces the hash unconditionally with a terminal record that
-// the truth answered (after a FLUSHALL or a failover lost it).
+// the truth answered (after a FLUSHALL or a failover lost it), and announces
+// it on the outcomes channel as finalizeScript does.
 //
 // KEYS[1] = idem:{<operation_id>}
 // ARGV[1] = state (DONE | FAILED)
@@ -133,6 +138,7 @@ return 'OK'
 // ARGV[8] = result blob
 // ARGV[9] = TTL, milliseconds
 // ARGV[10] = approval_sha256 (empty without approval)
+// ARGV[11] = the outcomes channel (OutcomesChannel)
 //
 // Reply: 'OK'.
 var refillScript = redis.NewScript(`
@@ -148,5 +154,6 @@ redis.call('HSET', KEYS[1],
            'result', ARGV[8],
            'approval_sha256', ARGV[10])
 redis.call('PEXPIRE', KEYS[1], ARGV[9])
+redis.call('PUBLISH', ARGV[11], KEYS[1] .. '\n' .. ARGV[1] .. '\n' .. ARGV[8])
 return 'OK'
 `)

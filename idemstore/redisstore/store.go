@@ -34,8 +34,15 @@ func New(rdb redis.UniversalClient) *Store {
 	return &Store{rdb: rdb, results: newResults(resultsSize)}
 }
 
+// An operation's key is keyPrefix + operation_id + keySuffix: the hash tag
+// keeps every key of one operation in one cluster slot.
+const (
+	keyPrefix = "idem:{"
+	keySuffix = "}"
+)
+
 // Key returns the Redis key of operation opID: idem:{<operation_id>}.
-func Key(opID string) string { return "idem:{" + opID + "}" }
+func Key(opID string) string { return keyPrefix + opID + keySuffix }
 
 // Client returns the Redis client the store uses.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
@@ -142,7 +149,7 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 		return fmt.Errorf("finalize %s: %w", f.OperationID, err)
 	}
 	reply, err := finalizeScript.Run(ctx, s.rdb, []string{Key(f.OperationID)},
-		f.Owner, string(f.State), blob, f.TerminalTTL.Milliseconds()).Text()
+		f.Owner, string(f.State), blob, f.TerminalTTL.Milliseconds(), OutcomesChannel).Text()
 	if err != nil {
 		return fmt.Errorf("finalize %s: %w", f.OperationID, interpretError(err))
 	}
@@ -208,7 +215,7 @@ func (s *Store) Refill(ctx context.Context, p idemstore.RefillParams) error {
 	}
 	err = refillScript.Run(ctx, s.rdb, []string{Key(rec.OperationID)},
 		string(rec.State), rec.ParamHash, rec.Owner, rec.Subject, rec.Scope, claimedAt, exp, blob, ttl.Milliseconds(),
-		rec.ApprovalSHA256).Err()
+		rec.ApprovalSHA256, OutcomesChannel).Err()
 	if err != nil {
 		return fmt.Errorf("refill %s: %w", rec.OperationID, interpretError(err))
 	}
