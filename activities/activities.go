@@ -144,11 +144,15 @@ func (a *Activities) Execute(ctx context.Context, in operation.Input) (operation
 	switch {
 	case err == nil:
 		log.Info("execute: done", "status", ans.StatusCode)
-		return operation.ExecuteResult{
+		res := operation.ExecuteResult{
 			StatusCode: ans.StatusCode,
 			Result:     ans.Result,
 			ResultRef:  operation.ExtractResultRef(ans.Result, in.Downstream.ResultRef),
-		}, nil
+		}
+		if in.ExecuteFinalizes && in.Downstream.Business == nil {
+			res.Finalized = a.finalizeDone(ctx, in, res, log)
+		}
+		return res, nil
 	case errors.As(err, &refusal):
 		details := refusal.BusinessRefusal
 		log.Info("execute: refused by the downstream", "status", ans.StatusCode, "code", refusal.Code)
@@ -162,6 +166,37 @@ func (a *Activities) Execute(ctx context.Context, in operation.Input) (operation
 		return operation.ExecuteResult{}, temporal.NewApplicationErrorWithCause(
 			fmt.Sprintf("execute %s: %v", in.OperationID, err), operation.ErrTypeDownstreamUnavailable, err)
 	}
+}
+
+// finalizeDoneBudget bounds Execute's own finalize of a DONE outcome (and
+// so does half the time its attempt has left): past it the workflow
+// finalizes, as it does for every other outcome.
+const finalizeDoneBudget = 5 * time.Second
+
+// finalizeDone records the DONE outcome of res, the downstream's answer to
+// in, as the workflow's finalize would (Finalize: the truth, then the fast
+// path, owner-checked, under in.Ownership), the moment it is known: the
+// fast path's announcement answers the confirm waiting for it, before the
+// workflow hears of the answer. The outcome's time is decided here, once.
+// It returns the outcome recorded, or nil when it could not record it
+// (any error, or the budget ran out): the workflow's finalize then does,
+// and answers what the truth holds.
+func (a *Activities) finalizeDone(ctx context.Context, in operation.Input, res operation.ExecuteResult, log *slog.Logger) *idemstore.Final {
+	final := idemstore.Final{State: idemstore.StateDone, Result: res.Result, ResultRef: res.ResultRef,
+		CompletedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	budget := finalizeDoneBudget
+	if activity.IsActivity(ctx) {
+		budget = min(budget, time.Until(activity.GetInfo(ctx).Deadline)/2)
+	}
+	fctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	err := a.Finalize(fctx, operation.FinalizeInput{OperationID: in.OperationID, Ownership: in.Ownership, Final: final,
+		Scope: in.Scope, TerminalTTL: in.TerminalTTL})
+	if err != nil {
+		log.Warn("execute: the outcome is left to the workflow's finalize", "error", err)
+		return nil
+	}
+	return &final
 }
 
 // Reconcile asks the downstream, through the catalog's kind, whether it has

@@ -556,3 +556,77 @@ func TestExecuteAnswersWithoutAHeartbeat(t *testing.T) {
 	assert.Len(t, d.requests, 1)
 	assert.Zero(t, beats, "no heartbeat for a call that answered at once")
 }
+
+// TestExecuteFinalizesDone: asked to (ExecuteFinalizes), Execute finalizes
+// a DONE answer itself, as the claim's truth owner, with the time it
+// answers in Finalized; a store that refuses, a downstream whose answer is
+// a business state, a refusal, and an input that does not ask leave the
+// finalize to the workflow.
+func TestExecuteFinalizesDone(t *testing.T) {
+	execute := func(t *testing.T, store *fakeStore, in operation.Input) (operation.ExecuteResult, error) {
+		t.Helper()
+		acts := &activities.Activities{HTTP: &http.Client{}, Truth: store, Store: store}
+		val, err := newActivityEnv(acts).ExecuteActivity(acts.Execute, in)
+		if err != nil {
+			return operation.ExecuteResult{}, err
+		}
+		var res operation.ExecuteResult
+		require.NoError(t, val.Get(&res))
+		return res, nil
+	}
+	asked := func(d *downstream) operation.Input {
+		in := input(d)
+		in.ExecuteFinalizes = true
+		in.Ownership = operation.Takeover("gw-1/req-1").ClaimedAs("gw-2/req-9", time.Time{})
+		return in
+	}
+
+	t.Run("finalized", func(t *testing.T) {
+		store := &fakeStore{}
+		before := time.Now().Truncate(time.Millisecond)
+		res, err := execute(t, store, asked(newDownstream(t, answer{http.StatusCreated, `{"id":"tr_1"}`})))
+		require.NoError(t, err)
+		require.NotNil(t, res.Finalized)
+		require.Len(t, store.finalized, 1)
+		fin := store.finalized[0]
+		assert.Equal(t, "gw-2/req-9", fin.Owner, "as the truth's owner")
+		assert.Equal(t, idemstore.StateDone, fin.State)
+		assert.Equal(t, "tr_1", fin.ResultRef)
+		assert.JSONEq(t, `{"id":"tr_1"}`, string(fin.Result))
+		assert.Equal(t, time.Hour, fin.TerminalTTL)
+		assert.Equal(t, fin.Final, *res.Finalized, "what it wrote is what it answers")
+		assert.False(t, fin.CompletedAt.Before(before), "its time is now")
+		assert.Equal(t, fin.CompletedAt, fin.CompletedAt.Truncate(time.Millisecond), "to the millisecond every store keeps")
+	})
+	t.Run("the store refuses", func(t *testing.T) {
+		store := &fakeStore{finalizeErr: idemstore.ErrAlreadyTerminal}
+		res, err := execute(t, store, asked(newDownstream(t, answer{http.StatusCreated, `{"id":"tr_2"}`})))
+		require.NoError(t, err, "the downstream's answer stands")
+		assert.Nil(t, res.Finalized, "left to the workflow")
+		assert.Equal(t, "tr_2", res.ResultRef)
+	})
+	t.Run("a business state", func(t *testing.T) {
+		store := &fakeStore{}
+		in := asked(newDownstream(t, answer{http.StatusCreated, `{"id":"po_1","status":"pending"}`}))
+		in.Downstream.Business = &plan.Business{}
+		res, err := execute(t, store, in)
+		require.NoError(t, err)
+		assert.Nil(t, res.Finalized)
+		assert.Empty(t, store.finalized)
+	})
+	t.Run("a refusal", func(t *testing.T) {
+		store := &fakeStore{}
+		_, err := execute(t, store, asked(newDownstream(t, answer{http.StatusUnprocessableEntity, `{"error":"insufficient_funds"}`})))
+		assert.Equal(t, operation.ErrTypeBusinessRefusal, appError(t, err).Type())
+		assert.Empty(t, store.finalized)
+	})
+	t.Run("not asked", func(t *testing.T) {
+		store := &fakeStore{}
+		in := asked(newDownstream(t, answer{http.StatusCreated, `{"id":"tr_3"}`}))
+		in.ExecuteFinalizes = false
+		res, err := execute(t, store, in)
+		require.NoError(t, err)
+		assert.Nil(t, res.Finalized)
+		assert.Empty(t, store.finalized)
+	})
+}

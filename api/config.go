@@ -140,6 +140,12 @@ type Config struct {
 	InProcessWorker bool `env:"ONCEGATE_INPROCESS_WORKER"`
 	// ConfirmWait is how long a confirm waits for the outcome.
 	ConfirmWait time.Duration `env:"ONCEGATE_CONFIRM_WAIT" envDefault:"2s"`
+	// OutcomeFeed makes a confirm that started its operation's workflow
+	// wait for the outcome on the fast path's outcome feed (Deps.Outcomes:
+	// Redis Pub/Sub, told the moment the outcome is recorded) instead of
+	// the workflow's result (a Temporal long poll, told when the workflow
+	// has ended). cmd/gateway wires the feed only when it is on.
+	OutcomeFeed bool `env:"ONCEGATE_OUTCOME_FEED" envDefault:"true"`
 	// ClaimGrace is the orphan-claim grace period.
 	ClaimGrace time.Duration `env:"ONCEGATE_CLAIM_GRACE" envDefault:"30s"`
 	// PollAfter is the poll_after_ms told to agents.

@@ -202,7 +202,7 @@ func (s *Server) act(ctx context.Context, call confirmCall, p confirmPlan, claim
 		if p.Ignored != nil {
 			s.log.WarnContext(ctx, "describe workflow", "operation_id", call.opID, "err", p.Ignored, "trace_id", call.traceID)
 		}
-		return s.await(ctx, call, "", fastPathRefill{by: operation.RefillByGateway, owner: p.Holder}, true)
+		return s.await(ctx, call, waitFor{}, fastPathRefill{by: operation.RefillByGateway, owner: p.Holder}, true)
 	case actReplay, actReview:
 		rec := p.Record
 		rec.OperationID = call.opID
@@ -274,6 +274,15 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 		// client the SDK starts it normally.
 		EnableEagerStart: s.cfg.InProcessWorker,
 	}
+	// The outcome is watched before the workflow can record it: from the
+	// start on, nothing the feed is told can be missed.
+	var feed *idemstore.OutcomeWatch
+	if s.outcomes != nil {
+		if w, ok := s.outcomes.Watch(call.opID); ok {
+			feed = &w
+			defer w.Stop()
+		}
+	}
 	// The start must not be abandoned when the agent hangs up.
 	sctx, cancel := temporalContext(ctx)
 	defer cancel()
@@ -287,7 +296,9 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 			s.releaseUnstarted(sctx, call)
 			return unavailableReply(call.opID, detailWorkflowEngine)
 		}
-		attached = true
+		// An earlier call's workflow may have recorded its outcome before
+		// the watch began: its result tells.
+		attached, feed = true, nil
 		refill.by = operation.RefillByGateway
 	}
 	runID := ""
@@ -296,7 +307,17 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 	}
 	s.log.InfoContext(ctx, "operation started", "operation_id", call.opID, "scope", call.action.Scope,
 		"subject", call.id.Subject, "attached", attached, "truth", own.Truth(), "trace_id", call.traceID)
-	return s.await(ctx, call, runID, refill, attached)
+	return s.await(ctx, call, waitFor{runID: runID, feed: feed}, refill, attached)
+}
+
+// waitFor is what a wait for an operation's outcome can listen to: the
+// outcome feed's watch (nil: none) and the workflow's run (empty: the
+// current one).
+type waitFor struct {
+	// runID is the workflow's run, when the start named it.
+	runID string
+	// feed is the outcome feed's watch, begun before the workflow started.
+	feed *idemstore.OutcomeWatch
 }
 
 // temporalContext detaches a Temporal call from the caller's cancellation
@@ -365,16 +386,15 @@ func (s *Server) releaseUnstarted(ctx context.Context, call confirmCall) {
 // refills the fast path as refill says; otherwise the store's record
 // decides between needs_manual_review, a terminal answer and in_progress.
 // With ONCEGATE_MAX_WATCHERS watchers running it answers in_progress at
-// once. runID is the workflow's run when the call knows it (its start's
-// answer), empty otherwise. replay marks an outcome that an earlier call
-// started.
-func (s *Server) await(ctx context.Context, call confirmCall, runID string, refill fastPathRefill, replay bool) reply {
+// once. on is what the wait listens to (see watchOperation). replay marks
+// an outcome that an earlier call started.
+func (s *Server) await(ctx context.Context, call confirmCall, on waitFor, refill fastPathRefill, replay bool) reply {
 	// Detached from the agent's connection: an agent that hangs up costs at
 	// most this wait, and never cancels a Temporal call in flight.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ConfirmWait+startTimeout)
 	defer cancel()
 	w, _, err := s.watchers.Do(wctx, call.opID, func(ctx context.Context) (watched, error) {
-		return s.watchOperation(ctx, call.opID, runID, call.traceID), nil
+		return s.watchOperation(ctx, call.opID, on, call.traceID), nil
 	})
 	switch {
 	case err != nil:
@@ -413,22 +433,39 @@ type watched struct {
 // deadline is the poll's own spins hundreds of requests in its last second.
 const historyTailRoom = time.Second + 250*time.Millisecond
 
-// watchOperation waits up to ConfirmWait for opID's workflow result (the
-// SDK's long poll), then, without one, reads the store's record: the watch
-// that concurrent confirms of opID share. An operation's workflow has one
-// run only (its ID is never reused, it never continues as new), so a known
-// runID names it; with an empty one the SDK first asks the server for the
-// current run (a DescribeWorkflowExecution, which a first confirm spares).
-func (s *Server) watchOperation(ctx context.Context, opID, runID, traceID string) watched {
+// watchOperation waits up to ConfirmWait for opID's outcome, then, without
+// one, reads the store's record: the watch that concurrent confirms of opID
+// share. It listens to the outcome feed's watch when on has one (told the
+// moment the fast path records the outcome, before the workflow ends);
+// else, or once the feed lost the watch, to the workflow's result (the
+// SDK's long poll). An operation's workflow has one run only (its ID is
+// never reused, it never continues as new), so a known run ID names it;
+// with an empty one the SDK first asks the server for the current run (a
+// DescribeWorkflowExecution, which a first confirm spares).
+func (s *Server) watchOperation(ctx context.Context, opID string, on waitFor, traceID string) watched {
+	deadline := time.Now().Add(s.cfg.ConfirmWait)
+	if on.feed != nil {
+		timer := time.NewTimer(s.cfg.ConfirmWait)
+		defer timer.Stop()
+		select {
+		case final := <-on.feed.Outcome:
+			s.metrics.waits.WithLabelValues(waitByFeed).Inc()
+			return watched{final: final, terminal: true}
+		case <-on.feed.Lost: // the workflow's result tells, for what is left of the wait
+		case <-timer.C:
+			return s.storeWatched(ctx, opID)
+		}
+	}
 	// The long poll's deadline lies historyTailRoom past the wait, and the
 	// wait ends by cancel: a deadline the poll reaches spins (see there).
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.ConfirmWait+historyTailRoom)
+	wctx, cancel := context.WithDeadline(ctx, deadline.Add(historyTailRoom))
 	defer cancel()
-	stop := time.AfterFunc(s.cfg.ConfirmWait, cancel)
+	stop := time.AfterFunc(time.Until(deadline), cancel)
 	defer stop.Stop()
 	var res idemstore.Final
-	err := s.temporal.GetWorkflow(wctx, opID, runID).Get(wctx, &res)
+	err := s.temporal.GetWorkflow(wctx, opID, on.runID).Get(wctx, &res)
 	if err == nil && res.State.Terminal() {
+		s.metrics.waits.WithLabelValues(waitByWorkflow).Inc()
 		return watched{final: res, terminal: true}
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -439,6 +476,13 @@ func (s *Server) watchOperation(ctx context.Context, opID, runID, traceID string
 		}
 		s.log.Log(ctx, level, "wait for workflow", "operation_id", opID, "err", err, "trace_id", traceID)
 	}
+	return s.storeWatched(ctx, opID)
+}
+
+// storeWatched is what the store's record of opID says after a wait that
+// was not told the outcome.
+func (s *Server) storeWatched(ctx context.Context, opID string) watched {
+	s.metrics.waits.WithLabelValues(waitByStore).Inc()
 	rctx, rcancel := context.WithTimeout(ctx, startTimeout)
 	defer rcancel()
 	rec, gerr := s.store.Get(rctx, opID)

@@ -23,8 +23,24 @@ type metrics struct {
 	rateLimited   *prometheus.CounterVec
 	rateFailOpen  *prometheus.CounterVec
 	limitResets   *prometheus.CounterVec
-	watch         watch.Metrics
+	// waits counts the waits for an outcome by how they ended (waitEnds).
+	waits *prometheus.CounterVec
+	watch watch.Metrics
 }
+
+// How a wait for an operation's outcome ended: the labels of
+// oncegate_confirm_waits_total.
+const (
+	// waitByFeed: the outcome feed told the outcome the fast path recorded.
+	waitByFeed = "feed"
+	// waitByWorkflow: the workflow's result was the outcome.
+	waitByWorkflow = "workflow"
+	// waitByStore: no outcome within the wait; the store's record answered.
+	waitByStore = "store"
+)
+
+// waitEnds are the labels of oncegate_confirm_waits_total.
+var waitEnds = []string{waitByFeed, waitByWorkflow, waitByStore}
 
 // newMetrics registers the collectors on reg (reusing ones already registered).
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -70,6 +86,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "oncegate_limit_resets_total",
 		Help: "Operators' resets of a subject's budget windows (oncegate-ops limits reset), by operator.",
 	}, []string{"operator"})
+	m.waits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oncegate_confirm_waits_total",
+		Help: "Waits of a confirm for its operation's outcome, by how they ended: feed (the fast path's announcement, ONCEGATE_OUTCOME_FEED), workflow (the workflow's result), store (no outcome within ONCEGATE_CONFIRM_WAIT: the store's record answered).",
+	}, []string{"by"})
 	m.confirm = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "oncegate_confirm_duration_seconds",
 		Help:    "Time to answer a confirm, by the answer's status.",
@@ -106,10 +126,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, e := range approvalEvents {
 		m.approvals.WithLabelValues(e)
 	}
-	for _, c := range []**prometheus.CounterVec{&m.reservations, &m.limitRefusals, &m.rateLimited, &m.rateFailOpen, &m.limitResets} {
+	for _, c := range []**prometheus.CounterVec{&m.reservations, &m.limitRefusals, &m.rateLimited, &m.rateFailOpen, &m.limitResets, &m.waits} {
 		if *c, err = register(reg, *c); err != nil {
 			return nil, err
 		}
+	}
+	for _, by := range waitEnds {
+		m.waits.WithLabelValues(by)
 	}
 	for _, k := range []string{"preview", "confirm"} {
 		m.rateLimited.WithLabelValues(k)

@@ -78,6 +78,10 @@ type Deps struct {
 	// Budgets reads the budgets' windows (the preview's warning, the ops
 	// view); nil means no warning and no ops view.
 	Budgets BudgetOps
+	// Outcomes tells the outcome of an operation whose workflow the
+	// gateway started the moment the fast path records it; nil means
+	// every confirm waits for its workflow's result.
+	Outcomes idemstore.OutcomeFeed
 	// Approvals keeps approvals, passkeys and enrolment invites (the
 	// PostgreSQL truth). Required when an action's policy can ask for
 	// approval; nil turns the approval and passkey routes off.
@@ -114,6 +118,7 @@ type Server struct {
 	rates    RateLimiter
 	budgets  BudgetOps
 	watchers *watch.Group[watched]
+	outcomes idemstore.OutcomeFeed
 	// approvals and ceremony serve approvals (nil: off).
 	approvals approval.Store
 	ceremony  *ceremony.Ceremony
@@ -147,7 +152,7 @@ func New(deps Deps) (*Server, error) {
 		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
 		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
 		tracer: deps.TracerProvider, limits: deps.Limits, rates: deps.Rates, budgets: deps.Budgets,
-		approvals: deps.Approvals,
+		approvals: deps.Approvals, outcomes: deps.Outcomes,
 	}
 	if s.limits == nil {
 		s.limits = &limits.Limits{}

@@ -34,6 +34,10 @@ type ExecuteResult struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// ResultRef is the business reference extracted from Result.
 	ResultRef string `json:"result_ref,omitempty"`
+	// Finalized is the DONE outcome the activity recorded in the truth and
+	// the fast path (Input.ExecuteFinalizes), nil when it recorded none:
+	// the workflow then finalizes.
+	Finalized *idemstore.Final `json:"finalized,omitempty"`
 }
 
 // BusinessRefusal is the details payload of an ErrTypeBusinessRefusal error.

@@ -65,6 +65,14 @@ type Input struct {
 	// asked for one: the history shows which approval it executed under.
 	// Empty for operations that needed none (and in histories before it).
 	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
+	// ExecuteFinalizes, in the input of an Execute activity, asks it to
+	// finalize a DONE outcome itself (truth, then fast path, under
+	// Ownership) the moment the downstream answered one (its 2xx is the
+	// outcome: no business_state), and to say so in
+	// ExecuteResult.Finalized. The workflow sets it from
+	// workflows.ChangeExecuteFinalizes on; an activity that cannot finalize
+	// leaves it to the workflow.
+	ExecuteFinalizes bool `json:"execute_finalizes,omitempty"`
 
 	// RecordedOwner is the gateway claim's owner as inputs recorded before
 	// Ownership carried it; read only, by Resolved. New inputs leave it empty.

@@ -73,8 +73,11 @@ func Build(c client.Client, cfg Config, p Parts) (w sdkworker.Worker, stopReaper
 		Metrics: actMetrics,
 	}
 	w = New(c, cfg.TaskQueue, acts, cfg.Options())
-	if cfg.Failpoint == FailpointAfterFinalize {
+	switch cfg.Failpoint {
+	case FailpointAfterFinalize:
 		armAfterFinalize(w, acts)
+	case FailpointAfterExecuteFinalized:
+		armAfterExecuteFinalized(w, acts)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	if cfg.ReapInterval > 0 {
@@ -101,4 +104,19 @@ func armAfterFinalize(w sdkworker.Worker, acts *activities.Activities) {
 		}
 		return err
 	}, activity.RegisterOptions{Name: workflows.ActivityFinalize, DisableAlreadyRegisteredCheck: true})
+}
+
+// armAfterExecuteFinalized replaces the Execute activity with one that
+// kills the process once it has finalized a DONE outcome itself, before
+// its completion reaches Temporal: the crash after which the truth and the
+// fast path hold the outcome while the workflow has not heard of it.
+func armAfterExecuteFinalized(w sdkworker.Worker, acts *activities.Activities) {
+	w.RegisterActivityWithOptions(func(ctx context.Context, in operation.Input) (operation.ExecuteResult, error) {
+		res, err := acts.Execute(ctx, in)
+		if err == nil && res.Finalized != nil {
+			acts.Logger.Warn("failpoint "+FailpointAfterExecuteFinalized+": killing the worker", "operation_id", in.OperationID)
+			failpoint.Crash()
+		}
+		return res, err
+	}, activity.RegisterOptions{Name: workflows.ActivityExecute, DisableAlreadyRegisteredCheck: true})
 }

@@ -50,7 +50,8 @@ type Config struct {
 	// Failpoint makes the worker kill itself at a named point, for crash
 	// tests only (ONCEGATE_FAILPOINT, in a worker built with -tags
 	// failpoint). FailpointAfterFinalize: right after Finalize recorded an
-	// outcome. Empty in every real deployment.
+	// outcome; FailpointAfterExecuteFinalized: right after the Execute
+	// activity finalized a DONE outcome. Empty in every real deployment.
 	Failpoint string `env:"ONCEGATE_FAILPOINT"`
 	// Versioning is the worker's part in a rollout: its Worker Versioning
 	// deployment version and the workflow changes it holds back.
@@ -61,6 +62,12 @@ type Config struct {
 // Finalize activity recorded the outcome, before the workflow task that ran
 // it as a local activity completed: its marker is never recorded.
 const FailpointAfterFinalize = "after_finalize"
+
+// FailpointAfterExecuteFinalized kills the worker with SIGKILL right after
+// the Execute activity finalized a DONE outcome itself
+// (operation.Input.ExecuteFinalizes), before its completion reaches
+// Temporal: the activity times out and runs again.
+const FailpointAfterExecuteFinalized = "after_execute_finalized"
 
 // ConfigFromEnv reads the configuration from environ (envconfig.OS() in
 // main) and loads the Temporal TLS files; every problem is reported at once.

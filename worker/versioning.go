@@ -33,7 +33,9 @@ type Versioning struct {
 	// could not replay. Once every worker runs the new build, they are
 	// restarted one at a time without it (ONCEGATE_HOLD_WORKFLOW_CHANGES,
 	// comma-separated). Holding a change that workflows.ChangeFastConfirm
-	// puts in effect holds workflows.ChangeFastConfirm too.
+	// puts in effect holds workflows.ChangeFastConfirm too: back to its
+	// default version for one of workflows.ChangesBeforeFastConfirm, to
+	// version 1 for workflows.ChangeExecuteFinalizes.
 	HeldChanges []string `env:"ONCEGATE_HOLD_WORKFLOW_CHANGES"`
 }
 
@@ -63,22 +65,34 @@ func (v Versioning) apply(o *sdkworker.Options) {
 	if len(v.HeldChanges) > 0 {
 		held := heldChanges(v.HeldChanges)
 		o.PreferredVersionProvider = func(in sdkworker.PreferredVersionProviderInput) *sdkworker.VersionPreference {
-			if !slices.Contains(held, in.ChangeID) {
+			version, ok := held[in.ChangeID]
+			if !ok {
 				return nil // the newest version the code supports
 			}
-			return &sdkworker.VersionPreference{Version: workflow.DefaultVersion, ClampToSupportedRange: true}
+			return &sdkworker.VersionPreference{Version: version, ClampToSupportedRange: true}
 		}
 	}
 }
 
-// heldChanges returns the change ids held: held, and
-// workflows.ChangeFastConfirm when held names a change its version 1 puts
-// in effect (a workflow that took it would take that change too).
-func heldChanges(held []string) []string {
-	held = slices.Clone(held)
-	if slices.ContainsFunc(workflows.ChangesBeforeFastConfirm, func(c string) bool { return slices.Contains(held, c) }) &&
-		!slices.Contains(held, workflows.ChangeFastConfirm) {
-		held = append(held, workflows.ChangeFastConfirm)
+// heldChanges returns the version each held change id records: the
+// default version for each of held, and for workflows.ChangeFastConfirm,
+// when held names a change it puts in effect (a workflow that took it
+// would take that change too), the version before that change: the default
+// one for a change of workflows.ChangesBeforeFastConfirm, version 1 for
+// workflows.ChangeExecuteFinalizes.
+func heldChanges(held []string) map[string]workflow.Version {
+	versions := make(map[string]workflow.Version, len(held)+1)
+	for _, c := range held {
+		versions[c] = workflow.DefaultVersion
 	}
-	return held
+	if _, ok := versions[workflows.ChangeFastConfirm]; ok {
+		return versions
+	}
+	switch {
+	case slices.ContainsFunc(workflows.ChangesBeforeFastConfirm, func(c string) bool { return slices.Contains(held, c) }):
+		versions[workflows.ChangeFastConfirm] = workflow.DefaultVersion
+	case slices.Contains(held, workflows.ChangeExecuteFinalizes):
+		versions[workflows.ChangeFastConfirm] = 1
+	}
+	return versions
 }

@@ -14,7 +14,8 @@ import (
 // TestVersioningOptions: a deployment and a build id make a versioned,
 // auto-upgrade worker, and go together; a held change records the default
 // version for new executions while every other change takes the newest;
-// holding a change that fast-confirm puts in effect holds fast-confirm.
+// holding a change that fast-confirm puts in effect holds fast-confirm
+// back to the version before it.
 func TestVersioningOptions(t *testing.T) {
 	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x"}
 	with := func(kv ...string) map[string]string {
@@ -63,6 +64,22 @@ func TestVersioningOptions(t *testing.T) {
 			ChangeID: workflows.ChangeFastConfirm, MinSupported: workflow.DefaultVersion, MaxSupported: 1})
 		require.NotNil(t, pref, held)
 		assert.Equal(t, workflow.DefaultVersion, pref.Version, "holding %s holds %s", held, workflows.ChangeFastConfirm)
+	}
+
+	// fast-confirm's version 2 puts execute-finalizes in effect: holding it
+	// holds fast-confirm at version 1, and holding an earlier change too
+	// holds it at its default.
+	for held, want := range map[string]workflow.Version{
+		workflows.ChangeExecuteFinalizes:                                     1,
+		workflows.ChangeExecuteFinalizes + "," + workflows.ChangeSingleClaim: workflow.DefaultVersion,
+		workflows.ChangeExecuteFinalizes + "," + workflows.ChangeFastConfirm: workflow.DefaultVersion,
+	} {
+		c, err = ConfigFromEnv(with("ONCEGATE_HOLD_WORKFLOW_CHANGES", held))
+		require.NoError(t, err)
+		pref := c.Options().PreferredVersionProvider(sdkworker.PreferredVersionProviderInput{
+			ChangeID: workflows.ChangeFastConfirm, MinSupported: workflow.DefaultVersion, MaxSupported: 2})
+		require.NotNil(t, pref, held)
+		assert.Equal(t, want, pref.Version, "holding %s", held)
 	}
 
 	for _, half := range [][]string{{"ONCEGATE_WORKER_DEPLOYMENT", "oncegate"}, {"ONCEGATE_WORKER_BUILD_ID", "b42"}} {

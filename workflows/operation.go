@@ -93,15 +93,34 @@ var ChangesBeforeFastConfirm = []string{
 	ChangeNotFoundWindow, ChangeBusinessState, ChangeResolveOnce, ChangeSingleClaim, ChangeLocalFinalize,
 }
 
-// changeVersion returns the version of change an execution runs: 1 when it
-// recorded version 1 of ChangeFastConfirm, else the change's own
-// workflow.GetVersion. ChangeFastConfirm's version is decided the first
-// time this is called, in the first workflow task (run asks for
-// ChangeSingleClaim before any other change), and read from the SDK's
-// cache after that: an execution recorded before it replays that task and
-// keeps workflow.DefaultVersion to its end.
+// ChangeExecuteFinalizes is the change that version 2 of ChangeFastConfirm
+// puts in effect (it has no version marker of its own): the Execute
+// activity is asked to finalize a DONE outcome itself
+// (operation.Input.ExecuteFinalizes) the moment the downstream answered
+// it, so that the confirm waiting on the outcome feed is answered before
+// this workflow hears of it; the workflow then records the transition and
+// ends without a finalize of its own. Every other outcome, and a DONE the
+// activity could not finalize, the workflow finalizes as before. A worker
+// that holds it back (ONCEGATE_HOLD_WORKFLOW_CHANGES) records version 1 of
+// ChangeFastConfirm.
+const ChangeExecuteFinalizes = "execute-finalizes"
+
+// fastConfirmVersion is ChangeFastConfirm's version: 1 puts every change
+// of ChangesBeforeFastConfirm in effect, 2 ChangeExecuteFinalizes as well.
+// It is decided the first time it is asked, in the first workflow task
+// (run asks for ChangeSingleClaim before any other change), and read from
+// the SDK's cache after that: an execution recorded before it replays that
+// task and keeps workflow.DefaultVersion to its end.
+func fastConfirmVersion(ctx workflow.Context) workflow.Version {
+	return workflow.GetVersion(ctx, ChangeFastConfirm, workflow.DefaultVersion, 2)
+}
+
+// changeVersion returns the version of change (one of
+// ChangesBeforeFastConfirm) an execution runs: 1 when it recorded version
+// 1 or later of ChangeFastConfirm, else the change's own
+// workflow.GetVersion.
 func changeVersion(ctx workflow.Context, change string) workflow.Version {
-	if workflow.GetVersion(ctx, ChangeFastConfirm, workflow.DefaultVersion, 1) == 1 {
+	if fastConfirmVersion(ctx) >= 1 {
 		return 1
 	}
 	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1)
@@ -210,9 +229,16 @@ func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolve
 	if claim.State == idemstore.StateNeedsReview {
 		reviewReason, marked = claim.Reason, true
 	} else {
-		v, err := execute(ctx, executeCtx, reconcileCtx, in)
+		v, err := execute(ctx, executeCtx, reconcileCtx, in, own)
 		if err != nil {
 			return idemstore.Final{}, err
+		}
+		if v.finalized {
+			// Execute recorded the outcome in the truth and the fast path.
+			if err := transition(ctx, in, view, v.result.State, v.result.Reason, v.result.ResultRef); err != nil {
+				return idemstore.Final{}, err
+			}
+			return v.result, nil
 		}
 		if v.pending != nil {
 			if v, err = awaitFinal(ctx, reconcileCtx, truthCtx, in, view, v.pending); err != nil {
@@ -304,13 +330,15 @@ func truthRetryPolicy() *temporal.RetryPolicy {
 	}
 }
 
-// verdict is what executing (and reconciling) decided: a terminal result,
-// unknown with the reason a person must look at it, or pending: accepted by
-// the downstream, whose answer (kept here) says the outcome comes later.
+// verdict is what executing (and reconciling) decided: a terminal result
+// (finalized: already recorded by the Execute activity), unknown with the
+// reason a person must look at it, or pending: accepted by the downstream,
+// whose answer (kept here) says the outcome comes later.
 type verdict struct {
-	result  idemstore.Final
-	unknown string
-	pending *pendingAnswer
+	result    idemstore.Final
+	finalized bool
+	unknown   string
+	pending   *pendingAnswer
 }
 
 // pendingAnswer is a downstream answer whose business state is pending, and
@@ -321,14 +349,23 @@ type pendingAnswer struct {
 }
 
 // execute sends the operation downstream and, after an unknown answer,
-// reconciles it.
-func execute(ctx, executeCtx, reconcileCtx workflow.Context, in operation.Input) (verdict, error) {
+// reconciles it. From ChangeExecuteFinalizes on, the Execute activity is
+// asked to finalize a DONE outcome itself, under own.
+func execute(ctx, executeCtx, reconcileCtx workflow.Context, in operation.Input, own operation.Ownership) (verdict, error) {
 	logger := workflow.GetLogger(ctx)
+	executeIn := in
+	finalizes := fastConfirmVersion(ctx) >= 2
+	if finalizes {
+		executeIn.Ownership, executeIn.ExecuteFinalizes = own, true
+	}
 	var res operation.ExecuteResult
-	err := workflow.ExecuteActivity(executeCtx, a.Execute, in).Get(ctx, &res)
+	err := workflow.ExecuteActivity(executeCtx, a.Execute, executeIn).Get(ctx, &res)
 	// No attempt can be sent after the activity ended: its last attempt's
 	// context (and the HTTP request) ends with it. So this bounds the last send.
 	lastSent := workflow.Now(ctx)
+	if err == nil && res.Finalized != nil {
+		return verdict{result: *res.Finalized, finalized: true}, nil
+	}
 	if err == nil {
 		return interpret(ctx, in, res.Result, res.ResultRef), nil
 	}

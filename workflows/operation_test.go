@@ -837,7 +837,19 @@ const temporalChangeVersion = "TemporalChangeVersion"
 // env with opts, and returns the TemporalChangeVersion values upserted
 // (one for each change the execution met first: the SDK records a version
 // marker with each) and how many local activities ran (a marker each).
+// Its Execute activity leaves the finalize to the workflow.
 func firstConfirm(t *testing.T, env *testsuite.TestWorkflowEnvironment, opts worker.Options) (changeVersions []any, localActivities int) {
+	t.Helper()
+	changeVersions, localActivities, _ = firstConfirmFinalizing(t, env, opts, false)
+	return changeVersions, localActivities
+}
+
+// firstConfirmFinalizing is firstConfirm whose Execute activity finalizes
+// the outcome itself when asked to and executeFinalizes is set (else it
+// leaves it to the workflow, as an activity of an earlier build does); it
+// returns also the Execute activity's input.
+func firstConfirmFinalizing(t *testing.T, env *testsuite.TestWorkflowEnvironment, opts worker.Options, executeFinalizes bool) (
+	changeVersions []any, localActivities int, executeIn operation.Input) {
 	t.Helper()
 	in := input(true)
 	in.Ownership = operation.ConfirmClaim("gw-1/req-1", idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired,
@@ -848,15 +860,33 @@ func firstConfirm(t *testing.T, env *testsuite.TestWorkflowEnvironment, opts wor
 		changeVersions = append(changeVersions, args.Get(0).(map[string]any)[temporalChangeVersion])
 	}).Return(nil)
 	env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { localActivities++ })
-	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201, Result: json.RawMessage(`{"id":"tr_f"}`), ResultRef: "tr_f"}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil).Once()
-	mockNeverCalled(env, a.ClaimTruth)
+	finalized := &idemstore.Final{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"tr_f"}`), ResultRef: "tr_f",
+		CompletedAt: env.Now().Add(time.Second).UTC().Truncate(time.Millisecond)}
+	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(func(_ context.Context, got operation.Input) (operation.ExecuteResult, error) {
+		executeIn = got
+		res := operation.ExecuteResult{StatusCode: 201, Result: finalized.Result, ResultRef: finalized.ResultRef}
+		if executeFinalizes && got.ExecuteFinalizes {
+			res.Finalized = finalized
+		}
+		return res, nil
+	}).Once()
+	if executeFinalizes {
+		mockNeverCalled(env, a.ClaimTruth, a.Finalize)
+	} else {
+		env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil).Once()
+		mockNeverCalled(env, a.ClaimTruth)
+	}
 
 	env.ExecuteWorkflow(workflows.Operation, in)
 
-	assert.Equal(t, "tr_f", result(t, env).ResultRef)
+	out := result(t, env)
+	assert.Equal(t, "tr_f", out.ResultRef)
+	if executeIn.ExecuteFinalizes && executeFinalizes {
+		assert.Equal(t, *finalized, out, "the workflow answers what Execute recorded, its time included")
+		env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
+	}
 	env.AssertActivityNotCalled(t, workflows.ActivityClaimTruth, mock.Anything, mock.Anything)
-	return changeVersions, localActivities
+	return changeVersions, localActivities, executeIn
 }
 
 // TestOperation_AFirstConfirmRecordsOneChange: a new first confirm meets one
@@ -868,9 +898,64 @@ func firstConfirm(t *testing.T, env *testsuite.TestWorkflowEnvironment, opts wor
 func TestOperation_AFirstConfirmRecordsOneChange(t *testing.T) {
 	env, states := newEnv(t)
 	changes, local := firstConfirm(t, env, worker.Options{})
-	assert.Equal(t, []any{[]string{workflows.ChangeFastConfirm + "-1"}}, changes, "one version marker and its upsert")
-	assert.Equal(t, 1, local, "one local activity marker: the finalize")
+	assert.Equal(t, []any{[]string{workflows.ChangeFastConfirm + "-2"}}, changes, "one version marker and its upsert")
+	assert.Equal(t, 1, local, "one local activity marker: the finalize of an outcome Execute did not finalize")
 	assert.Equal(t, []string{"DONE"}, *states, "one IdemState upsert: the start state is the starter's")
+}
+
+// TestOperation_ExecuteFinalizesDone: from version 2 of fast-confirm
+// (ChangeExecuteFinalizes) Execute is asked to finalize a DONE outcome
+// itself under the claim's owner; when it did, the workflow records the
+// transition and answers that very outcome, without a finalize of its own
+// (no local activity, no marker).
+func TestOperation_ExecuteFinalizesDone(t *testing.T) {
+	env, states := newEnv(t)
+	changes, local, executeIn := firstConfirmFinalizing(t, env, worker.Options{}, true)
+	assert.True(t, executeIn.ExecuteFinalizes, "Execute is asked to finalize")
+	assert.Equal(t, "gw-1/req-1", executeIn.Ownership.TruthOwner(), "under the claim's owner")
+	assert.Equal(t, []any{[]string{workflows.ChangeFastConfirm + "-2"}}, changes)
+	assert.Zero(t, local, "no finalize of the workflow's own")
+	assert.Equal(t, []string{"DONE"}, *states)
+}
+
+// TestOperation_HeldExecuteFinalizes: a worker that holds
+// execute-finalizes back records version 1 of fast-confirm, and its
+// Execute is not asked to finalize (an older activity worker could not).
+func TestOperation_HeldExecuteFinalizes(t *testing.T) {
+	env, _ := newEnv(t)
+	changes, local, executeIn := firstConfirmFinalizing(t, env, worker.Options{
+		PreferredVersionProvider: func(in worker.PreferredVersionProviderInput) *worker.VersionPreference {
+			if in.ChangeID != workflows.ChangeFastConfirm {
+				return nil
+			}
+			return &worker.VersionPreference{Version: 1}
+		},
+	}, true)
+	assert.False(t, executeIn.ExecuteFinalizes)
+	assert.Equal(t, []any{[]string{workflows.ChangeFastConfirm + "-1"}}, changes)
+	assert.Equal(t, 1, local, "the workflow finalizes")
+}
+
+// TestOperation_ATakeoverExecuteFinalizesAsTheTruthsOwner: Execute
+// finalizes as the owner the truth's claim names (ClaimTruth's), as the
+// workflow's finalize would.
+func TestOperation_ATakeoverExecuteFinalizesAsTheTruthsOwner(t *testing.T) {
+	env, _ := newEnv(t)
+	in := input(true)
+	in.Ownership = operation.Takeover("gw-3/req-2")
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{
+		Final: idemstore.Final{State: idemstore.StateInFlight}, Owner: "gw-9/req-1", ClaimedAt: env.Now()}, nil).Once()
+	done := &idemstore.Final{State: idemstore.StateDone, ResultRef: "tr_t"}
+	env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in operation.Input) bool {
+		return in.ExecuteFinalizes && in.Ownership.TruthOwner() == "gw-9/req-1"
+	})).Return(operation.ExecuteResult{StatusCode: 201, ResultRef: "tr_t", Finalized: done}, nil).Once()
+	mockNeverCalled(env, a.Finalize)
+
+	env.ExecuteWorkflow(workflows.Operation, in)
+
+	assert.Equal(t, *done, result(t, env))
+	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
+	env.AssertExpectations(t)
 }
 
 // TestOperation_HeldFastConfirmMeetsEachChange: a worker that holds

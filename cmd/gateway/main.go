@@ -105,9 +105,16 @@ func run(logger *slog.Logger) error {
 	if err := redisstore.CountRoundTrips(rdb, reg); err != nil {
 		return err
 	}
-	store := combined.New(redisstore.New(rdb), truth, combined.Options{Logger: logger, Registerer: reg,
+	fast := redisstore.New(rdb)
+	store := combined.New(fast, truth, combined.Options{Logger: logger, Registerer: reg,
 		IntentHorizon: cat.MaxIntentWindow()})
 	defer store.Close()
+	var outcomes idemstore.OutcomeFeed // nil: confirms wait for their workflows' results
+	if cfg.OutcomeFeed {
+		feed := fast.WatchOutcomes(logger.With("component", "outcome-feed"))
+		defer func() { _ = feed.Close() }()
+		outcomes = feed
+	}
 
 	tracer, err := telemetry.NewTracerProvider(ctx, "oncegate-gateway", cfg.Telemetry)
 	if err != nil {
@@ -155,6 +162,7 @@ func run(logger *slog.Logger) error {
 		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg, TracerProvider: tracer,
 		Limits: lims, Rates: redis_rate.NewLimiter(rdb), Budgets: truth,
 		Approvals: truth, // approvals and passkeys live in the truth
+		Outcomes:  outcomes,
 	})
 	if err != nil {
 		return err

@@ -87,6 +87,11 @@ func TestRecordHistories(t *testing.T) {
 		// every change before it.
 		{name: "honouring_completed_fast_confirm", scope: "payments.transfer", amount: "55.00", status: "completed", executions: -1},
 		{name: "payout_pending_paid_fast_confirm", scope: "payments.payout", amount: "56.00", status: "completed", executions: -1},
+		// Recorded with version 2 of fast-confirm (execute-finalizes): the
+		// Execute activity finalized the transfer's DONE itself; the
+		// payout's, a business state, the workflow finalizes.
+		{name: "honouring_completed_execute_finalizes", scope: "payments.transfer", amount: "58.00", status: "completed", executions: -1},
+		{name: "payout_pending_paid_execute_finalizes", scope: "payments.payout", amount: "59.00", status: "completed", executions: -1},
 	} {
 		recording(t, p.name, func(t *testing.T) {
 			params := transferParams(p.amount)
@@ -150,6 +155,8 @@ func TestRecordHistories(t *testing.T) {
 		{name: "legacy_needs_review_update_resolved_local_finalize", amount: "54.00"},
 		// Recorded with version 1 of fast-confirm.
 		{name: "legacy_needs_review_update_resolved_fast_confirm", amount: "57.00"},
+		// Recorded with version 2 of fast-confirm (execute-finalizes).
+		{name: "legacy_needs_review_update_resolved_execute_finalizes", amount: "60.00"},
 	} {
 		recording(t, p.name, func(t *testing.T) {
 			id := toNeedsReview(t, s, p.amount)

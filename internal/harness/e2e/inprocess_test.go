@@ -28,11 +28,17 @@ func TestInProcessWorkerEagerStart(t *testing.T) {
 	done := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)
 	require.Equal(t, "completed", done.str("status"), done.String())
 
+	// The answer came from the outcome feed: the workflow may still be
+	// closing.
+	tc := s.Temporal.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, tc.GetWorkflow(ctx, id, "").Get(ctx, nil))
 	var types []enumspb.EventType
 	var firstTaskBy string
 	var eager bool
 	var startedAt time.Time
-	for _, ev := range history(t, s.Temporal.Client(t), id) {
+	for _, ev := range history(t, tc, id) {
 		types = append(types, ev.GetEventType())
 		if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
 			startedAt, eager = ev.GetEventTime().AsTime(), a.GetEagerExecutionAccepted()

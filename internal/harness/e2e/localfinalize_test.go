@@ -25,9 +25,12 @@ import (
 // truth and Redis, but before that task completed, leaves no marker; the
 // task times out, the next worker replays the history and runs Finalize
 // again, which accepts the same outcome a second time (owner-checked,
-// idempotent). The operation executed once and completes once.
+// idempotent). The operation executed once and completes once. The worker
+// holds execute-finalizes back, so that the workflow finalizes the DONE
+// outcome itself, as it does every outcome the Execute activity does not.
 func TestLocalFinalizeRerunsAfterACrashBeforeItsMarker(t *testing.T) {
-	s := testenv.StartStack(t, testenv.StackOptions{ExtraWorkerEnv: []string{"ONCEGATE_FAILPOINT=" + worker.FailpointAfterFinalize}})
+	s := testenv.StartStack(t, testenv.StackOptions{ExtraWorkerEnv: []string{"ONCEGATE_FAILPOINT=" + worker.FailpointAfterFinalize,
+		"ONCEGATE_HOLD_WORKFLOW_CHANGES=" + workflows.ChangeExecuteFinalizes}})
 	id, first := finalizeCrashThenRerun(t, s, "53.00")
 
 	tc := s.Temporal.Client(t)

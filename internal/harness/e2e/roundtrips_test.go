@@ -185,12 +185,13 @@ func (c *storeCounts) waitIndexWarm(t *testing.T, token string) {
 
 // TestFirstConfirmRoundTrips counts what one first confirm costs the
 // stores, end to end: 2 Redis round trips (the claim: the acquire script
-// and the recent-intent index's write, pipelined; the workflow's finalize)
-// and 2 PostgreSQL statements (the claim's insert, the workflow's
+// and the recent-intent index's write, pipelined; the finalize, by the
+// Execute activity) and 2 PostgreSQL statements (the claim's insert, the
 // finalize). The gateway's claim is the claim (the workflow reads it, no
 // second insert) and the fast path is finalized once (by the workflow, not
 // refilled by the answer) — with a spend budget to check and reserve too
-// (claim_operation: one statement).
+// (claim_operation: one statement). Its answer comes from the outcome feed:
+// the finalize script's announcement, not a long poll of the workflow.
 func TestFirstConfirmRoundTrips(t *testing.T) {
 	s := testenv.StartStack(t, testenv.StackOptions{ExtraGatewayEnv: limitsFile(t, `
 budgets:
@@ -234,14 +235,17 @@ budgets:
 		}
 		return out
 	}
+	fedBefore := metricValue(t, s.GatewayURL+"/metrics", "oncegate_confirm_waits_total", `by="feed"`)
 	callsBefore := temporalCalls()
 	id, n, monitored := confirmOnce("82.00")
 	callsAfter := temporalCalls()
 	t.Logf("one first confirm: %d Redis round trips (%d commands), %d truth statements", n.redisTrips, n.redisCommands, n.pg)
-	for op, want := range map[string]float64{"StartWorkflowExecution": 1, "DescribeWorkflowExecution": 0, "GetWorkflowExecutionHistory": 1} {
+	for op, want := range map[string]float64{"StartWorkflowExecution": 1, "DescribeWorkflowExecution": 0, "GetWorkflowExecutionHistory": 0} {
 		assert.Equal(t, want, callsAfter[op]-callsBefore[op],
-			"the gateway's %s calls: the start, and the result's long poll on the run the start named", op)
+			"the gateway's %s calls: the start alone (the outcome feed told the outcome, no long poll)", op)
 	}
+	assert.Equal(t, fedBefore+1, metricValue(t, s.GatewayURL+"/metrics", "oncegate_confirm_waits_total", `by="feed"`),
+		"the outcome feed told the outcome")
 	assert.EqualValues(t, 2, n.redisTrips, "Redis: the claim (with the index's write) and the finalize")
 	assert.EqualValues(t, 3, n.redisCommands, "the acquire and index scripts, the finalize script")
 	assert.EqualValues(t, monitored, n.redisCommands, "Redis saw what the processes counted")
@@ -257,9 +261,10 @@ budgets:
 	assert.Zero(t, spent.Cmp(apd.New(82, 0)), "the confirm reserved its amount with its claim: %s", spent.String())
 
 	// What its workflow wrote beyond the bare workflow's events: the
-	// fast-confirm version marker with its TemporalChangeVersion update,
-	// the local finalize's marker, IdemState=DONE. IN_FLIGHT is the
-	// starter's; each update is a visibility write.
+	// fast-confirm version marker with its TemporalChangeVersion update and
+	// IdemState=DONE (the Execute activity finalized the outcome: no local
+	// finalize, no marker of it). IN_FLIGHT is the starter's; each update
+	// is a visibility write.
 	var written []string
 	for _, ev := range history(t, tc, id) {
 		switch ev.GetEventType() {
@@ -271,8 +276,8 @@ budgets:
 			}
 		}
 	}
-	assert.Equal(t, []string{"marker Version", "upsert TemporalChangeVersion", "marker " + localActivityMarker,
-		"upsert " + workflows.SearchAttrState}, written, "a first confirm's markers and search attribute updates")
+	assert.Equal(t, []string{"marker Version", "upsert TemporalChangeVersion", "upsert " + workflows.SearchAttrState},
+		written, "a first confirm's markers and search attribute updates")
 }
 
 // TestPreviewRoundTrips: a preview answers the amnesia guard from Redis's
