@@ -196,11 +196,11 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 		p("\n## Where a first confirm's time goes\n\n")
 		p("Each sequential operation's latency, split by its workflow's history (medians; event times by the Temporal server's clock, on the same machine): ")
 		p("*before* is from the request to the workflow's first event — for oncegate the claim in Redis and PostgreSQL and the start call, for the bare workflow the start call; ")
-		p("*workflow* is the workflow's first to last event, and *of it, after the activity* from its activity's completion to its last event (for oncegate the last workflow task: its dispatch, the local finalize, the completion); *after* is from the last event to the answer — the result's long poll and, for oncegate, the refill of Redis and the answer.\n\n")
-		p("| operations | n | before | workflow | of it, after the activity | after | workflow tasks | activities |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		p("*workflow* is the workflow's first to last event, and *of it, after the activity* from its activity's completion to its last event (the last workflow task: its dispatch and completion; for oncegate the IdemState update too, and the finalize when Execute did not finalize); *after* is from the last event to the answer — for the bare workflow the result's long poll; for oncegate negative when the outcome feed answered before the workflow's end (Execute finalized the outcome); *answer, after the activity* is from the activity's completion event to the answer (each operation's two previous columns added).\n\n")
+		p("| operations | n | before | workflow | of it, after the activity | after | answer, after the activity | workflow tasks | activities |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, tl := range r.Timelines {
-			p("| %s | %d | %s | %s | %s | %s | %d | %d |\n", tl.Name, tl.Split.N, dur(tl.Split.Before), dur(tl.Split.Span), dur(tl.Split.Tail),
-				dur(tl.Split.After), tl.WorkflowTasks, tl.Activities)
+			p("| %s | %d | %s | %s | %s | %s | %s | %d | %d |\n", tl.Name, tl.Split.N, dur(tl.Split.Before), dur(tl.Split.Span), dur(tl.Split.Tail),
+				dur(tl.Split.After), dur(tl.Split.AnswerAfterActivity), tl.WorkflowTasks, tl.Activities)
 		}
 		p("\nThe last of each, event by event (offsets from the workflow's first event):\n\n")
 		for _, tl := range r.Timelines {

@@ -33,9 +33,10 @@ type Timeline struct {
 	// activities the history scheduled.
 	WorkflowTasks, Activities int
 	// Tail is the time from the last activity's completion to the last
-	// event: what the workflow spends after its downstream call (for
-	// oncegate its last workflow task's dispatch, the local finalize and
-	// the completion). Zero without an activity.
+	// event: what the workflow spends after its downstream call (its last
+	// workflow task's dispatch and completion; for oncegate with the
+	// IdemState update, and the finalize when Execute did not finalize).
+	// Zero without an activity.
 	Tail time.Duration
 	// Split is the median split of every measured sequential operation of
 	// the same kind.
@@ -46,8 +47,8 @@ type Timeline struct {
 // histories (medians over N operations): Before is from the request to the
 // workflow's first event (the gateway's claim and the start call, or the
 // bare client's start call), Span the workflow's own first to last event,
-// After from the last event to the answer (the result's long poll, and
-// for oncegate the refill and the answer).
+// After from the last event to the answer (the result's long poll; for
+// oncegate's outcome feed negative: answered before the workflow's end).
 type Split struct {
 	// N is the number of operations.
 	N int
@@ -55,6 +56,9 @@ type Split struct {
 	Before, Span, After time.Duration
 	// Tail is the median of the histories' Tail (a part of Span).
 	Tail time.Duration
+	// AnswerAfterActivity is the median time from the last activity's
+	// completion event to the answer (each operation's Tail + After).
+	AnswerAfterActivity time.Duration
 }
 
 // timelines reads the histories of the measured sequential first confirms
@@ -70,7 +74,7 @@ func (b *bench) timelines(ctx context.Context) error {
 		if len(w.ops) == 0 {
 			continue
 		}
-		var before, span, after, tail []float64
+		var before, span, after, tail, answer []float64
 		var tl Timeline
 		for _, op := range w.ops {
 			t, start, err := b.timeline(ctx, w.name, op.id)
@@ -81,10 +85,11 @@ func (b *bench) timelines(ctx context.Context) error {
 			span = append(span, float64(t.Total))
 			after = append(after, float64(op.answered.Sub(start.Add(t.Total))))
 			tail = append(tail, float64(t.Tail))
+			answer = append(answer, float64(t.Tail)+after[len(after)-1])
 			tl = t // the last one is shown event by event
 		}
 		tl.Split = Split{N: len(w.ops), Before: time.Duration(Median(before)), Span: time.Duration(Median(span)),
-			After: time.Duration(Median(after)), Tail: time.Duration(Median(tail))}
+			After: time.Duration(Median(after)), Tail: time.Duration(Median(tail)), AnswerAfterActivity: time.Duration(Median(answer))}
 		b.res.Timelines = append(b.res.Timelines, tl)
 	}
 	return nil
