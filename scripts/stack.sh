@@ -246,7 +246,9 @@ start_redis() {
 # that completes a workflow task the activity it schedules, without a
 # dispatch through matching; one partition per task queue spares a task the
 # delay of its forwarding from a partition no poller waits on; the history
-# queues' readers read the one shard's tasks 1000 times a second, not 20.
+# queues' readers read the one shard's tasks 1000 times a second, not 20;
+# search attributes come from the server's cache, as on a production server
+# (ours are registered at start), not from the database at every read.
 DEV_DYNAMIC_CONFIG=(
   system.enableActivityEagerExecution=true
   matching.numTaskqueueReadPartitions=1
@@ -254,6 +256,7 @@ DEV_DYNAMIC_CONFIG=(
   history.transferProcessorMaxPollRPS=1000
   history.timerProcessorMaxPollRPS=1000
   history.visibilityProcessorMaxPollRPS=1000
+  system.forceSearchAttributesCacheRefreshOnRead=false
 )
 
 # DEV_SQLITE_PRAGMAS are the dev server's SQLite settings for .run/temporal.db:

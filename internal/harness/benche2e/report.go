@@ -202,9 +202,9 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 			p("| %s | %d | %s | %s | %s | %s | %s | %d | %d |\n", tl.Name, tl.Split.N, dur(tl.Split.Before), dur(tl.Split.Span), dur(tl.Split.Tail),
 				dur(tl.Split.After), dur(tl.Split.AnswerAfterActivity), tl.WorkflowTasks, tl.Activities)
 		}
-		p("\nThe last of each, event by event (offsets from the workflow's first event):\n\n")
+		p("\nEvent by event: each at its median offset from the workflow's first event, over the operations whose history has the most common shape, and the answer at its median offset (negative: before the workflow's first event):\n\n")
 		for _, tl := range r.Timelines {
-			p("**%s** — %s\n\n| offset | event |\n| ---: | --- |\n", tl.Name, dur(tl.Total))
+			p("**%s** — median workflow %s, %d of %d histories of this shape\n\n| offset | event |\n| ---: | --- |\n", tl.Name, dur(tl.Total), tl.Shaped, tl.Split.N)
 			for _, e := range tl.Events {
 				p("| %s | %s |\n", dur(e.Offset), e.Type)
 			}

@@ -141,3 +141,25 @@ func TestTailAfterActivity(t *testing.T) {
 	assert.Equal(t, 11*time.Millisecond, tailAfterActivity(events, 20*time.Millisecond), "from the last activity's completion")
 	assert.Zero(t, tailAfterActivity(events[:1], 0), "no activity")
 }
+
+// TestMedianEvents: the events of the most common shape, each at its
+// median offset over the histories of that shape only.
+func TestMedianEvents(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	shape := func(a, b, c int) []Event {
+		return []Event{{Offset: ms(a), Type: "Started"}, {Offset: ms(b), Type: "Activity"}, {Offset: ms(c), Type: "Completed"}}
+	}
+	odd := []Event{{Offset: 0, Type: "Started"}, {Offset: ms(100), Type: "Failed"}}
+	events, n := medianEvents([][]Event{shape(0, 10, 20), odd, shape(0, 30, 40), odd, shape(0, 20, 90)})
+	assert.Equal(t, 3, n, "the three histories of the common shape")
+	assert.Equal(t, []Event{{Offset: 0, Type: "Started"}, {Offset: ms(20), Type: "Activity"}, {Offset: ms(40), Type: "Completed"}}, events)
+	answered := func(a, b int) []Event {
+		return []Event{{Offset: ms(a), Type: "Started"}, {Offset: ms(b), Type: "Completed"}, {Offset: ms(b - 5), Type: "Answer"}}
+	}
+	events, _ = medianEvents([][]Event{answered(0, 10), answered(0, 20)})
+	assert.Equal(t, []string{"Started", "Answer", "Completed"}, []string{events[0].Type, events[1].Type, events[2].Type},
+		"in the order of their median offsets: an answer before the workflow's end shows before it")
+	events, n = medianEvents(nil)
+	assert.Nil(t, events)
+	assert.Zero(t, n)
+}

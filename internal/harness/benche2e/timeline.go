@@ -1,8 +1,10 @@
 package benche2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,8 +27,12 @@ type Timeline struct {
 	Name string
 	// WorkflowID is the workflow's ID.
 	WorkflowID string
-	// Events are the history's events in order.
+	// Events are the history's events in order; in a Split's Timeline,
+	// each at its median offset over the Shaped operations whose history
+	// has the most common shape (medianEvents), then the answer.
 	Events []Event
+	// Shaped is how many operations Events is the median of.
+	Shaped int
 	// Total is the offset of the last event.
 	Total time.Duration
 	// WorkflowTasks and Activities count the workflow tasks and the
@@ -76,18 +82,22 @@ func (b *bench) timelines(ctx context.Context) error {
 		}
 		var before, span, after, tail, answer []float64
 		var tl Timeline
+		var histories [][]Event
 		for _, op := range w.ops {
 			t, start, err := b.timeline(ctx, w.name, op.id)
 			if err != nil {
 				return err
 			}
+			histories = append(histories, append(t.Events, Event{Offset: op.answered.Sub(start), Type: answerEvent}))
 			before = append(before, float64(start.Sub(op.sent)))
 			span = append(span, float64(t.Total))
 			after = append(after, float64(op.answered.Sub(start.Add(t.Total))))
 			tail = append(tail, float64(t.Tail))
 			answer = append(answer, float64(t.Tail)+after[len(after)-1])
-			tl = t // the last one is shown event by event
+			tl = t
 		}
+		tl.Events, tl.Shaped = medianEvents(histories)
+		tl.Total = time.Duration(Median(span))
 		tl.Split = Split{N: len(w.ops), Before: time.Duration(Median(before)), Span: time.Duration(Median(span)),
 			After: time.Duration(Median(after)), Tail: time.Duration(Median(tail)), AnswerAfterActivity: time.Duration(Median(answer))}
 		b.res.Timelines = append(b.res.Timelines, tl)
@@ -150,4 +160,42 @@ func tailAfterActivity(events []Event, total time.Duration) time.Duration {
 		}
 	}
 	return 0
+}
+
+// answerEvent is the pseudo-event of an operation's answer in a Timeline:
+// when the benchmark received it, on the same machine's clock.
+const answerEvent = "the answer (received by the benchmark)"
+
+// medianEvents returns the events of the most common shape (the same event
+// types in the same order) among histories, each at its median offset over
+// the histories of that shape, and how many there were.
+func medianEvents(histories [][]Event) ([]Event, int) {
+	byShape := map[string][][]Event{}
+	best := ""
+	for _, h := range histories {
+		types := make([]string, len(h))
+		for i, e := range h {
+			types[i] = e.Type
+		}
+		shape := strings.Join(types, "\n")
+		byShape[shape] = append(byShape[shape], h)
+		if len(byShape[shape]) > len(byShape[best]) {
+			best = shape
+		}
+	}
+	same := byShape[best]
+	if len(same) == 0 {
+		return nil, 0
+	}
+	out := make([]Event, len(same[0]))
+	for i := range out {
+		offsets := make([]float64, len(same))
+		for j, h := range same {
+			offsets[j] = float64(h[i].Offset)
+		}
+		out[i] = Event{Type: same[0][i].Type, Offset: time.Duration(Median(offsets))}
+	}
+	// The answer may come before the workflow's last events.
+	slices.SortStableFunc(out, func(a, b Event) int { return cmp.Compare(a.Offset, b.Offset) })
+	return out, len(same)
 }
