@@ -84,7 +84,7 @@ func testCatalog() *catalog.Catalog {
 	}, GatewayWait: 2 * time.Second}
 }
 
-func setup(t testing.TB) *bundle {
+func setup(t testing.TB, with ...func(*Deps)) *bundle {
 	t.Helper()
 	b := &bundle{clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, release: make(chan struct{}), reg: prometheus.NewRegistry()}
 	b.store = newFakeStore(b.clock.Now)
@@ -97,12 +97,16 @@ func setup(t testing.TB) *bundle {
 	require.NoError(t, err)
 	tokens, err := auth.LoadTokens("../deployments/tokens.dev.yaml")
 	require.NoError(t, err)
-	b.srv, err = New(Deps{
+	deps := Deps{
 		Catalog: testCatalog(), Keyring: keys, Receipts: b.receipts, Store: b.store, Temporal: b.tmp, Authenticator: tokens,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: b.reg, Gatherer: b.reg,
 		Now: b.clock.Now, HTTPClient: &http.Client{Transport: b.quote}, AlertHook: b.alert,
 		Config: Config{ConfirmWait: 100 * time.Millisecond, PollAfter: 2 * time.Second},
-	})
+	}
+	for _, w := range with {
+		w(&deps)
+	}
+	b.srv, err = New(deps)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		select {
