@@ -140,21 +140,24 @@ func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 		assert.Zero(t, waits(b, waitByFeed))
 	})
 
+	// previewAndConfirm previews params on b and confirms them, as dev-alice.
+	previewAndConfirm := func(t *testing.T, b *bundle, params string) resp {
+		t.Helper()
+		p := b.preview(t, "dev-alice", "payments.legacy_transfer", params)
+		return b.confirm(t, "dev-alice", "payments.legacy_transfer", p.str("fingerprint"), params)
+	}
+
 	t.Run("silent", func(t *testing.T) {
-		feed := &fakeFeed{ready: true}
-		b := setupFeed(t, feed)
-		p := b.preview(t, "dev-alice", "payments.legacy_transfer", slow)
-		r := b.confirm(t, "dev-alice", "payments.legacy_transfer", p.str("fingerprint"), slow)
+		b := setupFeed(t, &fakeFeed{ready: true})
+		r := previewAndConfirm(t, b, slow)
 		require.Equal(t, status.InProgress, r.status(), r.raw)
 		assert.Equal(t, 1.0, waits(b, waitByStore), "the store's record answered after the wait")
 		assert.Zero(t, waits(b, waitByWorkflow), "no long poll after a silent feed")
 	})
 
 	t.Run("not ready", func(t *testing.T) {
-		feed := &fakeFeed{ready: false}
-		b := setupFeed(t, feed)
-		p := b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams)
-		r := b.confirm(t, "dev-alice", "payments.legacy_transfer", p.str("fingerprint"), transferParams)
+		b := setupFeed(t, &fakeFeed{ready: false})
+		r := previewAndConfirm(t, b, transferParams)
 		require.Equal(t, status.Completed, r.status(), r.raw)
 		assert.Equal(t, 1.0, waits(b, waitByWorkflow))
 	})
