@@ -37,8 +37,8 @@ const (
 	DefaultGatewayURL = "http://127.0.0.1:8080"
 	// DefaultShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
 	DefaultShutdownTimeout = 30 * time.Second
-	// DefaultMaxWatchers bounds the operations whose workflow result the
-	// gateway watches at once (one Temporal long poll each).
+	// DefaultMaxWatchers bounds the operations whose outcome the gateway
+	// waits for at once (each on the outcome feed or a Temporal long poll).
 	DefaultMaxWatchers = 256
 	// DefaultEnrolmentTTL is how long a passkey enrolment link works.
 	DefaultEnrolmentTTL = 15 * time.Minute
@@ -112,8 +112,8 @@ type Config struct {
 	// LimitsPath is the limits file (spend budgets and request rates);
 	// empty: no limits.
 	LimitsPath string `env:"ONCEGATE_LIMITS"`
-	// MaxWatchers bounds the operations whose workflow result the gateway
-	// watches at once; past it a confirm answers in_progress at once.
+	// MaxWatchers bounds the operations whose outcome the gateway waits
+	// for at once; past it a confirm answers in_progress at once.
 	MaxWatchers int `env:"ONCEGATE_MAX_WATCHERS" envDefault:"256"`
 	// TokensPath is the static token file; empty disables it. It defaults to
 	// the dev token file in the dev environment only.

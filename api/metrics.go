@@ -163,7 +163,7 @@ func watchMetrics(reg prometheus.Registerer) (watch.Metrics, error) {
 	var m watch.Metrics
 	var err error
 	active := prometheus.NewGauge(prometheus.GaugeOpts{Name: "oncegate_watchers",
-		Help: "Operations whose workflow result the gateway watches now (one Temporal long poll each)."})
+		Help: "Operations whose outcome the gateway waits for now (each on the outcome feed or a Temporal long poll)."})
 	if err := reg.Register(active); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if !errors.As(err, &are) {
