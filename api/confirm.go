@@ -275,9 +275,11 @@ func (s *Server) startAndAwait(ctx context.Context, call confirmCall, own operat
 		EnableEagerStart: s.cfg.InProcessWorker,
 	}
 	// The outcome is watched before the workflow can record it: from the
-	// start on, nothing the feed is told can be missed.
+	// start on, nothing the feed is told can be missed. Not while the store
+	// bypasses Redis (degraded): the outcome is then likely written to the
+	// truth alone, and announced by no one.
 	var feed *idemstore.OutcomeWatch
-	if s.outcomes != nil {
+	if s.outcomes != nil && !s.store.Degraded() {
 		if w, ok := s.outcomes.Watch(call.opID); ok {
 			feed = &w
 			defer w.Stop()

@@ -162,6 +162,16 @@ func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 		assert.Equal(t, 1.0, waits(b, waitByWorkflow))
 	})
 
+	t.Run("degraded", func(t *testing.T) {
+		feed := &fakeFeed{ready: true}
+		b := setupFeed(t, feed)
+		b.store.degraded = true // the store bypasses Redis: no one announces
+		r := previewAndConfirm(t, b, transferParams)
+		require.Equal(t, status.Completed, r.status(), r.raw)
+		assert.Zero(t, feed.calls, "no watch while the store is degraded")
+		assert.Equal(t, 1.0, waits(b, waitByWorkflow))
+	})
+
 	t.Run("an attaching confirm waits on the workflow", func(t *testing.T) {
 		feed := &fakeFeed{ready: true}
 		b := setupFeed(t, feed)
