@@ -88,7 +88,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"operator"})
 	m.waits = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "oncegate_confirm_waits_total",
-		Help: "Waits of a confirm for its operation's outcome, by how they ended: feed (the fast path's announcement, ONCEGATE_OUTCOME_FEED), workflow (the workflow's result), store (no outcome within ONCEGATE_CONFIRM_WAIT: the store's record answered).",
+		Help: "Waits for an operation's outcome (one per watcher, shared by the concurrent confirms of the operation), by how they ended: feed (the fast path's announcement, ONCEGATE_OUTCOME_FEED), workflow (the workflow's result), store (no outcome within ONCEGATE_CONFIRM_WAIT: the store's record answered).",
 	}, []string{"by"})
 	m.confirm = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "oncegate_confirm_duration_seconds",
