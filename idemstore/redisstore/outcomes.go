@@ -33,7 +33,8 @@ type Outcomes struct {
 	ps    *redis.PubSub
 	log   *slog.Logger
 	// ready says the subscription holds: from its confirmation until the
-	// subscription breaks.
+	// subscription breaks. It is set false under mu, with the watches lost
+	// in the same step, so that no watch begins in between.
 	ready atomic.Bool
 	// subscriptions counts the subscription's confirmations (the first, and
 	// one per subscription made again).
@@ -45,7 +46,7 @@ type Outcomes struct {
 
 var _ idemstore.OutcomeFeed = (*Outcomes)(nil)
 
-// outcomeWatch is one Watch: its channels and whether it ended.
+// outcomeWatch is one Watch's channels.
 type outcomeWatch struct {
 	outcome chan idemstore.Final
 	lost    chan struct{}
@@ -67,11 +68,12 @@ func (s *Store) WatchOutcomes(logger *slog.Logger) *Outcomes {
 // Watch starts watching opID's outcome; false while the subscription is
 // not confirmed or is broken.
 func (o *Outcomes) Watch(opID string) (idemstore.OutcomeWatch, bool) {
-	if !o.ready.Load() {
-		return idemstore.OutcomeWatch{}, false
-	}
 	w := &outcomeWatch{outcome: make(chan idemstore.Final, 1), lost: make(chan struct{})}
 	o.mu.Lock()
+	if !o.ready.Load() {
+		o.mu.Unlock()
+		return idemstore.OutcomeWatch{}, false
+	}
 	o.watches[opID] = append(o.watches[opID], w)
 	o.mu.Unlock()
 	return idemstore.OutcomeWatch{Outcome: w.outcome, Lost: w.lost, Stop: func() { o.stop(opID, w) }}, true
@@ -122,10 +124,9 @@ func (o *Outcomes) receive() {
 			if errors.Is(err, redis.ErrClosed) {
 				return
 			}
-			if o.ready.Swap(false) {
+			if o.loseAll() {
 				o.log.Warn("outcome feed: subscription broken; confirms wait on their workflows until it is back", "err", err)
 			}
-			o.loseAll()
 			time.Sleep(outcomesRetry)
 			continue
 		}
@@ -181,9 +182,11 @@ func (o *Outcomes) parse(payload string) (string, idemstore.Final, bool) {
 	return opID, rec.Final(), true
 }
 
-// loseAll closes every watch's Lost and forgets them.
-func (o *Outcomes) loseAll() {
+// loseAll marks the subscription broken, closes every watch's Lost and
+// forgets them; it reports whether the subscription held until then.
+func (o *Outcomes) loseAll() bool {
 	o.mu.Lock()
+	held := o.ready.Swap(false)
 	ws := o.watches
 	o.watches = map[string][]*outcomeWatch{}
 	o.mu.Unlock()
@@ -192,6 +195,7 @@ func (o *Outcomes) loseAll() {
 			close(w.lost)
 		}
 	}
+	return held
 }
 
 // opIDOfKey returns the operation_id of an operation's key (Key's inverse).
