@@ -147,9 +147,11 @@ func (o *Outcomes) receive() {
 	}
 }
 
-// deliver tells the watches of a message's operation its outcome.
+// deliver tells the watches of a message's operation its outcome. Every
+// process hears every outcome: a message no watch waits for is dropped
+// before its result blob is decoded.
 func (o *Outcomes) deliver(payload string) {
-	opID, final, ok := o.parse(payload)
+	opID, state, blob, ok := splitOutcome(payload)
 	if !ok {
 		o.log.Warn("outcome feed: malformed message", "message", payload)
 		return
@@ -158,28 +160,35 @@ func (o *Outcomes) deliver(payload string) {
 	ws := o.watches[opID]
 	delete(o.watches, opID)
 	o.mu.Unlock()
+	if len(ws) == 0 {
+		return
+	}
+	rec := idemstore.Record{State: state}
+	if err := o.store.results.decode(blob, &rec); err != nil {
+		o.log.Warn("outcome feed: undecodable result; its confirms wait on their workflows", "operation_id", opID, "err", err)
+		for _, w := range ws {
+			close(w.lost)
+		}
+		return
+	}
 	for _, w := range ws {
-		w.outcome <- final // buffered for one, and each watch is told once
+		w.outcome <- rec.Final() // buffered for one, and each watch is told once
 	}
 }
 
-// parse reads an outcome message: "<key>\n<state>\n<result blob>" (see
-// finalizeScript and refillScript).
-func (o *Outcomes) parse(payload string) (string, idemstore.Final, bool) {
+// splitOutcome reads an outcome message, "<key>\n<state>\n<result blob>"
+// (see finalizeScript and refillScript), without decoding the blob.
+func splitOutcome(payload string) (opID string, state idemstore.State, blob string, ok bool) {
 	key, rest, ok := strings.Cut(payload, "\n")
 	if !ok {
-		return "", idemstore.Final{}, false
+		return "", "", "", false
 	}
-	state, blob, ok := strings.Cut(rest, "\n")
+	st, blob, ok := strings.Cut(rest, "\n")
 	opID, isKey := opIDOfKey(key)
-	if !ok || !isKey || !idemstore.State(state).Terminal() {
-		return "", idemstore.Final{}, false
+	if !ok || !isKey || !idemstore.State(st).Terminal() {
+		return "", "", "", false
 	}
-	rec := idemstore.Record{State: idemstore.State(state)}
-	if err := o.store.results.decode(blob, &rec); err != nil {
-		return "", idemstore.Final{}, false
-	}
-	return opID, rec.Final(), true
+	return opID, idemstore.State(st), blob, true
 }
 
 // loseAll marks the subscription broken, closes every watch's Lost and

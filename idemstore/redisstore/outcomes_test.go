@@ -122,6 +122,21 @@ func TestOutcomes(t *testing.T) {
 		untold(t, stopped)
 	})
 
+	t.Run("UndecodableResultLosesItsWatches", func(t *testing.T) {
+		c := claimed(t, s, "owner-a")
+		w := watch(t, o, c.OperationID)
+		// What no finalize writes: a blob that is not JSON.
+		require.NoError(t, rdb.Publish(ctx, redisstore.OutcomesChannel,
+			redisstore.Key(c.OperationID)+"\nDONE\n{not json").Err())
+		select {
+		case <-w.Lost:
+		case f := <-w.Outcome:
+			assert.Fail(t, "told an undecodable outcome", "%+v", f)
+		case <-time.After(outcomeWait):
+			require.FailNow(t, "the watch was neither told nor lost")
+		}
+	})
+
 	t.Run("RefillTells", func(t *testing.T) {
 		c := claimed(t, s, "owner-a")
 		w := watch(t, o, c.OperationID)
