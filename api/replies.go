@@ -152,7 +152,8 @@ type recentView map[string]any
 // the agent-facing status, its reference, when it finished, and why it
 // failed.
 func (s *Server) recentOperation(rec idemstore.Record) recentView {
-	out := recentView{"operation_id": rec.OperationID, "state": s.answerFor(rec, false).status, "result_ref": rec.ResultRef, "completed_at": nil}
+	// The state is a plain string, as the texts read it (bodyTexts).
+	out := recentView{"operation_id": rec.OperationID, "state": string(s.answerFor(rec, false).status), "result_ref": rec.ResultRef, "completed_at": nil}
 	if rec.State.Terminal() && !rec.UpdatedAt.IsZero() {
 		out["completed_at"] = rec.UpdatedAt.UTC().Format(time.RFC3339)
 	}
@@ -433,12 +434,23 @@ var bodyTexts = map[string]func(d *messages.Data, v any) bool{
 			d.ExpiresAt = v.ExpiresAt
 		}
 	}),
-	"recent_operation": shows(func(d *messages.Data, v recentView) {
-		d.RecentOperationID, _ = v["operation_id"].(string)
-		d.State, _ = v["state"].(string)
-		d.ResultRef, _ = v["result_ref"].(string)
-		d.Reason, _ = v["reason"].(string)
-	}),
+	"recent_operation": func(d *messages.Data, v any) bool {
+		view, ok := v.(recentView)
+		if !ok {
+			return false
+		}
+		// A member the texts read must be a string when present: any other
+		// type would leave its words blank.
+		for key, dst := range map[string]*string{"operation_id": &d.RecentOperationID, "state": &d.State,
+			"result_ref": &d.ResultRef, "reason": &d.Reason} {
+			if x, present := view[key]; present {
+				if *dst, ok = x.(string); !ok {
+					return false
+				}
+			}
+		}
+		return true
+	},
 	"limit": shows(func(d *messages.Data, v limitView) {
 		d.LimitName, d.LimitWindow, d.LimitCurrency = v.Name, v.Window, v.Currency
 		d.LimitMax, d.LimitUsed, d.LimitLeft = v.Max, v.Used, v.Left

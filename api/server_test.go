@@ -946,3 +946,24 @@ func TestOnlyWhatTheSDKDoesNotRetryIsRetriedAtStart(t *testing.T) {
 	assert.False(t, transientStartError(serviceerror.NewUnavailable("down")), "the SDK retries it")
 	assert.False(t, transientStartError(errors.New("other")))
 }
+
+// The amnesia guard's texts name the recent operation's state and
+// reference, and say when it failed: an agent reads them, not the body.
+func TestAmnesiaGuardTexts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	require.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.transfer", first.str("fingerprint"), transferParams).status())
+	firstID := first.str("operation_id")
+
+	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	assert.Contains(t, pv.str("meaning"), "operation "+firstID+" (state completed, reference tr_"+firstID[:8]+")")
+	assert.NotContains(t, pv.str("meaning"), "That operation failed")
+
+	b.store.mu.Lock()
+	rec := b.store.recs[firstID]
+	rec.State, rec.Reason, rec.FailureKind, rec.ResultRef = idemstore.StateFailed, "gateway_timeout", "", ""
+	b.store.mu.Unlock()
+	pv = b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	assert.Contains(t, pv.str("meaning"), "operation "+firstID+" (state failed), see recent_operation. That operation failed (gateway_timeout)")
+}
