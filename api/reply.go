@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -145,7 +146,14 @@ func (s *Server) render(c echo.Context, r reply) error {
 	if !tools.IsOperationID(bodyOpID) {
 		bodyOpID = ""
 	}
-	body := orderedBody(string(r.status), meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
+	body := bodyBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if body.Cap() <= maxPooledBody {
+			body.Reset()
+			bodyBuffers.Put(body)
+		}
+	}()
+	orderedBody(body, string(r.status), meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
 	h := c.Response().Header()
 	if info.Wait() {
 		h.Set(HeaderRetryAfter, retryAfterHeader(r.fields))
@@ -162,7 +170,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	}
 	s.metrics.responses.WithLabelValues(string(r.status)).Inc()
 	c.Set(ctxStatus, r.status)
-	return c.JSONBlob(info.Code, body)
+	return c.JSONBlob(info.Code, body.Bytes())
 }
 
 // HeaderRetryAfter tells generic HTTP clients when to come back.
@@ -205,82 +213,146 @@ func (s *Server) translateProblems(lang messages.Lang, errs []params.FieldProble
 }
 
 // bodySize is the room an answer's body is given up front: most answers
-// (a preview, a replay with its receipt) fit, so it is written once.
+// fit.
 const bodySize = 2048
 
-// bodyKeys is how many extra fields an answer's keys are sorted in without
-// an allocation (a replay has nine).
+// maxPooledBody is the largest body buffer kept for the next answer; a
+// larger one (a big result) is left to the garbage collector.
+const maxPooledBody = 64 << 10
+
+// bodyBuffers holds the buffers answers are written into, reused once the
+// answer is written out.
+var bodyBuffers = sync.Pool{New: func() any {
+	b := new(bytes.Buffer)
+	b.Grow(bodySize)
+	return b
+}}
+
+// bodyKeys is the room for sorted keys on the stack: most answers and their
+// nested objects have fewer.
 const bodyKeys = 16
 
-// orderedBody writes the common fields first, then the extra ones sorted,
-// into one buffer through one encoder (the bytes json.Marshal writes for
-// each key and value, without a copy of each).
-func orderedBody(status, meaning, instruction string, retryable bool, traceID, opID string, fields map[string]any) []byte {
-	var b bytes.Buffer
-	b.Grow(bodySize)
-	enc := json.NewEncoder(&b)
-	encode := func(v any) error {
-		if err := enc.Encode(v); err != nil {
-			return err
-		}
-		b.Truncate(b.Len() - 1) // Encode ends each value with a newline
-		return nil
-	}
-	key := func(k string) {
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		if !writePlain(&b, k) {
-			_ = encode(k) // a string always encodes
-		}
-		b.WriteByte(':')
-	}
-	// putString is put of a string, which it never boxes in an any.
-	putString := func(k, v string) {
-		key(k)
-		if !writePlain(&b, v) {
-			_ = encode(v) // a string always encodes
-		}
-	}
-	put := func(k string, v any) {
-		switch t := v.(type) {
-		case string:
-			putString(k, t)
-			return
-		case bool:
-			key(k)
-			b.WriteString(strconv.FormatBool(t))
-			return
-		case int64:
-			key(k)
-			b.WriteString(strconv.FormatInt(t, 10))
-			return
-		}
-		key(k)
-		if err := encode(v); err != nil {
-			_ = encode(err.Error())
-		}
-	}
+// orderedBody writes into b the common fields first, then the extra ones
+// sorted: the bytes json.Marshal writes for each key and value. Strings,
+// booleans, integers, nested objects of them and plain raw strings are
+// written directly; any other value through one encoder.
+func orderedBody(b *bytes.Buffer, status, meaning, instruction string, retryable bool, traceID, opID string, fields map[string]any) {
+	w := bodyWriter{b: b, enc: json.NewEncoder(b)}
 	b.WriteByte('{')
-	putString("status", status)
-	putString("meaning", meaning)
-	putString("instruction", instruction)
-	put("retryable", retryable)
-	putString("trace_id", traceID)
+	w.putString("status", status)
+	w.putString("meaning", meaning)
+	w.putString("instruction", instruction)
+	w.put("retryable", retryable)
+	w.putString("trace_id", traceID)
 	if opID != "" {
-		putString("operation_id", opID)
+		w.putString("operation_id", opID)
 	}
-	var room [bodyKeys]string // the sorted keys, without an allocation for most answers
-	keys := room[:0]
-	for k := range fields {
+	var room [bodyKeys]string
+	for _, k := range sortedKeys(room[:0], fields) {
+		w.put(k, fields[k])
+	}
+	b.WriteByte('}')
+}
+
+// sortedKeys appends m's keys to keys, sorted as encoding/json sorts them.
+func sortedKeys[V any](keys []string, m map[string]V) []string {
+	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	for _, k := range keys {
-		put(k, fields[k])
+	return keys
+}
+
+// bodyWriter writes an answer's members into b, the way orderedBody says.
+type bodyWriter struct {
+	b   *bytes.Buffer
+	enc *json.Encoder
+}
+
+// encode writes v as encoding/json does, without the newline it ends with.
+func (w bodyWriter) encode(v any) error {
+	if err := w.enc.Encode(v); err != nil {
+		return err
 	}
-	b.WriteByte('}')
-	return b.Bytes()
+	w.b.Truncate(w.b.Len() - 1)
+	return nil
+}
+
+// key writes k as the next member's key.
+func (w bodyWriter) key(k string) {
+	if w.b.Len() > 1 {
+		w.b.WriteByte(',')
+	}
+	w.string(k)
+}
+
+// string writes s as a JSON string.
+func (w bodyWriter) string(s string) {
+	if !writePlain(w.b, s) {
+		_ = w.encode(s) // a string always encodes
+	}
+}
+
+// putString is put of a string, which it never boxes in an any.
+func (w bodyWriter) putString(k, v string) {
+	w.key(k)
+	w.b.WriteByte(':')
+	w.string(v)
+}
+
+// put writes the member k: v. A value that cannot be encoded is answered by
+// its error's text, as marshalling the body member by member would.
+func (w bodyWriter) put(k string, v any) {
+	w.key(k)
+	w.b.WriteByte(':')
+	mark := w.b.Len()
+	if w.value(v) {
+		return
+	}
+	w.b.Truncate(mark)
+	if err := w.encode(v); err != nil {
+		_ = w.encode(err.Error())
+	}
+}
+
+// value writes v directly when it is one of the kinds orderedBody writes
+// itself, and reports whether it did; otherwise what it wrote is to be
+// dropped and v encoded whole.
+func (w bodyWriter) value(v any) bool {
+	switch t := v.(type) {
+	case string:
+		w.string(t)
+	case bool:
+		w.b.WriteString(strconv.FormatBool(t))
+	case int64:
+		w.b.WriteString(strconv.FormatInt(t, 10))
+	case nil:
+		w.b.WriteString("null")
+	case json.RawMessage:
+		// Marshal compacts raw JSON; a quoted plain string is already compact.
+		n := len(t)
+		if n < 2 || t[0] != '"' || t[n-1] != '"' || !plain(t[1:n-1]) {
+			return false
+		}
+		w.b.Write(t)
+	case map[string]any:
+		w.b.WriteByte('{')
+		var room [bodyKeys]string
+		for i, k := range sortedKeys(room[:0], t) {
+			if i > 0 {
+				w.b.WriteByte(',')
+			}
+			w.string(k)
+			w.b.WriteByte(':')
+			if !w.value(t[k]) {
+				return false
+			}
+		}
+		w.b.WriteByte('}')
+	default:
+		return false
+	}
+	return true
 }
 
 // writePlain writes s as a JSON string when encoding/json would write it

@@ -44,6 +44,13 @@ func marshalEach(status, meaning, instruction string, retryable bool, traceID, o
 	return b.Bytes()
 }
 
+// bodyOf is orderedBody's bytes in a buffer of their own.
+func bodyOf(status, meaning, instruction string, retryable bool, traceID, opID string, fields map[string]any) []byte {
+	var b bytes.Buffer
+	orderedBody(&b, status, meaning, instruction, retryable, traceID, opID, fields)
+	return b.Bytes()
+}
+
 // The body is byte for byte what json.Marshal writes of each key and value:
 // HTML characters escaped, raw JSON compacted, a value that cannot be
 // encoded answered by its error's text, large bodies whole.
@@ -51,30 +58,40 @@ func TestOrderedBodyIsMarshalsBytes(t *testing.T) {
 	t.Parallel()
 	big := bytes.Repeat([]byte("x"), 3*bodySize)
 	for name, fields := range map[string]map[string]any{
-		"none":                   nil,
-		"plain":                  {"result_ref": "tr_1", "poll_after_ms": int64(2000), "retryable_too": true},
-		"html and unicode":       {"reason": "<script>&'\"</script>", "zh": "预览 \u2028 \u0001"},
-		"raw JSON":               {"result": json.RawMessage("{ \"b\" : 1,\n \"a\": [ \"<\" ] }"), "null": json.RawMessage("null")},
-		"nested":                 {"preview": map[string]any{"params": map[string]any{"amount": "12.5"}, "free": map[string]any{}}},
+		"none":             nil,
+		"plain":            {"result_ref": "tr_1", "poll_after_ms": int64(2000), "retryable_too": true},
+		"html and unicode": {"reason": "<script>&'\"</script>", "zh": "预览 \u2028 \u0001"},
+		"raw JSON":         {"result": json.RawMessage("{ \"b\" : 1,\n \"a\": [ \"<\" ] }"), "null": json.RawMessage("null")},
+		"nested":           {"preview": map[string]any{"params": map[string]any{"amount": "12.5"}, "free": map[string]any{}}},
+		"nested, written directly": {"preview": map[string]any{"z": nil, "b": true, "n": int64(-7), "s": "<&>", "k \u00e9": "v",
+			"raw": json.RawMessage(`"memo"`), "deep": map[string]any{"y": map[string]any{}, "x": "1"}}},
+		"nested, raw html":       {"preview": map[string]any{"raw": json.RawMessage(`"<b>"`)}},
+		"nested, raw spaced":     {"preview": map[string]any{"raw": json.RawMessage(` "x" `)}},
+		"nested, raw escaped":    {"preview": map[string]any{"raw": json.RawMessage(`"a\"b"`)}},
+		"nested, raw object":     {"preview": map[string]any{"raw": json.RawMessage(`{ "a" : 1 }`)}},
+		"nested, other kinds":    {"preview": map[string]any{"f": 1.5, "list": []any{"a", 1}}},
+		"nested, unencodable":    {"preview": map[string]any{"a": "ok", "bad": func() {}}, "after": "yes"},
 		"unencodable":            {"bad": func() {}, "ok": "yes"},
 		"larger than the buffer": {"big": string(big)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			want := marshalEach("completed", "m <b>", "i & j", false, "0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", fields)
-			got := orderedBody("completed", "m <b>", "i & j", false, "0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", fields)
+			got := bodyOf("completed", "m <b>", "i & j", false, "0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", fields)
 			require.Equal(t, string(want), string(got))
 			assert.True(t, json.Valid(got))
 		})
 	}
-	assert.Equal(t, string(marshalEach("s", "m", "i", true, "t", "", nil)), string(orderedBody("s", "m", "i", true, "t", "", nil)))
+	assert.Equal(t, string(marshalEach("s", "m", "i", true, "t", "", nil)), string(bodyOf("s", "m", "i", true, "t", "", nil)))
 }
 
 func BenchmarkOrderedBody(b *testing.B) {
 	fields := map[string]any{"result": json.RawMessage(`{"id":"tr_1","status":"executed"}`), "result_ref": "tr_1",
 		"receipt": string(bytes.Repeat([]byte("r"), 700))}
+	var buf bytes.Buffer
 	for b.Loop() {
-		orderedBody("completed", "The operation completed.", "Tell the user it is done.", false,
+		buf.Reset()
+		orderedBody(&buf, "completed", "The operation completed.", "Tell the user it is done.", false,
 			"0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", fields)
 	}
 }
