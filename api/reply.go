@@ -237,7 +237,7 @@ const bodyKeys = 16
 // booleans, integers, nested objects of them and plain raw strings are
 // written directly; any other value through one encoder.
 func orderedBody(b *bytes.Buffer, status, meaning, instruction string, retryable bool, traceID, opID string, fields map[string]any) {
-	w := bodyWriter{b: b, enc: json.NewEncoder(b)}
+	w := bodyWriter{b: b, enc: json.NewEncoder(b), start: b.Len()}
 	b.WriteByte('{')
 	w.putString("status", status)
 	w.putString("meaning", meaning)
@@ -267,6 +267,8 @@ func sortedKeys[V any](keys []string, m map[string]V) []string {
 type bodyWriter struct {
 	b   *bytes.Buffer
 	enc *json.Encoder
+	// start is where the body begins in b.
+	start int
 }
 
 // encode writes v as encoding/json does, without the newline it ends with.
@@ -280,7 +282,7 @@ func (w bodyWriter) encode(v any) error {
 
 // key writes k as the next member's key.
 func (w bodyWriter) key(k string) {
-	if w.b.Len() > 1 {
+	if w.b.Len() > w.start+1 {
 		w.b.WriteByte(',')
 	}
 	w.string(k)

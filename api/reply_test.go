@@ -44,11 +44,13 @@ func marshalEach(status, meaning, instruction string, retryable bool, traceID, o
 	return b.Bytes()
 }
 
-// bodyOf is orderedBody's bytes in a buffer of their own.
+// bodyOf is orderedBody's bytes, written after what a reused buffer
+// already holds.
 func bodyOf(status, meaning, instruction string, retryable bool, traceID, opID string, fields map[string]any) []byte {
 	var b bytes.Buffer
+	b.WriteString("held")
 	orderedBody(&b, status, meaning, instruction, retryable, traceID, opID, fields)
-	return b.Bytes()
+	return bytes.TrimPrefix(b.Bytes(), []byte("held"))
 }
 
 // The body is byte for byte what json.Marshal writes of each key and value:

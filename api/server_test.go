@@ -723,12 +723,19 @@ func TestExpiredFingerprintReplaysTheOutcome(t *testing.T) {
 	assert.Equal(t, 1, b.tmp.started())
 }
 
+// completedTransfer previews and confirms alice's payments.transfer of
+// transferParams, and returns its operation id.
+func (b *bundle) completedTransfer(t *testing.T) string {
+	t.Helper()
+	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	require.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), transferParams).status())
+	return pv.str("operation_id")
+}
+
 func TestAmnesiaGuard(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	first := b.preview(t, "dev-alice", "payments.transfer", transferParams)
-	require.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.transfer", first.str("fingerprint"), transferParams).status())
-	firstID := first.str("operation_id")
+	firstID := b.completedTransfer(t)
 
 	// Same intent, written differently: still the same param_hash.
 	same := `{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"again?"}`
@@ -1000,9 +1007,7 @@ func TestOnlyWhatTheSDKDoesNotRetryIsRetriedAtStart(t *testing.T) {
 func TestAmnesiaGuardTexts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	first := b.preview(t, "dev-alice", "payments.transfer", transferParams)
-	require.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.transfer", first.str("fingerprint"), transferParams).status())
-	firstID := first.str("operation_id")
+	firstID := b.completedTransfer(t)
 
 	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
 	assert.Contains(t, pv.str("meaning"), "operation "+firstID+" (state completed, reference tr_"+firstID[:8]+")")
