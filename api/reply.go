@@ -88,7 +88,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	}
 	d, err := r.textData()
 	if err != nil {
-		s.log.ErrorContext(c.Request().Context(), "texts of a body field", "trace_id", traceID, "status", r.status, "err", err)
+		s.log.ErrorContext(c.Request().Context(), messages.FaultBodyField, "trace_id", traceID, "status", r.status, "err", err)
 	}
 	d.OperationID = r.opID
 	d.TraceID = traceID
@@ -125,7 +125,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	lang := messages.ParseAcceptLanguage(c.Request().Header.Get("Accept-Language"))
 	if r.detail != "" {
 		if d.Detail, err = s.msgs.Fragment(lang, r.detail, d); err != nil {
-			s.log.ErrorContext(c.Request().Context(), "render detail", "trace_id", traceID, "err", err)
+			s.log.ErrorContext(c.Request().Context(), messages.FaultRenderDetail, "trace_id", traceID, "err", err)
 		}
 	}
 	if v, ok := r.fields["approval"].(approvalView); ok && r.detail == "" {
@@ -136,7 +136,7 @@ func (s *Server) render(c echo.Context, r reply) error {
 	}
 	meaning, instruction, err := s.msgs.Render(lang, key, d)
 	if err != nil {
-		s.log.ErrorContext(c.Request().Context(), "render message", "trace_id", traceID, "err", err)
+		s.log.ErrorContext(c.Request().Context(), messages.FaultRender, "trace_id", traceID, "err", err)
 		meaning, instruction = string(r.status), renderFailedInstruction(lang, traceID)
 	}
 	// An id from the path that is not an operation_id (GET

@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +27,7 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/internal/harness/testenv"
 	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/receipt"
@@ -85,53 +85,6 @@ func testCatalog() *catalog.Catalog {
 	}, GatewayWait: 2 * time.Second}
 }
 
-// textFaults are the log messages of an answer whose texts could not be
-// written as the catalog says (a body field of an unexpected type, a
-// template that fails): a bug, whatever the test exercises.
-var textFaults = []string{"texts of a body field", "render message", "render detail"}
-
-// textFaultHandler is a discarding log handler that fails its test, when
-// it ends, for each text fault logged.
-type textFaultHandler struct {
-	slog.Handler
-	mu     *sync.Mutex
-	faults *[]string
-}
-
-// failOnTextFaults is the tests' log handler: nothing is written, and a
-// text fault fails t.
-func failOnTextFaults(t testing.TB) slog.Handler {
-	h := textFaultHandler{Handler: slog.NewTextHandler(io.Discard, nil), mu: new(sync.Mutex), faults: new([]string)}
-	t.Cleanup(func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		assert.Empty(t, *h.faults, "answers whose texts could not be written")
-	})
-	return h
-}
-
-func (h textFaultHandler) Handle(ctx context.Context, r slog.Record) error {
-	if slices.Contains(textFaults, r.Message) {
-		var b strings.Builder
-		b.WriteString(r.Message)
-		r.Attrs(func(a slog.Attr) bool { b.WriteString(" " + a.String()); return true })
-		h.mu.Lock()
-		*h.faults = append(*h.faults, b.String())
-		h.mu.Unlock()
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h textFaultHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	h.Handler = h.Handler.WithAttrs(as)
-	return h
-}
-
-func (h textFaultHandler) WithGroup(name string) slog.Handler {
-	h.Handler = h.Handler.WithGroup(name)
-	return h
-}
-
 func setup(t testing.TB, with ...func(*Deps)) *bundle {
 	t.Helper()
 	b := &bundle{clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, release: make(chan struct{}), reg: prometheus.NewRegistry()}
@@ -147,7 +100,7 @@ func setup(t testing.TB, with ...func(*Deps)) *bundle {
 	require.NoError(t, err)
 	deps := Deps{
 		Catalog: testCatalog(), Keyring: keys, Receipts: b.receipts, Store: b.store, Temporal: b.tmp, Authenticator: tokens,
-		Logger: slog.New(failOnTextFaults(t)), Registerer: b.reg, Gatherer: b.reg,
+		Logger: slog.New(testenv.FailOnTextFaults(t, slog.NewTextHandler(io.Discard, nil))), Registerer: b.reg, Gatherer: b.reg,
 		Now: b.clock.Now, HTTPClient: &http.Client{Transport: b.quote}, AlertHook: b.alert,
 		Config: Config{ConfirmWait: 100 * time.Millisecond, PollAfter: 2 * time.Second},
 	}

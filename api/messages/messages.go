@@ -350,3 +350,18 @@ func ParseAcceptLanguage(header string) Lang {
 	}
 	return English
 }
+
+// The gateway's log messages (at ERROR) for an answer whose texts could
+// not be written as the catalog says. Each is a bug: the answer still goes
+// out, with blank or fallback words, and the tests fail on any of them.
+const (
+	// FaultBodyField: a body field the texts read had an unexpected type.
+	FaultBodyField = "texts of a body field"
+	// FaultRender: the message's template failed.
+	FaultRender = "render message"
+	// FaultRenderDetail: the detail fragment's template failed.
+	FaultRenderDetail = "render detail"
+)
+
+// Faults lists the fault log messages.
+var Faults = []string{FaultBodyField, FaultRender, FaultRenderDetail}

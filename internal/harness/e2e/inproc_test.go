@@ -69,7 +69,7 @@ type inprocStack struct {
 func startInproc(t *testing.T) *inprocStack {
 	t.Helper()
 	ctx := context.Background()
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(testenv.FailOnTextFaults(t, slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
 

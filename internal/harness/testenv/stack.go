@@ -198,6 +198,11 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		}
 		t.Cleanup(func() {
 			p.Stop()
+			if name == "gateway" {
+				if faults := TextFaults(p.LogPath); len(faults) > 0 {
+					t.Errorf("the gateway answered with texts it could not write as its catalog says:\n%s", strings.Join(faults, "\n"))
+				}
+			}
 			if t.Failed() {
 				t.Logf("--- %s log (tail) ---\n%s", name, p.Log())
 			}
