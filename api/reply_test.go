@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -119,4 +120,27 @@ func TestWritePlainIsMarshalsBytes(t *testing.T) {
 	var b bytes.Buffer
 	assert.True(t, writePlain(&b, "ok"), "printable ASCII is written")
 	assert.Equal(t, `"ok"`, b.String())
+}
+
+// plain is true only for strings encoding/json writes unchanged between
+// quotes, and for every printable ASCII byte but the five it escapes
+// (others, such as non-ASCII letters, are left to the encoder).
+func TestPlainIsWhatTheEncoderKeeps(t *testing.T) {
+	t.Parallel()
+	keeps := func(s string) bool {
+		b, err := json.Marshal(s)
+		require.NoError(t, err)
+		return string(b) == `"`+s+`"`
+	}
+	for c := range 256 {
+		s := string([]byte{byte(c)})
+		printable := c >= 0x20 && c <= 0x7e && !strings.ContainsRune(`"\<>&`, rune(c))
+		assert.Equal(t, printable, plain(s), "byte %#x", c)
+		assert.True(t, !plain(s) || keeps(s), "byte %#x", c)
+	}
+	for _, s := range []string{"", "tr_9909865f9a9c02a8", "a b-c.d/e:f", "a<b", "x\"y", "é", "tab\there", "end\\"} {
+		assert.True(t, !plain(s) || keeps(s), s)
+		assert.Equal(t, plain(s), plain([]byte(s)), s)
+	}
+	assert.True(t, plain("a b-c.d/e:f"))
 }
