@@ -255,7 +255,7 @@ func orderedBody(b *bytes.Buffer, status, meaning, instruction string, retryable
 }
 
 // sortedKeys appends m's keys to keys, sorted as encoding/json sorts them.
-func sortedKeys[V any](keys []string, m map[string]V) []string {
+func sortedKeys(keys []string, m map[string]any) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}

@@ -965,6 +965,10 @@ func TestAmnesiaGuardTexts(t *testing.T) {
 	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
 	assert.Contains(t, pv.str("meaning"), "operation "+firstID+" (state completed, reference tr_"+firstID[:8]+")")
 	assert.NotContains(t, pv.str("meaning"), "That operation failed")
+	previewZH := func() resp {
+		return b.do(t, "POST", "/v1/actions/payments.transfer/preview", "dev-alice", `{"params":`+transferParams+`}`, "Accept-Language", "zh")
+	}
+	assert.Contains(t, previewZH().str("meaning"), firstID+"（状态 completed，单据号 tr_"+firstID[:8]+"）")
 
 	b.store.mu.Lock()
 	rec := b.store.recs[firstID]
@@ -972,4 +976,5 @@ func TestAmnesiaGuardTexts(t *testing.T) {
 	b.store.mu.Unlock()
 	pv = b.preview(t, "dev-alice", "payments.transfer", transferParams)
 	assert.Contains(t, pv.str("meaning"), "operation "+firstID+" (state failed), see recent_operation. That operation failed (gateway_timeout)")
+	assert.Contains(t, previewZH().str("meaning"), firstID+"（状态 failed），见 recent_operation。那笔操作失败了（gateway_timeout）")
 }
