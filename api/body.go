@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/api/messages"
@@ -37,7 +40,8 @@ const (
 
 // decodeBody reads the request body strictly into v: one JSON object, no
 // unknown field, nothing after it. It returns a reply to send when the body
-// is refused.
+// is refused. A membersBody is read by readMembers first, without
+// reflection; what it gives up on, the strict decoder reads.
 func decodeBody(c echo.Context, v any) (reply, bool) {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -48,6 +52,9 @@ func decodeBody(c echo.Context, v any) (reply, bool) {
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return malformed(detailBodyEmpty, messages.Data{}), false
+	}
+	if m, ok := v.(membersBody); ok && readMembers(raw, m.slots()) {
+		return reply{}, true
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -103,3 +110,110 @@ func jsonTypeName(kind string) string {
 	}
 	return kind
 }
+
+// memberSlot is one member of a request body that readMembers knows: its
+// JSON name, exactly as the struct's tag spells it, and the field its value
+// goes to (a string, or the value's bytes).
+type memberSlot struct {
+	name string
+	str  *string
+	raw  *json.RawMessage
+}
+
+// membersBody is a request body readMembers reads without reflection: the
+// preview's and the confirm's, the two the gateway decodes on every call.
+type membersBody interface {
+	// slots returns the body's members, each pointing at its field.
+	slots() []memberSlot
+}
+
+// bodyReaders reuses a jsontext decoder and its buffers across requests.
+var bodyReaders = sync.Pool{New: func() any {
+	r := &bodyReader{}
+	r.dec = jsontext.NewDecoder(&r.rd, bodyReaderOptions)
+	return r
+}}
+
+// bodyReaderOptions let a name repeat inside a value, as the strict
+// decoder does (a value's bytes are its reader's to judge: params.Bind
+// refuses a repeated param); readMembers refuses a repeated member itself.
+var bodyReaderOptions = jsontext.AllowDuplicateNames(true)
+
+// bodyReader is a pooled decoder of readMembers.
+type bodyReader struct {
+	rd  bytes.Reader
+	dec *jsontext.Decoder
+}
+
+// readMembers reads raw, a whole request body, into the fields of slots and
+// reports true when it is one JSON object whose every member is one of
+// slots by its exact name, once, with a string value where the field is a
+// string, and nothing after it. Those are bodies the strict decoder of
+// decodeBody reads into the same fields; on anything else (a name in
+// another case, a null, a duplicate, a syntax error, invalid UTF-8, an
+// unknown member) it leaves the fields untouched and reports false, and
+// the strict decoder reads raw and words its refusal.
+func readMembers(raw []byte, slots []memberSlot) bool {
+	r := bodyReaders.Get().(*bodyReader)
+	defer func() {
+		r.rd.Reset(nil)
+		r.dec.Reset(&r.rd, bodyReaderOptions)
+		bodyReaders.Put(r)
+	}()
+	r.rd.Reset(raw)
+	r.dec.Reset(&r.rd, bodyReaderOptions)
+	if tok, err := r.dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return false
+	}
+	if len(slots) > maxSlots {
+		return false
+	}
+	var strs [maxSlots]string
+	var raws [maxSlots]json.RawMessage
+	var seen [maxSlots]bool
+	for r.dec.PeekKind() != '}' {
+		tok, err := r.dec.ReadToken()
+		if err != nil || tok.Kind() != '"' {
+			return false
+		}
+		name := tok.String()
+		i := slices.IndexFunc(slots, func(s memberSlot) bool { return s.name == name })
+		if i < 0 || seen[i] {
+			return false
+		}
+		seen[i] = true
+		if slots[i].str != nil {
+			v, err := r.dec.ReadToken()
+			if err != nil || v.Kind() != '"' {
+				return false
+			}
+			strs[i] = v.String()
+			continue
+		}
+		v, err := r.dec.ReadValue()
+		if err != nil {
+			return false
+		}
+		end := int(r.dec.InputOffset())
+		raws[i] = raw[end-len(v) : end : end]
+	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return false
+	}
+	if _, err := r.dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return false
+	}
+	for i, s := range slots {
+		switch {
+		case !seen[i]:
+		case s.str != nil:
+			*s.str = strs[i]
+		default:
+			*s.raw = raws[i]
+		}
+	}
+	return true
+}
+
+// maxSlots is the most members a membersBody declares.
+const maxSlots = 4

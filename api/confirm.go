@@ -40,6 +40,12 @@ type confirmRequest struct {
 	AcknowledgeRepeatOf string `json:"acknowledge_repeat_of,omitempty"`
 }
 
+// slots makes confirmRequest a membersBody.
+func (r *confirmRequest) slots() []memberSlot {
+	return []memberSlot{{name: "fingerprint", str: &r.Fingerprint}, {name: "params", raw: &r.Params},
+		{name: "acknowledge_repeat_of", str: &r.AcknowledgeRepeatOf}}
+}
+
 // handleConfirm serves POST /v1/actions/:scope/confirm.
 func (s *Server) handleConfirm(c echo.Context) error {
 	action, r, ok := s.lookupAction(c)

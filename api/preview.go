@@ -24,6 +24,9 @@ type previewRequest struct {
 	Params json.RawMessage `json:"params"`
 }
 
+// slots makes previewRequest a membersBody.
+func (r *previewRequest) slots() []memberSlot { return []memberSlot{{name: "params", raw: &r.Params}} }
+
 // handlePreview serves POST /v1/actions/:scope/preview.
 func (s *Server) handlePreview(c echo.Context) error {
 	action, r, ok := s.lookupAction(c)

@@ -1,0 +1,148 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// strictDecode is decodeBody's strict decoder alone: the oracle readMembers
+// is compared with.
+func strictDecode(raw []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return err == io.EOF
+}
+
+// membersBodies are fresh values of every membersBody.
+func membersBodies() []membersBody {
+	return []membersBody{&previewRequest{}, &confirmRequest{}}
+}
+
+// sameMembers fails t unless readMembers, where it accepts raw, reads what
+// the strict decoder reads, and leaves its fields untouched where it does
+// not; it reports whether readMembers accepted raw.
+func sameMembers(t *testing.T, raw []byte, fresh func() membersBody) bool {
+	t.Helper()
+	fast, strict := fresh(), fresh()
+	ok := readMembers(raw, fast.slots())
+	if !ok {
+		if !reflect.DeepEqual(fast, fresh()) {
+			t.Fatalf("%q: readMembers gave up but changed the body: %#v", raw, fast)
+		}
+		return false
+	}
+	if !strictDecode(raw, strict) {
+		t.Fatalf("%q: readMembers accepted what the strict decoder refuses: %#v", raw, fast)
+	}
+	if !reflect.DeepEqual(fast, strict) {
+		t.Fatalf("%q: readMembers read %#v, the strict decoder %#v", raw, fast, strict)
+	}
+	return true
+}
+
+// bodySeeds are bodies readMembers must read as the strict decoder does,
+// or give up on: valid ones, and each way a body can differ from the plain
+// case (a name's case or escapes, a null, a duplicate, a wrong type,
+// invalid UTF-8, lone surrogates, something after the object).
+var bodySeeds = []string{
+	`{"params":{"amount":"12.50","currency":" usd ","payee_id":"p-1","memo":"rent"}}`,
+	` { "params" : { "a" : [ 1 , 2 ] } } ` + "\n",
+	`{"fingerprint":"v1.abc.def","params":{"amount":"1"}}`,
+	`{"params":{"amount":"1"},"fingerprint":"v1.abc.def","acknowledge_repeat_of":"` + strings.Repeat("a", 32) + `"}`,
+	`{"\u0070arams":{"x":"\u00e9\ud83d\ude00"}}`,
+	`{"fingerprint":"v1\u002eabc","params":1}`,
+	`{"params":"a string"}`,
+	`{"params":[]}`,
+	`{"params":null}`,
+	`{"fingerprint":null,"params":{}}`,
+	`{"Params":{}}`,
+	`{"PARAMS":{},"params":{}}`,
+	`{"params":{},"params":{}}`,
+	`{"fingerprint":1,"params":{}}`,
+	`{"params":{},"other":1}`,
+	`{"params":{}} {}`,
+	`{"params":{}} x`,
+	`{"params":{}`,
+	`{"params":{"a":"\ud800"}}`,
+	"{\"params\":{\"a\":\"\xff\"}}",
+	"{\"fingerprint\":\"\xff\",\"params\":{}}",
+	`{"params":{"a":1,"a":2}}`,
+	`{}`,
+	`[]`,
+	`"params"`,
+	`{"params":1e999}`,
+	`{"params":-0.0}`,
+	`{"params":{"a":1},}`,
+}
+
+func TestReadMembersReadsWhatTheStrictDecoderReads(t *testing.T) {
+	accepted := map[string]bool{}
+	for _, seed := range bodySeeds {
+		for _, body := range membersBodies() {
+			fresh := func() membersBody { return reflect.New(reflect.TypeOf(body).Elem()).Interface().(membersBody) }
+			if sameMembers(t, []byte(seed), fresh) {
+				accepted[reflect.TypeOf(body).Elem().Name()+" "+seed] = true
+			}
+		}
+	}
+	// The common bodies take the fast way; the unusual ones are left to the
+	// strict decoder, which words the refusal or reads them as before.
+	for _, want := range []string{
+		`previewRequest {"params":{"amount":"12.50","currency":" usd ","payee_id":"p-1","memo":"rent"}}`,
+		`confirmRequest {"fingerprint":"v1.abc.def","params":{"amount":"1"}}`,
+		`confirmRequest {"params":{"amount":"1"},"fingerprint":"v1.abc.def","acknowledge_repeat_of":"` + strings.Repeat("a", 32) + `"}`,
+		`previewRequest {"\u0070arams":{"x":"\u00e9\ud83d\ude00"}}`,
+		`previewRequest {"params":{"a":1,"a":2}}`,
+	} {
+		assert.True(t, accepted[want], "readMembers gave up on %s", want)
+	}
+	for _, refused := range []string{`{"Params":{}}`, `{"fingerprint":null,"params":{}}`,
+		`{"params":{}} {}`, `{"params":{},"params":{}}`, `{"params":{"a":"\ud800"}}`, "{\"params\":{\"a\":\"\xff\"}}"} {
+		assert.False(t, accepted["previewRequest "+refused] || accepted["confirmRequest "+refused], "readMembers read %s", refused)
+	}
+}
+
+func FuzzReadMembers(f *testing.F) {
+	for _, seed := range bodySeeds {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		sameMembers(t, raw, func() membersBody { return &previewRequest{} })
+		sameMembers(t, raw, func() membersBody { return &confirmRequest{} })
+	})
+}
+
+// Each slot is named as its field's json tag and points at that field:
+// a member renamed in the struct and not in slots would be refused by the
+// fast way and read by the strict one, a slot pointing at another field
+// would read a member into the wrong field.
+func TestSlotsAreTheStructsMembers(t *testing.T) {
+	for _, body := range membersBodies() {
+		v := reflect.ValueOf(body).Elem()
+		slots := body.slots()
+		require.Equal(t, v.NumField(), len(slots), "%T", body)
+		require.LessOrEqual(t, len(slots), maxSlots)
+		for i := range v.NumField() {
+			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+			slot := slots[i]
+			assert.Equal(t, name, slot.name, "%T field %d", body, i)
+			addr := v.Field(i).Addr().Interface()
+			if slot.str != nil {
+				assert.Same(t, addr, slot.str, "%T.%s", body, v.Type().Field(i).Name)
+			} else {
+				assert.Same(t, addr, slot.raw, "%T.%s", body, v.Type().Field(i).Name)
+			}
+		}
+	}
+}
