@@ -161,6 +161,10 @@ func (pg *Postgres) waitReady() error {
 	return nil
 }
 
+// Pid returns the process id of the cluster's postmaster, the parent of
+// its backends.
+func (pg *Postgres) Pid() int { return pg.proc.Pid() }
+
 // URL returns the URL of database name.
 func (pg *Postgres) URL(name string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", pg.Port, name)

@@ -65,6 +65,9 @@ func (r *Redis) waitReady() error {
 	return nil
 }
 
+// Pid returns the process id of the server (a new one after Restart).
+func (r *Redis) Pid() int { return r.proc.Pid() }
+
 // Client returns a new client of the server; the caller closes it.
 func (r *Redis) Client() *redis.Client { return redis.NewClient(&redis.Options{Addr: r.Addr}) }
 

@@ -87,6 +87,9 @@ type Stack struct {
 	Redis *Redis
 	// Temporal is the shared dev server.
 	Temporal *Temporal
+	// Postgres is the shared cluster DatabaseURL and SimulatorDatabaseURL
+	// live in.
+	Postgres *Postgres
 	// TaskQueue is this stack's own task queue.
 	TaskQueue string
 	// Keys is the ONCEGATE_FINGERPRINT_KEYS value.
@@ -163,6 +166,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		SimulatorDatabaseURL: simURL,
 		Redis:                StartRedis(t),
 		Temporal:             tp,
+		Postgres:             pg,
 		TaskQueue:            "oncegate-test-" + hex.EncodeToString(queue),
 		Keys:                 "test:" + base64.StdEncoding.EncodeToString(secret),
 		ReceiptKeys:          NewReceiptKeys(),

@@ -237,6 +237,9 @@ func (tp *Temporal) Stop() {
 	_ = os.RemoveAll(tp.dir)
 }
 
+// Pid returns the process id of the dev server.
+func (tp *Temporal) Pid() int { return tp.proc.Pid() }
+
 // LogPath is the dev server's log file (every test of the process shares
 // the server, so it holds every test's traffic).
 func (tp *Temporal) LogPath() string { return tp.proc.LogPath }

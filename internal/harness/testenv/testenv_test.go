@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/jackc/pgx/v5"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"syscall"
 	"testing"
 )
 
@@ -21,6 +22,11 @@ func TestServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close(context.Background())
+	for name, pid := range map[string]int{"redis": r.Pid(), "postgres": testenv.SharedPostgres(t).Pid()} {
+		if err := syscall.Kill(pid, 0); err != nil {
+			t.Fatalf("%s's pid %d: %v", name, pid, err)
+		}
+	}
 }
 
 func TestTemporal(t *testing.T) {
@@ -29,5 +35,8 @@ func TestTemporal(t *testing.T) {
 	_, err := c.CheckHealth(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := syscall.Kill(tp.Pid(), 0); err != nil {
+		t.Fatalf("temporal's pid %d: %v", tp.Pid(), err)
 	}
 }
