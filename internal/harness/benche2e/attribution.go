@@ -3,12 +3,11 @@ package benche2e
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 )
 
-// CPURole is what a process of the production-like profile is to the
-// comparison of a first confirm with the bare workflow.
+// CPURole is what a process of the stack is to the comparison of a first
+// confirm with the bare workflow.
 type CPURole int
 
 // The roles, in the report's order.
@@ -31,32 +30,37 @@ const (
 
 // CPUProcess is one process whose CPU time the phases read.
 type CPUProcess struct {
-	// Name is its component name (scripts/prod.sh's pid file),
+	// Name is its component name (scripts/prod.sh's pid file on the
+	// production-like profile; CPUGateway, CPUWorker, CPUTemporal,
+	// CPUPostgres, CPURedis or CPUDownstream on the dev stack),
 	// CPUBareWorker, CPUFloors or CPUBench.
 	Name string
 	// Role is what it is to the comparison.
 	Role CPURole
 }
 
-// roleOf is the role of the process named name.
+// roleOf is the role of the process named name: a gateway or a worker
+// (the dev stack's gateway and worker, the profile's gateway-1, worker-2)
+// is oncegate's.
 func roleOf(name string) CPURole {
-	switch {
-	case strings.HasPrefix(name, "gateway-"), strings.HasPrefix(name, "worker-"):
-		return RoleOncegate
-	case name == CPUBareWorker:
+	switch name {
+	case CPUBareWorker:
 		return RoleBare
-	case name == CPUBench:
+	case CPUBench:
 		return RoleClient
-	case name == CPUFloors:
+	case CPUFloors:
 		return RoleFloors
+	}
+	if kind := processKind(name); kind == CPUGateway || kind == CPUWorker {
+		return RoleOncegate
 	}
 	return RoleShared
 }
 
-// prodProcesses returns the profile's components named by names, with the
+// stackProcesses returns the stack's processes named by names, with the
 // bare worker, the floors' process (when floorsOwn: they run in a process
 // of their own) and the benchmark process, ordered by role, then by name.
-func prodProcesses(names []string, floorsOwn bool) []CPUProcess {
+func stackProcesses(names []string, floorsOwn bool) []CPUProcess {
 	names = append(slices.Clone(names), CPUBareWorker, CPUBench)
 	if floorsOwn {
 		names = append(names, CPUFloors)
@@ -143,7 +147,7 @@ var cpuPairs = []struct{ path, phase, floor string }{
 }
 
 // CPUComparisons compares the CPU cost of the first confirms with the bare
-// workflow's, process by process (nil without Processes: the dev stack).
+// workflow's, process by process (nil without Processes).
 func (r *Results) CPUComparisons() []CPUComparison {
 	if len(r.Processes) == 0 {
 		return nil

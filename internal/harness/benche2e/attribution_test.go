@@ -21,8 +21,25 @@ func TestProdProcesses(t *testing.T) {
 		{"temporal", RoleShared}, {"temporal-ui", RoleShared},
 		{CPUBench, RoleClient},
 	}
-	assert.Equal(t, want, prodProcesses(names, false), "the floors inside the benchmark process")
-	assert.Equal(t, append(want, CPUProcess{CPUFloors, RoleFloors}), prodProcesses(names, true), "the floors in a process of their own")
+	assert.Equal(t, want, stackProcesses(names, false), "the floors inside the benchmark process")
+	assert.Equal(t, append(want, CPUProcess{CPUFloors, RoleFloors}), stackProcesses(names, true), "the floors in a process of their own")
+}
+
+func TestRoleOf(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]CPURole{
+		// The dev stack's processes.
+		CPUGateway: RoleOncegate, CPUWorker: RoleOncegate, CPUBareWorker: RoleBare,
+		CPUTemporal: RoleShared, CPUPostgres: RoleShared, CPURedis: RoleShared, CPUDownstream: RoleShared,
+		CPUBench: RoleClient, CPUFloors: RoleFloors,
+		// The production-like profile's.
+		"gateway-1": RoleOncegate, "gateway-2": RoleOncegate, "worker-1": RoleOncegate, "worker-2": RoleOncegate,
+		"redis-6": RoleShared, "temporal-ui": RoleShared,
+		// Not a gateway: a name that only starts like one.
+		"gateway-ui": RoleShared, "workers": RoleShared,
+	} {
+		assert.Equal(t, want, roleOf(name), name)
+	}
 }
 
 // cpuPhase is a phase of n answers, completed of them completed (and
@@ -39,7 +56,7 @@ func cpuPhase(name string, n, completed int, cpu map[string]time.Duration) *Phas
 func TestCPUComparisons(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	procs := prodProcesses([]string{"gateway-1", "worker-1", "temporal", "postgres"}, true)
+	procs := stackProcesses([]string{"gateway-1", "worker-1", "temporal", "postgres"}, true)
 	r := &Results{Processes: procs, Phases: map[string]*Phase{
 		// 10 answers, 8 completed: the cost is per completed operation.
 		PhaseConfirmConc: cpuPhase(PhaseConfirmConc, 10, 8, map[string]time.Duration{
@@ -95,7 +112,7 @@ func TestCPUComparisons(t *testing.T) {
 
 func TestCPUColumns(t *testing.T) {
 	t.Parallel()
-	cols := cpuColumns(prodProcesses([]string{"gateway-1", "gateway-2", "worker-1", "redis-1", "redis-2", "redis-3", "postgres"}, true), true)
+	cols := cpuColumns(stackProcesses([]string{"gateway-1", "gateway-2", "worker-1", "redis-1", "redis-2", "redis-3", "postgres"}, true), true)
 	got := map[string][]string{}
 	var titles []string
 	for _, c := range cols {

@@ -28,6 +28,15 @@ const (
 // cpuSources are the sources in the report's order.
 var cpuSources = []string{CPUMachine, CPUGateway, CPUWorker, CPUFloors, CPUBench}
 
+// The dev stack's servers, named as the production-like profile's pid
+// files name theirs (scripts/prod.sh), so that both reports' columns match.
+const (
+	CPUTemporal   = "temporal"
+	CPUPostgres   = "postgres"
+	CPURedis      = "redis"
+	CPUDownstream = "downstream"
+)
+
 // cpuReader reads the CPU time used so far by the machine (every CPU, busy
 // time only) and by the processes of interest: pids are read alone, trees
 // with every live descendant and the children they reaped (PostgreSQL's

@@ -169,6 +169,6 @@ func openProd(opts Options) (*target, error) {
 		t.cpu.trees[name] = pid
 		names = append(names, name)
 	}
-	t.processes = prodProcesses(names, !opts.FloorsInline)
+	t.processes = stackProcesses(names, !opts.FloorsInline)
 	return t, nil
 }
