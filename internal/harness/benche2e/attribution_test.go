@@ -1,6 +1,7 @@
 package benche2e
 
 import (
+	"bytes"
 	"path/filepath"
 	"testing"
 	"time"
@@ -41,6 +42,9 @@ func TestRoleOf(t *testing.T) {
 		assert.Equal(t, want, roleOf(name), name)
 	}
 }
+
+// devNames are the dev stack's servers, as devCPU names them.
+var devNames = []string{CPUTemporal, CPUWorker, CPURedis, CPUGateway, CPUDownstream, CPUPostgres}
 
 // cpuPhase is a phase of n answers, completed of them completed (and
 // settled), with cpu.
@@ -106,7 +110,7 @@ func TestCPUComparisons(t *testing.T) {
 	// No completed operation: no cost, no ratio.
 	r.Phases[PhaseBareConc].Settled = 0
 	assert.Empty(t, r.CPUComparisons())
-	// The dev stack reads no processes one by one.
+	// No process read one by one: nothing to compare.
 	assert.Nil(t, (&Results{Phases: r.Phases}).CPUComparisons())
 }
 
@@ -156,4 +160,50 @@ func TestOpenProdRefusesLevers(t *testing.T) {
 	}
 	_, err := openProd(Options{ProdStack: filepath.Join(t.TempDir(), "stack.env")})
 	assert.ErrorContains(t, err, "stack.env", "no lever: it reads the stack.env")
+}
+
+// firstConfirms are the first-confirm phases and their bare floors, each
+// process's CPU given in ms for 10 completed operations.
+func firstConfirms(cpu map[string]int) map[string]*Phase {
+	out := map[string]*Phase{}
+	for _, name := range []string{PhaseConfirmSeq, PhaseBareSeq, PhaseConfirmConc, PhaseBareConc} {
+		d := map[string]time.Duration{}
+		for k, v := range cpu {
+			d[k] = time.Duration(v) * time.Millisecond
+		}
+		out[name] = cpuPhase(name, 10, 10, d)
+	}
+	return out
+}
+
+func TestReportProcessCPU(t *testing.T) {
+	t.Parallel()
+	dev := &Results{Options: Options{Rounds: 1, Concurrency: 10}, Processes: stackProcesses(devNames, true),
+		Phases: firstConfirms(map[string]int{CPUTemporal: 300, CPUGateway: 40, CPUWorker: 80, CPUBareWorker: 60, CPUPostgres: 100})}
+	report := func(r *Results) string {
+		var b bytes.Buffer
+		require.NoError(t, WriteReport(&b, r, ReportInput{Command: "bench-e2e", Machine: Machine{CPUs: 2}}))
+		return b.String()
+	}
+	got := report(dev)
+	assert.Contains(t, got, "# Benchmarks: the cost of safety, side by side\n", "the dev stack's wording")
+	assert.Contains(t, got, "- the stack: internal/harness/testenv on free ports")
+	assert.Contains(t, got, "## CPU per completed operation, process by process")
+	assert.Contains(t, got, "oncegate's gateway and worker for a first confirm")
+	assert.Contains(t, got, "| temporal | shared | 30.00 ms | 30.00 ms | 30.00 ms | 30.00 ms |")
+	assert.Contains(t, got, "| gateway | oncegate | 4.00 ms | 4.00 ms |")
+	assert.Contains(t, got, "| **servers** (shared + the side's own) | | **52.00 ms** | **46.00 ms** |", "dev: 30+10+4+8 against 30+10+6")
+	assert.Contains(t, got, "| phase | machine | gateway | worker | bare worker | downstream | postgres | redis | temporal | benchmark | floors |")
+	assert.Contains(t, got, "these ratios are shown, not judged")
+	assert.NotContains(t, got, "CPU per completed first confirm (sequential)", "not a goal of the dev stack")
+	assert.Contains(t, got, "| PostgreSQL-only replay ≥ 0.5× replay with Redis |")
+
+	prod := *dev
+	prod.Options.ProdStack = "stack.env"
+	got = report(&prod)
+	assert.Contains(t, got, "# Benchmarks on the production-like profile")
+	assert.Contains(t, got, "oncegate's gateways and workers for a first confirm")
+	assert.Contains(t, got, "| CPU per completed first confirm (sequential), every server process, ≤ 1.5× the bare workflow's | 1.13× (52.00 ms / 46.00 ms; with the client 1.13×) | yes |")
+	assert.NotContains(t, got, "shown, not judged")
+	assert.NotContains(t, got, "PostgreSQL-only replay", "the profile's Redis Cluster is not stopped")
 }

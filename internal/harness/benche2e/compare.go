@@ -163,16 +163,11 @@ func (r *Results) Goals() []Goal {
 		conc.Met = conc.Met && n == 0
 	}
 	goals = append(goals, conc)
-	if len(r.Processes) == 0 {
+	if r.Options.production() {
+		goals = append(goals, r.cpuGoals()...)
+	} else {
 		// The production-like profile does not stop its Redis Cluster.
 		goals = append(goals, ratioGoal("PostgreSQL-only replay ≥ 0.5× replay with Redis", PhaseReplayPG, PhaseReplayRedis, MetricThroughput, 0.5, inf))
-	}
-	for _, c := range r.CPUComparisons() {
-		goals = append(goals, Goal{
-			Text:     fmt.Sprintf("CPU per completed first confirm (%s), every server process, ≤ %.1f× the bare workflow's", strings.TrimPrefix(c.Path, "first confirm, "), maxCPURatio),
-			Measured: fmt.Sprintf("%.2f× (%.2f ms / %.2f ms; with the client %.2f×)", c.Ratio, ms(c.Cost.Servers), ms(c.FloorCost.Servers), c.WithClient),
-			Met:      c.Ratio <= maxCPURatio, Known: true,
-		})
 	}
 	w := Goal{Text: "0 storage writes per preview", Measured: "not measured in this run"}
 	if r.Previews > 0 {
@@ -181,6 +176,21 @@ func (r *Results) Goals() []Goal {
 		w.Measured = fmt.Sprintf("%d previews: %d Redis write commands, truth changed: %v", r.Previews, r.PreviewWrites.Redis, r.PreviewWrites.TruthChanged)
 	}
 	return append(goals, w)
+}
+
+// cpuGoals judges issue 23's bound of the CPU per completed first confirm,
+// a goal of the production-like profile only: on the dev stack the same
+// ratios are shown (writeProcessCPU), not judged.
+func (r *Results) cpuGoals() []Goal {
+	var out []Goal
+	for _, c := range r.CPUComparisons() {
+		out = append(out, Goal{
+			Text:     fmt.Sprintf("CPU per completed first confirm (%s), every server process, ≤ %.1f× the bare workflow's", strings.TrimPrefix(c.Path, "first confirm, "), maxCPURatio),
+			Measured: fmt.Sprintf("%.2f× (%.2f ms / %.2f ms; with the client %.2f×)", c.Ratio, ms(c.Cost.Servers), ms(c.FloorCost.Servers), c.WithClient),
+			Met:      c.Ratio <= maxCPURatio, Known: true,
+		})
+	}
+	return out
 }
 
 // twinPhases are the phases a twin serves too, with the metric that

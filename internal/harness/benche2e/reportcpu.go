@@ -83,11 +83,12 @@ func writeProcessCPU(p func(string, ...any), r *Results) {
 	if len(cs) == 0 {
 		return
 	}
+	w := processWords(r.Options.production())
 	p("\n## CPU per completed operation, process by process\n\n")
 	p("Each process's CPU time (utime + stime from `/proc/<pid>/stat`, with its live descendants and the children it reaped: PostgreSQL's backends count with their postmaster) over the phase's rounds, divided by the operations that completed. A first-confirm phase's CPU time is read once every workflow it started has closed, so an operation answered `in_progress` counts, with the CPU time of its end, and does not spill into the next phase. ")
-	p("A side's *servers* are the shared processes and its own: oncegate's gateways and workers for a first confirm, the bare worker for the bare workflow; the other side's processes sit idle meanwhile and are left out. ")
-	p("The *client* is the benchmark process: the agents' HTTPS client for a first confirm; the Temporal client that starts each bare workflow and waits for its result (a caller's work, which oncegate's gateways do for the agent) for the bare workflow. ")
-	p("Idle work counts where it falls (Redis's cron and cluster bus, the Temporal server's timers and the workers' long polls): a slower phase pays more of it per operation; *servers above idle* takes it off.\n\n")
+	p("A side's *servers* are the shared processes and its own: %s for a first confirm, the bare worker for the bare workflow; the other side's processes sit idle meanwhile and are left out. ", w.own)
+	p("The *client* is the benchmark process: the agents' %s client for a first confirm; the Temporal client that starts each bare workflow and waits for its result (a caller's work, which oncegate's %s for the agent) for the bare workflow. ", w.http, w.gateways)
+	p("Idle work counts where it falls (%s, the Temporal server's timers and the workers' long polls): a slower phase pays more of it per operation; *servers above idle* takes it off.\n\n", w.redis)
 	p("| process | role |")
 	for _, c := range cs {
 		p(" %s | %s |", c.Path, "bare workflow, "+strings.TrimPrefix(c.Path, "first confirm, "))
@@ -120,6 +121,7 @@ func writeProcessCPU(p func(string, ...any), r *Results) {
 	for _, c := range cs {
 		p("| %s | %s | %s | %s |\n", c.Path, ratio(c.Ratio), ratio(c.WithClient), ratio(c.AboveIdle))
 	}
+	p("%s", w.goal)
 	if len(r.IdlePerSecond) > 0 {
 		p("\n*Above idle* takes off each server process's idle CPU (read over %s with no load before the rounds) for the phase's time. Idle CPU per second of wall time:", r.IdleWindow.Round(100*time.Millisecond))
 		for i, pr := range r.Processes {
@@ -131,6 +133,26 @@ func writeProcessCPU(p func(string, ...any), r *Results) {
 		}
 		p(".\n")
 	}
+}
+
+// sectionWords are the words of the process-by-process section that differ
+// between the dev stack and the production-like profile.
+type sectionWords struct {
+	// own is oncegate's side; gateways what does a caller's work for the
+	// agent; http the agents' protocol; redis Redis's idle work.
+	own, gateways, http, redis string
+	// goal says how the ratios stand to issue 23's CPU goal.
+	goal string
+}
+
+// processWords are the section's words on the production-like profile
+// (prod) or on the dev stack.
+func processWords(prod bool) sectionWords {
+	if prod {
+		return sectionWords{own: "oncegate's gateways and workers", gateways: "gateways do", http: "HTTPS", redis: "Redis's cron and cluster bus"}
+	}
+	return sectionWords{own: "oncegate's gateway and worker", gateways: "gateway does", http: "HTTP", redis: "Redis's cron",
+		goal: fmt.Sprintf("\nIssue 23's bound, ≤ %.1f× the bare workflow's CPU per completed first confirm, is a goal of the production-like profile (`make bench-e2e PROFILE=prod`); on the dev stack (the Temporal dev server, in memory, and a single Redis) these ratios are shown, not judged.\n", maxCPURatio)}
 }
 
 // ms3 formats a CPU time per operation in milliseconds.

@@ -83,6 +83,10 @@ type Options struct {
 	Log io.Writer
 }
 
+// production reports whether the run measures the production-like profile
+// (ProdStack) rather than the dev stack.
+func (o Options) production() bool { return o.ProdStack != "" }
+
 // Twin is the settings of the second gateway and worker: a lever measured
 // against the first pair in the same rounds.
 type Twin struct {
