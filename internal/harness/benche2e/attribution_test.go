@@ -46,6 +46,39 @@ func TestRoleOf(t *testing.T) {
 // devNames are the dev stack's servers, as devCPU names them.
 var devNames = []string{CPUTemporal, CPUWorker, CPURedis, CPUGateway, CPUDownstream, CPUPostgres}
 
+func TestDevProcesses(t *testing.T) {
+	t.Parallel()
+	procs := stackProcesses(devNames, true)
+	assert.Equal(t, []CPUProcess{
+		{CPUGateway, RoleOncegate}, {CPUWorker, RoleOncegate},
+		{CPUBareWorker, RoleBare},
+		{CPUDownstream, RoleShared}, {CPUPostgres, RoleShared}, {CPURedis, RoleShared}, {CPUTemporal, RoleShared},
+		{CPUBench, RoleClient}, {CPUFloors, RoleFloors},
+	}, procs)
+	var titles []string
+	for _, c := range cpuColumns(procs) {
+		assert.Len(t, c.sources, 1, c.title)
+		assert.Equal(t, c.title, c.sources[0], "one column per dev process, named as it")
+		titles = append(titles, c.title)
+	}
+	assert.Equal(t, []string{CPUMachine, CPUGateway, CPUWorker, CPUBareWorker, CPUDownstream, CPUPostgres, CPURedis, CPUTemporal, CPUBench, CPUFloors}, titles)
+	assert.NotContains(t, stackProcesses(devNames, false), CPUProcess{CPUFloors, RoleFloors}, "the floors inside the benchmark process")
+}
+
+func TestFoldTwinCPU(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	read := func() map[string]time.Duration {
+		return map[string]time.Duration{CPUGateway: 1 * ms, CPUWorker: 2 * ms, CPUGateway + twinSuffix: 3 * ms, CPUWorker + twinSuffix: 4 * ms, CPUBareWorker: 5 * ms}
+	}
+	twin := read()
+	foldTwinCPU(PhaseConfirmSeq+twinSuffix, twin)
+	assert.Equal(t, map[string]time.Duration{CPUGateway: 3 * ms, CPUWorker: 4 * ms, CPUBareWorker: 5 * ms}, twin, "the twin served the phase")
+	own := read()
+	foldTwinCPU(PhaseBareSeq, own)
+	assert.Equal(t, map[string]time.Duration{CPUGateway: 1 * ms, CPUWorker: 2 * ms, CPUBareWorker: 5 * ms}, own, "the bare worker stays a process of its own")
+}
+
 // cpuPhase is a phase of n answers, completed of them completed (and
 // settled), with cpu.
 func cpuPhase(name string, n, completed int, cpu map[string]time.Duration) *Phase {
@@ -116,7 +149,7 @@ func TestCPUComparisons(t *testing.T) {
 
 func TestCPUColumns(t *testing.T) {
 	t.Parallel()
-	cols := cpuColumns(stackProcesses([]string{"gateway-1", "gateway-2", "worker-1", "redis-1", "redis-2", "redis-3", "postgres"}, true), true)
+	cols := cpuColumns(stackProcesses([]string{"gateway-1", "gateway-2", "worker-1", "redis-1", "redis-2", "redis-3", "postgres"}, true))
 	got := map[string][]string{}
 	var titles []string
 	for _, c := range cols {
@@ -125,8 +158,6 @@ func TestCPUColumns(t *testing.T) {
 	}
 	assert.Equal(t, []string{CPUMachine, "gateway (2)", "worker", CPUBareWorker, "postgres", "redis (3)", CPUBench, CPUFloors}, titles)
 	assert.Equal(t, []string{"redis-1", "redis-2", "redis-3"}, got["redis (3)"])
-	assert.Len(t, cpuColumns(nil, true), len(cpuSources), "the dev stack's columns")
-	assert.NotContains(t, cpuColumns(nil, false), cpuColumn{title: CPUFloors, sources: []string{CPUFloors}}, "no floors' process to read")
 }
 
 func TestProdSkipsTheDegradedGroup(t *testing.T) {

@@ -18,15 +18,11 @@ const (
 	CPUGateway = "gateway"
 	CPUWorker  = "worker"
 	CPUBench   = "benchmark"
-	// CPUBareWorker is the bare workflow's worker process; the report
-	// shows it as the worker of the bare phases.
+	// CPUBareWorker is the bare workflow's worker process.
 	CPUBareWorker = "bare worker"
 	// CPUFloors is the HTTP floors' process (FloorsFlag).
 	CPUFloors = "floors"
 )
-
-// cpuSources are the sources in the report's order.
-var cpuSources = []string{CPUMachine, CPUGateway, CPUWorker, CPUFloors, CPUBench}
 
 // The dev stack's servers, named as the production-like profile's pid
 // files name theirs (scripts/prod.sh), so that both reports' columns match.

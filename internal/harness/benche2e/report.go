@@ -166,10 +166,10 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 		p("Read from `/proc` around every phase (10 ms ticks), divided by the answered requests: the whole machine's busy time (every process, other users' too) and each kind of the profile's processes, its instances summed; the benchmark process is the load generator and the bare workflow's Temporal client%s. ", floorsCPU(o))
 		p("A floor's own cost is in the %s column (its Redis and PostgreSQL work in theirs), oncegate's in the gateway and worker columns.\n\n", floorsColumn(o))
 	} else {
-		p("Read from `/proc` around every phase (10 ms ticks): the whole machine's busy time (every process, other users' too), the gateway's and the worker's processes (for the bare workflow, its own worker process), the floors' process when they have one, and the benchmark process (the load generator%s). ", floorsCPU(o))
+		p("Read from `/proc` around every phase (10 ms ticks), divided by the answered requests: the whole machine's busy time (every process, other users' too) and each process of the stack — the gateway, the worker, the bare workflow's worker, the simulator, PostgreSQL with its backends, Redis, the Temporal dev server, the benchmark process (the load generator and the bare workflow's Temporal client%s) and the floors' process when they have one. ", floorsCPU(o))
 		p("Less sensitive to a shared machine than throughput: a floor's cost is in the %s column, oncegate's in the gateway and worker columns.\n\n", floorsColumn(o))
 	}
-	cols := cpuColumns(r.Processes, !o.FloorsInline)
+	cols := cpuColumns(r.Processes)
 	p("| phase |")
 	for _, c := range cols {
 		p(" %s |", c.title)

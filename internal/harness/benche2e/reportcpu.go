@@ -12,21 +12,10 @@ type cpuColumn struct {
 	sources []string
 }
 
-// cpuColumns are the CPU table's columns: on the dev stack the machine,
-// the gateway, the worker, the floors (when floorsOwn: in a process of
-// their own) and the benchmark; on the production-like profile (procs) the
-// machine and each kind of process, its instances summed (both gateways,
-// every Redis node).
-func cpuColumns(procs []CPUProcess, floorsOwn bool) []cpuColumn {
-	if len(procs) == 0 {
-		var out []cpuColumn
-		for _, s := range cpuSources {
-			if s != CPUFloors || floorsOwn {
-				out = append(out, cpuColumn{title: s, sources: []string{s}})
-			}
-		}
-		return out
-	}
+// cpuColumns are the CPU table's columns: the machine and each kind of
+// process of procs, its instances summed (the production-like profile's
+// two gateways, every node of its Redis Cluster).
+func cpuColumns(procs []CPUProcess) []cpuColumn {
 	out := []cpuColumn{{title: CPUMachine, sources: []string{CPUMachine}}}
 	kinds := map[string]int{}
 	for _, pr := range procs {

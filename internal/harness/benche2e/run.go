@@ -242,8 +242,7 @@ type Results struct {
 	// Duplicates is the duplicate-confirms phase (nil when it did not run).
 	Duplicates *Duplicates
 	// Processes are the processes whose CPU time every phase read one by
-	// one, with their roles (the production-like profile; nil on the dev
-	// stack).
+	// one, with their roles.
 	Processes []CPUProcess
 	// IdlePerSecond is each of Processes' CPU time per second of wall time
 	// while nothing ran, read over IdleWindow before the rounds.
@@ -362,7 +361,7 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	}
 	b.record = true
 	if len(b.res.Processes) > 0 {
-		logf("reading the profile's idle CPU for %s...", idleWindow)
+		logf("reading the processes' idle CPU for %s...", idleWindow)
 		if err := b.readIdle(ctx); err != nil {
 			return nil, err
 		}
@@ -408,7 +407,7 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	return b.res, nil
 }
 
-// idleWindow is how long readIdle watches the idle profile.
+// idleWindow is how long readIdle watches the idle stack.
 const idleWindow = 10 * time.Second
 
 // readIdle reads each process's CPU time per second while no load runs.
@@ -576,8 +575,8 @@ func (b *bench) measure(ctx context.Context, name string, l Load, op Op, settle 
 		}
 	}
 	cpu, window := cpuDelta(cpu0, b.cpu.read()), time.Since(start)
-	if b.stack != nil {
-		devCPUColumns(name, cpu)
+	if b.twin != nil {
+		foldTwinCPU(name, cpu)
 	}
 	if !b.record {
 		return nil
@@ -598,20 +597,15 @@ func (b *bench) measure(ctx context.Context, name string, l Load, op Op, settle 
 	return nil
 }
 
-// devCPUColumns folds the dev stack's CPU sources of phase name into the
-// report's columns: the gateway and the worker that served it.
-func devCPUColumns(name string, cpu map[string]time.Duration) {
+// foldTwinCPU folds the twin's gateway and worker into CPUGateway and
+// CPUWorker of phase name when the twin served it (the twin table reads
+// them there), and drops them from every other phase.
+func foldTwinCPU(name string, cpu map[string]time.Duration) {
 	if strings.HasSuffix(name, twinSuffix) {
-		// The gateway and the worker that served the phase are the twin's.
 		cpu[CPUGateway], cpu[CPUWorker] = cpu[CPUGateway+twinSuffix], cpu[CPUWorker+twinSuffix]
-	}
-	if name == PhaseBareSeq || name == PhaseBareConc {
-		// The bare workflow's worker is the worker of its phases.
-		cpu[CPUWorker] = cpu[CPUBareWorker]
 	}
 	delete(cpu, CPUGateway+twinSuffix)
 	delete(cpu, CPUWorker+twinSuffix)
-	delete(cpu, CPUBareWorker)
 }
 
 // throughput is a closed-loop phase with the load generator's connections.

@@ -4,8 +4,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,7 +50,7 @@ type target struct {
 	// pprofURL is the gateway's pprof server ("" when it has none).
 	pprofURL string
 	// cpu reads the stack's processes; processes lists them with their
-	// roles (nil on the dev stack, whose report has fixed columns).
+	// roles.
 	cpu       cpuReader
 	processes []CPUProcess
 	// close stops what the run started.
@@ -76,6 +78,7 @@ func startDev(opts Options) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	cpu, procs := devCPU(stack, !opts.FloorsInline)
 	return &target{
 		dev: stack, gatewayURLs: []string{stack.GatewayURL}, token: devToken,
 		downstreamURL: stack.DownstreamURL, databaseURL: stack.DatabaseURL,
@@ -84,9 +87,23 @@ func startDev(opts Options) (*target, error) {
 		temporal:    temporalconn.Config{Address: stack.Temporal.Address, Namespace: stack.Temporal.Namespace},
 		temporalEnv: []string{"TEMPORAL_ADDRESS=" + stack.Temporal.Address, "TEMPORAL_NAMESPACE=" + stack.Temporal.Namespace},
 		pprofURL:    "http://" + pprofAddr,
-		cpu:         cpuReader{pids: map[string]func() int{CPUGateway: stack.Gateway.Pid, CPUWorker: stack.Worker.Pid}},
+		cpu:         cpu,
+		processes:   procs,
 		close:       stop,
 	}, nil
+}
+
+// devCPU reads the dev stack's processes, each alone but PostgreSQL, read
+// with its backends (children of its postmaster), and lists them with the
+// bare worker, the floors' process (when floorsOwn) and the benchmark.
+func devCPU(s *testenv.Stack, floorsOwn bool) (cpuReader, []CPUProcess) {
+	c := cpuReader{
+		pids: map[string]func() int{CPUGateway: s.Gateway.Pid, CPUWorker: s.Worker.Pid,
+			CPUTemporal: s.Temporal.Pid, CPURedis: s.Redis.Pid, CPUDownstream: s.Downstream.Pid},
+		trees: map[string]int{CPUPostgres: s.Postgres.Pid()},
+	}
+	names := slices.Concat(slices.Collect(maps.Keys(c.pids)), slices.Collect(maps.Keys(c.trees)))
+	return c, stackProcesses(names, floorsOwn)
 }
 
 // openProd opens the running production-like profile whose stack.env is
