@@ -1,38 +1,30 @@
 package params
 
 import (
-	"encoding/json"
 	"slices"
 
 	"github.com/oncegate/oncegate/internal/catalog"
 )
 
-// checkConstraints checks the constraints of bound field name on its
-// normalized value (normalized holds every bound field that passed its type
-// check, for scale_from): each constraint the field declares checks it
-// (catalog.Constraint). It returns nil when they all hold.
-func checkConstraints(name string, bind map[string]catalog.Field, normalized map[string]any) []FieldProblem {
-	f := bind[name]
-	v := catalog.Value{Bound: normalized}
-	switch x := normalized[name].(type) {
-	case json.Number:
-		d, nerr := parseDecimal(string(x))
-		if nerr != nil {
-			return []FieldProblem{nerr.problem(name, RuleType)}
-		}
-		v.Number = d
-	case string:
-		v.Text = x
-	default:
+// checkConstraints checks the constraints of bound field f on its
+// normalized value and parsed decimal (normalized holds every bound field
+// that passed its type check, for scale_from): each constraint the field
+// declares checks it (catalog.Constraint). It returns nil when they all
+// hold, and when f has no string or number value.
+func checkConstraints(f *boundField, normalized map[string]any) []FieldProblem {
+	v := catalog.Value{Bound: normalized, Number: f.number}
+	if s, ok := f.value.(string); ok {
+		v.Text = s
+	} else if f.number == nil {
 		return nil
 	}
 	var out []FieldProblem
-	for _, c := range f.Declared() {
-		if !applies(c, f.Type) {
+	for _, c := range f.field.Declared() {
+		if !applies(c, f.field.Type) {
 			continue
 		}
-		for _, p := range c.Check(&f, v) {
-			out = append(out, fromCatalog(name, p))
+		for _, p := range c.Check(&f.field, v) {
+			out = append(out, fromCatalog(f.name, p))
 		}
 	}
 	return out

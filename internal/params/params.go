@@ -81,7 +81,7 @@ func Canonicalize(raw []byte, spec map[string]catalog.Field) (canonical []byte, 
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(spec)) {
 		v, present := obj[name]
-		out, problem := normalizeBound(name, spec[name], v, present)
+		out, _, problem := normalizeBound(name, spec[name], v, present)
 		if problem != nil {
 			errs = append(errs, *problem)
 			continue
@@ -147,19 +147,13 @@ func Bind(raw []byte, action *catalog.Action) (Bound, []FieldProblem) {
 // returned) without the free params: the problems, or the canonical bound
 // params and their normalized values.
 func bindObject(obj object, err error, action *catalog.Action) (Bound, []FieldProblem) {
-	normalized, problems := validateObject(obj, err, action)
+	fields := borrowBoundFields()
+	defer fields.giveBack()
+	normalized, problems := checkObject(obj, err, action, fields)
 	if len(problems) > 0 {
 		return Bound{}, problems
 	}
-	canonical, err := appendCanonical(make([]byte, 0, 128), normalized, nil)
-	if err != nil {
-		var fp FieldProblem
-		if !errors.As(err, &fp) {
-			fp = newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())
-		}
-		return Bound{}, []FieldProblem{fp}
-	}
-	return Bound{Canonical: canonical, Normalized: normalized}, nil
+	return Bound{Canonical: fields.appendCanonical(make([]byte, 0, 128)), Normalized: normalized}, nil
 }
 
 // freeParams returns the members that are free params of action and not
@@ -182,12 +176,20 @@ func validate(raw []byte, action *catalog.Action) (normalized map[string]any, pr
 }
 
 // validateObject is validate of a parsed object, or of the error that
-// parsing it returned. Every problem it finds is at a top-level name (each
-// name is checked once, by one of the loops), so the final sort by field
-// alone orders them, the problems of one field in the order its check
-// found them: the loops range over the maps as they come, sorting no keys
-// per request.
+// parsing it returned.
 func validateObject(parsed object, err error, action *catalog.Action) (normalized map[string]any, problems []FieldProblem) {
+	fields := borrowBoundFields()
+	defer fields.giveBack()
+	return checkObject(parsed, err, action, fields)
+}
+
+// checkObject is validateObject reading action's bound fields into
+// fields, which then hold each one's normalized value, sorted by name as
+// the canonical bytes sort keys. Every problem it finds is at a top-level
+// name (each name is checked once, by one of the loops), so the final
+// sort by field alone orders them, the problems of one field in the order
+// its check found them: the loops range over the fields as they come.
+func checkObject(parsed object, err error, action *catalog.Action, fields *boundFields) (normalized map[string]any, problems []FieldProblem) {
 	if action == nil {
 		return nil, []FieldProblem{newProblem("", RuleCatalog, "no_action", "")}
 	}
@@ -212,18 +214,20 @@ func validateObject(parsed object, err error, action *catalog.Action) (normalize
 			problems = append(problems, *problem)
 		}
 	}
+	fields.read(action.Bind)
 	normalized = make(map[string]any, len(action.Bind))
-	for name, f := range action.Bind {
-		v, present := obj[name]
-		out, problem := normalizeBound(name, f, v, present)
+	for i := range fields.all {
+		f := &fields.all[i]
+		v, present := obj[f.name]
+		problem := f.normalize(v, present)
 		if problem != nil {
 			problems = append(problems, *problem)
-		} else if out != nil {
-			normalized[name] = out
+		} else if f.value != nil {
+			normalized[f.name] = f.value
 		}
 	}
-	for name := range normalized {
-		problems = append(problems, checkConstraints(name, action.Bind, normalized)...)
+	for i := range fields.all {
+		problems = append(problems, checkConstraints(&fields.all[i], normalized)...)
 	}
 	slices.SortStableFunc(problems, func(a, b FieldProblem) int { return strings.Compare(a.Field, b.Field) })
 	return normalized, problems
@@ -316,11 +320,12 @@ func jsonKind(v any) string {
 }
 
 // normalizeBound checks one bound field's type and returns its normalized
-// form (nil when absent or null) or a problem.
-func normalizeBound(name string, f catalog.Field, v any, present bool) (any, *FieldProblem) {
-	fail := func(rule, code string, args ...string) (any, *FieldProblem) {
+// form (nil when absent or null), with the decimal a number was parsed to,
+// or a problem.
+func normalizeBound(name string, f catalog.Field, v any, present bool) (any, *apd.Decimal, *FieldProblem) {
+	fail := func(rule, code string, args ...string) (any, *apd.Decimal, *FieldProblem) {
 		p := newProblem(name, rule, code, string(f.Type), args...)
-		return nil, &p
+		return nil, nil, &p
 	}
 	if !present || v == nil {
 		if f.Required {
@@ -329,7 +334,7 @@ func normalizeBound(name string, f catalog.Field, v any, present bool) (any, *Fi
 			}
 			return fail(RuleRequired, "required.null", "type", string(f.Type))
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	switch f.Type {
 	case catalog.TypeString:
@@ -345,27 +350,28 @@ func normalizeBound(name string, f catalog.Field, v any, present bool) (any, *Fi
 		if f.Required && s == "" {
 			return fail(RuleRequired, "required.empty")
 		}
-		return s, nil
+		return s, nil, nil
 	case catalog.TypeDecimal, catalog.TypeInteger:
-		d, problem := numberValue(name, f.Type, v)
+		n, d, problem := numberValue(name, f.Type, v)
 		if problem != nil {
-			return nil, problem
+			return nil, nil, problem
 		}
-		return d, nil
+		return n, d, nil
 	case catalog.TypeBoolean:
 		b, ok := v.(bool)
 		if !ok {
 			return fail(RuleType, "type.boolean", "got", jsonKind(v))
 		}
-		return b, nil
+		return b, nil, nil
 	}
 	return fail(RuleCatalog, "catalog.type", "type", string(f.Type))
 }
 
 // numberValue returns the canonical json.Number of a decimal or integer
 // field given as a JSON number (JSON's grammar) or as a decimal string
-// (DecimalPattern).
-func numberValue(name string, t catalog.FieldType, v any) (json.Number, *FieldProblem) {
+// (DecimalPattern), and the decimal it parsed (reduced, as parseDecimal
+// returns it).
+func numberValue(name string, t catalog.FieldType, v any) (json.Number, *apd.Decimal, *FieldProblem) {
 	var (
 		s    string
 		d    *apd.Decimal
@@ -380,18 +386,18 @@ func numberValue(name string, t catalog.FieldType, v any) (json.Number, *FieldPr
 		d, nerr = parseDecimalString(s)
 	default:
 		p := newProblem(name, RuleType, "type.number", string(t), "type", string(t), "got", jsonKind(v))
-		return "", &p
+		return "", nil, &p
 	}
 	if nerr != nil {
 		p := nerr.problem(name, RuleType)
 		p.Expected = string(t)
-		return "", &p
+		return "", nil, &p
 	}
 	if t == catalog.TypeInteger && d.Exponent < 0 {
 		p := newProblem(name, RuleType, "type.fraction", string(t), "value", catalog.Quoted(s))
-		return "", &p
+		return "", nil, &p
 	}
-	return json.Number(d.Text('f')), nil
+	return json.Number(d.Text('f')), d, nil
 }
 
 // checkFree checks one free field's value against its declared type
@@ -412,7 +418,7 @@ func checkFree(name string, f catalog.FreeField, v any) *FieldProblem {
 		}
 		return checkMaxLength(name, f.MaxLength, s)
 	case catalog.TypeDecimal, catalog.TypeInteger:
-		_, problem := numberValue(name, f.Type, v)
+		_, _, problem := numberValue(name, f.Type, v)
 		return problem
 	case catalog.TypeBoolean:
 		if _, ok := v.(bool); !ok {
