@@ -342,15 +342,15 @@ func normalizeBound(name string, f catalog.Field, v any, present bool) (any, *ap
 		if !ok {
 			return fail(RuleType, "type.string", "got", jsonKind(v))
 		}
-		s, err := catalog.ApplyNormalizers(norm.NFC.String(s), f.Normalize)
+		normalized, err := catalog.ApplyNormalizers(norm.NFC.String(s), f.Normalize)
 		if err != nil {
 			return fail(RuleCatalog, "catalog.normalizer", "normalizer", err.Error())
 		}
-		s = norm.NFC.String(s)
-		if f.Required && s == "" {
+		normalized = norm.NFC.String(normalized)
+		if f.Required && normalized == "" {
 			return fail(RuleRequired, "required.empty")
 		}
-		return s, nil, nil
+		return sameString(v, s, normalized), nil, nil
 	case catalog.TypeDecimal, catalog.TypeInteger:
 		n, d, problem := numberValue(name, f.Type, v)
 		if problem != nil {
@@ -365,6 +365,16 @@ func normalizeBound(name string, f catalog.Field, v any, present bool) (any, *ap
 		return b, nil, nil
 	}
 	return fail(RuleCatalog, "catalog.type", "type", string(f.Type))
+}
+
+// sameString returns the normalized string as an any: v, which holds s,
+// when the normalizers and NFC left s as it was (so that it is not boxed
+// again), else normalized.
+func sameString(v any, s, normalized string) any {
+	if normalized == s {
+		return v
+	}
+	return normalized
 }
 
 // numberValue returns the canonical json.Number of a decimal or integer

@@ -71,6 +71,10 @@ func scanJSON(raw []byte) (v any, members []member, ok bool) {
 	return v, members, true
 }
 
+// membersHint is the room topObject makes for members at first: enough
+// for an action's params, so that the slice is allocated once.
+const membersHint = 8
+
 // topObject reads the top-level object, recording where each member's
 // value starts and ends in raw.
 func (s *scanner) topObject(raw []byte) (map[string]any, []member, bool) {
@@ -78,7 +82,7 @@ func (s *scanner) topObject(raw []byte) (map[string]any, []member, bool) {
 		return nil, nil, false
 	}
 	obj := make(map[string]any)
-	var members []member
+	members := make([]member, 0, membersHint)
 	for s.dec.PeekKind() != '}' {
 		name, key, ok := s.key(obj)
 		if !ok {
