@@ -67,7 +67,10 @@ type parser struct {
 // scanner reads valid JSON; whatever it gives up on, the decoder's parser
 // reads again and refuses with its problem.
 func parseJSON(raw []byte) (any, error) {
-	if v, _, ok := scanJSON(raw); ok {
+	if v, members, ok := scanJSON(raw); ok {
+		if members != nil {
+			return object{members: members}.values(), nil
+		}
 		return v, nil
 	}
 	return parseJSONDecoder(raw)

@@ -54,7 +54,7 @@ func legacyValidateObject(parsed object, err error, action *catalog.Action) (nor
 		}
 		return nil, []FieldProblem{newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())}
 	}
-	obj := parsed.values
+	obj := parsed.values()
 	for name, v := range obj {
 		if _, bound := action.Bind[name]; bound {
 			continue

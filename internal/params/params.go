@@ -76,11 +76,10 @@ func Canonicalize(raw []byte, spec map[string]catalog.Field) (canonical []byte, 
 	if err != nil {
 		return nil, nil, err
 	}
-	obj := parsed.values
 	normalized = make(map[string]any, len(spec))
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(spec)) {
-		v, present := obj[name]
+		v, present := parsed.lookup(name)
 		out, _, problem := normalizeBound(name, spec[name], v, present)
 		if problem != nil {
 			errs = append(errs, *problem)
@@ -200,17 +199,16 @@ func checkObject(parsed object, err error, action *catalog.Action, fields *bound
 		}
 		return nil, []FieldProblem{newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())}
 	}
-	obj := parsed.values
-	for name, v := range obj {
-		if _, bound := action.Bind[name]; bound {
+	for _, m := range parsed.members {
+		if _, bound := action.Bind[m.key]; bound {
 			continue
 		}
-		free, ok := action.Free[name]
+		free, ok := action.Free[m.key]
 		if !ok {
-			problems = append(problems, newProblem(name, RuleUnknownField, "unknown_field", "one of "+strings.Join(declaredFields(action), ", ")))
+			problems = append(problems, newProblem(m.key, RuleUnknownField, "unknown_field", "one of "+strings.Join(declaredFields(action), ", ")))
 			continue
 		}
-		if problem := checkFree(name, free, v); problem != nil {
+		if problem := checkFree(m.key, free, m.value); problem != nil {
 			problems = append(problems, *problem)
 		}
 	}
@@ -218,7 +216,7 @@ func checkObject(parsed object, err error, action *catalog.Action, fields *bound
 	normalized = make(map[string]any, len(action.Bind))
 	for i := range fields.all {
 		f := &fields.all[i]
-		v, present := obj[f.name]
+		v, present := parsed.lookup(f.name)
 		problem := f.normalize(v, present)
 		if problem != nil {
 			problems = append(problems, *problem)
@@ -252,11 +250,30 @@ func Hash(canonical []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// object is a parsed params object: its values, keys NFC-normalized, and
-// its top-level members as written.
+// object is a parsed params object: its top-level members, in order.
 type object struct {
-	values  map[string]any
 	members []member
+}
+
+// lookup returns the value of the member keyed key (NFC-normalized), and
+// whether there is one.
+func (o object) lookup(key string) (any, bool) {
+	for i := range o.members {
+		if o.members[i].key == key {
+			return o.members[i].value, true
+		}
+	}
+	return nil, false
+}
+
+// values returns the members' values by key: the map the parser builds
+// of an object.
+func (o object) values() map[string]any {
+	values := make(map[string]any, len(o.members))
+	for _, m := range o.members {
+		values[m.key] = m.value
+	}
+	return values
 }
 
 // parseObject parses raw and requires a JSON object: the scanner reads
@@ -264,10 +281,8 @@ type object struct {
 // and refuses with its problem.
 func parseObject(raw []byte) (object, error) {
 	if len(bytes.TrimSpace(raw)) > 0 {
-		if v, members, ok := scanJSON(raw); ok {
-			if values, isObject := v.(map[string]any); isObject {
-				return object{values: values, members: members}, nil
-			}
+		if _, members, ok := scanJSON(raw); ok && members != nil {
+			return object{members: members}, nil
 		}
 	}
 	return parseObjectDecoder(raw)
@@ -294,9 +309,10 @@ func parseObjectDecoder(raw []byte) (object, error) {
 	}
 	members := make([]member, 0, len(all))
 	for name, v := range all {
-		members = append(members, member{name: name, raw: v})
+		key := norm.NFC.String(name)
+		members = append(members, member{name: name, key: key, value: values[key], raw: v})
 	}
-	return object{values: values, members: members}, nil
+	return object{members: members}, nil
 }
 
 // jsonKind names the JSON type of a parsed value: null, boolean, string,

@@ -12,13 +12,16 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// member is one top-level member of a params object as written: its name
+// member is one top-level member of a params object: its name as written,
 // unescaped but not NFC-normalized (the name json.Unmarshal would key it
-// by) and its value's bytes verbatim (a free param is sent downstream as
-// the agent wrote it).
+// by), its key (the name NFC-normalized, as the parser keys objects), its
+// parsed value, and its value's bytes verbatim (a free param is sent
+// downstream as the agent wrote it).
 type member struct {
-	name string
-	raw  json.RawMessage
+	name  string
+	key   string
+	value any
+	raw   json.RawMessage
 }
 
 // scanner reads one JSON document with a jsontext.Decoder, which does not
@@ -32,6 +35,9 @@ type scanner struct {
 	rd      bytes.Reader
 	dec     *jsontext.Decoder
 	members int
+	// keys indexes the keys of a top-level object of many members
+	// (fresh).
+	keys map[string]struct{}
 }
 
 // scanners reuses a scanner's decoder and buffers across requests.
@@ -41,15 +47,17 @@ var scanners = sync.Pool{New: func() any {
 	return s
 }}
 
-// scanJSON parses raw like parseJSON and also returns the top-level
-// members of an object, or ok false when raw is anything parseJSON might
-// refuse or read differently.
+// scanJSON parses raw like parseJSON, or returns ok false when raw is
+// anything parseJSON might refuse or read differently. A top-level object
+// it returns as its members, in order (never nil, v nil); any other value
+// as v (members nil).
 func scanJSON(raw []byte) (v any, members []member, ok bool) {
 	if len(raw) > MaxParamsBytes || !utf8.Valid(raw) {
 		return nil, nil, false
 	}
 	s := scanners.Get().(*scanner)
 	defer func() {
+		clear(s.keys)
 		s.rd.Reset(nil)
 		s.dec.Reset(&s.rd)
 		scanners.Put(s)
@@ -58,7 +66,7 @@ func scanJSON(raw []byte) (v any, members []member, ok bool) {
 	s.dec.Reset(&s.rd)
 	s.members = 0
 	if s.dec.PeekKind() == '{' {
-		v, members, ok = s.topObject(raw)
+		members, ok = s.topObject(raw)
 	} else {
 		v, ok = s.value(1)
 	}
@@ -75,48 +83,74 @@ func scanJSON(raw []byte) (v any, members []member, ok bool) {
 // for an action's params, so that the slice is allocated once.
 const membersHint = 8
 
-// topObject reads the top-level object, recording where each member's
-// value starts and ends in raw.
-func (s *scanner) topObject(raw []byte) (map[string]any, []member, bool) {
+// topObject reads the top-level object's members, recording where each
+// member's value starts and ends in raw.
+func (s *scanner) topObject(raw []byte) ([]member, bool) {
 	if _, err := s.dec.ReadToken(); err != nil {
-		return nil, nil, false
+		return nil, false
 	}
-	obj := make(map[string]any)
 	members := make([]member, 0, membersHint)
 	for s.dec.PeekKind() != '}' {
-		name, key, ok := s.key(obj)
-		if !ok {
-			return nil, nil, false
+		name, key, ok := s.key()
+		if !ok || !s.fresh(members, key) {
+			return nil, false
 		}
 		start := s.dec.InputOffset()
 		v, ok := s.value(2)
 		if !ok {
-			return nil, nil, false
+			return nil, false
 		}
 		end := s.dec.InputOffset()
-		obj[key] = v
 		// Between the name and its value there is only a colon and white
 		// space, which no JSON value starts with.
-		members = append(members, member{name: name, raw: bytes.TrimLeft(raw[start:end], " \t\r\n:")})
+		members = append(members, member{name: name, key: key, value: v, raw: bytes.TrimLeft(raw[start:end], " \t\r\n:")})
 	}
 	if _, err := s.dec.ReadToken(); err != nil {
-		return nil, nil, false
+		return nil, false
 	}
-	return obj, members, true
+	return members, true
+}
+
+// keysIndexedFrom is how many members a top-level object has before fresh
+// indexes their keys in a map rather than searching them: few enough for
+// a linear search to be the faster, and no object costs quadratic time.
+const keysIndexedFrom = 16
+
+// fresh reports whether key is none of members' keys, and indexes it once
+// the object has many members.
+func (s *scanner) fresh(members []member, key string) bool {
+	if len(members) < keysIndexedFrom {
+		for i := range members {
+			if members[i].key == key {
+				return false
+			}
+		}
+		return true
+	}
+	if s.keys == nil {
+		s.keys = make(map[string]struct{})
+	}
+	if len(s.keys) == 0 {
+		for i := range members {
+			s.keys[members[i].key] = struct{}{}
+		}
+	}
+	if _, dup := s.keys[key]; dup {
+		return false
+	}
+	s.keys[key] = struct{}{}
+	return true
 }
 
 // key reads an object member's name and returns it as written and
-// NFC-normalized, refusing a name obj already holds.
-func (s *scanner) key(obj map[string]any) (name, key string, ok bool) {
+// NFC-normalized, counting it among the members.
+func (s *scanner) key() (name, key string, ok bool) {
 	tok, err := s.dec.ReadToken()
 	if err != nil || tok.Kind() != '"' {
 		return "", "", false
 	}
 	name = tok.String()
 	key = norm.NFC.String(name)
-	if _, dup := obj[key]; dup {
-		return "", "", false
-	}
 	s.members++
 	return name, key, s.members <= MaxMembers
 }
@@ -158,8 +192,11 @@ func (s *scanner) object(depth int) (any, bool) {
 	}
 	obj := make(map[string]any)
 	for s.dec.PeekKind() != '}' {
-		_, key, ok := s.key(obj)
+		_, key, ok := s.key()
 		if !ok {
+			return nil, false
+		}
+		if _, dup := obj[key]; dup {
 			return nil, false
 		}
 		v, ok := s.value(depth + 1)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,9 +127,9 @@ func TestScanReadsValidParams(t *testing.T) {
 	_, members, ok := scanJSON([]byte(` {"amount":"12.50", "memo" : {"a": [1]}, "e\u0301":null} `))
 	require.True(t, ok)
 	assert.Equal(t, []member{
-		{name: "amount", raw: json.RawMessage(`"12.50"`)},
-		{name: "memo", raw: json.RawMessage(`{"a": [1]}`)},
-		{name: "e\u0301", raw: json.RawMessage(`null`)},
+		{name: "amount", key: "amount", value: "12.50", raw: json.RawMessage(`"12.50"`)},
+		{name: "memo", key: "memo", value: map[string]any{"a": []any{json.Number("1")}}, raw: json.RawMessage(`{"a": [1]}`)},
+		{name: "e\u0301", key: "\u00e9", raw: json.RawMessage(`null`)},
 	}, members)
 	for _, refused := range []string{
 		`{"a":1,"a":2}`, "{\"e\u0301\":1,\"\u00e9\":2}", `{"a":1} {}`, `{"a":1}x`, `{"a":`, ``,
@@ -155,6 +156,17 @@ func TestScanReadsValidParams(t *testing.T) {
 	assert.True(t, ok, "MaxMembers members")
 	_, _, ok = scanJSON([]byte(`{` + strings.Join(names, ",") + `}`))
 	assert.False(t, ok, "more than MaxMembers members")
+	for range 2 { // a scanner reused forgets the keys it indexed
+		_, _, ok = scanJSON([]byte(`{` + strings.Join(names[:40], ",") + `}`))
+		assert.True(t, ok, "many members, scanned again")
+	}
+	// jsontext refuses a name written twice; a name that is another's
+	// after NFC is the scanner's to refuse, also among many members.
+	for _, at := range []int{0, 15, 16, 39} {
+		many := slices.Insert(slices.Clone(names[:40]), at, "\"\u00e9\":1")
+		_, _, ok = scanJSON([]byte(`{` + strings.Join(many, ",") + ",\"e\u0301\":2}"))
+		assert.False(t, ok, "a duplicate after NFC of member %d among many members", at)
+	}
 }
 
 // FuzzScanMatchesDecoder is the differential fuzz target of the scanner:
