@@ -26,13 +26,19 @@ const DecimalPattern = `^-?(0|[1-9][0-9]*)(\.[0-9]+)?$`
 // decimalRE is DecimalPattern compiled.
 var decimalRE = regexp.MustCompile(DecimalPattern)
 
+// isDecimalString reports whether s matches DecimalPattern, without the
+// regexp: DecimalPattern is JSON's number grammar without the exponent.
+func isDecimalString(s string) bool {
+	return !strings.ContainsAny(s, "eE") && isJSONNumber(s)
+}
+
 // parseDecimalString parses a decimal string: DecimalPattern decides what
 // is accepted; a refused string gets the problem code that names what is
 // wrong with it and, when one repair makes it a decimal string without
 // guessing (white space around it, a plus sign, an exponent, leading
 // zeros, a bare point), that repaired text to suggest.
 func parseDecimalString(s string) (*apd.Decimal, *numberError) {
-	if decimalRE.MatchString(s) {
+	if isDecimalString(s) {
 		return parseDecimal(s)
 	}
 	code, plain := decimalStringProblem(s)

@@ -21,6 +21,7 @@ func TestDecimalStrings(t *testing.T) {
 	for _, row := range tab.Rows {
 		t.Run(row.S, func(t *testing.T) {
 			assert.Equal(t, row.Decimal, re.MatchString(row.S), "DecimalPattern")
+			assert.Equal(t, row.Decimal, isDecimalString(row.S), "isDecimalString")
 			d, nerr := parseDecimalString(row.S)
 			if row.Decimal {
 				require.Nil(t, nerr, "the parser refuses what the pattern accepts")
@@ -54,4 +55,19 @@ func TestDecimalStringAsNumber(t *testing.T) {
 	_, _, err = Canonicalize([]byte(`{"id":"x","count":1,"d":1e99999}`), spec)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `has an exponent beyond 10000`)
+}
+
+// FuzzDecimalString: isDecimalString accepts exactly what DecimalPattern
+// matches.
+func FuzzDecimalString(f *testing.F) {
+	tab, err := paramstest.ReadDecimalTable()
+	require.NoError(f, err)
+	for _, row := range tab.Rows {
+		f.Add(row.S)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := isDecimalString(s), decimalRE.MatchString(s); got != want {
+			t.Fatalf("isDecimalString(%q) is %v, DecimalPattern %v", s, got, want)
+		}
+	})
 }
