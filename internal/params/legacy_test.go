@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/text/unicode/norm"
-
 	"github.com/oncegate/oncegate/internal/catalog"
 )
 
@@ -18,7 +16,9 @@ import (
 // reused slice (each decimal parsed once, the canonical bytes written from
 // it): kept as the oracle the faster path is compared with, every step
 // the old one (validateObject over maps, constraints that parse the
-// decimal again, the generic canonical writer over the normalized map).
+// decimal again, the generic canonical writer over the normalized map)
+// but normalizeBound, whose decimal it drops (what else changed there, a
+// string's box kept, changes no value).
 func legacyBind(raw []byte, action *catalog.Action) (Bound, []FieldProblem) {
 	obj, err := parseObject(raw)
 	normalized, problems := legacyValidateObject(obj, err, action)
@@ -44,15 +44,8 @@ func legacyBind(raw []byte, action *catalog.Action) (Bound, []FieldProblem) {
 
 // legacyValidateObject is validateObject as it was.
 func legacyValidateObject(parsed object, err error, action *catalog.Action) (normalized map[string]any, problems []FieldProblem) {
-	if action == nil {
-		return nil, []FieldProblem{newProblem("", RuleCatalog, "no_action", "")}
-	}
-	if err != nil {
-		var fp FieldProblem
-		if errors.As(err, &fp) {
-			return nil, []FieldProblem{fp}
-		}
-		return nil, []FieldProblem{newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())}
+	if problem := unboundable(err, action); problem != nil {
+		return nil, []FieldProblem{*problem}
 	}
 	obj := parsed.values()
 	for name, v := range obj {
@@ -71,7 +64,7 @@ func legacyValidateObject(parsed object, err error, action *catalog.Action) (nor
 	normalized = make(map[string]any, len(action.Bind))
 	for name, f := range action.Bind {
 		v, present := obj[name]
-		out, problem := legacyNormalizeBound(name, f, v, present)
+		out, _, problem := normalizeBound(name, f, v, present)
 		if problem != nil {
 			problems = append(problems, *problem)
 		} else if out != nil {
@@ -83,52 +76,6 @@ func legacyValidateObject(parsed object, err error, action *catalog.Action) (nor
 	}
 	slices.SortStableFunc(problems, func(a, b FieldProblem) int { return strings.Compare(a.Field, b.Field) })
 	return normalized, problems
-}
-
-// legacyNormalizeBound is normalizeBound as it was.
-func legacyNormalizeBound(name string, f catalog.Field, v any, present bool) (any, *FieldProblem) {
-	fail := func(rule, code string, args ...string) (any, *FieldProblem) {
-		p := newProblem(name, rule, code, string(f.Type), args...)
-		return nil, &p
-	}
-	if !present || v == nil {
-		if f.Required {
-			if !present {
-				return fail(RuleRequired, "required.missing", "type", string(f.Type))
-			}
-			return fail(RuleRequired, "required.null", "type", string(f.Type))
-		}
-		return nil, nil
-	}
-	switch f.Type {
-	case catalog.TypeString:
-		s, ok := v.(string)
-		if !ok {
-			return fail(RuleType, "type.string", "got", jsonKind(v))
-		}
-		s, err := catalog.ApplyNormalizers(norm.NFC.String(s), f.Normalize)
-		if err != nil {
-			return fail(RuleCatalog, "catalog.normalizer", "normalizer", err.Error())
-		}
-		s = norm.NFC.String(s)
-		if f.Required && s == "" {
-			return fail(RuleRequired, "required.empty")
-		}
-		return s, nil
-	case catalog.TypeDecimal, catalog.TypeInteger:
-		n, _, problem := numberValue(name, f.Type, v)
-		if problem != nil {
-			return nil, problem
-		}
-		return n, nil
-	case catalog.TypeBoolean:
-		b, ok := v.(bool)
-		if !ok {
-			return fail(RuleType, "type.boolean", "got", jsonKind(v))
-		}
-		return b, nil
-	}
-	return fail(RuleCatalog, "catalog.type", "type", string(f.Type))
 }
 
 // legacyCheckConstraints is checkConstraints as it was: it parses the

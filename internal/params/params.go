@@ -182,6 +182,22 @@ func validateObject(parsed object, err error, action *catalog.Action) (normalize
 	return checkObject(parsed, err, action, fields)
 }
 
+// unboundable returns the problem that keeps params from being checked at
+// all: no action, or the error parsing them returned (a FieldProblem, or
+// a syntax error); nil when they can be.
+func unboundable(err error, action *catalog.Action) *FieldProblem {
+	var p FieldProblem
+	switch {
+	case action == nil:
+		p = newProblem("", RuleCatalog, "no_action", "")
+	case err == nil:
+		return nil
+	case !errors.As(err, &p):
+		p = newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())
+	}
+	return &p
+}
+
 // checkObject is validateObject reading action's bound fields into
 // fields, which then hold each one's normalized value, sorted by name as
 // the canonical bytes sort keys. Every problem it finds is at a top-level
@@ -189,15 +205,8 @@ func validateObject(parsed object, err error, action *catalog.Action) (normalize
 // sort by field alone orders them, the problems of one field in the order
 // its check found them: the loops range over the fields as they come.
 func checkObject(parsed object, err error, action *catalog.Action, fields *boundFields) (normalized map[string]any, problems []FieldProblem) {
-	if action == nil {
-		return nil, []FieldProblem{newProblem("", RuleCatalog, "no_action", "")}
-	}
-	if err != nil {
-		var fp FieldProblem
-		if errors.As(err, &fp) {
-			return nil, []FieldProblem{fp}
-		}
-		return nil, []FieldProblem{newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())}
+	if problem := unboundable(err, action); problem != nil {
+		return nil, []FieldProblem{*problem}
 	}
 	for _, m := range parsed.members {
 		if _, bound := action.Bind[m.key]; bound {
