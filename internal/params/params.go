@@ -186,13 +186,15 @@ func validateObject(parsed object, err error, action *catalog.Action) (normalize
 // all: no action, or the error parsing them returned (a FieldProblem, or
 // a syntax error); nil when they can be.
 func unboundable(err error, action *catalog.Action) *FieldProblem {
-	var p FieldProblem
-	switch {
-	case action == nil:
-		p = newProblem("", RuleCatalog, "no_action", "")
-	case err == nil:
+	if action == nil {
+		p := newProblem("", RuleCatalog, "no_action", "")
+		return &p
+	}
+	if err == nil {
 		return nil
-	case !errors.As(err, &p):
+	}
+	var p FieldProblem
+	if !errors.As(err, &p) {
 		p = newProblem("", RuleJSON, "json.syntax", "", "detail", err.Error())
 	}
 	return &p
