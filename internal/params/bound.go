@@ -34,8 +34,15 @@ type boundFields struct {
 // boundFieldsPool holds boundFields between calls.
 var boundFieldsPool = sync.Pool{New: func() any { return new(boundFields) }}
 
-// borrowBoundFields returns empty boundFields; giveBack returns them.
-func borrowBoundFields() *boundFields { return boundFieldsPool.Get().(*boundFields) }
+// borrowBoundFields returns the bound fields of action (none when action
+// is nil) without values; giveBack returns them.
+func borrowBoundFields(action *catalog.Action) *boundFields {
+	b := boundFieldsPool.Get().(*boundFields)
+	if action != nil {
+		b.read(action.Bind)
+	}
+	return b
+}
 
 // giveBack empties b, keeping nothing of the call alive, and returns it to
 // the pool.

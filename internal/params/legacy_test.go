@@ -20,7 +20,7 @@ import (
 // but normalizeBound, whose decimal it drops (what else changed there, a
 // string's box kept, changes no value).
 func legacyBind(raw []byte, action *catalog.Action) (Bound, []FieldProblem) {
-	obj, err := parseObject(raw)
+	obj, err := parseObject(raw, nil)
 	normalized, problems := legacyValidateObject(obj, err, action)
 	if len(problems) > 0 {
 		return Bound{}, problems
@@ -115,17 +115,13 @@ func sameAsLegacy(t *testing.T, raw []byte, action *catalog.Action) {
 	t.Helper()
 	got, gotProblems := Bind(raw, action)
 	want, wantProblems := legacyBind(raw, action)
-	if !reflect.DeepEqual(gotProblems, wantProblems) {
-		t.Fatalf("%q: problems %#v, the legacy path %#v", raw, gotProblems, wantProblems)
-	}
+	sameProblems(t, raw, gotProblems, wantProblems, "the legacy path")
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q: bound %#v, the legacy path %#v", raw, got, want)
 	}
-	obj, err := parseObject(raw)
+	obj, err := parseObject(raw, nil)
 	_, wantValid := legacyValidateObject(obj, err, action)
-	if gotValid := Validate(raw, action); !reflect.DeepEqual(gotValid, wantValid) {
-		t.Fatalf("%q: Validate %#v, the legacy path %#v", raw, gotValid, wantValid)
-	}
+	sameProblems(t, raw, Validate(raw, action), wantValid, "Validate's legacy path")
 }
 
 // legacySeeds are params that break several rules at once, for the

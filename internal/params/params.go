@@ -72,7 +72,7 @@ func (p FieldProblem) Unwrap() error { return ErrInvalid }
 // value of the wrong type, is refused. Every error wraps ErrInvalid;
 // several problems are joined with errors.Join, each a FieldProblem.
 func Canonicalize(raw []byte, spec map[string]catalog.Field) (canonical []byte, normalized map[string]any, err error) {
-	parsed, err := parseObject(raw)
+	parsed, err := parseObject(raw, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,8 +133,10 @@ type Bound struct {
 // reports, or the Bound params. The gateway calls it on every preview and
 // confirm.
 func Bind(raw []byte, action *catalog.Action) (Bound, []FieldProblem) {
-	obj, err := parseObject(raw)
-	b, problems := bindObject(obj, err, action)
+	fields := borrowBoundFields(action)
+	defer fields.giveBack()
+	obj, err := parseObject(raw, fields)
+	b, problems := bindObject(obj, err, action, fields)
 	if len(problems) > 0 {
 		return Bound{}, problems
 	}
@@ -145,9 +147,7 @@ func Bind(raw []byte, action *catalog.Action) (Bound, []FieldProblem) {
 // bindObject is Bind of a parsed object (or of the error parsing it
 // returned) without the free params: the problems, or the canonical bound
 // params and their normalized values.
-func bindObject(obj object, err error, action *catalog.Action) (Bound, []FieldProblem) {
-	fields := borrowBoundFields()
-	defer fields.giveBack()
+func bindObject(obj object, err error, action *catalog.Action, fields *boundFields) (Bound, []FieldProblem) {
 	normalized, problems := checkObject(obj, err, action, fields)
 	if len(problems) > 0 {
 		return Bound{}, problems
@@ -170,16 +170,10 @@ func freeParams(action *catalog.Action, members []member) map[string]json.RawMes
 // validate is Validate, returning the normalized bound values too
 // (meaningful only without problems).
 func validate(raw []byte, action *catalog.Action) (normalized map[string]any, problems []FieldProblem) {
-	obj, err := parseObject(raw)
-	return validateObject(obj, err, action)
-}
-
-// validateObject is validate of a parsed object, or of the error that
-// parsing it returned.
-func validateObject(parsed object, err error, action *catalog.Action) (normalized map[string]any, problems []FieldProblem) {
-	fields := borrowBoundFields()
+	fields := borrowBoundFields(action)
 	defer fields.giveBack()
-	return checkObject(parsed, err, action, fields)
+	obj, err := parseObject(raw, fields)
+	return checkObject(obj, err, action, fields)
 }
 
 // unboundable returns the problem that keeps params from being checked at
@@ -200,12 +194,13 @@ func unboundable(err error, action *catalog.Action) *FieldProblem {
 	return &p
 }
 
-// checkObject is validateObject reading action's bound fields into
-// fields, which then hold each one's normalized value, sorted by name as
-// the canonical bytes sort keys. Every problem it finds is at a top-level
-// name (each name is checked once, by one of the loops), so the final
-// sort by field alone orders them, the problems of one field in the order
-// its check found them: the loops range over the fields as they come.
+// checkObject is validate of a parsed object, or of the error that
+// parsing it returned, with the bound fields of action
+// (borrowBoundFields), which then hold each one's normalized value. Every
+// problem it finds is at a top-level name (each name is checked once, by
+// one of the loops), so the final sort by field alone orders them, the
+// problems of one field in the order its check found them: the loops
+// range over the members and the fields as they come.
 func checkObject(parsed object, err error, action *catalog.Action, fields *boundFields) (normalized map[string]any, problems []FieldProblem) {
 	if problem := unboundable(err, action); problem != nil {
 		return nil, []FieldProblem{*problem}
@@ -223,7 +218,6 @@ func checkObject(parsed object, err error, action *catalog.Action, fields *bound
 			problems = append(problems, *problem)
 		}
 	}
-	fields.read(action.Bind)
 	normalized = make(map[string]any, len(action.Bind))
 	for i := range fields.all {
 		f := &fields.all[i]
@@ -288,11 +282,12 @@ func (o object) values() map[string]any {
 }
 
 // parseObject parses raw and requires a JSON object: the scanner reads
-// valid params; whatever it gives up on, parseObjectDecoder reads again
-// and refuses with its problem.
-func parseObject(raw []byte) (object, error) {
+// valid params (of an action whose bound fields are known, nil for none:
+// scanParams); whatever it gives up on, parseObjectDecoder reads again and
+// refuses with its problem.
+func parseObject(raw []byte, known *boundFields) (object, error) {
 	if len(bytes.TrimSpace(raw)) > 0 {
-		if _, members, ok := scanJSON(raw); ok && members != nil {
+		if _, members, ok := scanParams(raw, known); ok && members != nil {
 			return object{members: members}, nil
 		}
 	}

@@ -38,6 +38,9 @@ type scanner struct {
 	// keys indexes the keys of a top-level object of many members
 	// (fresh).
 	keys map[string]struct{}
+	// known are the bound fields of the action whose params are read
+	// (nil when none), whose names spell the members' that are theirs.
+	known *boundFields
 }
 
 // scanners reuses a scanner's decoder and buffers across requests.
@@ -52,11 +55,20 @@ var scanners = sync.Pool{New: func() any {
 // it returns as its members, in order (never nil, v nil); any other value
 // as v (members nil).
 func scanJSON(raw []byte) (v any, members []member, ok bool) {
+	return scanParams(raw, nil)
+}
+
+// scanParams is scanJSON of the params of an action whose bound fields
+// are known (nil for none): a top-level member that is one of them has the
+// field's name, spelled by the catalog, so that its name is not copied.
+func scanParams(raw []byte, known *boundFields) (v any, members []member, ok bool) {
 	if len(raw) > MaxParamsBytes || !utf8.Valid(raw) {
 		return nil, nil, false
 	}
 	s := scanners.Get().(*scanner)
+	s.known = known
 	defer func() {
+		s.known = nil
 		clear(s.keys)
 		s.rd.Reset(nil)
 		s.dec.Reset(&s.rd)
@@ -91,7 +103,7 @@ func (s *scanner) topObject(raw []byte) ([]member, bool) {
 	}
 	members := make([]member, 0, membersHint)
 	for s.dec.PeekKind() != '}' {
-		name, key, ok := s.key()
+		name, key, ok := s.memberKey()
 		if !ok || !s.fresh(members, key) {
 			return nil, false
 		}
@@ -145,14 +157,42 @@ func (s *scanner) fresh(members []member, key string) bool {
 // key reads an object member's name and returns it as written and
 // NFC-normalized, counting it among the members.
 func (s *scanner) key() (name, key string, ok bool) {
-	tok, err := s.dec.ReadToken()
-	if err != nil || tok.Kind() != '"' {
+	tok, ok := s.readName()
+	if !ok {
 		return "", "", false
 	}
-	name = tok.String()
-	key = norm.NFC.String(name)
+	return s.counted(tok.String())
+}
+
+// memberKey is key of a top-level member: a known field's name, when the
+// member is one, is that field's string rather than a copy.
+func (s *scanner) memberKey() (name, key string, ok bool) {
+	tok, ok := s.readName()
+	if !ok {
+		return "", "", false
+	}
+	if s.known != nil {
+		for i := range s.known.all {
+			// The token's string is compared, not kept: not copied.
+			if known := s.known.all[i].name; tok.String() == known {
+				return s.counted(known)
+			}
+		}
+	}
+	return s.counted(tok.String())
+}
+
+// readName reads the token of an object member's name.
+func (s *scanner) readName() (jsontext.Token, bool) {
+	tok, err := s.dec.ReadToken()
+	return tok, err == nil && tok.Kind() == '"'
+}
+
+// counted returns name as written and NFC-normalized, counting it among
+// the members.
+func (s *scanner) counted(name string) (string, string, bool) {
 	s.members++
-	return name, key, s.members <= MaxMembers
+	return name, norm.NFC.String(name), s.members <= MaxMembers
 }
 
 // value reads one value at depth (the top-level value is depth 1).

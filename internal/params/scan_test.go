@@ -20,8 +20,10 @@ import (
 // params, and the free params come from a second json.Unmarshal into a
 // map (what api.bindParams did).
 func oracleBind(raw []byte, action *catalog.Action) (Bound, []FieldProblem) {
+	fields := borrowBoundFields(action)
+	defer fields.giveBack()
 	obj, err := parseObjectDecoder(raw)
-	b, problems := bindObject(obj, err, action)
+	b, problems := bindObject(obj, err, action, fields)
 	if len(problems) > 0 {
 		return Bound{}, problems
 	}
@@ -46,9 +48,7 @@ func sameBinding(t *testing.T, raw []byte, action *catalog.Action) {
 	t.Helper()
 	got, gotProblems := Bind(raw, action)
 	want, wantProblems := oracleBind(raw, action)
-	if !reflect.DeepEqual(gotProblems, wantProblems) {
-		t.Fatalf("%q: problems %#v, the oracle %#v", raw, gotProblems, wantProblems)
-	}
+	sameProblems(t, raw, gotProblems, wantProblems, "the oracle")
 	if !bytes.Equal(got.Canonical, want.Canonical) {
 		t.Fatalf("%q: canonical %q, the oracle %q", raw, got.Canonical, want.Canonical)
 	}
@@ -62,6 +62,15 @@ func sameBinding(t *testing.T, raw []byte, action *catalog.Action) {
 		if !bytes.Equal(got.Free[name], v) {
 			t.Fatalf("%q: free %s is %q, the oracle %q", raw, name, got.Free[name], v)
 		}
+	}
+}
+
+// sameProblems fails t unless the problems got on raw are want, an
+// oracle's, in the same order.
+func sameProblems(t *testing.T, raw []byte, got, want []FieldProblem, oracle string) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: problems %#v, %s %#v", raw, got, oracle, want)
 	}
 }
 
@@ -107,6 +116,9 @@ var scanSeeds = []string{
 	"{\"amount\":\"1\xff\"}",
 	`123456789012345678901234567890.000000000000001`,
 	`{"amount":1e999,"currency":"USD","payee_id":"p-1"}`,
+	`{"memo":"x"}`,
+	`{"amoun":"1","currency":"USD","payee_id":"p-1"}`,
+	`{"\u0061mount":"1","currency":"USD","payee_id":"p-1","amount ":2}`,
 }
 
 func TestScanMatchesDecoder(t *testing.T) {
