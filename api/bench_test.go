@@ -64,7 +64,7 @@ func serveBench(tb testing.TB, h http.Handler, req *http.Request) (status.Status
 
 // benchCompleted completes one operation and returns its id, its
 // fingerprint and the confirm body that replays it.
-func benchCompleted(b *testing.B, bu *bundle) (opID, confirmBody string) {
+func benchCompleted(b testing.TB, bu *bundle) (opID, confirmBody string) {
 	st, raw := serveBench(b, bu.srv.Handler(), benchRequest("POST", "/v1/actions/payments.legacy_transfer/preview", `{"params":`+transferParams+`}`))
 	require.Equal(b, status.PreviewReady, st, string(raw))
 	var ready struct {
