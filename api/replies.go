@@ -411,21 +411,24 @@ func readinessReply(truthReachable bool, redis string) reply {
 // bodyTexts fills the texts' data from the body fields they also show, so
 // that each value is written once, into the body. Each entry reads one
 // field; a field of another type than its entry expects is a bug, reported
-// by textData.
-var bodyTexts = map[string]func(d *messages.Data, v any) bool{
-	"state":            shows(func(d *messages.Data, v idemstore.State) { d.State = string(v) }),
-	"downstream_state": shows(func(d *messages.Data, v string) { d.State = v }),
-	"result_ref":       shows(func(d *messages.Data, v string) { d.ResultRef = v }),
-	"reason":           shows(func(d *messages.Data, v string) { d.Reason = v }),
-	"failure_kind": shows(func(d *messages.Data, v string) {
+// by textData. The data goes in and comes out by value: a pointer to it,
+// passed to functions called through this map, would move every answer's
+// data to the heap.
+var bodyTexts = map[string]func(d messages.Data, v any) (messages.Data, bool){
+	"state":            shows(func(d messages.Data, v idemstore.State) messages.Data { d.State = string(v); return d }),
+	"downstream_state": shows(func(d messages.Data, v string) messages.Data { d.State = v; return d }),
+	"result_ref":       shows(func(d messages.Data, v string) messages.Data { d.ResultRef = v; return d }),
+	"reason":           shows(func(d messages.Data, v string) messages.Data { d.Reason = v; return d }),
+	"failure_kind": shows(func(d messages.Data, v string) messages.Data {
 		d.FailureKind, d.NothingExecuted = v, idemstore.FailureKind(v).ProvesNothingExecuted()
+		return d
 	}),
-	"expires_at": shows(func(d *messages.Data, v string) { d.ExpiresAt = v }),
-	"redis":      shows(func(d *messages.Data, v string) { d.Redis = v }),
-	"operation":  shows(func(d *messages.Data, v idemstore.Record) { d.State = string(v.State) }),
-	"subject":    shows(func(d *messages.Data, v string) { d.Subject = v }),
-	"passkey":    shows(func(d *messages.Data, v approval.Passkey) { d.Subject = v.Subject }),
-	"approval": shows(func(d *messages.Data, v approvalView) {
+	"expires_at": shows(func(d messages.Data, v string) messages.Data { d.ExpiresAt = v; return d }),
+	"redis":      shows(func(d messages.Data, v string) messages.Data { d.Redis = v; return d }),
+	"operation":  shows(func(d messages.Data, v idemstore.Record) messages.Data { d.State = string(v.State); return d }),
+	"subject":    shows(func(d messages.Data, v string) messages.Data { d.Subject = v; return d }),
+	"passkey":    shows(func(d messages.Data, v approval.Passkey) messages.Data { d.Subject = v.Subject; return d }),
+	"approval": shows(func(d messages.Data, v approvalView) messages.Data {
 		d.ApprovalURL = v.URL
 		if v.State != "" {
 			d.State = string(v.State)
@@ -433,36 +436,41 @@ var bodyTexts = map[string]func(d *messages.Data, v any) bool{
 		if d.ExpiresAt == "" {
 			d.ExpiresAt = v.ExpiresAt
 		}
+		return d
 	}),
-	"recent_operation": func(d *messages.Data, v any) bool {
+	"recent_operation": func(d messages.Data, v any) (messages.Data, bool) {
 		view, ok := v.(recentView)
 		if !ok {
-			return false
+			return d, false
 		}
 		// A member the texts read must be a string when present: any other
 		// type would leave its words blank.
-		for key, dst := range map[string]*string{"operation_id": &d.RecentOperationID, "state": &d.State,
-			"result_ref": &d.ResultRef, "reason": &d.Reason} {
-			if x, present := view[key]; present {
-				if *dst, ok = x.(string); !ok {
-					return false
+		for _, m := range [...]struct {
+			key string
+			dst *string
+		}{{"operation_id", &d.RecentOperationID}, {"state", &d.State}, {"result_ref", &d.ResultRef}, {"reason", &d.Reason}} {
+			if x, present := view[m.key]; present {
+				if *m.dst, ok = x.(string); !ok {
+					return d, false
 				}
 			}
 		}
-		return true
+		return d, true
 	},
-	"limit": shows(func(d *messages.Data, v limitView) {
+	"limit": shows(func(d messages.Data, v limitView) messages.Data {
 		d.LimitName, d.LimitWindow, d.LimitCurrency = v.Name, v.Window, v.Currency
 		d.LimitMax, d.LimitUsed, d.LimitLeft = v.Max, v.Used, v.Left
 		if v.ResetsAt != nil {
 			d.LimitResetsAt = *v.ResetsAt
 		}
+		return d
 	}),
-	"decision": shows(func(d *messages.Data, v decisionView) {
+	"decision": shows(func(d messages.Data, v decisionView) messages.Data {
 		d.DecidedBy, d.DecidedOutcome = v.Operator, string(v.Outcome)
 		if !v.DecidedAt.IsZero() {
 			d.DecidedAt = v.DecidedAt.UTC().Format(time.RFC3339)
 		}
+		return d
 	}),
 }
 
@@ -472,13 +480,13 @@ var bodyTextKeys = slices.Sorted(maps.Keys(bodyTexts))
 
 // shows adapts a typed filler to bodyTexts; it reports false when the
 // field's value is not a T.
-func shows[T any](fill func(d *messages.Data, v T)) func(d *messages.Data, v any) bool {
-	return func(d *messages.Data, v any) bool {
+func shows[T any](fill func(d messages.Data, v T) messages.Data) func(d messages.Data, v any) (messages.Data, bool) {
+	return func(d messages.Data, v any) (messages.Data, bool) {
 		t, ok := v.(T)
-		if ok {
-			fill(d, t)
+		if !ok {
+			return d, false
 		}
-		return ok
+		return fill(d, t), true
 	}
 }
 
@@ -488,7 +496,12 @@ func shows[T any](fill func(d *messages.Data, v T)) func(d *messages.Data, v any
 func (r reply) textData() (messages.Data, error) {
 	d := r.text
 	for _, k := range bodyTextKeys {
-		if v, ok := r.fields[k]; ok && !bodyTexts[k](&d, v) {
+		v, present := r.fields[k]
+		if !present {
+			continue
+		}
+		var ok bool
+		if d, ok = bodyTexts[k](d, v); !ok {
 			return d, fmt.Errorf("body field %s: unexpected %T for the texts", k, v)
 		}
 	}
