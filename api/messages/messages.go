@@ -288,17 +288,28 @@ func (c *Catalog) lookup(lang Lang, key string) (entry, error) {
 	return entry{}, fmt.Errorf("render message %q: no such key", key)
 }
 
-// execute renders one text, compiled when it could be.
+// textRoom is the room on the stack for an answer's texts: most fit.
+const textRoom = 1024
+
+// execute renders one text.
 func execute(t *text, d *Data) (string, error) {
+	b, err := appendText(make([]byte, 0, textRoom), t, d)
+	if err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSpace(b)), nil
+}
+
+// appendText appends t filled with d to b, compiled when it could be.
+func appendText(b []byte, t *text, d *Data) ([]byte, error) {
 	if t.fast != nil {
-		b := t.fast.appendTo(make([]byte, 0, 512), reflect.ValueOf(d).Elem())
-		return string(bytes.TrimSpace(b)), nil
+		return t.fast.appendTo(b, reflect.ValueOf(d).Elem()), nil
 	}
-	var b strings.Builder
-	if err := t.tmpl.Execute(&b, *d); err != nil {
-		return "", fmt.Errorf("render message %q: %w", t.tmpl.Name(), err)
+	var w strings.Builder
+	if err := t.tmpl.Execute(&w, *d); err != nil {
+		return b, fmt.Errorf("render message %q: %w", t.tmpl.Name(), err)
 	}
-	return strings.TrimSpace(b.String()), nil
+	return append(b, w.String()...), nil
 }
 
 // Render returns the meaning and instruction of key in lang, filled with d.
@@ -312,13 +323,17 @@ func (c *Catalog) Render(lang Lang, key string, d Data) (meaning, instruction st
 	if e.meaning == nil {
 		return "", "", fmt.Errorf("render message %q: a fragment, not a status text", key)
 	}
-	if meaning, err = execute(e.meaning, &d); err != nil {
+	// Both texts are written into one buffer and become one string.
+	b, err := appendText(make([]byte, 0, textRoom), e.meaning, &d)
+	if err != nil {
 		return "", "", err
 	}
-	if instruction, err = execute(e.instruction, &d); err != nil {
+	mid := len(b)
+	if b, err = appendText(b, e.instruction, &d); err != nil {
 		return "", "", err
 	}
-	return meaning, instruction, nil
+	both := string(b)
+	return strings.TrimSpace(both[:mid]), strings.TrimSpace(both[mid:]), nil
 }
 
 // Fragment returns the detail fragment key (FragmentPrefix...) in lang,
