@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -53,11 +52,8 @@ func (r reply) with(k string, v any) reply {
 }
 
 // replayed marks the reply with Idempotent-Replayed: true.
-func (r reply) replayed() reply {
-	if r.header == nil {
-		r.header = http.Header{}
-	}
-	r.header.Set(HeaderReplayed, "true")
+func (r reply) asReplayed() reply {
+	r.replayed = true
 	return r
 }
 
@@ -118,7 +114,7 @@ func (s *Server) finalReply(op operationRef, f idemstore.Final, replay bool) rep
 		r = r.with("resolved_by", f.ResolvedBy)
 	}
 	if replay {
-		r = r.replayed()
+		r = r.asReplayed()
 	}
 	return s.withReceipt(r, op, f)
 }

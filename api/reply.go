@@ -40,8 +40,8 @@ type reply struct {
 	text messages.Data
 	// detail is the key of a detail fragment that fills data.Detail.
 	detail string
-	// header holds extra response headers.
-	header http.Header
+	// replayed answers Idempotent-Replayed: true.
+	replayed bool
 	// pollAfter overrides the configured poll_after_ms when positive.
 	pollAfter time.Duration
 	// retryAfter overrides the configured retry_after_ms when positive
@@ -95,16 +95,9 @@ func (s *Server) render(c echo.Context, r reply) error {
 	d.Scope = r.scope
 	d.PreviewTool, d.ConfirmTool = s.toolNamesOf(d.Scope)
 	d.PollWith = PollWith
-	d.PollAfterMS = s.cfg.PollAfter.Milliseconds()
-	if r.pollAfter > 0 {
-		d.PollAfterMS = r.pollAfter.Milliseconds()
-	}
-	d.PollAfterSeconds = seconds(d.PollAfterMS)
-	d.RetryAfterMS = s.cfg.RetryAfter.Milliseconds()
-	if r.retryAfter > 0 {
-		d.RetryAfterMS = r.retryAfter.Milliseconds()
-	}
-	d.RetryAfterSeconds = seconds(d.RetryAfterMS)
+	pollAfter, retryAfter := waitOr(r.pollAfter, s.pollAfter), waitOr(r.retryAfter, s.retryAfter)
+	d.PollAfterMS, d.PollAfterSeconds = pollAfter.ms, pollAfter.seconds
+	d.RetryAfterMS, d.RetryAfterSeconds = retryAfter.ms, retryAfter.seconds
 	d.RetryLimit = RetryLimit
 	if d.Method == "" {
 		d.Method = c.Request().Method
@@ -154,23 +147,67 @@ func (s *Server) render(c echo.Context, r reply) error {
 		}
 	}()
 	orderedBody(body, string(r.status), meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
-	h := c.Response().Header()
-	if info.Wait() {
-		h.Set(HeaderRetryAfter, retryAfterHeader(r.fields))
-	}
-	for k, vs := range r.header {
-		for _, v := range vs {
-			h.Add(k, v)
-		}
-	}
-	if lang == messages.Chinese {
-		h.Set("Content-Language", "zh")
-	} else {
-		h.Set("Content-Language", "en")
-	}
+	setAnswerHeaders(c.Response().Header(), r, info, lang)
 	s.metrics.responses.WithLabelValues(string(r.status)).Inc()
 	c.Set(ctxStatus, r.status)
 	return c.JSONBlob(info.Code, body.Bytes())
+}
+
+// The values of the answers' constant headers, made once. An answer's
+// header map holds these very slices: nothing changes a header's values in
+// place (Header.Add appends, which copies a full slice).
+var (
+	headerJSON    = []string{echo.MIMEApplicationJSON}
+	headerEnglish = []string{string(messages.English)}
+	headerChinese = []string{string(messages.Chinese)}
+	headerTrue    = []string{"true"}
+)
+
+// setAnswerHeaders sets h's headers of the answer r in lang, under keys
+// already canonical (what Header.Set would make of them), without
+// canonicalising them again: Retry-After when the status waits,
+// Idempotent-Replayed, Content-Language, and Content-Type unless set, as
+// JSONBlob would (it then leaves it as it is).
+func setAnswerHeaders(h http.Header, r reply, info status.Info, lang messages.Lang) {
+	if info.Wait() {
+		h[HeaderRetryAfter] = []string{retryAfterHeader(r.fields)}
+	}
+	if r.replayed {
+		h[HeaderReplayed] = headerTrue
+	}
+	if lang == messages.Chinese {
+		h[headerContentLanguage] = headerChinese
+	} else {
+		h[headerContentLanguage] = headerEnglish
+	}
+	if v := h[echo.HeaderContentType]; len(v) == 0 || v[0] == "" {
+		h[echo.HeaderContentType] = headerJSON
+	}
+}
+
+// headerContentLanguage names the answer's language.
+const headerContentLanguage = "Content-Language"
+
+// wait is a wait an answer tells: in milliseconds, and in seconds as the
+// texts say it.
+type wait struct {
+	ms      int64
+	seconds string
+}
+
+// newWait is d as an answer tells it.
+func newWait(d time.Duration) wait {
+	ms := d.Milliseconds()
+	return wait{ms: ms, seconds: seconds(ms)}
+}
+
+// waitOr is the wait of override when positive, else configured (made once
+// at New).
+func waitOr(override time.Duration, configured wait) wait {
+	if override > 0 {
+		return newWait(override)
+	}
+	return configured
 }
 
 // HeaderRetryAfter tells generic HTTP clients when to come back.

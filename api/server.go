@@ -122,6 +122,9 @@ type Server struct {
 	// approvals and ceremony serve approvals (nil: off).
 	approvals approval.Store
 	ceremony  *ceremony.Ceremony
+	// pollAfter and retryAfter are cfg's PollAfter and RetryAfter as
+	// answers tell them, made once.
+	pollAfter, retryAfter wait
 }
 
 // New validates deps and builds the server with its routes.
@@ -157,6 +160,7 @@ func New(deps Deps) (*Server, error) {
 	if s.limits == nil {
 		s.limits = &limits.Limits{}
 	}
+	s.pollAfter, s.retryAfter = newWait(s.cfg.PollAfter), newWait(s.cfg.RetryAfter)
 	s.tools = make(map[string][2]string, len(s.cat.Actions))
 	for scope := range s.cat.Actions {
 		preview, confirm := toolNames(scope)
