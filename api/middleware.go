@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/api/messages"
@@ -68,18 +67,19 @@ func continueTrace(next echo.HandlerFunc) echo.HandlerFunc {
 // traceMiddleware runs after otelecho's (or continueTrace), which continues the caller's
 // trace from a valid traceparent or starts a new one, with the request's
 // span: the request's trace id is that span's, in every answer and log line,
-// and it is echoed in Traceparent and X-Trace-Id.
+// and it is echoed in Traceparent (telemetry.Echo) and X-Trace-Id.
 func (s *Server) traceMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ctx := c.Request().Context()
-		traceID := telemetry.TraceID(ctx)
-		c.Set(ctxTraceID, traceID)
 		h := c.Response().Header()
-		telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(h))
-		h.Set("X-Trace-Id", traceID)
+		traceID := telemetry.Echo(c.Request().Context(), h)
+		c.Set(ctxTraceID, traceID)
+		h[headerTraceID] = []string{traceID}
 		return next(c)
 	}
 }
+
+// headerTraceID echoes the request's trace id (canonical, as set directly).
+const headerTraceID = "X-Trace-Id"
 
 // errNoBearer is why a request without a bearer token is unauthenticated
 // (made once, not on every request).

@@ -93,7 +93,7 @@ func TraceID(ctx context.Context) string {
 // passes on (to Temporal, and so to the worker), without building and
 // dropping a span per request.
 func Continue(ctx context.Context, h http.Header) context.Context {
-	parent := trace.SpanContextFromContext(Propagator.Extract(ctx, propagation.HeaderCarrier(h)))
+	parent := trace.SpanContextFromContext(Propagator.Extract(ctx, headerCarrier(h)))
 	sc := trace.SpanContextConfig{TraceFlags: trace.FlagsSampled, SpanID: newSpanID()}
 	if parent.IsValid() {
 		sc.TraceID, sc.TraceFlags, sc.TraceState = parent.TraceID(), parent.TraceFlags(), parent.TraceState()
