@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -409,8 +410,14 @@ func writePlain(b *bytes.Buffer, s string) bool {
 
 // plain reports whether encoding/json writes s unchanged between quotes:
 // printable ASCII without the characters it escapes (quote, backslash, <,
-// > and &).
+// > and &). It tests eight bytes at a time (plainWord), the rest one by one.
 func plain[T ~string | ~[]byte](s T) bool {
+	for len(s) >= 8 {
+		if !plainWord(binary.LittleEndian.Uint64([]byte(s[:8]))) {
+			return false
+		}
+		s = s[8:]
+	}
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
@@ -418,4 +425,29 @@ func plain[T ~string | ~[]byte](s T) bool {
 		}
 	}
 	return true
+}
+
+// Bytes repeated in each of a word's eight (ones) and their high bits.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainWord reports whether all eight bytes of x are plain. A byte below
+// 0x20 borrows into its high bit when 0x20 is taken from it, one of 0x80
+// and above has it already, 0x7f carries into it when 1 is added; a borrow
+// or carry that crosses into the next byte only follows such a byte, so
+// the answer is exact. The escaped characters are found as zero bytes of
+// x xor the character.
+func plainWord(x uint64) bool {
+	bad := ((x - ones*0x20) | x | (x + ones)) & highs
+	for _, c := range [...]uint64{'"', '\\', '<', '>', '&'} {
+		bad |= zeroByte(x ^ (ones * c))
+	}
+	return bad == 0
+}
+
+// zeroByte is non-zero exactly when one of v's bytes is zero.
+func zeroByte(v uint64) uint64 {
+	return (v - ones) &^ v & highs
 }

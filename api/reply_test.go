@@ -143,4 +143,24 @@ func TestPlainIsWhatTheEncoderKeeps(t *testing.T) {
 		assert.Equal(t, plain(s), plain([]byte(s)), s)
 	}
 	assert.True(t, plain("a b-c.d/e:f"))
+	// Every byte at every place of a string long enough to be tested
+	// eight bytes at a time, after plain bytes of every value.
+	var plainBytes []byte
+	for c := range 256 {
+		if plain(string([]byte{byte(c)})) {
+			plainBytes = append(plainBytes, byte(c))
+		}
+	}
+	for c := range 256 {
+		for at := range 24 {
+			b := make([]byte, 24)
+			for i := range b {
+				b[i] = plainBytes[(c*7+i*13+at)%len(plainBytes)]
+			}
+			b[at] = byte(c)
+			want := plain(string([]byte{byte(c)}))
+			assert.Equal(t, want, plain(string(b)), "byte %#x at %d of %q", c, at, b)
+			assert.Equal(t, want, plain(b), "byte %#x at %d of %q", c, at, b)
+		}
+	}
 }
