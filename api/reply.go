@@ -434,20 +434,19 @@ const (
 )
 
 // plainWord reports whether all eight bytes of x are plain. A byte below
-// 0x20 borrows into its high bit when 0x20 is taken from it, one of 0x80
-// and above has it already, 0x7f carries into it when 1 is added; a borrow
-// or carry that crosses into the next byte only follows such a byte, so
-// the answer is exact. The escaped characters are found as zero bytes of
-// x xor the character.
+// 0x20 has its high bit set once 0x20 is taken from it, one from 0x7f to
+// 0xfe once 1 is added, 0xff once 0x20 is taken; a borrow or carry that
+// crosses into the next byte only follows such a byte, so the answer is
+// exact. The escaped characters are the zero bytes of x xor
+// the character (zeroBytes).
 func plainWord(x uint64) bool {
-	bad := ((x - ones*0x20) | x | (x + ones)) & highs
-	for _, c := range [...]uint64{'"', '\\', '<', '>', '&'} {
-		bad |= zeroByte(x ^ (ones * c))
-	}
-	return bad == 0
+	bad := (x - ones*0x20) | (x + ones) |
+		zeroBytes(x^(ones*'"')) | zeroBytes(x^(ones*'\\')) | zeroBytes(x^(ones*'<')) | zeroBytes(x^(ones*'>')) | zeroBytes(x^(ones*'&'))
+	return bad&highs == 0
 }
 
-// zeroByte is non-zero exactly when one of v's bytes is zero.
-func zeroByte(v uint64) uint64 {
-	return (v - ones) &^ v & highs
+// zeroBytes has the high bit of each zero byte of v set (others may be set
+// only above a zero byte).
+func zeroBytes(v uint64) uint64 {
+	return (v - ones) &^ v
 }
