@@ -52,30 +52,40 @@ func identityOf(c echo.Context) auth.Identity {
 	return id
 }
 
-// continueTrace stands for otelecho's middleware when no span is exported
-// (no OTLP endpoint): the request carries the caller's trace, or a new one,
-// under a span id of its own (telemetry.Continue), and no span is built and
-// dropped per request.
+// continueTrace stands for otelecho's middleware and traceMiddleware when
+// no span is exported (no OTLP endpoint): the request carries the caller's
+// trace, or a new one, under a span id of its own (telemetry.Continue), and
+// no span is built and dropped per request; the trace is echoed as
+// traceMiddleware echoes it. One middleware, not two: Echo makes each
+// middleware's handler anew on every request.
 func continueTrace(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		c.SetRequest(req.WithContext(telemetry.Continue(req.Context(), req.Header)))
+		ctx := telemetry.Continue(req.Context(), req.Header)
+		c.SetRequest(req.WithContext(ctx))
+		echoTrace(ctx, c)
 		return next(c)
 	}
 }
 
-// traceMiddleware runs after otelecho's (or continueTrace), which continues the caller's
-// trace from a valid traceparent or starts a new one, with the request's
-// span: the request's trace id is that span's, in every answer and log line,
-// and it is echoed in Traceparent (telemetry.Echo) and X-Trace-Id.
-func (s *Server) traceMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+// traceMiddleware runs after otelecho's, which continues the caller's trace
+// from a valid traceparent or starts a new one, with the request's span,
+// and echoes that trace (echoTrace).
+func traceMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		h := c.Response().Header()
-		traceID := telemetry.Echo(c.Request().Context(), h)
-		c.Set(ctxTraceID, traceID)
-		h[headerTraceID] = []string{traceID}
+		echoTrace(c.Request().Context(), c)
 		return next(c)
 	}
+}
+
+// echoTrace makes the trace id of the request's span, ctx's, the request's
+// trace id, in every answer and log line, and echoes it in Traceparent
+// (telemetry.Echo) and X-Trace-Id.
+func echoTrace(ctx context.Context, c echo.Context) {
+	h := c.Response().Header()
+	traceID := telemetry.Echo(ctx, h)
+	c.Set(ctxTraceID, traceID)
+	h[headerTraceID] = []string{traceID}
 }
 
 // headerTraceID echoes the request's trace id (canonical, as set directly).

@@ -268,11 +268,10 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	e.HTTPErrorHandler = s.handleError
 	if s.cfg.Telemetry.Exporting() {
 		e.Use(otelecho.Middleware("oncegate-gateway", otelecho.WithTracerProvider(s.tracer),
-			otelecho.WithPropagators(telemetry.Propagator)))
+			otelecho.WithPropagators(telemetry.Propagator)), traceMiddleware)
 	} else {
 		e.Use(continueTrace)
 	}
-	e.Use(s.traceMiddleware)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisablePrintStack: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
