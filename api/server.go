@@ -289,17 +289,18 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 
 	// Authentication is route-level middleware, not group middleware: a
 	// group's middleware makes Echo register catch-all 404 routes under its
-	// prefix, which would answer a wrong method with 404 instead of 405.
+	// prefix, which would answer a wrong method with 404 instead of 405. It
+	// is put in front of each handler once, here (behind).
 	authed, operator := s.authMiddleware, s.operatorOnly
 	v1 := e.Group("/v1")
-	v1.POST("/actions/:scope/preview", s.handlePreview, authed)
-	v1.POST("/actions/:scope/confirm", s.handleConfirm, s.timeConfirm, authed)
-	v1.GET("/operations/:id", s.handleStatus, authed)
-	v1.GET("/ops/operations", s.handleOpsList, authed, operator)
-	v1.GET("/ops/operations/:id", s.handleOpsGet, authed, operator)
-	v1.POST("/ops/operations/:id/resolve", s.handleOpsResolve, authed, operator)
-	v1.GET("/ops/limits/:subject", s.handleOpsLimits, authed, operator)
-	v1.POST("/ops/limits/:subject/reset", s.handleOpsLimitsReset, authed, operator)
+	v1.POST("/actions/:scope/preview", behind(s.handlePreview, authed))
+	v1.POST("/actions/:scope/confirm", behind(s.handleConfirm, s.timeConfirm, authed))
+	v1.GET("/operations/:id", behind(s.handleStatus, authed))
+	v1.GET("/ops/operations", behind(s.handleOpsList, authed, operator))
+	v1.GET("/ops/operations/:id", behind(s.handleOpsGet, authed, operator))
+	v1.POST("/ops/operations/:id/resolve", behind(s.handleOpsResolve, authed, operator))
+	v1.GET("/ops/limits/:subject", behind(s.handleOpsLimits, authed, operator))
+	v1.POST("/ops/limits/:subject/reset", behind(s.handleOpsLimitsReset, authed, operator))
 	// Downstreams report business states here, authenticated by their
 	// signature (not by a bearer token).
 	v1.POST("/webhooks/:scope", s.handleWebhook)
@@ -309,21 +310,21 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	// a token never approves). The operators' side is under /v1/ops.
 	if s.approvals != nil {
 		e.GET("/approve/:id", s.handleApprovePage)
-		e.POST("/approve/:id/options", s.handleApproveOptions, s.noBearer)
-		e.POST("/approve/:id/decision", s.handleApproveDecision, s.noBearer)
+		e.POST("/approve/:id/options", behind(s.handleApproveOptions, s.noBearer))
+		e.POST("/approve/:id/decision", behind(s.handleApproveDecision, s.noBearer))
 		e.GET("/enrol/:token", s.handleEnrolPage)
-		e.POST("/enrol/:token/options", s.handleEnrolOptions, s.noBearer)
-		e.POST("/enrol/:token/finish", s.handleEnrolFinish, s.noBearer)
-		v1.GET("/ops/approvals", s.handleOpsApprovals, authed, operator)
-		v1.GET("/ops/passkeys", s.handleOpsPasskeys, authed, operator)
-		v1.POST("/ops/passkeys/invites", s.handleOpsInvite, authed, operator)
-		v1.POST("/ops/passkeys/:id/revoke", s.handleOpsRevoke, authed, operator)
+		e.POST("/enrol/:token/options", behind(s.handleEnrolOptions, s.noBearer))
+		e.POST("/enrol/:token/finish", behind(s.handleEnrolFinish, s.noBearer))
+		v1.GET("/ops/approvals", behind(s.handleOpsApprovals, authed, operator))
+		v1.GET("/ops/passkeys", behind(s.handleOpsPasskeys, authed, operator))
+		v1.POST("/ops/passkeys/invites", behind(s.handleOpsInvite, authed, operator))
+		v1.POST("/ops/passkeys/:id/revoke", behind(s.handleOpsRevoke, authed, operator))
 	}
 
 	// The agent surface: tool definitions, the same tools over MCP (each tool
 	// call goes through this very handler, so there is one implementation of
 	// preview, confirm and status), and the OpenAPI document.
-	v1.GET("/tools", echo.WrapHandler(tools.Handler(s.cat)), authed)
+	v1.GET("/tools", behind(echo.WrapHandler(tools.Handler(s.cat)), authed))
 	e.Any("/mcp", echo.WrapHandler(mcpserver.New(s.cat, e, mcpserver.Options{
 		Logger: s.log,
 		Authenticate: func(ctx context.Context, token string) error {
@@ -335,6 +336,16 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	// The receipts' public keys, for verifying a receipt offline.
 	e.GET(receipt.JWKSPath, s.handleJWKS)
 	return e
+}
+
+// behind is h behind the route-level middleware mws, the first outermost:
+// what Echo makes of a route's handler and middleware, made once here
+// rather than by Echo on every request.
+func behind(h echo.HandlerFunc, mws ...echo.MiddlewareFunc) echo.HandlerFunc {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
 }
 
 // randomHex returns n random bytes as lowercase hex.
