@@ -42,7 +42,13 @@ const (
 	DefaultMaxWatchers = 256
 	// DefaultEnrolmentTTL is how long a passkey enrolment link works.
 	DefaultEnrolmentTTL = 15 * time.Minute
+	// DefaultFinalCache is how many finished operations' records a gateway
+	// keeps to answer their replays and status polls without the store.
+	DefaultFinalCache = 4096
 )
+
+// EnvFinalCache is the variable of Config.FinalCache.
+const EnvFinalCache = "ONCEGATE_FINAL_CACHE"
 
 // EnvDev is the ONCEGATE_ENV of the dev stack and the tests. Unset or any
 // other value is a deployment, which refuses the dev stack's credentials.
@@ -146,6 +152,13 @@ type Config struct {
 	// the workflow's result (a Temporal long poll, told when the workflow
 	// has ended). cmd/gateway wires the feed only when it is on.
 	OutcomeFeed bool `env:"ONCEGATE_OUTCOME_FEED" envDefault:"true"`
+	// FinalCache is how many finished (DONE or FAILED) operations' records,
+	// read from the store, the gateway keeps to answer their replayed
+	// confirms and status polls without a store round trip, each until its
+	// replay is no longer owed (completed_at + the action's terminal_ttl);
+	// a finished record never changes (finals). 0 turns it off, as in a
+	// Config built in Go.
+	FinalCache int `env:"ONCEGATE_FINAL_CACHE" envDefault:"4096"`
 	// ClaimGrace is the orphan-claim grace period.
 	ClaimGrace time.Duration `env:"ONCEGATE_CLAIM_GRACE" envDefault:"30s"`
 	// PollAfter is the poll_after_ms told to agents.
@@ -281,6 +294,9 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	}
 	if c.MaxWatchers <= 0 {
 		errs = append(errs, fmt.Errorf("ONCEGATE_MAX_WATCHERS=%d: want a positive number", c.MaxWatchers))
+	}
+	if c.FinalCache < 0 {
+		errs = append(errs, fmt.Errorf("%s=%d: want how many finished operations to keep, or 0 (off)", EnvFinalCache, c.FinalCache))
 	}
 	if c.Env != EnvDev {
 		errs = append(errs, deploymentGuards(c)...)

@@ -30,6 +30,7 @@ func TestConfigDefaultsAreTheConstants(t *testing.T) {
 	assert.Equal(t, DefaultShutdownTimeout, c.ShutdownTimeout)
 	assert.Equal(t, DefaultRetryAfter, c.RetryAfter)
 	assert.Equal(t, DefaultRequestTimeout, c.RequestTimeout)
+	assert.Equal(t, DefaultFinalCache, c.FinalCache)
 	zero := Config{}.withDefaults()
 	assert.Equal(t, zero.TaskQueue, c.TaskQueue)
 	assert.Equal(t, zero.ConfirmWait, c.ConfirmWait)
@@ -45,6 +46,7 @@ func TestConfigNamesTheBadValue(t *testing.T) {
 	env := map[string]string{
 		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": EnvDev,
 		"ONCEGATE_CONFIRM_WAIT": "0s", "ONCEGATE_POLL_AFTER": "soon", "GATEWAY_URL": "::", "ONCEGATE_ALERT_WEBHOOK": "ftp://x",
+		"ONCEGATE_FINAL_CACHE": "-1",
 	}
 	_, err := ConfigFromEnv(env)
 	require.Error(t, err)
@@ -53,6 +55,7 @@ func TestConfigNamesTheBadValue(t *testing.T) {
 		`ONCEGATE_POLL_AFTER="soon": unable to parse duration: time: invalid duration "soon"`,
 		`GATEWAY_URL="::": want a URL such as http://127.0.0.1:8080`,
 		`ONCEGATE_ALERT_WEBHOOK="ftp://x": want an http(s) URL`,
+		`ONCEGATE_FINAL_CACHE=-1: want how many finished operations to keep, or 0 (off)`,
 	} {
 		assert.ErrorContains(t, err, want)
 	}

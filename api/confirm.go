@@ -151,8 +151,7 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 		case confirmAskClaim:
 			facts.Claim = s.acquire(ctx, call)
 		case confirmAskRecord:
-			rec, err := s.store.Outcome(ctx, call.opID)
-			facts.Claim = recordAnswerOf(rec, err, s.now(), s.cfg.ClaimGrace)
+			facts.Claim = s.record(ctx, call)
 		case confirmAskWorkflow:
 			dctx, dcancel := temporalContext(ctx)
 			_, err := s.temporal.DescribeWorkflowExecution(dctx, call.opID, "")
@@ -168,12 +167,16 @@ func (s *Server) confirm(ctx context.Context, id auth.Identity, action *catalog.
 	}
 }
 
-// acquire claims the operation for call. The claim must not be abandoned
+// acquire claims the operation for call, or answers its finished record
+// when this gateway keeps it (finals). The claim must not be abandoned
 // half-way when the agent hangs up (a lost answer): a Redis claim whose
 // truth check and release were cancelled is an orphan that answers
 // in_progress to every retry and status query until the grace period,
 // while nothing runs.
 func (s *Server) acquire(ctx context.Context, call confirmCall) claimAnswer {
+	if known, ok := s.knownFinal(call); ok {
+		return known
+	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	defer cancel()
 	d, err := s.store.Acquire(actx, idemstore.Claim{
@@ -188,7 +191,44 @@ func (s *Server) acquire(ctx context.Context, call confirmCall) claimAnswer {
 			s.metrics.reservations.WithLabelValues(call.charge.Currency).Inc()
 		}
 	}
-	return claimAnswerOf(call.owner, d, err, s.now(), s.cfg.ClaimGrace)
+	a := claimAnswerOf(call.owner, d, err, s.now(), s.cfg.ClaimGrace)
+	s.keepFinal(a, call)
+	return a
+}
+
+// record reads the operation's record for a fingerprint past its exp (a
+// replay of what it started, never a new start), or answers its finished
+// record when this gateway keeps it (finals).
+func (s *Server) record(ctx context.Context, call confirmCall) claimAnswer {
+	if known, ok := s.knownFinal(call); ok {
+		return known
+	}
+	rec, err := s.store.Outcome(ctx, call.opID)
+	a := recordAnswerOf(rec, err, s.now(), s.cfg.ClaimGrace)
+	s.keepFinal(a, call)
+	return a
+}
+
+// knownFinal is the claim answer of call's operation from the finished
+// records this gateway keeps (finals): claimFinished with the record, when
+// it is kept and is call's own (its subject, scope and bound params'
+// hash); else false, and the store is asked.
+func (s *Server) knownFinal(call confirmCall) (claimAnswer, bool) {
+	rec, ok := s.finals.get(call.opID, s.now())
+	if !ok || rec.Subject != call.id.Subject || rec.Scope != call.action.Scope || rec.ParamHash != call.bound.paramHash {
+		return claimAnswer{}, false
+	}
+	return claimAnswer{Kind: claimFinished, Record: rec}, true
+}
+
+// keepFinal keeps the finished record of a the store answered for call
+// (finals), for the action's terminal_ttl after it completed.
+func (s *Server) keepFinal(a claimAnswer, call confirmCall) {
+	if a.Kind == claimFinished {
+		rec := a.Record
+		rec.OperationID = call.opID
+		s.finals.keep(rec, call.action.TerminalTTL)
+	}
 }
 
 // act does what the decision p names; claim is the store's answer it was

@@ -98,6 +98,9 @@ type Server struct {
 	signed *receipt.Cache
 	// results keeps the answer form of stored results (resultForms).
 	results *resultForms
+	// finals keeps the finished operations' records read from the store
+	// (nil: Config.FinalCache is 0).
+	finals *finals
 	// tools holds each catalog scope's preview and confirm tool names
 	// (toolNames), made once for the texts of every answer.
 	tools    map[string][2]string
@@ -170,6 +173,9 @@ func New(deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	if s.results, err = newResultForms(resultFormsSize); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	if s.finals, err = newFinals(s.cfg.FinalCache); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	if s.approvals != nil {

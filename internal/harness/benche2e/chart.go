@@ -26,8 +26,8 @@ var chartShort = map[string]string{
 	PhaseConfirmSeq:     "first confirm, sequential",
 	PhaseBareConc:       "floor: bare workflow, concurrent",
 	PhaseConfirmConc:    "first confirm, concurrent",
-	PhaseReplayRedis:    "replay, Redis up",
-	PhaseReplayPG:       "replay, PostgreSQL only",
+	PhaseReplayRedis:    "replay, not kept, Redis up",
+	PhaseReplayPG:       "replay, not kept, PostgreSQL only",
 }
 
 // WriteChart draws the p50, p90, p95 and p99 latency of every phase on a

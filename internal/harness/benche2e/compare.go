@@ -49,6 +49,7 @@ var comparisons = []struct {
 	{"preview, payments.transfer (with a quote)", "Echo + one EVALSHA", PhasePreviewQuote, PhaseEvalshaPreview, MetricThroughput},
 	{"replay confirm (already completed)", "Echo + one EVALSHA", PhaseReplay, PhaseEvalshaReplay, MetricThroughput},
 	{"status", "Echo + one EVALSHA", PhaseStatus, PhaseEvalshaStatus, MetricThroughput},
+	{"replay confirm, not kept by the gateway (the store read)", "Echo + one EVALSHA", PhaseReplayRedis, PhaseEvalshaReplay, MetricThroughput},
 	{"first confirm, sequential", "bare one-activity workflow", PhaseConfirmSeq, PhaseBareSeq, MetricP50},
 	{"first confirm, sequential", "bare one-activity workflow", PhaseConfirmSeq, PhaseBareSeq, MetricP95},
 	{"first confirm, concurrent", "bare one-activity workflow", PhaseConfirmConc, PhaseBareConc, MetricCompleted},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
@@ -44,8 +45,8 @@ var phaseTitles = map[string]string{
 	PhaseConfirmSeq:     "oncegate first confirm, sequential",
 	PhaseBareConc:       "floor: bare one-activity workflow, concurrent",
 	PhaseConfirmConc:    "oncegate first confirm, concurrent",
-	PhaseReplayRedis:    "oncegate replay, Redis up",
-	PhaseReplayPG:       "oncegate replay, Redis stopped (PostgreSQL only)",
+	PhaseReplayRedis:    "oncegate replay, not kept by the gateway, Redis up",
+	PhaseReplayPG:       "oncegate replay, not kept by the gateway, Redis stopped (PostgreSQL only)",
 }
 
 // phaseOrder is the order of the phases in the tables and the chart.
@@ -87,6 +88,13 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 	} else {
 		p("- the stack: internal/harness/testenv on free ports — gateway, worker and downstream simulator binaries, a private Redis, PostgreSQL, the Temporal CLI dev server (in memory; its dynamic config: %s); the HTTP floors %s (Echo on its own port); the bare workflow's worker is a process of its own started from the benchmark binary (`-bare-worker`), on its own task queue, with the same `worker.Options` as oncegate's worker, so that both workers sit in processes of their own\n",
 			"`"+strings.Join(slices.Concat(testenv.DevServerDynamicConfig, testenv.TemporalDynamicConfig), "`, `")+"`", floorsWhere(o))
+	}
+	p("- the replay and status phases ask about one finished operation, which the gateway keeps after the first answer (`ONCEGATE_FINAL_CACHE`: a finished record never changes) and answers without a store round trip; ")
+	if prod {
+		p("the two gateways keep it each (the default, %d operations)\n", api.DefaultFinalCache)
+	} else {
+		p("the dev stack's gateway keeps %d (`%s=%d`), and the degraded pair replays %d finished operations in turn, so that each of its replays is one the gateway does not keep and reads the store (Redis, or PostgreSQL alone), as a replay on a gateway that has not answered the operation before does\n",
+			devFinalCache, api.EnvFinalCache, devFinalCache, unkeptReplays)
 	}
 	p("- floors answer a real oncegate answer's bytes (preview %d B, replay %d B, status %d B); the EVALSHA floor runs one `HGETALL` script by `EVALSHA` on the stack's Redis; the PostgreSQL floor runs the amnesia guard's query (`pgstore.Store.FindRecent`, pgx's default pool) on the stack's truth; the bare workflow's activity POSTs the same transfer to the same simulator endpoint (`/v1/transfers`) with the workflow ID as `Idempotency-Key`\n",
 		r.Bodies["preview"], r.Bodies["replay"], r.Bodies["status"])

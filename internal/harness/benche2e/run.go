@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/oncegate/oncegate/internal/harness/testenv"
 	"github.com/oncegate/oncegate/worker"
@@ -269,8 +270,11 @@ type bench struct {
 	runID      string
 	seq        atomic.Int64
 	replay     completed
-	params     map[string]map[string]any
-	pprofURL   string
+	// unkept are the finished operations the degraded pair replays in
+	// turn, more than the dev gateway keeps (unkeptReplays).
+	unkept   []completed
+	params   map[string]map[string]any
+	pprofURL string
 	// seqConfirms and seqBares are the measured sequential first confirms
 	// and bare workflows, for Timelines and Splits.
 	seqConfirms, seqBares []sentOp
@@ -440,6 +444,11 @@ func (b *bench) setup(ctx context.Context, logDir string) error {
 	if err != nil {
 		return fmt.Errorf("complete the replayed operation: %w", err)
 	}
+	if b.stack != nil {
+		if b.unkept, err = b.completeMany(ctx, unkeptReplays); err != nil {
+			return err
+		}
+	}
 	_, previewRaw, err := b.gw.preview(ctx, scopeLegacy, b.params[scopeLegacy])
 	if err != nil {
 		return err
@@ -508,9 +517,6 @@ func (b *bench) groups() [][]phase {
 			return b.gw.requestTo(ctx, b.floorsURL, method, path, body)
 		}
 	}
-	gwReq := func(method, path string, body []byte) Request {
-		return func(ctx context.Context, _ int) (*http.Request, error) { return b.gw.request(ctx, method, path, body) }
-	}
 	replayBody := confirmBody(b.replay.fingerprint, b.replay.params)
 	legacyPreview := previewBody(b.params[scopeLegacy])
 	// sides returns a phase per gateway: the stack's, then the twin's.
@@ -551,7 +557,7 @@ func (b *bench) groups() [][]phase {
 			sides(func(g gateway, sfx string) phase {
 				return b.confirmPhase(g, PhaseConfirmConc+sfx, b.opts.Concurrency, b.opts.ConcurrentConfirms)
 			})...),
-		b.degradedPair(HTTPOp(b.http, gwReq(http.MethodPost, replayPath(), replayBody), expect(http.StatusOK, statusAlreadyCompleted))),
+		b.degradedPair(b.unkeptReplay()),
 	}
 }
 
@@ -790,10 +796,47 @@ func (b *bench) nextPayee() string {
 	return fmt.Sprintf("bench-%s-%d", b.runID, b.seq.Add(1))
 }
 
+// unkeptReplays is how many finished operations the degraded pair replays
+// in turn: more than the dev gateway keeps (devFinalCache), so that,
+// least recently used out first, every replay reads the store.
+const unkeptReplays = devFinalCache + 32
+
+// completeMany completes n transfers, a few at a time.
+func (b *bench) completeMany(ctx context.Context, n int) ([]completed, error) {
+	out := make([]completed, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i := range out {
+		g.Go(func() error {
+			c, err := b.gw.complete(gctx, scopeTransfer, transferParams(fmt.Sprintf("bench-unkept-%s-%d", b.runID, i)))
+			if err != nil {
+				return fmt.Errorf("complete an unkept replay's operation: %w", err)
+			}
+			out[i] = c
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// unkeptReplay is the op that replays the unkept operations in turn, each
+// request the next one.
+func (b *bench) unkeptReplay() Op {
+	bodies := make([][]byte, len(b.unkept))
+	for i, c := range b.unkept {
+		bodies[i] = confirmBody(c.fingerprint, c.params)
+	}
+	next := new(atomic.Uint64)
+	return HTTPOp(b.http, func(ctx context.Context, _ int) (*http.Request, error) {
+		return b.gw.request(ctx, http.MethodPost, confirmPath(scopeTransfer), bodies[next.Add(1)%uint64(len(bodies))])
+	}, expect(http.StatusOK, statusAlreadyCompleted))
+}
+
 // degradedMetric is the gateway's gauge of the PostgreSQL-only path.
 const degradedMetric = "oncegate_idemstore_degraded"
 
-// degradedPair is replay with Redis against replay with Redis stopped; the
+// degradedPair is replay with Redis against replay with Redis stopped, of
+// operations the gateway does not keep (op: unkeptReplay); the
 // PostgreSQL-only side stops Redis, waits until the gateway runs degraded,
 // measures, then restarts Redis and waits until the gateway is back on it.
 func (b *bench) degradedPair(op Op) []phase {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
 	"github.com/oncegate/oncegate/internal/pprofserver"
@@ -57,6 +58,12 @@ type target struct {
 	close func()
 }
 
+// devFinalCache is how many finished operations the dev stack's gateway
+// keeps (api.Config.FinalCache): fewer than the unkept replays cycle
+// through (unkeptReplays), so that each of those reads the store, as the
+// degraded pair must; a kept one costs the same at any size.
+const devFinalCache = 64
+
 // startDev starts the dev stack on free ports (internal/harness/testenv).
 func startDev(opts Options) (*target, error) {
 	pprofPort, err := testenv.FreePort()
@@ -70,7 +77,8 @@ func startDev(opts Options) (*target, error) {
 		workerEnv = append([]string{fmt.Sprintf("%s=%d", worker.EnvPollers, opts.WorkerPollers)}, workerEnv...)
 	}
 	stack, stop, err := testenv.StartStandalone(testenv.StackOptions{
-		ExtraGatewayEnv:   append([]string{pprofserver.EnvAddr + "=" + pprofAddr}, opts.GatewayEnv...),
+		ExtraGatewayEnv: append([]string{pprofserver.EnvAddr + "=" + pprofAddr,
+			fmt.Sprintf("%s=%d", api.EnvFinalCache, devFinalCache)}, opts.GatewayEnv...),
 		ExtraWorkerEnv:    workerEnv,
 		DatabaseURLParams: opts.DatabaseURLParams,
 		RedisURLParams:    opts.RedisURLParams,

@@ -44,7 +44,7 @@ func finish(t testing.TB, s *testenv.Stack, scope, fp, opID string, params map[s
 // Rotation: the old key's receipts verify while it is listed, and are
 // refused once it is removed.
 func TestReceipts(t *testing.T) {
-	s := testenv.StartStack(t, testenv.StackOptions{})
+	s := testenv.StartStack(t, testenv.StackOptions{ExtraGatewayEnv: noFinals})
 	ctx := context.Background()
 	params := map[string]any{"amount": "42.10", "currency": "USD", "payee_id": "p-receipt"}
 	p := preview(t, s, "dev-alice", "payments.transfer", params)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
@@ -116,9 +117,14 @@ func claimsAcquired(t testing.TB, s *testenv.Stack) int {
 	return total
 }
 
-// TestFlushAllAfterDone: the truth answers a replay after Redis lost everything.
+// noFinals turns the gateway's finished-operation cache off
+// (api.EnvFinalCache=0), for the tests of what the stores answer a replay.
+var noFinals = []string{api.EnvFinalCache + "=0"}
+
+// TestFlushAllAfterDone: the truth answers a replay after Redis lost
+// everything (the gateway keeping nothing, so that the store answers).
 func TestFlushAllAfterDone(t *testing.T) {
-	s := testenv.StartStack(t, testenv.StackOptions{})
+	s := testenv.StartStack(t, testenv.StackOptions{ExtraGatewayEnv: noFinals})
 	params := transferParams("17.25")
 	fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
 	first := confirmUntilTerminal(t, s, "dev-alice", "payments.transfer", fp, id, params)

@@ -1,0 +1,175 @@
+package api
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/status"
+)
+
+// withFinals turns the gateway's finished-record cache on (Config.FinalCache).
+func withFinals(size int) func(*Deps) {
+	return func(d *Deps) { d.Config.FinalCache = size }
+}
+
+// storeCalls is how often the store was asked about an operation: a
+// claim, or a read (Outcome reads as Get).
+func (f *fakeStore) storeCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writes + f.reads
+}
+
+// sameAnswer asserts that two answers are the same but for their trace.
+func sameAnswer(t *testing.T, want, got resp) {
+	t.Helper()
+	assert.Equal(t, want.code, got.code)
+	delete(want.body, "trace_id")
+	delete(got.body, "trace_id")
+	assert.Equal(t, want.body, got.body)
+	for _, h := range []string{HeaderReplayed, "Content-Type", "Retry-After"} {
+		assert.Equal(t, want.header.Get(h), got.header.Get(h), h)
+	}
+	assert.NotEmpty(t, got.header.Get("X-Trace-Id"))
+}
+
+// TestFinishedOperationsAreAnsweredByTheGateway: once the gateway has read
+// a finished operation from the store (a status poll, a replayed confirm),
+// its next replays and status polls are answered without asking the store,
+// the same answers the store's record gives; another subject still does
+// not see it; and once the replay is no longer owed (completed_at +
+// terminal_ttl) the store is asked again.
+func TestFinishedOperationsAreAnsweredByTheGateway(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withFinals(16))
+	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
+	require.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams).status())
+
+	calls := b.store.storeCalls()
+	fromStore := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	require.Equal(t, status.Completed, fromStore.status(), fromStore.raw)
+	require.Equal(t, calls+1, b.store.storeCalls(), "the first status poll reads the store")
+
+	calls = b.store.storeCalls()
+	kept := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	sameAnswer(t, fromStore, kept)
+	replay := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
+	assert.Equal(t, status.AlreadyCompleted, replay.status(), replay.raw)
+	assert.Equal(t, "true", replay.header.Get(HeaderReplayed))
+	assert.Equal(t, calls, b.store.storeCalls(), "a kept finished operation is answered without the store")
+
+	other := b.do(t, "GET", "/v1/operations/"+opID, "dev-bob", "")
+	assert.Equal(t, status.UnknownOperation, other.status(), "another subject's kept operation does not exist for them")
+
+	b.clock.Add(testCatalog().Actions["payments.transfer"].TerminalTTL)
+	calls = b.store.storeCalls()
+	late := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	sameAnswer(t, fromStore, late)
+	assert.Equal(t, calls+1, b.store.storeCalls(), "past completed_at + terminal_ttl the store is asked again")
+	assert.Equal(t, 1, b.tmp.started())
+}
+
+// TestReplaysAreKeptFromTheStoresAnswer: a replayed confirm keeps what the
+// store answered, and the same answer comes back without it; with the
+// cache off (FinalCache 0, as in a Config built in Go) every replay asks
+// the store.
+func TestReplaysAreKeptFromTheStoresAnswer(t *testing.T) {
+	t.Parallel()
+	for _, size := range []int{0, 16} {
+		b := setup(t, withFinals(size))
+		params := `{"amount":20000,"currency":"USD","payee_id":"p-1"}`
+		fp := b.preview(t, "dev-alice", "payments.legacy_transfer", params).str("fingerprint")
+		require.Equal(t, status.Failed, b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params).status())
+		calls := b.store.storeCalls()
+		first := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
+		require.Equal(t, status.AlreadyFailed, first.status(), first.raw)
+		require.Equal(t, calls+1, b.store.storeCalls(), "the first replay asks the store")
+		second := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
+		sameAnswer(t, first, second)
+		want := calls + 1
+		if size == 0 {
+			want++
+		}
+		assert.Equal(t, want, b.store.storeCalls(), "FinalCache %d", size)
+	}
+}
+
+// TestStillMovingOperationsAreNotKept: an operation in flight or waiting
+// for review is asked of the store every time, so its outcome is seen the
+// moment the store has it.
+func TestStillMovingOperationsAreNotKept(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withFinals(16))
+	params := `{"amount":"12.50","currency":"USD","payee_id":"slow"}`
+	pv := b.preview(t, "dev-alice", "payments.legacy_transfer", params)
+	opID := pv.str("operation_id")
+	require.Equal(t, status.InProgress, b.confirm(t, "dev-alice", "payments.legacy_transfer", pv.str("fingerprint"), params).status())
+	r := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	require.Equal(t, status.InProgress, r.status(), r.raw)
+	close(b.release)
+	require.Eventually(t, func() bool {
+		return b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").status() == status.Completed
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestFinalsKeepOnlyWhatNeverChanges pins finals alone: only terminal
+// records with a completion time are kept, each until its replay ends,
+// and knownFinal serves a kept record only to a confirm of the same
+// subject, scope and bound params.
+func TestFinalsKeepOnlyWhatNeverChanges(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	f, err := newFinals(8)
+	require.NoError(t, err)
+	done := idemstore.Record{OperationID: "op-done", Subject: "alice", Scope: "payments.transfer", ParamHash: "h",
+		State: idemstore.StateDone, CompletedAt: now}
+	f.keep(done, time.Hour)
+	for _, rec := range []idemstore.Record{
+		{OperationID: "op-flight", State: idemstore.StateInFlight, CompletedAt: now},
+		{OperationID: "op-review", State: idemstore.StateNeedsReview, CompletedAt: now},
+		{OperationID: "op-undated", State: idemstore.StateFailed},
+	} {
+		f.keep(rec, time.Hour)
+		_, ok := f.get(rec.OperationID, now)
+		assert.False(t, ok, rec.OperationID)
+	}
+	f.keep(idemstore.Record{OperationID: "op-no-ttl", State: idemstore.StateDone, CompletedAt: now}, 0)
+	_, ok := f.get("op-no-ttl", now)
+	assert.False(t, ok, "no terminal_ttl, no replay owed")
+
+	got, ok := f.get("op-done", now.Add(time.Hour-time.Millisecond))
+	require.True(t, ok)
+	assert.Equal(t, done, got)
+	_, ok = f.get("op-done", now.Add(time.Hour))
+	assert.False(t, ok, "at completed_at + terminal_ttl the replay is no longer owed")
+	_, ok = f.get("op-done", now)
+	assert.False(t, ok, "an entry past its end is dropped")
+
+	var off *finals
+	off.keep(done, time.Hour)
+	_, ok = off.get("op-done", now)
+	assert.False(t, ok, "a nil finals keeps nothing")
+
+	b := setup(t, withFinals(8), func(d *Deps) { d.Now = func() time.Time { return now } })
+	b.srv.finals.keep(done, time.Hour)
+	call := confirmCall{opID: "op-done", action: b.srv.cat.Actions["payments.transfer"], bound: boundParams{paramHash: "h"}}
+	call.id.Subject = "alice"
+	a, ok := b.srv.knownFinal(call)
+	require.True(t, ok)
+	assert.Equal(t, claimAnswer{Kind: claimFinished, Record: done}, a)
+	for name, change := range map[string]func(*confirmCall){
+		"subject":    func(c *confirmCall) { c.id.Subject = "bob" },
+		"scope":      func(c *confirmCall) { c.action = b.srv.cat.Actions["payments.legacy_transfer"] },
+		"param hash": func(c *confirmCall) { c.bound.paramHash = "other" },
+	} {
+		c := call
+		change(&c)
+		_, ok := b.srv.knownFinal(c)
+		assert.False(t, ok, "another %s asks the store", name)
+	}
+}
