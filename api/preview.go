@@ -146,10 +146,7 @@ func (s *Server) preview(ctx context.Context, id auth.Identity, action *catalog.
 		return internalErrorReply("", fmt.Errorf("preview: %w", err))
 	}
 	// Decimals are strings in answers; the quote's numbers too.
-	preview := map[string]any{"scope": action.Scope, "params": stringNumbers(bp.normalized), "free": stringNumbers(bp.free)}
-	if quote != nil {
-		preview["quote"] = stringNumbers(quote)
-	}
+	preview := previewView{scope: action.Scope, params: bp.normalized, free: bp.free, quote: quote}
 	var view *approvalView
 	if offer != nil {
 		view = &approvalView{Required: true, Reasons: offer.reasons, URL: s.approvalLink(fp, p.Nonce, bp.canonical),

@@ -166,7 +166,7 @@ func (s *Server) recentOperation(rec idemstore.Record) recentView {
 // what it binds; with recent (the amnesia guard found an identical recent
 // operation) its view and texts; with offer (the action's policy asks a
 // person to approve it) the approval's reasons and link.
-func (s *Server) previewReadyReply(scope, fp string, p fingerprint.Payload, preview map[string]any, recent *idemstore.Record,
+func (s *Server) previewReadyReply(scope, fp string, p fingerprint.Payload, preview previewView, recent *idemstore.Record,
 	offer *approvalView) reply {
 	r := opReply(status.PreviewReady, p.Nonce).
 		with("fingerprint", fp).

@@ -272,8 +272,9 @@ const bodyKeys = 16
 
 // orderedBody writes into b the common fields first, then the extra ones
 // sorted: the bytes json.Marshal writes for each key and value. Strings,
-// booleans, integers, nested objects of them and plain raw strings are
-// written directly; any other value through one encoder.
+// booleans, integers, nested objects of them, plain raw strings and a
+// preview (previewView) are written directly; any other value through one
+// encoder.
 func orderedBody(b *bytes.Buffer, status, meaning, instruction string, retryable bool, traceID, opID string, fields map[string]any) {
 	w := bodyWriter{b: b, enc: json.NewEncoder(b), start: b.Len()}
 	b.WriteByte('{')
@@ -293,7 +294,7 @@ func orderedBody(b *bytes.Buffer, status, meaning, instruction string, retryable
 }
 
 // sortedKeys appends m's keys to keys, sorted as encoding/json sorts them.
-func sortedKeys(keys []string, m map[string]any) []string {
+func sortedKeys[V any](keys []string, m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -379,16 +380,14 @@ func (w bodyWriter) value(v any) bool {
 		w.b.WriteByte('{')
 		var room [bodyKeys]string
 		for i, k := range sortedKeys(room[:0], t) {
-			if i > 0 {
-				w.b.WriteByte(',')
-			}
-			w.string(k)
-			w.b.WriteByte(':')
+			w.member(i, k)
 			if !w.value(t[k]) {
 				return false
 			}
 		}
 		w.b.WriteByte('}')
+	case previewView:
+		return w.preview(t)
 	default:
 		return false
 	}

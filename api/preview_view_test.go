@@ -1,0 +1,88 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// oldPreview is the preview as the handler built it before previewView:
+// the oracle previewView's bytes are checked against.
+func oldPreview(v previewView) map[string]any {
+	preview := map[string]any{"scope": v.scope, "params": stringNumbers(v.params), "free": stringNumbers(v.free)}
+	if v.quote != nil {
+		preview["quote"] = stringNumbers(v.quote)
+	}
+	return preview
+}
+
+// requireOldBytes requires that the body of v, written directly or
+// through the encoder, is the body of oldPreview(v), byte for byte.
+func requireOldBytes(t *testing.T, v previewView) {
+	t.Helper()
+	fields := map[string]any{"preview": v, "fingerprint": "f.p", "expires_at": "2026-01-02T03:04:05Z"}
+	old := map[string]any{"preview": oldPreview(v), "fingerprint": "f.p", "expires_at": "2026-01-02T03:04:05Z"}
+	want := marshalEach("preview_ready", "m", "i", false, "0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", old)
+	got := bodyOf("preview_ready", "m", "i", false, "0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", fields)
+	require.Equal(t, string(want), string(got))
+	wantJSON, wantErr := json.Marshal(oldPreview(v))
+	gotJSON, gotErr := json.Marshal(v)
+	require.Equal(t, wantErr == nil, gotErr == nil)
+	require.Equal(t, string(wantJSON), string(gotJSON))
+}
+
+// The preview of a preview_ready answer is written as the handler's map of
+// it was: directly when its values allow, else through the encoder, the
+// same bytes either way.
+func TestPreviewViewWritesTheOldBytes(t *testing.T) {
+	t.Parallel()
+	transfer := map[string]any{"amount": json.Number("12.5"), "currency": "USD", "payee_id": "p-1"}
+	for name, v := range map[string]previewView{
+		"transfer":           {scope: "payments.legacy_transfer", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`"rent"`)}},
+		"no free":            {scope: "payments.transfer", params: transfer, free: map[string]json.RawMessage{}},
+		"nil maps":           {scope: "payments.transfer"},
+		"several free":       {scope: "s", params: transfer, free: map[string]json.RawMessage{"z": json.RawMessage(`"1"`), "a": json.RawMessage(`"2"`), "m": json.RawMessage(`""`)}},
+		"free spaced":        {scope: "s", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(" \"rent\"\n")}},
+		"free html":          {scope: "s", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`"<b>&"`)}},
+		"free escaped":       {scope: "s", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`"a\"b\u00e9"`)}},
+		"free unicode":       {scope: "s", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`"预览 é"`)}},
+		"free number":        {scope: "s", params: transfer, free: map[string]json.RawMessage{"tip": json.RawMessage(`1.50`)}},
+		"free object":        {scope: "s", params: transfer, free: map[string]json.RawMessage{"meta": json.RawMessage(`{ "b" : 2e3, "a": [1, "x"] }`)}},
+		"free bool and null": {scope: "s", params: transfer, free: map[string]json.RawMessage{"t": json.RawMessage(`true`), "n": json.RawMessage(`null`)}},
+		"free key html":      {scope: "s", params: transfer, free: map[string]json.RawMessage{"<k>": json.RawMessage(`"v"`)}},
+		"free key unicode":   {scope: "s", params: transfer, free: map[string]json.RawMessage{"é": json.RawMessage(`"v"`), "z": json.RawMessage(`"w"`)}},
+		"params kinds": {scope: "s", params: map[string]any{"b": true, "f": false, "n": json.Number("-0.001"), "s": "x<y",
+			"u": "预览", "é": "key", "Z": "upper"}, free: map[string]json.RawMessage{}},
+		"params other kind": {scope: "s", params: map[string]any{"f": 1.25, "i": int64(3), "nil": nil}, free: map[string]json.RawMessage{}},
+		"scope html":        {scope: "a<b>&c", params: transfer, free: map[string]json.RawMessage{}},
+		"quote": {scope: "payments.fx", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`"rent"`)},
+			quote: map[string]any{"rate": json.Number("1.0842"), "fee": 0.5, "ok": true, "legs": []any{json.Number("1"), "x"},
+				"nested": map[string]any{"n": json.Number("2"), "s": "<"}}},
+		"empty quote": {scope: "payments.fx", params: transfer, free: map[string]json.RawMessage{}, quote: map[string]any{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			requireOldBytes(t, v)
+		})
+	}
+}
+
+// The bytes stay the old ones for any free params and any bound string,
+// number or key.
+func FuzzPreviewView(f *testing.F) {
+	f.Add(`{"memo":"rent"}`, "amount", "12.5", "USD", "payments.legacy_transfer", true)
+	f.Add(`{"memo":"<b>","tip":1.5,"meta":{"a":[1,null]}}`, "é", "-0", "预览", "s", false)
+	f.Add(`{"a":"x\u2028y","b":"\ud83d\ude00"}`, "<k>", "1e3", "a\"b", "", true)
+	f.Fuzz(func(t *testing.T, free, key, number, text, scope string, flag bool) {
+		var members map[string]json.RawMessage
+		if json.Unmarshal([]byte(free), &members) != nil {
+			members = map[string]json.RawMessage{"memo": json.RawMessage(free)}
+			if !json.Valid([]byte(free)) {
+				t.Skip()
+			}
+		}
+		params := map[string]any{key: text, key + "n": json.Number(number), key + "b": flag}
+		requireOldBytes(t, previewView{scope: scope, params: params, free: members})
+	})
+}
