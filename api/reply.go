@@ -128,10 +128,12 @@ func (s *Server) render(c echo.Context, r reply) error {
 	if errs, ok := r.fields["errors"].([]params.FieldProblem); ok && lang != messages.English {
 		r.fields["errors"] = s.translateProblems(lang, errs)
 	}
-	meaning, instruction, err := s.msgs.Render(lang, key, d)
+	// The texts are written into room, and from there into the body.
+	var room [messages.TextRoom]byte
+	meaning, instruction, err := s.msgs.RenderInto(room[:], lang, key, d)
 	if err != nil {
 		s.log.ErrorContext(c.Request().Context(), messages.FaultRender, "trace_id", traceID, "err", err)
-		meaning, instruction = string(r.status), renderFailedInstruction(lang, traceID)
+		meaning, instruction = []byte(r.status), []byte(renderFailedInstruction(lang, traceID))
 	}
 	// An id from the path that is not an operation_id (GET
 	// /v1/operations/not-an-id) is named in the texts but never answered as
@@ -275,12 +277,12 @@ const bodyKeys = 16
 // booleans, integers, nested objects of them, plain raw strings and a
 // preview (previewView) are written directly; any other value through one
 // encoder.
-func orderedBody(b *bytes.Buffer, status, meaning, instruction string, retryable bool, traceID, opID string, fields map[string]any) {
+func orderedBody(b *bytes.Buffer, status string, meaning, instruction []byte, retryable bool, traceID, opID string, fields map[string]any) {
 	w := bodyWriter{b: b, enc: json.NewEncoder(b), start: b.Len()}
 	b.WriteByte('{')
 	w.putString("status", status)
-	w.putString("meaning", meaning)
-	w.putString("instruction", instruction)
+	w.putText("meaning", meaning)
+	w.putText("instruction", instruction)
 	w.put("retryable", retryable)
 	w.putString("trace_id", traceID)
 	if opID != "" {
@@ -334,11 +336,29 @@ func (w bodyWriter) string(s string) {
 	}
 }
 
+// text writes s as a JSON string, as string writes it.
+func (w bodyWriter) text(s []byte) {
+	if !plain(s) {
+		_ = w.encode(string(s)) // a string always encodes
+		return
+	}
+	w.b.WriteByte('"')
+	w.b.Write(s)
+	w.b.WriteByte('"')
+}
+
 // putString is put of a string, which it never boxes in an any.
 func (w bodyWriter) putString(k, v string) {
 	w.key(k)
 	w.b.WriteByte(':')
 	w.string(v)
+}
+
+// putText is putString of a text's bytes.
+func (w bodyWriter) putText(k string, v []byte) {
+	w.key(k)
+	w.b.WriteByte(':')
+	w.text(v)
 }
 
 // put writes the member k: v. A value that cannot be encoded is answered by

@@ -50,7 +50,7 @@ func marshalEach(status, meaning, instruction string, retryable bool, traceID, o
 func bodyOf(status, meaning, instruction string, retryable bool, traceID, opID string, fields map[string]any) []byte {
 	var b bytes.Buffer
 	b.WriteString("held")
-	orderedBody(&b, status, meaning, instruction, retryable, traceID, opID, fields)
+	orderedBody(&b, status, []byte(meaning), []byte(instruction), retryable, traceID, opID, fields)
 	return bytes.TrimPrefix(b.Bytes(), []byte("held"))
 }
 
@@ -94,7 +94,7 @@ func BenchmarkOrderedBody(b *testing.B) {
 	var buf bytes.Buffer
 	for b.Loop() {
 		buf.Reset()
-		orderedBody(&buf, "completed", "The operation completed.", "Tell the user it is done.", false,
+		orderedBody(&buf, "completed", []byte("The operation completed."), []byte("Tell the user it is done."), false,
 			"0af7651916cd43dd8448eb211c80319c", "0123456789abcdef0123456789abcdef", fields)
 	}
 }

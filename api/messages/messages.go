@@ -288,12 +288,13 @@ func (c *Catalog) lookup(lang Lang, key string) (entry, error) {
 	return entry{}, fmt.Errorf("render message %q: no such key", key)
 }
 
-// textRoom is the room on the stack for an answer's texts: most fit.
-const textRoom = 1024
+// TextRoom is the room for an answer's texts (on the stack of Render, and
+// of a caller of RenderInto) that most fit in.
+const TextRoom = 1024
 
 // execute renders one text.
 func execute(t *text, d *Data) (string, error) {
-	b, err := appendText(make([]byte, 0, textRoom), t, d)
+	b, err := appendText(make([]byte, 0, TextRoom), t, d)
 	if err != nil {
 		return "", err
 	}
@@ -316,24 +317,44 @@ func appendText(b []byte, t *text, d *Data) ([]byte, error) {
 // A key missing in lang falls back to English; a key missing everywhere,
 // or a fragment's key, is an error.
 func (c *Catalog) Render(lang Lang, key string, d Data) (meaning, instruction string, err error) {
-	e, err := c.lookup(lang, key)
-	if err != nil {
-		return "", "", err
-	}
-	if e.meaning == nil {
-		return "", "", fmt.Errorf("render message %q: a fragment, not a status text", key)
-	}
 	// Both texts are written into one buffer and become one string.
-	b, err := appendText(make([]byte, 0, textRoom), e.meaning, &d)
+	b, mid, err := c.appendTexts(make([]byte, 0, TextRoom), lang, key, &d)
 	if err != nil {
-		return "", "", err
-	}
-	mid := len(b)
-	if b, err = appendText(b, e.instruction, &d); err != nil {
 		return "", "", err
 	}
 	both := string(b)
 	return strings.TrimSpace(both[:mid]), strings.TrimSpace(both[mid:]), nil
+}
+
+// RenderInto is Render writing both texts into buf (from its start, grown
+// when they do not fit) rather than into a new string: the texts it
+// returns are buf's bytes, to be copied out before buf is used again.
+func (c *Catalog) RenderInto(buf []byte, lang Lang, key string, d Data) (meaning, instruction []byte, err error) {
+	b, mid, err := c.appendTexts(buf[:0], lang, key, &d)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bytes.TrimSpace(b[:mid]), bytes.TrimSpace(b[mid:]), nil
+}
+
+// appendTexts appends the meaning and then the instruction of key in lang,
+// filled with d, to b; mid is where the instruction starts.
+func (c *Catalog) appendTexts(b []byte, lang Lang, key string, d *Data) (out []byte, mid int, err error) {
+	e, err := c.lookup(lang, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	if e.meaning == nil {
+		return nil, 0, fmt.Errorf("render message %q: a fragment, not a status text", key)
+	}
+	if b, err = appendText(b, e.meaning, d); err != nil {
+		return nil, 0, err
+	}
+	mid = len(b)
+	if b, err = appendText(b, e.instruction, d); err != nil {
+		return nil, 0, err
+	}
+	return b, mid, nil
 }
 
 // Fragment returns the detail fragment key (FragmentPrefix...) in lang,

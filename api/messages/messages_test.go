@@ -40,10 +40,21 @@ func TestEveryTextRenders(t *testing.T) {
 				assert.NotContains(t, text, "<no value>", "%s/%s", lang, key)
 				_, _, err = c.Render(lang, key, d)
 				assert.Error(t, err, "a fragment is not a status text")
+				_, _, err = c.RenderInto(nil, lang, key, d)
+				assert.Error(t, err, "a fragment is not a status text")
 				continue
 			}
 			m, i, err := c.Render(lang, key, d)
 			require.NoError(t, err, "%s/%s", lang, key)
+			// RenderInto writes the same texts into a buffer of any room,
+			// from its start.
+			for _, room := range []int{0, 16, TextRoom} {
+				buf := append(make([]byte, 0, room), "held"...)
+				bm, bi, err := c.RenderInto(buf, lang, key, d)
+				require.NoError(t, err, "%s/%s", lang, key)
+				assert.Equal(t, m, string(bm), "%s/%s: meaning into %d bytes", lang, key, room)
+				assert.Equal(t, i, string(bi), "%s/%s: instruction into %d bytes", lang, key, room)
+			}
 			assert.NotEmpty(t, m)
 			assert.NotEmpty(t, i)
 			assert.NotContains(t, m+i, "<no value>", "%s/%s", lang, key)
