@@ -42,10 +42,12 @@ type keyEntry struct {
 	pool sync.Pool // of *macState
 }
 
-// macState is a reusable HMAC with room for its sum.
+// macState is a reusable HMAC with room for its sum and for the
+// fingerprint Sign writes before it becomes a string.
 type macState struct {
 	h   hash.Hash
 	sum [sha256.Size]byte
+	out []byte
 }
 
 func newKeyEntry(id string, secret []byte) *keyEntry {
@@ -142,15 +144,14 @@ func (k *Keyring) Sign(p Payload) (string, error) {
 	var pb [256]byte
 	payload := appendPayload(pb[:0], &p)
 	enc := base64.RawURLEncoding
-	n := enc.EncodedLen(len(payload))
-	out := make([]byte, 0, n+1+enc.EncodedLen(sha256.Size))
-	out = enc.AppendEncode(out, payload)
 	st := k.signer.get()
+	defer k.signer.put(st)
+	out := enc.AppendEncode(st.out[:0], payload)
 	st.h.Write(out)
 	sum := st.h.Sum(st.sum[:0])
 	out = append(out, '.')
 	out = enc.AppendEncode(out, sum)
-	k.signer.put(st)
+	st.out = out // its room, grown, serves the next Sign
 	if len(out) > MaxFingerprintLen {
 		return "", fmt.Errorf("sign: %w: fingerprint is %d bytes, more than %d", ErrInvalid, len(out), MaxFingerprintLen)
 	}

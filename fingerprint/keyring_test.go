@@ -95,6 +95,44 @@ func TestSignFormat(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalid)
 }
 
+// Sign writes each fingerprint into room its HMAC state keeps across
+// calls: every fingerprint is still exactly B64(json) "." B64(HMAC) of its
+// own payload, whatever longer or shorter one the state signed before, from
+// any number of goroutines.
+func TestSignIsItsFormulaAcrossReuse(t *testing.T) {
+	t.Parallel()
+	k := mustKeyring(t, Key{ID: "k1", Secret: secretA})
+	want := func(p Payload) string {
+		p.KeyID = "k1"
+		js, err := json.Marshal(p)
+		require.NoError(t, err)
+		seg := base64.RawURLEncoding.EncodeToString(js)
+		h := hmac.New(sha256.New, secretA)
+		h.Write([]byte(seg))
+		return seg + "." + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	}
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 200 {
+				p := testPayload()
+				p.Subject = strings.Repeat(string(rune('a'+g)), 1+(i*37+g*11)%300)
+				if i%3 == 0 {
+					p.Approval = "new_payee"
+				}
+				fp, err := k.Sign(p)
+				if !assert.NoError(t, err) || !assert.Equal(t, want(p), fp, "goroutine %d, payload %d", g, i) {
+					return
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}
+
 func TestSignRefusesBadPayload(t *testing.T) {
 	t.Parallel()
 	k := mustKeyring(t, Key{ID: "k1", Secret: secretA})
