@@ -252,7 +252,9 @@ func declaredFields(action *catalog.Action) []string {
 // fingerprint.
 func Hash(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte // on the stack: only the string is allocated
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // object is a parsed params object: its top-level members, in order.
