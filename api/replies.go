@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -470,10 +469,6 @@ var bodyTexts = map[string]func(d messages.Data, v any) (messages.Data, bool){
 	}),
 }
 
-// bodyTextKeys are bodyTexts' keys, sorted once: textData fills the texts
-// from the fields an answer has in this order.
-var bodyTextKeys = slices.Sorted(maps.Keys(bodyTexts))
-
 // shows adapts a typed filler to bodyTexts; it reports false when the
 // field's value is not a T.
 func shows[T any](fill func(d messages.Data, v T) messages.Data) func(d messages.Data, v any) (messages.Data, bool) {
@@ -489,13 +484,21 @@ func shows[T any](fill func(d messages.Data, v T) messages.Data) func(d messages
 // textData is the texts' data of r before the envelope's values (operation,
 // scope, tools, waits): its text-only values plus those of its body fields.
 // It fails when a body field's value has the wrong type for the texts.
+//
+// The fields fill the texts in the order of their keys (sorted): an answer
+// has a few of them, far fewer than bodyTexts has entries.
 func (r reply) textData() (messages.Data, error) {
 	d := r.text
-	for _, k := range bodyTextKeys {
-		v, present := r.fields[k]
-		if !present {
-			continue
+	var room [bodyKeys]string
+	keys := room[:0]
+	for k := range r.fields {
+		if _, read := bodyTexts[k]; read {
+			keys = append(keys, k)
 		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := r.fields[k]
 		var ok bool
 		if d, ok = bodyTexts[k](d, v); !ok {
 			return d, fmt.Errorf("body field %s: unexpected %T for the texts", k, v)
