@@ -29,7 +29,14 @@ type boundField struct {
 // the constraints take are not moved to the heap on every call.
 type boundFields struct {
 	all []boundField
+	// members is room for the top-level members of the params the call
+	// reads (topObject), which nothing keeps once the call returns.
+	members []member
 }
+
+// maxKeptMembers is the most members' room giveBack keeps for the next
+// call; params with more members are rare, their room is dropped.
+const maxKeptMembers = 4 * membersHint
 
 // boundFieldsPool holds boundFields between calls.
 var boundFieldsPool = sync.Pool{New: func() any { return new(boundFields) }}
@@ -47,9 +54,21 @@ func borrowBoundFields(action *catalog.Action) *boundFields {
 // giveBack empties b, keeping nothing of the call alive, and returns it to
 // the pool.
 func (b *boundFields) giveBack() {
+	b.empty()
+	boundFieldsPool.Put(b)
+}
+
+// empty drops every value of the call from b: its fields' and its
+// members' (also those a refused object wrote past the members kept), and
+// a members' room too large to keep.
+func (b *boundFields) empty() {
 	clear(b.all)
 	b.all = b.all[:0]
-	boundFieldsPool.Put(b)
+	clear(b.members[:cap(b.members)])
+	b.members = b.members[:0]
+	if cap(b.members) > maxKeptMembers {
+		b.members = nil
+	}
 }
 
 // read copies the declarations of bind into b, sorted by name by UTF-16

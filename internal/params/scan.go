@@ -96,12 +96,20 @@ func scanParams(raw []byte, known *boundFields) (v any, members []member, ok boo
 const membersHint = 8
 
 // topObject reads the top-level object's members, recording where each
-// member's value starts and ends in raw.
+// member's value starts and ends in raw. The members of an action's params
+// are read into the room its bound fields keep (boundFields.members),
+// grown if need be.
 func (s *scanner) topObject(raw []byte) ([]member, bool) {
 	if _, err := s.dec.ReadToken(); err != nil {
 		return nil, false
 	}
-	members := make([]member, 0, membersHint)
+	var members []member
+	if s.known != nil {
+		members = s.known.members[:0]
+	}
+	if members == nil {
+		members = make([]member, 0, membersHint)
+	}
 	for s.dec.PeekKind() != '}' {
 		name, key, ok := s.memberKey()
 		if !ok || !s.fresh(members, key) {
@@ -119,6 +127,9 @@ func (s *scanner) topObject(raw []byte) ([]member, bool) {
 	}
 	if _, err := s.dec.ReadToken(); err != nil {
 		return nil, false
+	}
+	if s.known != nil {
+		s.known.members = members // the room, grown, serves the next call
 	}
 	return members, true
 }

@@ -197,3 +197,44 @@ func FuzzScanMatchesDecoder(f *testing.F) {
 		sameValue(t, raw)
 	})
 }
+
+// The bound fields of a call keep its members' room for the next call, and
+// nothing of its params once it is done: not the members of valid params,
+// not those a refused object wrote past them; a room grown too large is
+// dropped.
+func TestBoundFieldsKeepNoMembers(t *testing.T) {
+	t.Parallel()
+	action := transferAction()
+	valid := `{"amount":"12.50","currency":"usd","payee_id":"p-1","memo":"rent"}`
+	for name, raw := range map[string]string{
+		"valid":          valid,
+		"refused longer": `{"amount":"12.50","currency":"usd","payee_id":"p-1","memo":"rent","x":1,"x":2}`,
+		"past the room":  `{"amount":"1","currency":"usd","payee_id":"p","memo":"m","x":1,"y":2,"z":3,"w":4,"v":5}`,
+		"too many kept":  `{` + manyMembers(5*membersHint) + `}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fields := &boundFields{}
+			fields.read(action.Bind)
+			for _, r := range []string{valid, raw} {
+				_, _ = parseObject([]byte(r), fields)
+			}
+			fields.empty()
+			assert.Empty(t, fields.all)
+			assert.Empty(t, fields.members)
+			assert.LessOrEqual(t, cap(fields.members), maxKeptMembers)
+			for i, m := range fields.members[:cap(fields.members)] {
+				assert.Zero(t, m, "member %d kept", i)
+			}
+		})
+	}
+}
+
+// manyMembers is n members "m0":0,"m1":1,… of an object.
+func manyMembers(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = `"m` + strconv.Itoa(i) + `":` + strconv.Itoa(i)
+	}
+	return strings.Join(parts, ",")
+}
