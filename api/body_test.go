@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -144,5 +145,44 @@ func TestSlotsAreTheStructsMembers(t *testing.T) {
 				assert.Same(t, addr, slot.raw, "%T.%s", body, v.Type().Field(i).Name)
 			}
 		}
+	}
+}
+
+// readBody reads what io.ReadAll reads, and fails as it fails, for bodies
+// of every size and readers that give a byte at a time, fail half-way or
+// end with their last bytes; what it returns is the caller's own, not the
+// pooled buffer's (it stays as it was while other bodies are read). A
+// failed read's bytes are only a prefix of the body: decodeBody drops
+// them.
+func TestReadBodyIsReadAll(t *testing.T) {
+	t.Parallel()
+	var kept [][]byte
+	var wants []string
+	for _, size := range []int{0, 1, 100, 511, 512, 513, bodySize, bodySize + 1, BodyLimit, maxPooledBody + 1} {
+		// Each body's bytes differ from the one before it.
+		data := bytes.Repeat([]byte{byte('a' + len(kept)%26)}, size)
+		for name, reader := range map[string]func() io.Reader{
+			"whole":          func() io.Reader { return bytes.NewReader(data) },
+			"a byte at once": func() io.Reader { return iotest.OneByteReader(bytes.NewReader(data)) },
+			"data and EOF":   func() io.Reader { return iotest.DataErrReader(bytes.NewReader(data)) },
+			"failing":        func() io.Reader { return io.MultiReader(bytes.NewReader(data), iotest.ErrReader(errBodyTooLarge)) },
+			"half then fail": func() io.Reader { return iotest.TimeoutReader(iotest.HalfReader(bytes.NewReader(data))) },
+		} {
+			want, wantErr := io.ReadAll(reader())
+			got, err := readBody(reader())
+			require.Equal(t, wantErr, err, "%s of %d bytes", name, size)
+			if err != nil {
+				// What was read before the failure depends on the room
+				// each read was given; the caller drops it.
+				require.True(t, bytes.HasPrefix(data, got), "%s of %d bytes", name, size)
+				want = got
+			}
+			require.Equal(t, string(want), string(got), "%s of %d bytes", name, size)
+			kept, wants = append(kept, got), append(wants, string(want))
+			data = bytes.Repeat([]byte{byte('a' + len(kept)%26)}, size)
+		}
+	}
+	for i := range kept {
+		assert.Equal(t, wants[i], string(kept[i]), "body %d changed by later reads", i)
 	}
 }

@@ -142,13 +142,8 @@ func (s *Server) render(c echo.Context, r reply) error {
 	if !tools.IsOperationID(bodyOpID) {
 		bodyOpID = ""
 	}
-	body := bodyBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if body.Cap() <= maxPooledBody {
-			body.Reset()
-			bodyBuffers.Put(body)
-		}
-	}()
+	body := borrowBuffer()
+	defer giveBackBuffer(body)
 	orderedBody(body, string(r.status), meaning, instruction, info.Retryable, traceID, bodyOpID, r.fields)
 	setAnswerHeaders(c.Response().Header(), r, info, lang)
 	s.metrics.responses.WithLabelValues(string(r.status)).Inc()
@@ -260,13 +255,25 @@ const bodySize = 2048
 // larger one (a big result) is left to the garbage collector.
 const maxPooledBody = 64 << 10
 
-// bodyBuffers holds the buffers answers are written into, reused once the
-// answer is written out.
+// bodyBuffers holds the buffers answers are written into (and request
+// bodies read into, readBody), reused once the answer is written out.
 var bodyBuffers = sync.Pool{New: func() any {
 	b := new(bytes.Buffer)
 	b.Grow(bodySize)
 	return b
 }}
+
+// borrowBuffer returns an empty buffer of bodyBuffers.
+func borrowBuffer() *bytes.Buffer { return bodyBuffers.Get().(*bytes.Buffer) }
+
+// giveBackBuffer empties b and returns it to bodyBuffers, unless it grew
+// larger than maxPooledBody.
+func giveBackBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledBody {
+		b.Reset()
+		bodyBuffers.Put(b)
+	}
+}
 
 // bodyKeys is the room for sorted keys on the stack: most answers and their
 // nested objects have fewer.
