@@ -112,3 +112,21 @@ func TestFailedClaimsNothingExecutedOnlyWhenProved(t *testing.T) {
 		}
 	}
 }
+
+// RenderInto trims the texts as Render does: a YAML block keeps its last
+// line's newline, which no answer shows.
+func TestRenderIntoTrimsAsRender(t *testing.T) {
+	t.Parallel()
+	texts, err := parse(English, []byte("padded:\n  meaning: |\n    Ready: {{.Scope}}.\n  instruction: \"  Call {{.ConfirmTool}}. \\n\"\n"))
+	require.NoError(t, err)
+	c := &Catalog{texts: map[Lang]map[string]entry{English: texts}}
+	d := Data{Scope: "payments.transfer", ConfirmTool: "payments_transfer_confirm"}
+	m, i, err := c.Render(English, "padded", d)
+	require.NoError(t, err)
+	assert.Equal(t, "Ready: payments.transfer.", m)
+	assert.Equal(t, "Call payments_transfer_confirm.", i)
+	bm, bi, err := c.RenderInto(make([]byte, 0, TextRoom), English, "padded", d)
+	require.NoError(t, err)
+	assert.Equal(t, m, string(bm))
+	assert.Equal(t, i, string(bi))
+}
