@@ -378,6 +378,9 @@ func (w bodyWriter) put(k string, v any) {
 		return
 	}
 	w.b.Truncate(mark)
+	if p, ok := v.(previewView); ok {
+		v = p.asMap() // what it stands for: even an encoding error reads the same
+	}
 	if err := w.encode(v); err != nil {
 		_ = w.encode(err.Error())
 	}
