@@ -5,6 +5,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oncegate/oncegate/idemstore"
 )
@@ -25,7 +26,21 @@ import (
 // nothing (Config.FinalCache 0).
 type finals struct {
 	records *lru.Cache[string, finalEntry]
+	// hits and misses count the lookups (finalLookups): a kept record
+	// served, or none kept (or its replay no longer owed) and the store
+	// asked.
+	hits, misses prometheus.Counter
 }
+
+// The results of a lookup in finals: the labels of
+// oncegate_final_cache_lookups_total.
+const (
+	// finalHit: a kept record answered, without a store round trip.
+	finalHit = "hit"
+	// finalMiss: no record kept, or its replay no longer owed; the store
+	// was asked.
+	finalMiss = "miss"
+)
 
 // finalEntry is a kept terminal record and the end of its replay.
 type finalEntry struct {
@@ -33,8 +48,9 @@ type finalEntry struct {
 	until time.Time
 }
 
-// newFinals returns finals of at most size records, nil when size is 0.
-func newFinals(size int) (*finals, error) {
+// newFinals returns finals of at most size records, nil when size is 0,
+// counting its lookups on reg (reusing a collector already registered).
+func newFinals(size int, reg prometheus.Registerer) (*finals, error) {
 	if size == 0 {
 		return nil, nil
 	}
@@ -42,7 +58,15 @@ func newFinals(size int) (*finals, error) {
 	if err != nil {
 		return nil, fmt.Errorf("final records: %w", err)
 	}
-	return &finals{records: records}, nil
+	lookups, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "oncegate_final_cache_lookups_total",
+		Help: "Lookups of finished operations' records the gateway keeps (ONCEGATE_FINAL_CACHE) at a confirm and a status poll, " +
+			"by result: hit (answered without a store round trip), miss (not kept, or its replay no longer owed: the store was asked).",
+	}, []string{"result"}))
+	if err != nil {
+		return nil, err
+	}
+	return &finals{records: records, hits: lookups.WithLabelValues(finalHit), misses: lookups.WithLabelValues(finalMiss)}, nil
 }
 
 // keep remembers rec, read from the store, when it is terminal: until
@@ -63,11 +87,14 @@ func (f *finals) get(opID string, now time.Time) (idemstore.Record, bool) {
 	}
 	e, ok := f.records.Get(opID)
 	if !ok {
+		f.misses.Inc()
 		return idemstore.Record{}, false
 	}
 	if !now.Before(e.until) {
 		f.records.Remove(opID)
+		f.misses.Inc()
 		return idemstore.Record{}, false
 	}
+	f.hits.Inc()
 	return e.rec, true
 }

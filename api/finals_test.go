@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -51,9 +52,12 @@ func TestFinishedOperationsAreAnsweredByTheGateway(t *testing.T) {
 	require.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams).status())
 
 	calls := b.store.storeCalls()
+	misses := counterValue(t, b.srv.finals.misses)
 	fromStore := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	require.Equal(t, status.Completed, fromStore.status(), fromStore.raw)
 	require.Equal(t, calls+1, b.store.storeCalls(), "the first status poll reads the store")
+	assert.InDelta(t, misses+1, counterValue(t, b.srv.finals.misses), 0, "a lookup that found nothing kept is a miss")
+	assert.Zero(t, counterValue(t, b.srv.finals.hits))
 
 	calls = b.store.storeCalls()
 	kept := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
@@ -62,15 +66,17 @@ func TestFinishedOperationsAreAnsweredByTheGateway(t *testing.T) {
 	assert.Equal(t, status.AlreadyCompleted, replay.status(), replay.raw)
 	assert.Equal(t, "true", replay.header.Get(HeaderReplayed))
 	assert.Equal(t, calls, b.store.storeCalls(), "a kept finished operation is answered without the store")
+	assert.InDelta(t, 2, counterValue(t, b.srv.finals.hits), 0, "the kept status poll and replay are hits")
 
 	other := b.do(t, "GET", "/v1/operations/"+opID, "dev-bob", "")
 	assert.Equal(t, status.UnknownOperation, other.status(), "another subject's kept operation does not exist for them")
 
 	b.clock.Add(testCatalog().Actions["payments.transfer"].TerminalTTL)
-	calls = b.store.storeCalls()
+	calls, misses = b.store.storeCalls(), counterValue(t, b.srv.finals.misses)
 	late := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	sameAnswer(t, fromStore, late)
 	assert.Equal(t, calls+1, b.store.storeCalls(), "past completed_at + terminal_ttl the store is asked again")
+	assert.InDelta(t, misses+1, counterValue(t, b.srv.finals.misses), 0, "a kept record past its replay is a miss")
 	assert.Equal(t, 1, b.tmp.started())
 }
 
@@ -124,7 +130,7 @@ func TestStillMovingOperationsAreNotKept(t *testing.T) {
 func TestFinalsKeepOnlyWhatNeverChanges(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
-	f, err := newFinals(8)
+	f, err := newFinals(8, prometheus.NewRegistry())
 	require.NoError(t, err)
 	done := idemstore.Record{OperationID: "op-done", Subject: "alice", Scope: "payments.transfer", ParamHash: "h",
 		State: idemstore.StateDone, CompletedAt: now}

@@ -175,9 +175,6 @@ func New(deps Deps) (*Server, error) {
 	if s.results, err = newResultForms(resultFormsSize); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
-	if s.finals, err = newFinals(s.cfg.FinalCache); err != nil {
-		return nil, fmt.Errorf("api: %w", err)
-	}
 	if s.approvals != nil {
 		if s.ceremony, err = ceremony.New(ceremony.Config{RPID: s.cfg.WebAuthnRPID, Origins: s.cfg.WebAuthnOrigins}); err != nil {
 			return nil, fmt.Errorf("api: %w", err)
@@ -214,6 +211,9 @@ func New(deps Deps) (*Server, error) {
 		}
 	}
 	if s.metrics, err = newMetrics(reg); err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
+	if s.finals, err = newFinals(s.cfg.FinalCache, reg); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	s.watchers = watch.New[watched](s.cfg.MaxWatchers, s.metrics.watch)
