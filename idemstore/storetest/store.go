@@ -389,7 +389,12 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 
 		// A newer claim of the intent replaces the entry; a replay keeps
 		// its first stamp; a replay of the older operation after its
-		// fingerprint's exp (stamped at exp) does not come back.
+		// fingerprint's exp (stamped at exp) does not come back. Stamps
+		// are kept in milliseconds: the newer claim is made in a later
+		// millisecond than the first's, or it could not be stamped after it.
+		for !time.Now().Truncate(time.Millisecond).After(stamp) {
+			time.Sleep(100 * time.Microsecond)
+		}
 		d := claim(time.Now().Add(15 * time.Minute))
 		r = read(c.Scope, c.ParamHash)
 		assert.Equal(t, d.OperationID, r.Entry.OperationID)
