@@ -167,6 +167,38 @@ func TestClusterMasterKilled(t *testing.T) {
 	require.ErrorIs(t, err, idemstore.ErrUnavailable)
 }
 
+// TestClusterRedirectNotFollowed: a slot's owner that the client does not
+// reach (a MOVED or ASK still answered after its redirects: a failover
+// under way, or a map of the slots not yet reloaded) is the fast path
+// unavailable, so the combined store claims on PostgreSQL alone, never an
+// internal error the agent is told not to retry. A client of one node,
+// which follows no redirect, stands for a cluster client whose redirects
+// ran out.
+func TestClusterRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	cluster, _ := startCluster(t)
+	ctx := context.Background()
+	node := redis.NewClient(&redis.Options{Addr: cluster.Addrs[0]})
+	t.Cleanup(func() { _ = node.Close() })
+	s := redisstore.New(node)
+	var c idemstore.Claim
+	for {
+		c = storetest.NewClaim(t, "owner-a")
+		owner, err := slotOwner(ctx, node, redisstore.Key(c.OperationID))
+		require.NoError(t, err)
+		if owner != cluster.Addrs[0] {
+			break
+		}
+	}
+	_, err := s.Acquire(ctx, c)
+	require.Error(t, err)
+	_, moved := redis.IsMovedError(err)
+	require.True(t, moved, "the node answers MOVED: %v", err)
+	assert.ErrorIs(t, err, idemstore.ErrUnavailable)
+	_, err = s.Get(ctx, c.OperationID)
+	assert.ErrorIs(t, err, idemstore.ErrUnavailable)
+}
+
 // slotOwner returns host:port of the master serving key's slot.
 func slotOwner(ctx context.Context, node *redis.Client, key string) (string, error) {
 	slot, err := node.ClusterKeySlot(ctx, key).Result()

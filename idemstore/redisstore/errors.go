@@ -19,9 +19,19 @@ func interpretError(err error) error {
 }
 
 // redisDown reports go-redis's own unavailability errors: a closed client
-// (redis.ErrClosed), an exhausted pool, and a server that is loading,
-// read-only, without a master or with its cluster down.
+// (redis.ErrClosed), an exhausted pool, a server that is loading,
+// read-only, without a master or with its cluster down, and a slot whose
+// owner the client did not reach within its redirects (a MOVED or ASK
+// still answered after them: a failover or a resharding under way, or a
+// map of the slots not yet reloaded). None of these says anything of the
+// operation; the PostgreSQL truth answers while they last.
 func redisDown(err error) bool {
+	if _, moved := redis.IsMovedError(err); moved {
+		return true
+	}
+	if _, ask := redis.IsAskError(err); ask {
+		return true
+	}
 	return errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
 		redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
 		redis.IsTryAgainError(err) || redis.IsMasterDownError(err)
