@@ -2,11 +2,14 @@ package api
 
 import (
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -62,5 +65,33 @@ func TestOversizedBodyAnswersEveryClient(t *testing.T) {
 		assert.Equal(t, string(status.RequestTooLarge), got.Answer["status"])
 		assert.Equal(t, false, got.Answer["retryable"])
 		assert.NotEmpty(t, got.Answer["trace_id"])
+	}
+}
+
+// TestLimitBodyBoundary: a body of no declared length (chunked) is read
+// whole up to BodyLimit bytes; one byte more is refused as too large,
+// however the handler reads it.
+func TestLimitBodyBoundary(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		size int
+		err  error
+	}{{0, nil}, {BodyLimit, nil}, {BodyLimit + 1, errBodyTooLarge}, {BodyLimit + 100, errBodyTooLarge}} {
+		req := httptest.NewRequest("POST", "/v1/x", io.NopCloser(strings.NewReader(strings.Repeat("x", tc.size))))
+		req.ContentLength = -1
+		c := echo.New().NewContext(req, httptest.NewRecorder())
+		var read int
+		err := limitBody(func(c echo.Context) error {
+			raw, err := io.ReadAll(c.Request().Body)
+			read = len(raw)
+			return err
+		})(c)
+		if tc.err == nil {
+			require.NoError(t, err, "size %d", tc.size)
+			assert.Equal(t, tc.size, read)
+		} else {
+			assert.ErrorIs(t, err, tc.err, "size %d", tc.size)
+			assert.LessOrEqual(t, read, BodyLimit, "size %d", tc.size)
+		}
 	}
 }
