@@ -26,9 +26,9 @@ import (
 // nothing (Config.FinalCache 0).
 type finals struct {
 	records *lru.Cache[string, finalEntry]
-	// hits and misses count the lookups (finalLookups): a kept record
-	// served, or none kept (or its replay no longer owed) and the store
-	// asked.
+	// hits and misses count the lookups
+	// (oncegate_final_cache_lookups_total): a kept record served, or none
+	// kept (or its replay no longer owed) and the store asked.
 	hits, misses prometheus.Counter
 }
 

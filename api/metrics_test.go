@@ -10,8 +10,8 @@ import (
 )
 
 // TestResponsesCountedByStatus: each answer counts one on
-// oncegate_responses_total of its status (resolved once per status), and
-// only the statuses answered are exported.
+// oncegate_responses_total of its status, and only the statuses answered
+// are exported.
 func TestResponsesCountedByStatus(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -197,6 +197,31 @@ func TestClusterRedirectNotFollowed(t *testing.T) {
 	assert.ErrorIs(t, err, idemstore.ErrUnavailable)
 	_, err = s.Get(ctx, c.OperationID)
 	assert.ErrorIs(t, err, idemstore.ErrUnavailable)
+
+	// ASK: the slot of a key the first master owns is migrating to
+	// another master, and the key is not there: the owner sends the
+	// client on, which a client of one node does not follow.
+	other := redis.NewClient(&redis.Options{Addr: cluster.Addrs[1]})
+	t.Cleanup(func() { _ = other.Close() })
+	target, err := other.Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(t, err)
+	for {
+		c = storetest.NewClaim(t, "owner-a")
+		owner, err := slotOwner(ctx, node, redisstore.Key(c.OperationID))
+		require.NoError(t, err)
+		if owner == cluster.Addrs[0] {
+			break
+		}
+	}
+	slot, err := node.ClusterKeySlot(ctx, redisstore.Key(c.OperationID)).Result()
+	require.NoError(t, err)
+	require.NoError(t, node.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", target).Err())
+	t.Cleanup(func() { _ = node.Do(context.Background(), "CLUSTER", "SETSLOT", slot, "STABLE").Err() })
+	_, err = s.Get(ctx, c.OperationID)
+	require.Error(t, err)
+	_, ask := redis.IsAskError(err)
+	require.True(t, ask, "the owner answers ASK: %v", err)
+	assert.ErrorIs(t, err, idemstore.ErrUnavailable)
 }
 
 // slotOwner returns host:port of the master serving key's slot.

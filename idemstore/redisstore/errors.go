@@ -26,13 +26,9 @@ func interpretError(err error) error {
 // map of the slots not yet reloaded). None of these says anything of the
 // operation; the PostgreSQL truth answers while they last.
 func redisDown(err error) bool {
-	if _, moved := redis.IsMovedError(err); moved {
-		return true
-	}
-	if _, ask := redis.IsAskError(err); ask {
-		return true
-	}
-	return errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
+	return moved || ask || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) ||
 		redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
 		redis.IsTryAgainError(err) || redis.IsMasterDownError(err)
 }
