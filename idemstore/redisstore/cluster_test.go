@@ -146,16 +146,8 @@ func TestClusterMasterKilled(t *testing.T) {
 
 	node := redis.NewClient(&redis.Options{Addr: cluster.Addrs[0]})
 	t.Cleanup(func() { _ = node.Close() })
-	// Find a claim whose slot the first master serves.
-	var c idemstore.Claim
-	for {
-		c = storetest.NewClaim(t, "owner-a")
-		owner, err := slotOwner(ctx, node, redisstore.Key(c.OperationID))
-		require.NoError(t, err)
-		if owner == cluster.Addrs[0] {
-			break
-		}
-	}
+	// A claim whose slot the first master serves.
+	c := claimServed(t, node, func(owner string) bool { return owner == cluster.Addrs[0] })
 	d, err := s.Acquire(ctx, c)
 	require.NoError(t, err)
 	require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
@@ -181,15 +173,7 @@ func TestClusterRedirectNotFollowed(t *testing.T) {
 	node := redis.NewClient(&redis.Options{Addr: cluster.Addrs[0]})
 	t.Cleanup(func() { _ = node.Close() })
 	s := redisstore.New(node)
-	var c idemstore.Claim
-	for {
-		c = storetest.NewClaim(t, "owner-a")
-		owner, err := slotOwner(ctx, node, redisstore.Key(c.OperationID))
-		require.NoError(t, err)
-		if owner != cluster.Addrs[0] {
-			break
-		}
-	}
+	c := claimServed(t, node, func(owner string) bool { return owner != cluster.Addrs[0] })
 	_, err := s.Acquire(ctx, c)
 	require.Error(t, err)
 	_, moved := redis.IsMovedError(err)
@@ -205,14 +189,7 @@ func TestClusterRedirectNotFollowed(t *testing.T) {
 	t.Cleanup(func() { _ = other.Close() })
 	target, err := other.Do(ctx, "CLUSTER", "MYID").Text()
 	require.NoError(t, err)
-	for {
-		c = storetest.NewClaim(t, "owner-a")
-		owner, err := slotOwner(ctx, node, redisstore.Key(c.OperationID))
-		require.NoError(t, err)
-		if owner == cluster.Addrs[0] {
-			break
-		}
-	}
+	c = claimServed(t, node, func(owner string) bool { return owner == cluster.Addrs[0] })
 	slot, err := node.ClusterKeySlot(ctx, redisstore.Key(c.OperationID)).Result()
 	require.NoError(t, err)
 	require.NoError(t, node.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", target).Err())
@@ -222,6 +199,20 @@ func TestClusterRedirectNotFollowed(t *testing.T) {
 	_, ask := redis.IsAskError(err)
 	require.True(t, ask, "the owner answers ASK: %v", err)
 	assert.ErrorIs(t, err, idemstore.ErrUnavailable)
+}
+
+// claimServed returns a new claim whose key's slot is served by a master
+// (host:port, as node's CLUSTER SLOTS tells it) that serves accepts.
+func claimServed(t *testing.T, node *redis.Client, serves func(owner string) bool) idemstore.Claim {
+	t.Helper()
+	for {
+		c := storetest.NewClaim(t, "owner-a")
+		owner, err := slotOwner(context.Background(), node, redisstore.Key(c.OperationID))
+		require.NoError(t, err)
+		if serves(owner) {
+			return c
+		}
+	}
 }
 
 // slotOwner returns host:port of the master serving key's slot.
