@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,12 +16,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/oncegate/oncegate/internal/harness/testenv"
 	"github.com/oncegate/oncegate/worker"
+	"github.com/oncegate/oncegate/workflows"
 )
 
 // Options tunes a benchmark run. Zero fields take the defaults of
@@ -568,7 +568,7 @@ const warmDuration = time.Second
 // settle, the CPU time is read once settle returns — after the work the
 // phase started has ended — and settle's count is the phase's Settled;
 // without, Settled is the completed answers.
-func (b *bench) measure(ctx context.Context, name string, l Load, op Op, settle func(context.Context) (int, error)) error {
+func (b *bench) measure(ctx context.Context, name string, l Load, op Op, settle func(context.Context, Sample) (int, error)) error {
 	cpu0, start := b.cpu.read(), time.Now()
 	s, err := l.Run(ctx, op)
 	if err != nil {
@@ -576,7 +576,7 @@ func (b *bench) measure(ctx context.Context, name string, l Load, op Op, settle 
 	}
 	settled := s.Outcomes[statusCompleted]
 	if settle != nil {
-		if settled, err = settle(ctx); err != nil {
+		if settled, err = settle(ctx, s); err != nil {
 			return err
 		}
 	}
@@ -728,14 +728,15 @@ func (b *bench) confirmPhase(g gateway, name string, conns, n int) phase {
 		if conns == 1 && !strings.HasSuffix(name, twinSuffix) {
 			op = b.traced(op, func(i int) string { return ready[i].opID }, &b.seqConfirms)
 		}
-		// An operation answered in_progress still runs: its CPU time is the
-		// phase's, and it must not run into the next phase.
-		settle := func(ctx context.Context) (int, error) {
-			ids := make([]string, len(ready))
-			for i, r := range ready {
-				ids[i] = r.opID
-			}
-			return b.settle(ctx, ids)
+		// An operation answered in_progress still runs, and one answered
+		// completed may still be recording its end: their CPU time is the
+		// phase's, and must not run into the next phase.
+		mark, err := b.markOperations(ctx)
+		if err != nil {
+			return err
+		}
+		settle := func(ctx context.Context, s Sample) (int, error) {
+			return b.settle(ctx, mark, s.Outcomes[statusCompleted]+s.Outcomes[statusInProgress])
 		}
 		return b.measure(ctx, name, Load{Conns: conns, Duration: confirmPhaseLimit, MaxRequests: n}, op, settle)
 	}
@@ -749,25 +750,67 @@ func (b *bench) confirmPhase(g gateway, name string, conns, n int) phase {
 // settleTimeout bounds the wait for a phase's workflows to close.
 const settleTimeout = 2 * time.Minute
 
-// settle waits until the workflow of each of ids has closed and returns how
-// many completed; a workflow that never started (its confirm failed) is
-// not counted.
-func (b *bench) settle(ctx context.Context, ids []string) (int, error) {
+// settlePoll is how often settle asks visibility how many of the phase's
+// workflows have closed.
+const settlePoll = 25 * time.Millisecond
+
+// operationsQuery selects the operation workflows in visibility.
+var operationsQuery = fmt.Sprintf("WorkflowType = '%s'", workflows.OperationWorkflowName)
+
+// closedOperations is visibility's count of the operation workflows that
+// had closed, and of those that completed, at one moment: the mark a
+// phase's settle counts from.
+type closedOperations struct{ closed, completed int64 }
+
+// markOperations reads closedOperations. Every earlier phase settled, so
+// no operation workflow it started is still running to close later.
+func (b *bench) markOperations(ctx context.Context) (closedOperations, error) {
+	var m closedOperations
+	var err error
+	if m.closed, err = b.countWorkflows(ctx, operationsQuery+" AND ExecutionStatus != 'Running'"); err != nil {
+		return m, err
+	}
+	m.completed, err = b.countWorkflows(ctx, operationsQuery+" AND ExecutionStatus = 'Completed'")
+	return m, err
+}
+
+// countWorkflows counts the namespace's workflows that query selects.
+func (b *bench) countWorkflows(ctx context.Context, query string) (int64, error) {
+	resp, err := b.temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+		Namespace: b.t.temporal.Namespace, Query: query,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count workflows where %s: %w", query, err)
+	}
+	return resp.GetCount(), nil
+}
+
+// settle waits until the n workflows a phase's answered first confirms
+// started (each answer, completed or in_progress, started one) have
+// closed, counted by visibility from mark, and returns how many of them
+// completed. It asks visibility for two counts every settlePoll instead
+// of reading each workflow's result: a result is a read of the whole
+// history, several milliseconds of the Temporal server's CPU per
+// operation that no agent's confirm asks for, and the phase's CPU time is
+// read after settle returns.
+func (b *bench) settle(ctx context.Context, mark closedOperations, n int) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	n := 0
-	for _, id := range ids {
-		err := b.temporal.GetWorkflow(ctx, id, "").Get(ctx, nil)
-		var notFound *serviceerror.NotFound
-		switch {
-		case err == nil:
-			n++
-		case errors.As(err, &notFound):
-		case ctx.Err() != nil:
-			return 0, fmt.Errorf("settle: workflow %s still open after %s: %w", id, settleTimeout, err)
+	for {
+		now, err := b.markOperations(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("settle: %w", err)
+		}
+		if now.closed-mark.closed >= int64(n) {
+			return int(now.completed - mark.completed), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("settle: %d of the phase's %d workflows closed after %s: %w",
+				now.closed-mark.closed, n, settleTimeout, ctx.Err())
+		case <-time.After(settlePoll):
 		}
 	}
-	return n, nil
 }
 
 // sentOp is one sequential operation: its workflow ID, when it was sent
