@@ -796,19 +796,26 @@ func (b *bench) countWorkflows(ctx context.Context, query string) (int64, error)
 func (b *bench) settle(ctx context.Context, mark closedOperations, n int) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
+	return settleFrom(ctx, b.markOperations, mark, n, settlePoll)
+}
+
+// settleFrom reads now every poll until n more workflows have closed than
+// at mark, and returns how many more have completed; it gives up when ctx
+// ends.
+func settleFrom(ctx context.Context, now func(context.Context) (closedOperations, error),
+	mark closedOperations, n int, poll time.Duration) (int, error) {
 	for {
-		now, err := b.markOperations(ctx)
+		m, err := now(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("settle: %w", err)
 		}
-		if now.closed-mark.closed >= int64(n) {
-			return int(now.completed - mark.completed), nil
+		if m.closed-mark.closed >= int64(n) {
+			return int(m.completed - mark.completed), nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("settle: %d of the phase's %d workflows closed after %s: %w",
-				now.closed-mark.closed, n, settleTimeout, ctx.Err())
-		case <-time.After(settlePoll):
+			return 0, fmt.Errorf("settle: %d of the phase's %d workflows closed: %w", m.closed-mark.closed, n, ctx.Err())
+		case <-time.After(poll):
 		}
 	}
 }
