@@ -65,7 +65,7 @@ func run() error {
 	flag.IntVar(&opts.FirstConfirms, "first-confirms", d.FirstConfirms, "sequential first confirms (and bare workflows) per round")
 	flag.IntVar(&opts.Concurrency, "concurrency", d.Concurrency, "concurrent first confirms")
 	flag.IntVar(&opts.ConcurrentConfirms, "concurrent-confirms", d.ConcurrentConfirms, "concurrent first confirms (and bare workflows) per round")
-	flag.IntVar(&opts.ProfileSeconds, "profile", 0, "seconds of gateway CPU profile under preview and replay load after the rounds (0: none)")
+	flag.IntVar(&opts.ProfileSeconds, "profile", 0, "seconds of each CPU profile after the rounds: the gateway's under preview and replay load, the gateway's and the worker's under concurrent first confirms, three times as long (0: none)")
 	flag.StringVar(&opts.ProfileDir, "profile-dir", ".run/bench", "where the raw profiles go")
 	flag.StringVar(&only, "only", "", "comma-separated groups to run, of "+strings.Join(benche2e.Groups, ","))
 	flag.StringVar(&gatewayEnv, "gateway-env", "", "extra KEY=value settings of the gateway, separated by spaces")

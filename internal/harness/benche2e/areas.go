@@ -34,6 +34,10 @@ var areaRules = []struct {
 	{"regexp", []string{"regexp."}},
 	{"Echo router and middleware", []string{"labstack/echo"}},
 	{"oncegate api (own code)", []string{"oncegate/api.", "oncegate/idemstore", "oncegate/internal/catalog"}},
+	{"oncegate workflows and activities (own code)", []string{"oncegate/workflows.", "oncegate/activities.", "oncegate/internal/downstream."}},
+	{"OpenTelemetry (tracing, the SDK's metrics)", []string{"go.opentelemetry.io/"}},
+	{"Temporal SDK (tasks, payloads, interceptors)", []string{"go.temporal.io/"}},
+	{"gRPC and protobuf", []string{"google.golang.org/grpc", "google.golang.org/protobuf"}},
 	{"net/http server and net", []string{"net/http.", "net.", "bufio."}},
 	{"Go runtime (other)", []string{"runtime."}},
 }
@@ -64,6 +68,7 @@ func matchAny(fn string, subs []string) bool {
 const (
 	areaGC        = "GC (background marking)"
 	areaScheduler = "scheduler and idle"
+	areaStacks    = "goroutine stacks growing (copied)"
 	areaAlloc     = "allocation ← "
 )
 
@@ -73,6 +78,8 @@ func runtimeAreaOf(fns []string) string {
 		switch {
 		case strings.HasPrefix(fn, "runtime.gcBgMarkWorker"):
 			return areaGC
+		case strings.HasPrefix(fn, "runtime.copystack"), strings.HasPrefix(fn, "runtime.newstack"):
+			return areaStacks
 		case strings.HasPrefix(fn, "runtime.schedule"), strings.HasPrefix(fn, "runtime.findRunnable"),
 			strings.HasPrefix(fn, "runtime.mcall"), strings.HasPrefix(fn, "runtime.park_m"):
 			return areaScheduler

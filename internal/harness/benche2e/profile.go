@@ -24,8 +24,10 @@ type Frame struct {
 	Flat, Cum float64
 }
 
-// Profile is the top of one CPU profile of the gateway under load.
+// Profile is the top of one CPU profile of a process under load.
 type Profile struct {
+	// Process is the profiled process (CPUGateway or CPUWorker).
+	Process string
 	// Name is the load's phase.
 	Name string
 	// Path is where the raw profile was saved (empty when not saved).
@@ -43,7 +45,19 @@ type Profile struct {
 // topFrames is the number of frames a report lists per profile.
 const topFrames = 12
 
-// profiles captures the gateway's CPU profile under preview and under replay load.
+// confirmProfileFactor lengthens the profiles under first confirms: a
+// first confirm costs the gateway and the worker milliseconds, not
+// microseconds, and their processes sit mostly idle at the phase's
+// concurrency, so the same seconds would sample too few of them.
+const confirmProfileFactor = 3
+
+// pprofTarget is a process whose CPU a profile samples, by its pprof
+// server's base URL.
+type pprofTarget struct{ process, url string }
+
+// profiles captures the gateway's CPU profile under preview and under
+// replay load, and the gateway's and the worker's under first confirms at
+// the phase's concurrency.
 func (b *bench) profiles(ctx context.Context) error {
 	groups := b.groups()
 	loads := map[string]phase{}
@@ -54,6 +68,7 @@ func (b *bench) profiles(ctx context.Context) error {
 	}
 	b.record = false
 	defer func() { b.record = true }()
+	gateway := []pprofTarget{{CPUGateway, b.pprofURL}}
 	for _, name := range []string{PhasePreviewLegacy, PhaseReplay} {
 		if name == PhasePreviewLegacy {
 			// The profile is of the steady state, as the phase's numbers are.
@@ -61,45 +76,72 @@ func (b *bench) profiles(ctx context.Context) error {
 				return fmt.Errorf("profile %s: %w", name, err)
 			}
 		}
-		p, err := b.profileUnder(ctx, name, loads[name])
+		ps, err := b.profileUnder(ctx, name, b.opts.ProfileSeconds, loads[name].warm, gateway)
 		if err != nil {
 			return fmt.Errorf("profile %s: %w", name, err)
 		}
-		b.res.Profiles = append(b.res.Profiles, p)
+		b.res.Profiles = append(b.res.Profiles, ps...)
 	}
+	if b.workerPprofURL == "" {
+		return nil
+	}
+	// Whole batches of the phase, each previewed first (its previews are
+	// in the gateway's profile, a few percent of it) and settled after.
+	confirms := loads[PhaseConfirmConc].run
+	ps, err := b.profileUnder(ctx, PhaseConfirmConc, confirmProfileFactor*b.opts.ProfileSeconds, confirms,
+		append(gateway, pprofTarget{CPUWorker, b.workerPprofURL}))
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", PhaseConfirmConc, err)
+	}
+	b.res.Profiles = append(b.res.Profiles, ps...)
 	return nil
 }
 
-// profileUnder runs ph's load, unrecorded, while the gateway records a CPU
-// profile of opts.ProfileSeconds.
-func (b *bench) profileUnder(ctx context.Context, name string, ph phase) (Profile, error) {
-	secs := b.opts.ProfileSeconds
-	var (
-		raw  []byte
-		perr error
-		wg   sync.WaitGroup
-	)
+// profileUnder runs load again and again, unrecorded, while each of procs
+// records a CPU profile of secs, and returns their profiles in procs'
+// order.
+func (b *bench) profileUnder(ctx context.Context, name string, secs int, load func(context.Context) error, procs []pprofTarget) ([]Profile, error) {
+	raws := make([][]byte, len(procs))
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
 	lctx, stop := context.WithCancel(ctx)
-	wg.Go(func() {
-		defer stop()
-		raw, perr = fetch(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.pprofURL, secs), time.Duration(secs+30)*time.Second)
-	})
+	for i, pt := range procs {
+		wg.Go(func() {
+			raws[i], errs[i] = fetch(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", pt.url, secs), time.Duration(secs+30)*time.Second)
+		})
+	}
+	go func() { wg.Wait(); stop() }()
 	for lctx.Err() == nil {
-		if err := ph.warm(lctx); err != nil && lctx.Err() == nil {
+		if err := load(lctx); err != nil && lctx.Err() == nil {
+			stop()
 			wg.Wait()
-			return Profile{}, err
+			return nil, err
 		}
 	}
 	wg.Wait()
-	if perr != nil {
-		return Profile{}, perr
+	out := make([]Profile, len(procs))
+	for i, pt := range procs {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("%s: %w", pt.process, errs[i])
+		}
+		pr, err := b.readProfile(pt.process, name, secs, raws[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pt.process, err)
+		}
+		out[i] = pr
 	}
-	out := Profile{Name: name, Seconds: secs}
+	return out, nil
+}
+
+// readProfile saves raw, process's CPU profile of secs under name's load,
+// in opts.ProfileDir (when set) and reduces it to its top and its areas.
+func (b *bench) readProfile(process, name string, secs int, raw []byte) (Profile, error) {
+	out := Profile{Process: process, Name: name, Seconds: secs}
 	if b.opts.ProfileDir != "" {
 		if err := os.MkdirAll(b.opts.ProfileDir, 0o755); err != nil {
 			return Profile{}, err
 		}
-		out.Path = filepath.Join(b.opts.ProfileDir, "gateway-"+name+".pprof")
+		out.Path = filepath.Join(b.opts.ProfileDir, process+"-"+name+".pprof")
 		if err := os.WriteFile(out.Path, raw, 0o644); err != nil {
 			return Profile{}, err
 		}

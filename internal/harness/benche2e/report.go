@@ -226,10 +226,11 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 			d.TemporalCallsPerAnswer(), outcomes(d.Outcomes))
 	}
 	if len(r.Profiles) > 0 {
-		p("\n## CPU profiles of the gateway under load\n\n")
-		p("`/debug/pprof/profile` of the gateway (`ONCEGATE_PPROF_ADDR`) while the phase's load ran, %d connections. Shares are of the profile's sampled CPU time.\n\n", o.Conns)
+		p("\n## CPU profiles under load\n\n")
+		p("`/debug/pprof/profile` of the gateway, and under first confirms of the worker too (`ONCEGATE_PPROF_ADDR`), while the phase's load ran: the throughput phases with %d connections, ", o.Conns)
+		p("the first confirms %d at a time in batches of %d, each batch previewed first (its previews are in the gateway's profile) and settled after, for %d times as long. Shares are of the profile's sampled CPU time.\n\n", o.Concurrency, o.ConcurrentConfirms, confirmProfileFactor)
 		for _, pr := range r.Profiles {
-			p("**%s** — %ds, %.1f CPU s sampled", pr.Name, pr.Seconds, pr.CPUSeconds)
+			p("**%s, %s** — %ds, %.1f CPU s sampled", pr.Process, pr.Name, pr.Seconds, pr.CPUSeconds)
 			if pr.Path != "" {
 				p(" (raw profile: `%s`)", pr.Path)
 			}

@@ -46,8 +46,10 @@ type Options struct {
 	// ConcurrentConfirms is the number of concurrent first confirms (and
 	// bare workflows) per round.
 	ConcurrentConfirms int
-	// ProfileSeconds, when positive, captures CPU profiles of the gateway
-	// this long under preview and replay load after the rounds.
+	// ProfileSeconds, when positive, captures CPU profiles after the
+	// rounds: the gateway's this long under preview and replay load, the
+	// gateway's and the worker's three times as long under concurrent
+	// first confirms.
 	ProfileSeconds int
 	// ProfileDir receives the raw profiles (not committed).
 	ProfileDir string
@@ -233,7 +235,7 @@ type Results struct {
 	Previews      int
 	// Bodies are the sizes of the answers the floors return.
 	Bodies map[string]int
-	// Profiles are the gateway's CPU profiles under load.
+	// Profiles are the gateway's and the worker's CPU profiles under load.
 	Profiles []Profile
 	// Timelines are the event histories of one first confirm's workflow and
 	// one bare workflow.
@@ -272,9 +274,11 @@ type bench struct {
 	replay     completed
 	// unkept are the finished operations the degraded pair replays in
 	// turn, more than the dev gateway keeps (unkeptReplays).
-	unkept   []completed
-	params   map[string]map[string]any
-	pprofURL string
+	unkept []completed
+	params map[string]map[string]any
+	// pprofURL and workerPprofURL are the gateway's and the worker's
+	// pprof servers ("" when they have none).
+	pprofURL, workerPprofURL string
 	// seqConfirms and seqBares are the measured sequential first confirms
 	// and bare workflows, for Timelines and Splits.
 	seqConfirms, seqBares []sentOp
@@ -304,7 +308,7 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	defer t.close()
 	b := &bench{
 		opts: opts, t: t, stack: t.dev, http: NewClient(opts.Conns), runID: randomHex(4),
-		pprofURL: t.pprofURL, record: true, cpu: t.cpu,
+		pprofURL: t.pprofURL, workerPprofURL: t.workerPprofURL, record: true, cpu: t.cpu,
 		res: &Results{Options: opts, Phases: map[string]*Phase{}, Bodies: map[string]int{}, Processes: t.processes},
 	}
 	if t.httpTLS != nil {
@@ -403,7 +407,7 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 			b.res.Duplicates.AnswersPerSecond(), b.res.Duplicates.TemporalCallsPerAnswer(), b.res.Duplicates.Watchers, b.res.Duplicates.Outcomes)
 	}
 	if opts.ProfileSeconds > 0 {
-		logf("profiling the gateway %ds under preview and under replay load...", opts.ProfileSeconds)
+		logf("profiling the gateway %ds under preview and under replay load, the gateway and the worker under concurrent first confirms...", opts.ProfileSeconds)
 		if err := b.profiles(ctx); err != nil {
 			return nil, err
 		}

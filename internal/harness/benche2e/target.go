@@ -48,8 +48,9 @@ type target struct {
 	httpTLS         *tls.Config
 	serverCert      *tls.Certificate
 	serverCertFiles [2]string
-	// pprofURL is the gateway's pprof server ("" when it has none).
-	pprofURL string
+	// pprofURL and workerPprofURL are the gateway's and the worker's
+	// pprof servers ("" when they have none).
+	pprofURL, workerPprofURL string
 	// cpu reads the stack's processes; processes lists them with their
 	// roles.
 	cpu       cpuReader
@@ -64,15 +65,27 @@ type target struct {
 // degraded pair must; a kept one costs the same at any size.
 const devFinalCache = 64
 
+// freeAddr is a free loopback address.
+func freeAddr() (string, error) {
+	port, err := testenv.FreePort()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port), nil
+}
+
 // startDev starts the dev stack on free ports (internal/harness/testenv).
 func startDev(opts Options) (*target, error) {
-	pprofPort, err := testenv.FreePort()
+	pprofAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	pprofAddr := fmt.Sprintf("127.0.0.1:%d", pprofPort)
+	workerPprofAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	testenv.TemporalDynamicConfig = opts.TemporalDynamicConfig
-	workerEnv := opts.WorkerEnv
+	workerEnv := append([]string{pprofserver.EnvAddr + "=" + workerPprofAddr}, opts.WorkerEnv...)
 	if opts.WorkerPollers > 0 {
 		workerEnv = append([]string{fmt.Sprintf("%s=%d", worker.EnvPollers, opts.WorkerPollers)}, workerEnv...)
 	}
@@ -94,10 +107,10 @@ func startDev(opts Options) (*target, error) {
 		newRedis:    func() (redis.UniversalClient, error) { return stack.Redis.Client(), nil },
 		temporal:    temporalconn.Config{Address: stack.Temporal.Address, Namespace: stack.Temporal.Namespace},
 		temporalEnv: []string{"TEMPORAL_ADDRESS=" + stack.Temporal.Address, "TEMPORAL_NAMESPACE=" + stack.Temporal.Namespace},
-		pprofURL:    "http://" + pprofAddr,
-		cpu:         cpu,
-		processes:   procs,
-		close:       stop,
+		pprofURL:    "http://" + pprofAddr, workerPprofURL: "http://" + workerPprofAddr,
+		cpu:       cpu,
+		processes: procs,
+		close:     stop,
 	}, nil
 }
 
