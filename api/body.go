@@ -31,6 +31,7 @@ const (
 	detailJSONUnknownField = "detail.json_unknown_field"
 	detailJSONOther        = "detail.json_other"
 	detailJSONTrailing     = "detail.json_trailing"
+	detailJSONDuplicate    = "detail.json_duplicate_member"
 	detailMemberMissing    = "detail.member_missing"
 	detailWorkflowEngine   = "detail.workflow_engine"
 	detailRequestTimeout   = "detail.request_timeout"
@@ -39,9 +40,12 @@ const (
 )
 
 // decodeBody reads the request body strictly into v: one JSON object, no
-// unknown field, nothing after it. It returns a reply to send when the body
-// is refused. A membersBody is read by readMembers first, without
-// reflection; what it gives up on, the strict decoder reads.
+// unknown field, no member twice, nothing after it. It returns a reply to
+// send when the body is refused. A membersBody is read by readMembers
+// first, without reflection; what it gives up on, the strict decoder
+// reads, and a body it accepts is refused still when a member repeats
+// (duplicateMember): the strict decoder keeps the last, where a proxy or a
+// log in front of the gateway may keep the first.
 func decodeBody(c echo.Context, v any) (reply, bool) {
 	raw, err := readBody(c.Request().Body)
 	if err != nil {
@@ -64,7 +68,39 @@ func decodeBody(c echo.Context, v any) (reply, bool) {
 	if _, err := dec.Token(); err != io.EOF {
 		return malformed(detailJSONTrailing, messages.Data{}), false
 	}
+	if name, ok := duplicateMember(raw); ok {
+		return malformed(detailJSONDuplicate, messages.Data{Field: name}), false
+	}
 	return reply{}, true
+}
+
+// duplicateMember returns the first member of raw, a JSON object, whose
+// name repeats an earlier member's as the strict decoder matches names
+// (equal under Unicode case folding), and true; false when none repeats
+// or raw is not an object it can read. It looks at the object's own
+// members only: a value's members are its reader's to judge (params.Bind
+// refuses a repeated param).
+func duplicateMember(raw []byte) (string, bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), bodyReaderOptions)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return "", false
+	}
+	var names []string
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return "", false
+		}
+		name := tok.String()
+		if slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, name) }) {
+			return name, true
+		}
+		names = append(names, name)
+		if err := dec.SkipValue(); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // readBody reads body whole, as io.ReadAll does, into a buffer of

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
 
+	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oncegate/oncegate/status"
 )
 
 // strictDecode is decodeBody's strict decoder alone: the oracle readMembers
@@ -185,4 +190,44 @@ func TestReadBodyIsReadAll(t *testing.T) {
 	for i := range kept {
 		assert.Equal(t, wants[i], string(kept[i]), "body %d changed by later reads", i)
 	}
+}
+
+func TestDecodeBodyRefusesAMemberTwice(t *testing.T) {
+	fp := `"fingerprint":"v1.abc.def"`
+	tests := []struct {
+		name, body, member string
+	}{
+		{"the same name twice", `{"fingerprint":"garbage",` + fp + `,"params":{}}`, "fingerprint"},
+		{"params twice", `{"params":{"amount":"1"},"params":{"amount":"2"}}`, "params"},
+		{"names equal under case folding", `{"params":{},"PARAMS":{}}`, "PARAMS"},
+		{"names equal under Unicode folding (the Kelvin sign)", `{"acknowledge_repeat_of":"a","ac\u212Anowledge_repeat_of":"b",` + fp + `,"params":{}}`, "ac\u212Anowledge_repeat_of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var req confirmRequest
+			r, ok := decodeBody(bodyContext(tt.body), &req)
+			require.False(t, ok)
+			assert.Equal(t, status.MalformedRequest, r.status)
+			assert.Equal(t, detailJSONDuplicate, r.detail)
+			assert.Equal(t, tt.member, r.text.Field)
+		})
+	}
+	t.Run("a repeated name inside a value is its reader's to judge", func(t *testing.T) {
+		var req confirmRequest
+		_, ok := decodeBody(bodyContext(`{`+fp+`,"params":{"amount":"1","amount":"2"}}`), &req)
+		assert.True(t, ok)
+		assert.Equal(t, "v1.abc.def", req.Fingerprint)
+	})
+	t.Run("every member once passes", func(t *testing.T) {
+		var req confirmRequest
+		_, ok := decodeBody(bodyContext(`{"Fingerprint":"v1.abc.def","params":{}}`), &req)
+		assert.True(t, ok, "the strict decoder's path, no name repeated")
+		assert.Equal(t, "v1.abc.def", req.Fingerprint)
+	})
+}
+
+// bodyContext is an Echo context of a POST whose body is body.
+func bodyContext(body string) echo.Context {
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+	return echo.New().NewContext(req, httptest.NewRecorder())
 }

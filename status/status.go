@@ -223,7 +223,7 @@ var registry = map[Status]Info{
 	Forbidden:              {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "an ops endpoint called without the operator role"},
 	NotFound:               {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "no such endpoint"},
 	MethodNotAllowed:       {Code: http.StatusMethodNotAllowed, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, Carries: "header `Allow`", When: "the endpoint does not accept the method"},
-	MalformedRequest:       {Code: http.StatusBadRequest, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "the body is not the endpoint's JSON (syntax, unknown member, missing `params`)"},
+	MalformedRequest:       {Code: http.StatusBadRequest, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "the body is not the endpoint's JSON (syntax, unknown member, a member twice, missing `params`)"},
 	RequestTooLarge:        {Code: http.StatusRequestEntityTooLarge, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "the body exceeds 64 KiB"},
 	InternalError:          {Code: http.StatusInternalServerError, Audience: Agent, Kind: Refusal, Class: ClassInternal, When: "an unexpected error; report the `trace_id`"},
 	NotAwaitingReview:      {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Carries: "`state`", When: "ops: a resolve for an operation that is not waiting for review"},
