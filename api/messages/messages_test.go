@@ -67,6 +67,27 @@ func TestEveryTextRenders(t *testing.T) {
 	assert.Contains(t, i, "Wait 2 seconds, then call get_operation_status")
 }
 
+func TestAWaitOfOneSecondIsSingular(t *testing.T) {
+	t.Parallel()
+	c, err := Load()
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		key  string
+		d    Data
+		want string
+	}{
+		{"temporarily_unavailable", Data{RetryAfterSeconds: "1", RetryLimit: 3}, "Wait 1 second, then"},
+		{"temporarily_unavailable", Data{RetryAfterSeconds: "1.5", RetryLimit: 3}, "Wait 1.5 seconds, then"},
+		{"rate_limited", Data{RetryAfterSeconds: "1", RetryLimit: 3}, "Wait 1 second (retry_after_ms"},
+		{"in_progress", Data{PollAfterSeconds: "1", PollWith: "get_operation_status"}, "Wait 1 second, then call"},
+		{"in_progress", Data{PollAfterSeconds: "10", PollWith: "get_operation_status"}, "Wait 10 seconds, then call"},
+	} {
+		_, i, err := c.Render(English, tt.key, tt.d)
+		require.NoError(t, err)
+		assert.Contains(t, i, tt.want, tt.key)
+	}
+}
+
 func TestParseAcceptLanguage(t *testing.T) {
 	t.Parallel()
 	for header, want := range map[string]Lang{
