@@ -376,7 +376,13 @@ clean() {
   forget_state
 }
 
-status() { component_status; }
+# status: one line per component; exits 3 (LSB's "not running") when one is
+# stopped, so that a script can ask whether the whole stack runs.
+status() {
+  component_status
+  local c
+  for c in "${COMPONENTS[@]}"; do alive "$c" || return 3; done
+}
 
 # run: the stack in the foreground. Ctrl-C (also while it starts) stops every
 # component and the log follower: bash starts a script's background commands

@@ -212,8 +212,13 @@ func TestDevStackAsTheREADMESays(t *testing.T) {
 	})
 
 	t.Run("a killed component comes back on its moved port", func(t *testing.T) {
+		out, code := s.make("status")
+		require.Equal(t, 0, code, "make status while everything runs: %s", out)
 		s.kill("gateway")
-		out, code := s.make("up", s.slow)
+		out, code = s.make("status")
+		assert.NotEqual(t, 0, code, "make status with the gateway stopped must fail: %s", out)
+		assert.Contains(t, out, "gateway: stopped")
+		out, code = s.make("up", s.slow)
 		require.Equal(t, 0, code, out)
 		assert.Contains(t, out, "stack: starting gateway")
 		unchanged("make up after a kill")
