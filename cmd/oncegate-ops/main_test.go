@@ -190,3 +190,44 @@ func TestUsageErrorsSendNothing(t *testing.T) {
 		})
 	}
 }
+
+func TestRefusalPrintsErrorsOrTheAnswer(t *testing.T) {
+	tests := []struct {
+		name, answer string
+		args         []string
+		wants        []string
+	}{
+		{
+			name: "list filter",
+			answer: `{"status":"invalid_resolution","meaning":"The list filter is not valid; every problem is listed in errors.",` +
+				`"retryable":false,"errors":[{"field":"state","rule":"enum","problem":"must be one of in_flight, needs_manual_review, completed, failed"}]}`,
+			args:  []string{"list", "--state", "bogus"},
+			wants: []string{"The list filter is not valid", "\n  - state: must be one of in_flight, needs_manual_review, completed, failed"},
+		},
+		{
+			name: "resolve evidence",
+			answer: `{"status":"invalid_resolution","meaning":"The resolution is incomplete or inconsistent; every problem is listed in errors.",` +
+				`"errors":[{"field":"evidence_url","problem":"must be an absolute http or https URL"},{"problem":"whole body","expected":"an object"}]}`,
+			args: []string{"resolve", "op1", "--outcome", "failed", "--reason", "x", "--note", "y", "--evidence-url", "notaurl"},
+			wants: []string{"The resolution is incomplete", "\n  - evidence_url: must be an absolute http or https URL",
+				"\n  - whole body (expected an object)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			getenv, _ := gateway(t, http.StatusBadRequest, tt.answer)
+
+			code, out, errOut := runCLI(getenv, tt.args...)
+			assert.Equal(t, exitError, code)
+			assert.Empty(t, out, "without --json nothing on stdout")
+			for _, want := range tt.wants {
+				assert.Contains(t, errOut, want)
+			}
+
+			code, out, errOut = runCLI(getenv, append(tt.args, "--json")...)
+			assert.Equal(t, exitError, code, "a refusal exits 1 with --json too")
+			assert.JSONEq(t, tt.answer, out, "--json prints the gateway's answer as it is")
+			assert.Contains(t, errOut, "HTTP 400")
+		})
+	}
+}

@@ -37,7 +37,8 @@ commands:
 
 Every command exits 0 on success, 1 when the gateway refuses (such as
 already_resolved: another decision was first) or cannot be reached, 2 on a
-usage error. --json prints the gateway's answer as it is.
+usage error. A refusal prints its meaning and each of its errors; --json
+prints the gateway's answer as it is instead, a refusal's too.
 
 environment:
   GATEWAY_URL          the gateway (default http://127.0.0.1:8080)
@@ -61,6 +62,9 @@ type cli struct {
 	http   *http.Client
 	stdout io.Writer
 	stderr io.Writer
+	// asJSON is the command's --json: print the gateway's answer as it is,
+	// a refusal's too.
+	asJSON bool
 }
 
 // run executes args (without the program name) and returns the exit status.
@@ -102,6 +106,12 @@ func run(ctx context.Context, args []string, environ map[string]string, stdout, 
 	default:
 		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
+	var refused *refusal
+	if c.asJSON && errors.As(err, &refused) {
+		if perr := c.printJSON(refused.body); perr != nil {
+			fmt.Fprintf(stderr, "oncegate-ops: %v\n", perr)
+		}
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -129,7 +139,7 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	fs := newFlagSet("list", c.stderr)
 	state := fs.String("state", "", "only operations in this state: needs_manual_review, in_flight, completed, failed")
 	olderThan := fs.Duration("older-than", 0, "only operations that entered their state at least this long ago (such as 10m)")
-	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
+	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -172,7 +182,7 @@ func (c *cli) list(ctx context.Context, args []string) error {
 // stands, its decision and its timeline.
 func (c *cli) show(ctx context.Context, args []string) error {
 	fs := newFlagSet("show", c.stderr)
-	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
+	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -208,7 +218,7 @@ func (c *cli) resolve(ctx context.Context, args []string) error {
 	reason := fs.String("reason", "", "why it failed (required when failed)")
 	note := fs.String("note", "", "what you checked and why you decided so (required)")
 	evidence := fs.String("evidence-url", "", "a link to the evidence (statement, ticket)")
-	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
+	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -258,7 +268,7 @@ func (c *cli) limits(ctx context.Context, args []string) error {
 	fs := newFlagSet("limits "+args[0], c.stderr)
 	subject := fs.String("subject", "", "the subject (required)")
 	role := fs.String("role", "", "the subject's role, for the budgets of a role (show; default agent)")
-	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
+	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args[1:])
 	if err != nil {
 		return err
@@ -359,9 +369,23 @@ func (c *cli) do(ctx context.Context, method, path string, payload []byte) ([]by
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, serverMessage(body))
+		return nil, &refusal{method: method, path: path, code: resp.StatusCode, body: body}
 	}
 	return body, nil
+}
+
+// refusal is an answer of the gateway outside 2xx, kept as it came so that
+// --json prints it as it is.
+type refusal struct {
+	method, path string
+	code         int
+	body         []byte
+}
+
+// Error is the refusal for a person: the request, the HTTP status, the
+// gateway's status and meaning, and each entry of its errors on a line.
+func (r *refusal) Error() string {
+	return fmt.Sprintf("%s %s: HTTP %d: %s", r.method, r.path, r.code, serverMessage(r.body))
 }
 
 // printJSON writes body indented.
@@ -396,13 +420,19 @@ func decodeList(body []byte) ([]operation, error) {
 	return wrapped.Items, nil
 }
 
-// serverMessage picks the most telling text of an error answer.
+// serverMessage picks the most telling text of an error answer, followed
+// by each entry of its errors (field: problem) on a line of its own.
 func serverMessage(body []byte) string {
 	var m struct {
 		Status  string `json:"status"`
 		Message string `json:"message"`
 		Meaning string `json:"meaning"`
 		Error   any    `json:"error"`
+		Errors  []struct {
+			Field    string `json:"field"`
+			Problem  string `json:"problem"`
+			Expected string `json:"expected"`
+		} `json:"errors"`
 	}
 	if err := json.Unmarshal(body, &m); err == nil {
 		var parts []string
@@ -417,14 +447,32 @@ func serverMessage(body []byte) string {
 		case m.Error != nil:
 			parts = append(parts, fmt.Sprint(m.Error))
 		}
-		if len(parts) > 0 {
-			return strings.Join(parts, ": ")
+		msg := strings.Join(parts, ": ")
+		for _, p := range m.Errors {
+			msg += "\n  - "
+			if p.Field != "" {
+				msg += p.Field + ": "
+			}
+			msg += p.Problem
+			if p.Expected != "" {
+				msg += " (expected " + p.Expected + ")"
+			}
+		}
+		if msg != "" {
+			return msg
 		}
 	}
 	if s := strings.TrimSpace(string(body)); s != "" {
 		return s
 	}
 	return "(empty answer)"
+}
+
+// jsonFlag declares --json on fs: print the gateway's answer as it is,
+// a refusal's too (with the refusal's exit status).
+func (c *cli) jsonFlag(fs *flag.FlagSet) *bool {
+	fs.BoolVar(&c.asJSON, "json", false, "print the gateway's JSON answer, a refusal's too")
+	return &c.asJSON
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.

@@ -29,7 +29,7 @@ func (c *cli) passkey(ctx context.Context, args []string) error {
 func (c *cli) passkeyInvite(ctx context.Context, args []string) error {
 	fs := newFlagSet("passkey invite", c.stderr)
 	subject := fs.String("subject", "", "who enrols a passkey (required)")
-	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
+	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func (c *cli) passkeyList(ctx context.Context, args []string) error {
 	fs := newFlagSet("passkey list", c.stderr)
 	subject := fs.String("subject", "", "only this subject's passkeys")
 	revoked := fs.Bool("revoked", false, "include revoked passkeys")
-	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
+	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -114,7 +114,7 @@ func (c *cli) passkeyList(ctx context.Context, args []string) error {
 // passkeyRevoke revokes one passkey.
 func (c *cli) passkeyRevoke(ctx context.Context, args []string) error {
 	fs := newFlagSet("passkey revoke", c.stderr)
-	_ = fs.Bool("json", false, "print the gateway's JSON answer (revoke always does)")
+	c.jsonFlag(fs) // revoke prints the gateway's JSON answer with or without it
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -133,7 +133,7 @@ func (c *cli) passkeyRevoke(ctx context.Context, args []string) error {
 func (c *cli) approvals(ctx context.Context, args []string) error {
 	fs := newFlagSet("approvals", c.stderr)
 	state := fs.String("state", "", "only approvals in this state: pending, approved, declined")
-	asJSON := fs.Bool("json", false, "print the gateway's JSON answer")
+	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
