@@ -231,3 +231,24 @@ func TestRefusalPrintsErrorsOrTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+func TestLimitsResetPrintsForAPerson(t *testing.T) {
+	answer := `{"status":"limits_reset","meaning":"The budget windows of subject bob start afresh now.",` +
+		`"reset":{"subject":"bob","reset_at":"2026-01-02T03:04:05Z","reset_by":"ops","trace_id":"4bf92f3577b34da6"}}`
+	getenv, reqs := gateway(t, http.StatusOK, answer)
+
+	code, out, errOut := runCLI(getenv, "limits", "reset", "--subject", "bob")
+
+	require.Equal(t, exitOK, code, errOut)
+	require.Len(t, *reqs, 1)
+	assert.Equal(t, http.MethodPost, (*reqs)[0].method)
+	assert.Equal(t, "/v1/ops/limits/bob/reset", (*reqs)[0].path)
+	for _, want := range []string{"limits_reset", "bob", "2026-01-02T03:04:05Z", "reset_by", "ops", "4bf92f3577b34da6", "start afresh"} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "{", "JSON only with --json")
+
+	code, out, errOut = runCLI(getenv, "limits", "reset", "--subject", "bob", "--json")
+	require.Equal(t, exitOK, code, errOut)
+	assert.JSONEq(t, answer, out)
+}

@@ -287,10 +287,40 @@ func (c *cli) limits(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON || args[0] == "reset" {
+	switch {
+	case *asJSON:
 		return c.printJSON(body)
+	case args[0] == "reset":
+		return printReset(c.stdout, body)
 	}
 	return printLimits(c.stdout, body)
+}
+
+// resetAnswer is the part of a limits_reset answer that limits reset prints.
+type resetAnswer struct {
+	Status string `json:"status"`
+	Reset  struct {
+		Subject string `json:"subject"`
+		At      string `json:"reset_at"`
+		By      string `json:"reset_by"`
+		TraceID string `json:"trace_id"`
+	} `json:"reset"`
+	Meaning string `json:"meaning"`
+}
+
+// printReset writes a limits_reset answer for a person: whose windows
+// start afresh, when, by whom, and the trace id the reset is logged with.
+func printReset(w io.Writer, body []byte) error {
+	a, err := decodeAnswer[resetAnswer]("limits reset", body)
+	if err != nil {
+		return err
+	}
+	fields := newFieldWriter(w)
+	for _, kv := range [][2]string{{"status", a.Status}, {"subject", a.Reset.Subject}, {"reset_at", a.Reset.At},
+		{"reset_by", a.Reset.By}, {"trace_id", a.Reset.TraceID}, {"meaning", a.Meaning}} {
+		fields.line(kv[0], kv[1])
+	}
+	return fields.flush()
 }
 
 // printLimits prints the budgets of a limits_shown answer as a table.
