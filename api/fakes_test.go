@@ -442,3 +442,23 @@ func (q *quoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 		Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
 }
+
+// fakeBudgets is a truth whose subject holds reservations in currencies,
+// none of them counting (every window's usage is 0).
+type fakeBudgets struct{ currencies []string }
+
+func (f *fakeBudgets) Usage(_ context.Context, _ string, c idemstore.Charge) ([]idemstore.WindowUsage, error) {
+	return make([]idemstore.WindowUsage, len(c.Windows)), nil
+}
+
+func (f *fakeBudgets) Currencies(context.Context, string, time.Time) ([]string, error) {
+	return f.currencies, nil
+}
+
+func (f *fakeBudgets) ResetBudget(_ context.Context, r idemstore.BudgetReset) (idemstore.BudgetReset, error) {
+	return r, nil
+}
+
+func (f *fakeBudgets) LastReset(context.Context, string) (idemstore.BudgetReset, error) {
+	return idemstore.BudgetReset{}, idemstore.ErrNotFound
+}

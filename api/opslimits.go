@@ -17,6 +17,10 @@ import (
 )
 
 // windowView is one window of a subject's budget as the ops view shows it.
+// A budget without currency counts each currency on its own: it has one
+// view per currency the subject holds reservations in, or, when it holds
+// none yet, one view with Currency empty, so that every budget that can
+// refuse the subject is shown.
 type windowView struct {
 	// Name is the budget's name.
 	Name string `json:"name"`
@@ -24,7 +28,10 @@ type windowView struct {
 	Window string `json:"window"`
 	// Action is the one action it counts; empty: every action.
 	Action string `json:"action,omitempty"`
-	// Currency is the currency.
+	// Currency is the currency; empty for a budget without currency while
+	// the subject holds no reservation in any currency: such a budget
+	// counts every currency on its own, so it is shown once, with used 0
+	// and left = max, for any currency.
 	Currency string `json:"currency"`
 	// Max is the maximum.
 	Max string `json:"max"`
@@ -39,7 +46,9 @@ type windowView struct {
 
 // handleOpsLimits serves GET /v1/ops/limits/:subject?role=: the subject's
 // budgets (its own, and its role's: agent unless role says otherwise) with
-// what each window holds and what is left, and its rates.
+// what each window holds and what is left, and its rates. A budget without
+// currency is shown per currency of the subject's reservations, or with
+// currency "" (used 0, left = max) when it holds none yet (see windowView).
 func (s *Server) handleOpsLimits(c echo.Context) error {
 	ctx := c.Request().Context()
 	subject := c.Param("subject")
@@ -62,6 +71,9 @@ func (s *Server) handleOpsLimits(c echo.Context) error {
 				return s.render(c, s.storeErrorReply("", "", fmt.Errorf("limits of %s: %w", subject, err)))
 			}
 			currencies = cs
+			if len(cs) == 0 {
+				currencies = []string{""}
+			}
 		}
 		for _, cur := range currencies {
 			one := limits.Limits{Budgets: []limits.Budget{b}}

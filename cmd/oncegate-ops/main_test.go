@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -251,4 +252,22 @@ func TestLimitsResetPrintsForAPerson(t *testing.T) {
 	code, out, errOut = runCLI(getenv, "limits", "reset", "--subject", "bob", "--json")
 	require.Equal(t, exitOK, code, errOut)
 	assert.JSONEq(t, answer, out)
+}
+
+func TestLimitsShowBudgetWithoutCurrency(t *testing.T) {
+	answer := `{"status":"limits_shown","limits":{"subject":"bob","role":"agent","budgets":[` +
+		`{"name":"bob-daily-chf","window":"daily","currency":"CHF","max":"1000.00","used":"0.00","left":"1000.00"},` +
+		`{"name":"bob-per-operation","window":"per_operation","currency":"","max":"500.00","used":"0","left":"500.00"}]}}`
+	getenv, reqs := gateway(t, http.StatusOK, answer)
+
+	code, out, errOut := runCLI(getenv, "limits", "show", "--subject", "bob")
+
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, "/v1/ops/limits/bob", (*reqs)[0].path)
+	lines := strings.Split(out, "\n")
+	require.GreaterOrEqual(t, len(lines), 3, out)
+	assert.Contains(t, lines[1], "CHF")
+	assert.Contains(t, lines[2], "bob-per-operation")
+	assert.Contains(t, lines[2], "any currency")
+	assert.Contains(t, lines[2], "500.00")
 }

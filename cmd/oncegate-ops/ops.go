@@ -351,7 +351,11 @@ func printLimits(w io.Writer, body []byte) error {
 		if action == "" {
 			action = "*"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Window, action, b.Currency, b.Max, b.Used, b.Left, b.NextFreeAt)
+		currency := b.Currency
+		if currency == "" {
+			currency = "any currency"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Window, action, currency, b.Max, b.Used, b.Left, b.NextFreeAt)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
