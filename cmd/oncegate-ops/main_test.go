@@ -271,3 +271,43 @@ func TestLimitsShowBudgetWithoutCurrency(t *testing.T) {
 	assert.Contains(t, lines[2], "any currency")
 	assert.Contains(t, lines[2], "500.00")
 }
+
+func TestHelpPrintsUsageOnceAndExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"list", "--help"}, {"list", "-h"}, {"resolve", "op1", "--help"}, {"limits", "show", "-help"}} {
+		getenv, reqs := gateway(t, http.StatusOK, `{}`)
+
+		code, out, errOut := runCLI(getenv, args...)
+
+		assert.Equal(t, exitOK, code, args)
+		assert.Equal(t, usage, out, args)
+		assert.Empty(t, errOut, args)
+		assert.Empty(t, *reqs, args)
+	}
+}
+
+func TestBadFlagPrintsOneErrorAndOneUsage(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		error string
+	}{
+		{"bad duration", []string{"list", "--older-than", "abc"}, `invalid value "abc" for flag -older-than`},
+		{"negative duration", []string{"list", "--older-than", "-5m"}, "--older-than must not be negative"},
+		{"unknown flag", []string{"list", "--bogus"}, "flag provided but not defined: -bogus"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			getenv, reqs := gateway(t, http.StatusOK, `{}`)
+
+			code, out, errOut := runCLI(getenv, tt.args...)
+
+			assert.Equal(t, exitUsage, code)
+			assert.Empty(t, out)
+			assert.Empty(t, *reqs, "a usage error sends nothing")
+			assert.Equal(t, 1, strings.Count(errOut, tt.error), errOut)
+			assert.Equal(t, 1, strings.Count(errOut, "oncegate-ops: "), "one error line: %s", errOut)
+			assert.Equal(t, 1, strings.Count(errOut, usage), "one usage: %s", errOut)
+			assert.NotContains(t, errOut, "Usage of", "only the CLI's usage: %s", errOut)
+		})
+	}
+}

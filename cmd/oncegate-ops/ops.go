@@ -35,10 +35,10 @@ commands:
           verify a terminal answer's receipt offline and print what it states;
           --jwks defaults to the gateway's GATEWAY_URL/.well-known/jwks.json
 
-Every command exits 0 on success, 1 when the gateway refuses (such as
-already_resolved: another decision was first) or cannot be reached, 2 on a
-usage error. A refusal prints its meaning and each of its errors; --json
-prints the gateway's answer as it is instead, a refusal's too.
+Every command exits 0 on success (and on --help), 1 when the gateway
+refuses (such as already_resolved: another decision was first) or cannot be
+reached, 2 on a usage error. A refusal prints its meaning and each of its
+errors; --json prints the gateway's answer as it is instead, a refusal's too.
 
 environment:
   GATEWAY_URL          the gateway (default http://127.0.0.1:8080)
@@ -115,7 +115,10 @@ func run(ctx context.Context, args []string, environ map[string]string, stdout, 
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "oncegate-ops: %v\n\n%s", err, usage)
 		return exitUsage
 	default:
@@ -136,7 +139,7 @@ type operation struct {
 
 // list prints the operations in a state as a table.
 func (c *cli) list(ctx context.Context, args []string) error {
-	fs := newFlagSet("list", c.stderr)
+	fs := newFlagSet("list")
 	state := fs.String("state", "", "only operations in this state: needs_manual_review, in_flight, completed, failed")
 	olderThan := fs.Duration("older-than", 0, "only operations that entered their state at least this long ago (such as 10m)")
 	asJSON := c.jsonFlag(fs)
@@ -146,6 +149,9 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	}
 	if len(pos) > 0 {
 		return fmt.Errorf("%w: list takes no arguments, got %q", errUsage, pos)
+	}
+	if *olderThan < 0 {
+		return fmt.Errorf("%w: --older-than must not be negative, got %s", errUsage, *olderThan)
 	}
 	q := url.Values{}
 	if *state != "" {
@@ -181,7 +187,7 @@ func (c *cli) list(ctx context.Context, args []string) error {
 // show prints one operation: what it is (action, bound params), where it
 // stands, its decision and its timeline.
 func (c *cli) show(ctx context.Context, args []string) error {
-	fs := newFlagSet("show", c.stderr)
+	fs := newFlagSet("show")
 	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -212,7 +218,7 @@ type resolveRequest struct {
 
 // resolve sends an operator's decision for an operation awaiting review.
 func (c *cli) resolve(ctx context.Context, args []string) error {
-	fs := newFlagSet("resolve", c.stderr)
+	fs := newFlagSet("resolve")
 	outcome := fs.String("outcome", "", "completed or failed (required)")
 	result := fs.String("result", "", "the operation's result as JSON (completed)")
 	reason := fs.String("reason", "", "why it failed (required when failed)")
@@ -265,7 +271,7 @@ func (c *cli) limits(ctx context.Context, args []string) error {
 	if len(args) == 0 || (args[0] != "show" && args[0] != "reset") {
 		return fmt.Errorf("%w: limits show|reset --subject SUBJECT", errUsage)
 	}
-	fs := newFlagSet("limits "+args[0], c.stderr)
+	fs := newFlagSet("limits " + args[0])
 	subject := fs.String("subject", "", "the subject (required)")
 	role := fs.String("role", "", "the subject's role, for the budgets of a role (show; default agent)")
 	asJSON := c.jsonFlag(fs)
@@ -509,10 +515,11 @@ func (c *cli) jsonFlag(fs *flag.FlagSet) *bool {
 	return &c.asJSON
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+// newFlagSet returns a flag set that returns its errors instead of exiting
+// or printing them: run prints each once, with the usage.
+func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	return fs
 }
 
@@ -522,7 +529,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
+			return nil, fmt.Errorf("%w: %w", errUsage, err)
 		}
 		if fs.NArg() == 0 {
 			return pos, nil

@@ -27,7 +27,7 @@ func (c *cli) passkey(ctx context.Context, args []string) error {
 
 // passkeyInvite prints a one-time enrolment link for --subject.
 func (c *cli) passkeyInvite(ctx context.Context, args []string) error {
-	fs := newFlagSet("passkey invite", c.stderr)
+	fs := newFlagSet("passkey invite")
 	subject := fs.String("subject", "", "who enrols a passkey (required)")
 	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)
@@ -62,7 +62,7 @@ func (c *cli) passkeyInvite(ctx context.Context, args []string) error {
 
 // passkeyList prints the passkeys (of --subject), revoked ones with --revoked.
 func (c *cli) passkeyList(ctx context.Context, args []string) error {
-	fs := newFlagSet("passkey list", c.stderr)
+	fs := newFlagSet("passkey list")
 	subject := fs.String("subject", "", "only this subject's passkeys")
 	revoked := fs.Bool("revoked", false, "include revoked passkeys")
 	asJSON := c.jsonFlag(fs)
@@ -113,7 +113,7 @@ func (c *cli) passkeyList(ctx context.Context, args []string) error {
 
 // passkeyRevoke revokes one passkey.
 func (c *cli) passkeyRevoke(ctx context.Context, args []string) error {
-	fs := newFlagSet("passkey revoke", c.stderr)
+	fs := newFlagSet("passkey revoke")
 	c.jsonFlag(fs) // revoke prints the gateway's JSON answer with or without it
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -131,7 +131,7 @@ func (c *cli) passkeyRevoke(ctx context.Context, args []string) error {
 
 // approvals lists approvals, pending ones with --state pending.
 func (c *cli) approvals(ctx context.Context, args []string) error {
-	fs := newFlagSet("approvals", c.stderr)
+	fs := newFlagSet("approvals")
 	state := fs.String("state", "", "only approvals in this state: pending, approved, declined")
 	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)

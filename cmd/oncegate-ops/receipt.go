@@ -21,7 +21,7 @@ func (c *cli) receiptCmd(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "verify" {
 		return fmt.Errorf("%w: receipt takes the subcommand verify", errUsage)
 	}
-	fs := newFlagSet("receipt verify", c.stderr)
+	fs := newFlagSet("receipt verify")
 	jwks := fs.String("jwks", c.base+receipt.JWKSPath, "the JWK set: a URL, or a file holding a saved copy")
 	asJSON := fs.Bool("json", false, "print the claims as JSON")
 	pos, err := parse(fs, args[1:])
