@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/workflows"
 )
 

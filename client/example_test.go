@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/client"
-	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"github.com/oncegate/oncegate/harness/testenv"
 
 	"github.com/oncegate/oncegate/status"
 )

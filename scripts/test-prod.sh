@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test-prod: the end-to-end, crash, TLS, upgrade, restore and Web UI
-# tests against the production-like profile (internal/harness/e2eprod), every
+# tests against the production-like profile (harness/e2eprod), every
 # hop encrypted. Starts the profile when it is not up and stops it again
 # afterwards in that case; a profile that was already up stays up. The
 # tests' artifacts (the Web UI's screenshots) go to .run-prod/artifacts/.
@@ -19,7 +19,7 @@ go test -count=1 -tags upgradedrill -run TestDrillReplaysTheRecordedHistories ./
 rc=${PIPESTATUS[0]}
 mkdir -p .run-prod/artifacts
 ONCEGATE_PROD_STACK=$PWD/.run-prod/stack.env go test -count=1 -timeout 45m -v -artifacts -outputdir "$PWD/.run-prod/artifacts" \
-  ./internal/harness/e2eprod/ 2>&1 | tee -a .run-prod/test-prod.log
+  ./harness/e2eprod/ 2>&1 | tee -a .run-prod/test-prod.log
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 set -e
 echo "test-prod: ${SECONDS}s of tests (log: .run-prod/test-prod.log)"

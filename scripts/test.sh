@@ -17,8 +17,8 @@ echo "== lint: gofmt, go vet, exhaustive switches"
 # packages, the long tests that mostly wait on time windows (review
 # windows, late commits, payouts) call t.Parallel and run four at a time
 # (-parallel 4) once the others are done.
-stacks='/internal/harness/(e2e|e2eprod)$|/client$|/examples/agentworkflow$'
-soak='/internal/harness/soak$'
+stacks='/harness/(e2e|e2eprod)$|/client$|/examples/agentworkflow$'
+soak='/harness/soak$'
 echo "== go test: fast packages (5m each)"
 go test -count=1 -timeout 5m $(go list ./... | grep -v -E "$stacks|$soak")
 echo "== go test: packages that start the whole stack, and the soak slice beside them (30m each; artifacts, such as the approval page's screenshot, under .run/test-artifacts)"

@@ -14,7 +14,7 @@ import (
 )
 
 // This file is compiled only with -tags upgradedrill: the upgrade drill of
-// the production-like profile (internal/harness/e2eprod, TestUpgradeWhileBusy)
+// the production-like profile (harness/e2eprod, TestUpgradeWhileBusy)
 // builds the worker so, to roll out a workflow that changed behind
 // workflow.GetVersion while operations run. No other build has it.
 

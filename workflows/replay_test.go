@@ -19,7 +19,7 @@ func TestReplay(t *testing.T) {
 	require.NoError(t, err)
 	if len(files) == 0 {
 		t.Skip("no recorded histories in testdata/histories/*.json: record them with " +
-			"ONCEGATE_RECORD_HISTORIES=1 go test ./internal/harness/e2e/ -run TestRecordHistories (see testdata/histories/README.md)")
+			"ONCEGATE_RECORD_HISTORIES=1 go test ./harness/e2e/ -run TestRecordHistories (see testdata/histories/README.md)")
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/api/openapi"
+	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/internal/catalog"
-	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 func TestDocumentLoadsAndValidates(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/approval/ceremony"
-	"github.com/oncegate/oncegate/internal/harness/softauthn"
+	"github.com/oncegate/oncegate/harness/softauthn"
 )
 
 const origin = "http://localhost:8080"

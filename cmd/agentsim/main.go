@@ -16,8 +16,8 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/oncegate/oncegate/harness/agentsim"
 	"github.com/oncegate/oncegate/internal/envconfig"
-	"github.com/oncegate/oncegate/internal/harness/agentsim"
 )
 
 func main() {

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/oncegate/oncegate/internal/harness/benche2e"
+	"github.com/oncegate/oncegate/harness/benche2e"
 )
 
 func main() {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncegate/oncegate/harness/simulator"
 	"github.com/oncegate/oncegate/internal/envconfig"
-	"github.com/oncegate/oncegate/internal/harness/simulator"
 	"github.com/oncegate/oncegate/internal/listen"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncegate/oncegate/internal/harness/simulator"
-	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"github.com/oncegate/oncegate/harness/simulator"
+	"github.com/oncegate/oncegate/harness/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

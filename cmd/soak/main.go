@@ -1,4 +1,4 @@
-// Command soak runs the chaos harness (internal/harness/soak) once: `make soak`.
+// Command soak runs the chaos harness (harness/soak) once: `make soak`.
 // It prints the markdown summary, writes the JSON and markdown reports,
 // and exits 1 when the audit found a violation, 2 when the harness could
 // not run.
@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/oncegate/oncegate/internal/harness/soak"
+	"github.com/oncegate/oncegate/harness/soak"
 )
 
 func main() {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/oncegate/oncegate/client"
 	"github.com/oncegate/oncegate/client/temporaltool"
-	"github.com/oncegate/oncegate/internal/harness/testenv"
+	"github.com/oncegate/oncegate/harness/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
-	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // BenchmarkPostgresAcquire measures one truth insert-or-read on a real local

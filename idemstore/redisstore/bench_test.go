@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
-	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // BenchmarkRedisAcquire measures one acquire Lua script round trip on a

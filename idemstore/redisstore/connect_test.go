@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
-	"github.com/oncegate/oncegate/internal/harness/testenv"
 	"github.com/oncegate/oncegate/internal/storeconn"
 )
 

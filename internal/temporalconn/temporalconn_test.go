@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/internal/envconfig"
-	"github.com/oncegate/oncegate/internal/harness/testenv"
 )
 
 // fromEnv parses a Config from environ and loads its TLS files, as the
