@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/status"
 )
@@ -24,7 +25,7 @@ func TestEveryBodyCarriesTheRegistrysRetryable(t *testing.T) {
 		info, _ := status.Lookup(st)
 		rec := httptest.NewRecorder()
 		c := b.srv.echo.NewContext(httptest.NewRequest(http.MethodGet, "/v1/operations/x", nil), rec)
-		require.NoError(t, b.srv.render(c, opReply(st, "0123456789abcdef0123456789abcdef")))
+		require.NoError(t, b.srv.render(c, gateway.Answer{Status: st, OperationID: "0123456789abcdef0123456789abcdef"}))
 		var body map[string]any
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), st)
 		assert.Equal(t, string(st), body["status"])
@@ -51,15 +52,12 @@ func TestFailedAnswersClaimNothingExecutedOnlyWhenProved(t *testing.T) {
 		idemstore.FailureRefused: true, idemstore.FailureNotExecuted: true, idemstore.FailureNotSent: true,
 		idemstore.FailureOperator: false, "": false,
 	} {
-		for _, replay := range []bool{false, true} {
-			rec := httptest.NewRecorder()
-			c := b.srv.echo.NewContext(httptest.NewRequest(http.MethodGet, "/v1/operations/x", nil), rec)
-			f := idemstore.Final{State: idemstore.StateFailed, Reason: "r", FailureKind: kind}
-			require.NoError(t, b.srv.render(c, b.srv.finalReply(operationRef{ID: "0123456789abcdef0123456789abcdef"}, f, replay)))
-			var body map[string]any
-			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
-			warned := strings.Contains(body["instruction"].(string), "Do not tell the user that nothing was executed")
-			assert.Equal(t, !proved, warned, "%q replay=%v: %s", kind, replay, body["instruction"])
-		}
+		// The operation's record as its workflow left it: a status poll and
+		// a replay answer it.
+		opID := b.failedOperation(t, kind)
+		r := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+		require.Equal(t, status.Failed, r.status(), r.raw)
+		warned := strings.Contains(r.str("instruction"), "Do not tell the user that nothing was executed")
+		assert.Equal(t, !proved, warned, "%q: %s", kind, r.str("instruction"))
 	}
 }

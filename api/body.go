@@ -12,7 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/gateway"
 
 	"github.com/oncegate/oncegate/status"
 )
@@ -40,25 +40,41 @@ const (
 )
 
 // decodeBody reads the request body strictly into v: one JSON object, no
-// unknown field, no member twice, nothing after it. It returns a reply to
+// unknown field, no member twice, nothing after it. It returns a gateway.Answer to
 // send when the body is refused. A membersBody is read by readMembers
 // first, without reflection; what it gives up on, the strict decoder
 // reads, and a body it accepts is refused still when a member repeats
 // (duplicateMember): the strict decoder keeps the last, where a proxy or a
 // log in front of the gateway may keep the first.
-func decodeBody(c echo.Context, v any) (reply, bool) {
+func decodeBody(c echo.Context, v any) (gateway.Answer, bool) {
+	raw, r, ok := readRequestBody(c)
+	if !ok {
+		return r, false
+	}
+	return decodeBytes(raw, v)
+}
+
+// readRequestBody reads c's request body whole, or the answer refusing it
+// (too large, unreadable).
+func readRequestBody(c echo.Context) ([]byte, gateway.Answer, bool) {
 	raw, err := readBody(c.Request().Body)
 	if err != nil {
 		if errors.Is(err, errBodyTooLarge) {
-			return newReply(status.RequestTooLarge), false
+			return nil, gateway.NewAnswer(status.RequestTooLarge), false
 		}
-		return malformed(detailBodyUnreadable, messages.Data{}), false
+		return nil, malformed(detailBodyUnreadable, gateway.Words{}), false
 	}
+	return raw, gateway.Answer{}, true
+}
+
+// decodeBytes reads raw, a whole request body, strictly into v, as
+// decodeBody says.
+func decodeBytes(raw []byte, v any) (gateway.Answer, bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return malformed(detailBodyEmpty, messages.Data{}), false
+		return malformed(detailBodyEmpty, gateway.Words{}), false
 	}
 	if m, ok := v.(membersBody); ok && readMembers(raw, m.slots()) {
-		return reply{}, true
+		return gateway.Answer{}, true
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -66,12 +82,12 @@ func decodeBody(c echo.Context, v any) (reply, bool) {
 		return describeJSONError(err), false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return malformed(detailJSONTrailing, messages.Data{}), false
+		return malformed(detailJSONTrailing, gateway.Words{}), false
 	}
 	if name, ok := duplicateMember(raw); ok {
-		return malformed(detailJSONDuplicate, messages.Data{Field: name}), false
+		return malformed(detailJSONDuplicate, gateway.Words{Field: name}), false
 	}
-	return reply{}, true
+	return gateway.Answer{}, true
 }
 
 // duplicateMember returns the first member of raw, a JSON object, whose
@@ -116,34 +132,34 @@ func readBody(body io.Reader) ([]byte, error) {
 
 // requireMember answers malformed_request naming member when raw, a
 // member of the body, is absent or null.
-func requireMember(member string, raw json.RawMessage) (reply, bool) {
+func requireMember(member string, raw json.RawMessage) (gateway.Answer, bool) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		return memberMissingReply(member, "object"), false
+		return memberMissingAnswer(member, "object"), false
 	}
-	return reply{}, true
+	return gateway.Answer{}, true
 }
 
 // describeJSONError turns a decoding error into malformed_request with a
 // short detail for the model.
-func describeJSONError(err error) reply {
+func describeJSONError(err error) gateway.Answer {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return malformed(detailJSONSyntax, messages.Data{Offset: syn.Offset, Err: syn.Error()})
+		return malformed(detailJSONSyntax, gateway.Words{Offset: syn.Offset, Err: syn.Error()})
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return malformed(detailJSONNotObject, messages.Data{})
+			return malformed(detailJSONNotObject, gateway.Words{})
 		}
-		return malformed(detailJSONType, messages.Data{Field: typ.Field, Expected: jsonTypeName(typ.Type.Kind().String()), Got: typ.Value})
+		return malformed(detailJSONType, gateway.Words{Field: typ.Field, Expected: jsonTypeName(typ.Type.Kind().String()), Got: typ.Value})
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return malformed(detailJSONTruncated, messages.Data{})
+		return malformed(detailJSONTruncated, gateway.Words{})
 	}
 	// encoding/json has no type for it: `json: unknown field "x"`.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return malformed(detailJSONUnknownField, messages.Data{Field: strings.Trim(name, `"`)})
+		return malformed(detailJSONUnknownField, gateway.Words{Field: strings.Trim(name, `"`)})
 	}
-	return malformed(detailJSONOther, messages.Data{Err: err.Error()})
+	return malformed(detailJSONOther, gateway.Words{Err: err.Error()})
 }
 
 func jsonTypeName(kind string) string {

@@ -32,7 +32,7 @@ func strictDecode(raw []byte, v any) bool {
 
 // membersBodies are fresh values of every membersBody.
 func membersBodies() []membersBody {
-	return []membersBody{&previewRequest{}, &confirmRequest{}}
+	return []membersBody{&previewBody{}, &confirmBody{}}
 }
 
 // sameMembers fails t unless readMembers, where it accepts raw, reads what
@@ -105,17 +105,17 @@ func TestReadMembersReadsWhatTheStrictDecoderReads(t *testing.T) {
 	// The common bodies take the fast way; the unusual ones are left to the
 	// strict decoder, which words the refusal or reads them as before.
 	for _, want := range []string{
-		`previewRequest {"params":{"amount":"12.50","currency":" usd ","payee_id":"p-1","memo":"rent"}}`,
-		`confirmRequest {"fingerprint":"v1.abc.def","params":{"amount":"1"}}`,
-		`confirmRequest {"params":{"amount":"1"},"fingerprint":"v1.abc.def","acknowledge_repeat_of":"` + strings.Repeat("a", 32) + `"}`,
-		`previewRequest {"\u0070arams":{"x":"\u00e9\ud83d\ude00"}}`,
-		`previewRequest {"params":{"a":1,"a":2}}`,
+		`previewBody {"params":{"amount":"12.50","currency":" usd ","payee_id":"p-1","memo":"rent"}}`,
+		`confirmBody {"fingerprint":"v1.abc.def","params":{"amount":"1"}}`,
+		`confirmBody {"params":{"amount":"1"},"fingerprint":"v1.abc.def","acknowledge_repeat_of":"` + strings.Repeat("a", 32) + `"}`,
+		`previewBody {"\u0070arams":{"x":"\u00e9\ud83d\ude00"}}`,
+		`previewBody {"params":{"a":1,"a":2}}`,
 	} {
 		assert.True(t, accepted[want], "readMembers gave up on %s", want)
 	}
 	for _, refused := range []string{`{"Params":{}}`, `{"fingerprint":null,"params":{}}`,
 		`{"params":{}} {}`, `{"params":{},"params":{}}`, `{"params":{"a":"\ud800"}}`, "{\"params\":{\"a\":\"\xff\"}}"} {
-		assert.False(t, accepted["previewRequest "+refused] || accepted["confirmRequest "+refused], "readMembers read %s", refused)
+		assert.False(t, accepted["previewBody "+refused] || accepted["confirmBody "+refused], "readMembers read %s", refused)
 	}
 }
 
@@ -124,8 +124,8 @@ func FuzzReadMembers(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		sameMembers(t, raw, func() membersBody { return &previewRequest{} })
-		sameMembers(t, raw, func() membersBody { return &confirmRequest{} })
+		sameMembers(t, raw, func() membersBody { return &previewBody{} })
+		sameMembers(t, raw, func() membersBody { return &confirmBody{} })
 	})
 }
 
@@ -204,22 +204,22 @@ func TestDecodeBodyRefusesAMemberTwice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var req confirmRequest
+			var req confirmBody
 			r, ok := decodeBody(bodyContext(tt.body), &req)
 			require.False(t, ok)
-			assert.Equal(t, status.MalformedRequest, r.status)
-			assert.Equal(t, detailJSONDuplicate, r.detail)
-			assert.Equal(t, tt.member, r.text.Field)
+			assert.Equal(t, status.MalformedRequest, r.Status)
+			assert.Equal(t, detailJSONDuplicate, r.Detail)
+			assert.Equal(t, tt.member, r.Words.Field)
 		})
 	}
 	t.Run("a repeated name inside a value is its reader's to judge", func(t *testing.T) {
-		var req confirmRequest
+		var req confirmBody
 		_, ok := decodeBody(bodyContext(`{`+fp+`,"params":{"amount":"1","amount":"2"}}`), &req)
 		assert.True(t, ok)
 		assert.Equal(t, "v1.abc.def", req.Fingerprint)
 	})
 	t.Run("every member once passes", func(t *testing.T) {
-		var req confirmRequest
+		var req confirmBody
 		_, ok := decodeBody(bodyContext(`{"Fingerprint":"v1.abc.def","params":{}}`), &req)
 		assert.True(t, ok, "the strict decoder's path, no name repeated")
 		assert.Equal(t, "v1.abc.def", req.Fingerprint)

@@ -3,6 +3,7 @@ package api
 import (
 	"testing"
 
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -12,7 +13,7 @@ import (
 func TestConfigRedisAddrs(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
-		"DATABASE_URL": "postgres://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": EnvDev,
+		"DATABASE_URL": "postgres://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": gateway.EnvDev,
 		"REDIS_ADDRS": "127.0.0.1:7001,127.0.0.1:7002",
 	}
 	c, err := ConfigFromEnv(env)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -19,24 +20,23 @@ import (
 func TestConfigDefaultsAreTheConstants(t *testing.T) {
 	t.Parallel()
 	c, err := ConfigFromEnv(map[string]string{
-		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": EnvDev,
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": gateway.EnvDev,
 	})
 	require.NoError(t, err)
-	assert.Equal(t, DefaultGatewayURL, c.GatewayURL)
+	assert.Equal(t, gateway.DefaultGatewayURL, c.Gateway.GatewayURL)
 	assert.Equal(t, workflows.TaskQueue, c.TaskQueue)
-	assert.Equal(t, DefaultConfirmWait, c.ConfirmWait)
-	assert.Equal(t, DefaultClaimGrace, c.ClaimGrace)
-	assert.Equal(t, DefaultPollAfter, c.PollAfter)
+	assert.Equal(t, gateway.DefaultConfirmWait, c.Gateway.ConfirmWait)
+	assert.Equal(t, gateway.DefaultClaimGrace, c.Gateway.ClaimGrace)
+	assert.Equal(t, gateway.DefaultPollAfter, c.Gateway.PollAfter)
 	assert.Equal(t, DefaultShutdownTimeout, c.ShutdownTimeout)
-	assert.Equal(t, DefaultRetryAfter, c.RetryAfter)
+	assert.Equal(t, gateway.DefaultRetryAfter, c.Gateway.RetryAfter)
 	assert.Equal(t, DefaultRequestTimeout, c.RequestTimeout)
-	assert.Equal(t, DefaultFinalCache, c.FinalCache)
-	zero := Config{}.withDefaults()
-	assert.Equal(t, zero.TaskQueue, c.TaskQueue)
-	assert.Equal(t, zero.ConfirmWait, c.ConfirmWait)
-	assert.Equal(t, zero.ClaimGrace, c.ClaimGrace)
-	assert.Equal(t, zero.PollAfter, c.PollAfter)
-	assert.Equal(t, zero.ShutdownTimeout, c.ShutdownTimeout)
+	assert.Equal(t, gateway.DefaultFinalCache, c.Gateway.FinalCache)
+	zero := gateway.Config{}.WithDefaults()
+	assert.Equal(t, zero.ConfirmWait, c.Gateway.ConfirmWait)
+	assert.Equal(t, zero.ClaimGrace, c.Gateway.ClaimGrace)
+	assert.Equal(t, zero.PollAfter, c.Gateway.PollAfter)
+	assert.Equal(t, Config{}.withDefaults(zero).ShutdownTimeout, c.ShutdownTimeout)
 }
 
 // TestConfigNamesTheBadValue: a malformed or non-positive duration and a
@@ -44,7 +44,7 @@ func TestConfigDefaultsAreTheConstants(t *testing.T) {
 func TestConfigNamesTheBadValue(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
-		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": EnvDev,
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": gateway.EnvDev,
 		"ONCEGATE_CONFIRM_WAIT": "0s", "ONCEGATE_POLL_AFTER": "soon", "GATEWAY_URL": "::", "ONCEGATE_ALERT_WEBHOOK": "ftp://x",
 		"ONCEGATE_FINAL_CACHE": "-1",
 	}
@@ -67,7 +67,7 @@ func TestConfigNamesTheBadValue(t *testing.T) {
 func TestConfigSecretFileUnreadable(t *testing.T) {
 	t.Parallel()
 	_, err := ConfigFromEnv(map[string]string{
-		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_ENV": EnvDev,
+		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_ENV": gateway.EnvDev,
 		"ONCEGATE_FINGERPRINT_KEYS_FILE": "/nonexistent/keys", "ONCEGATE_RECEIPT_KEYS": "r:abc",
 	})
 	require.Error(t, err)
@@ -84,7 +84,7 @@ func TestConfigRefusesAFailpointNotCompiledIn(t *testing.T) {
 	t.Parallel()
 	_, err := ConfigFromEnv(map[string]string{
 		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc",
-		"ONCEGATE_ENV": EnvDev, "ONCEGATE_FAILPOINT": "after_claim",
+		"ONCEGATE_ENV": gateway.EnvDev, "ONCEGATE_FAILPOINT": "after_claim",
 	})
 	require.ErrorContains(t, err, "ONCEGATE_FAILPOINT needs a gateway built with -tags failpoint")
 }
@@ -94,7 +94,7 @@ func TestConfigHTTPS(t *testing.T) {
 	certFile, keyFile := testenv.NewSelfSigned(t, "gateway").WriteFiles(t)
 	env := func(extra ...string) map[string]string {
 		m := map[string]string{
-			"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": EnvDev,
+			"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": gateway.EnvDev,
 			"GATEWAY_URL": "https://127.0.0.1:8443",
 		}
 		for i := 0; i+1 < len(extra); i += 2 {
@@ -131,23 +131,23 @@ func TestConfigHTTPS(t *testing.T) {
 // when the gateway listens on a loopback address (WebAuthn refuses an IP),
 // and the RP ID and origins follow the public URL unless set.
 func TestPublicURL(t *testing.T) {
-	for gateway, want := range map[string]string{
+	for url, want := range map[string]string{
 		"http://127.0.0.1:8080":   "http://localhost:8080",
 		"http://0.0.0.0:9080":     "http://localhost:9080",
 		"http://[::1]:8080":       "http://localhost:8080",
 		"http://127.0.0.1":        "http://localhost",
 		"https://pay.example.com": "https://pay.example.com",
 	} {
-		c := Config{GatewayURL: gateway}.withDefaults()
-		assert.Equal(t, want, c.PublicURL, gateway)
+		c := gateway.Config{GatewayURL: url}.WithDefaults()
+		assert.Equal(t, want, c.PublicURL, url)
 	}
-	c := Config{GatewayURL: "http://127.0.0.1:8080"}.withDefaults()
-	assert.Equal(t, "localhost", c.WebAuthnRPID)
-	assert.Equal(t, []string{"http://localhost:8080"}, c.WebAuthnOrigins)
-	c = Config{PublicURL: "https://pay.example.com/", WebAuthnRPID: "example.com"}.withDefaults()
-	assert.Equal(t, "https://pay.example.com", c.PublicURL)
-	assert.Equal(t, "example.com", c.WebAuthnRPID)
-	assert.Equal(t, []string{"https://pay.example.com"}, c.WebAuthnOrigins)
+	g := gateway.Config{GatewayURL: "http://127.0.0.1:8080"}.WithDefaults()
+	assert.Equal(t, "localhost", g.WebAuthnRPID)
+	assert.Equal(t, []string{"http://localhost:8080"}, g.WebAuthnOrigins)
+	g = gateway.Config{PublicURL: "https://pay.example.com/", WebAuthnRPID: "example.com"}.WithDefaults()
+	assert.Equal(t, "https://pay.example.com", g.PublicURL)
+	assert.Equal(t, "example.com", g.WebAuthnRPID)
+	assert.Equal(t, []string{"https://pay.example.com"}, g.WebAuthnOrigins)
 
 	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:" + strings.Repeat("A", 44),
 		"ONCEGATE_RECEIPT_KEYS": "r:" + strings.Repeat("A", 44), "ONCEGATE_ENV": "dev"}
@@ -164,8 +164,8 @@ func TestPublicURL(t *testing.T) {
 	assert.ErrorContains(t, err, "not on the RP ID")
 	_, err = ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "ftp://x"))
 	assert.ErrorContains(t, err, "ONCEGATE_PUBLIC_URL")
-	c, err = ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "https://pay.example.com", "ONCEGATE_WEBAUTHN_RP_ID", "example.com",
+	c, err := ConfigFromEnv(with("ONCEGATE_PUBLIC_URL", "https://pay.example.com", "ONCEGATE_WEBAUTHN_RP_ID", "example.com",
 		"ONCEGATE_WEBAUTHN_ORIGINS", "https://pay.example.com,https://approve.example.com"))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"https://pay.example.com", "https://approve.example.com"}, c.WebAuthnOrigins)
+	assert.Equal(t, []string{"https://pay.example.com", "https://approve.example.com"}, c.Gateway.WebAuthnOrigins)
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,18 +9,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
-
+	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/idemstore"
-	"github.com/oncegate/oncegate/operation"
-	"github.com/oncegate/oncegate/workflows"
 )
 
 // fakeStore is the idemstore state machine in memory, as far as the gateway
@@ -231,183 +224,10 @@ func (f *fakeStore) counts() (writes, reads int) {
 	return f.writes, f.reads
 }
 
-// fakeTemporal runs each workflow as a goroutine calling exec.
-type fakeTemporal struct {
-	mu       sync.Mutex
-	exec     func(ctx context.Context, in operation.Input, signals <-chan workflows.Resolution) idemstore.Final
-	runs     map[string]*fakeRun
-	starts   []client.StartWorkflowOptions
-	inputs   []operation.Input
-	signals  []workflows.Resolution
-	events   []workflows.DownstreamEvent
-	startErr error
-	// startErrTimes, when positive, limits startErr to that many starts.
-	startErrTimes int
-}
-
-var _ Temporal = (*fakeTemporal)(nil)
-
-type fakeRun struct {
-	id      string
-	done    chan struct{}
-	res     idemstore.Final
-	signals chan workflows.Resolution
-}
-
-func (r *fakeRun) GetID() string                  { return r.id }
-func (r *fakeRun) GetRunID() string               { return "run-" + r.id }
-func (r *fakeRun) GetFirstExecutionRunID() string { return r.GetRunID() }
-func (r *fakeRun) Get(ctx context.Context, v any) error {
-	select {
-	case <-r.done:
-		b, _ := json.Marshal(r.res)
-		return json.Unmarshal(b, v)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-func (r *fakeRun) GetWithOptions(ctx context.Context, v any, _ client.WorkflowRunGetOptions) error {
-	return r.Get(ctx, v)
-}
-
-// missingRun is GetWorkflow of an ID that does not exist.
-type missingRun struct{ fakeRun }
-
-func (r *missingRun) Get(context.Context, any) error {
-	return serviceerror.NewNotFound("workflow not found")
-}
-
-func (t *fakeTemporal) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.startErr != nil {
-		err := t.startErr
-		if t.startErrTimes > 0 {
-			if t.startErrTimes--; t.startErrTimes == 0 {
-				t.startErr = nil
-			}
-		}
-		return nil, err
-	}
-	if r, ok := t.runs[o.ID]; ok {
-		select {
-		case <-r.done:
-			return nil, serviceerror.NewWorkflowExecutionAlreadyStarted("closed", "", r.GetRunID())
-		default:
-			return r, nil // USE_EXISTING
-		}
-	}
-	in := args[0].(operation.Input)
-	t.starts = append(t.starts, o)
-	t.inputs = append(t.inputs, in)
-	r := &fakeRun{id: o.ID, done: make(chan struct{}), signals: make(chan workflows.Resolution, 1)}
-	t.runs[o.ID] = r
-	go func() {
-		r.res = t.exec(context.Background(), in, r.signals)
-		close(r.done)
-	}()
-	return r, nil
-}
-
-func (t *fakeTemporal) GetWorkflow(_ context.Context, id, _ string) client.WorkflowRun {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if r, ok := t.runs[id]; ok {
-		return r
-	}
-	return &missingRun{fakeRun{id: id}}
-}
-
-func (t *fakeTemporal) DescribeWorkflowExecution(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, ok := t.runs[id]; ok {
-		return &workflowservice.DescribeWorkflowExecutionResponse{}, nil
-	}
-	return nil, serviceerror.NewNotFound("workflow not found")
-}
-
-func (t *fakeTemporal) SignalWorkflow(_ context.Context, id, _, name string, arg any) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r, ok := t.runs[id]
-	if !ok {
-		return serviceerror.NewNotFound("workflow not found")
-	}
-	if name == workflows.SignalDownstreamState {
-		t.events = append(t.events, arg.(workflows.DownstreamEvent))
-		return nil
-	}
-	if name != workflows.SignalResolve {
-		return serviceerror.NewNotFound("no such signal")
-	}
-	res := arg.(workflows.Resolution)
-	t.signals = append(t.signals, res)
-	select {
-	case r.signals <- res:
-	default:
-	}
-	return nil
-}
-
-// UpdateWorkflow delivers the resolve Update like the signal and answers
-// the run's result once it is done.
-func (t *fakeTemporal) UpdateWorkflow(ctx context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
-	res := o.Args[0].(workflows.Resolution)
-	if err := t.SignalWorkflow(ctx, o.WorkflowID, "", workflows.SignalResolve, res); err != nil {
-		return nil, err
-	}
-	t.mu.Lock()
-	r := t.runs[o.WorkflowID]
-	t.mu.Unlock()
-	return &fakeUpdate{run: r, decision: workflows.OperatorDecision{Outcome: res.Outcome, Operator: res.Operator,
-		Via: workflows.ViaUpdate, Note: res.Note, EvidenceURL: res.EvidenceURL}}, nil
-}
-
-// GetWorkflowHistory has no events in the fake.
-func (t *fakeTemporal) GetWorkflowHistory(context.Context, string, string, bool, enumspb.HistoryEventFilterType) client.HistoryEventIterator {
-	return emptyHistory{}
-}
-
-// QueryWorkflow is not answered by the fake (its histories have no signals to judge).
-func (t *fakeTemporal) QueryWorkflow(context.Context, string, string, string, ...any) (converter.EncodedValue, error) {
-	return nil, errors.New("fakeTemporal: no queries")
-}
-
-// emptyHistory is a history without events.
-type emptyHistory struct{}
-
-func (emptyHistory) HasNext() bool                          { return false }
-func (emptyHistory) Next() (*historypb.HistoryEvent, error) { return nil, errors.New("no events") }
-
-// fakeUpdate is the handle of a resolve Update.
-type fakeUpdate struct {
-	run      *fakeRun
-	decision workflows.OperatorDecision
-}
-
-func (u *fakeUpdate) WorkflowID() string { return u.run.id }
-func (u *fakeUpdate) RunID() string      { return u.run.GetRunID() }
-func (u *fakeUpdate) UpdateID() string   { return "update-1" }
-func (u *fakeUpdate) Get(ctx context.Context, v any) error {
-	var res idemstore.Final
-	if err := u.run.Get(ctx, &res); err != nil {
-		return err
-	}
-	b, _ := json.Marshal(workflows.ResolveAnswer{Result: res, Decision: u.decision})
-	return json.Unmarshal(b, v)
-}
-
-func (t *fakeTemporal) started() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.starts)
-}
-
 // fakeAlert records alerts.
-type fakeAlert struct{ ch chan SecurityEvent }
+type fakeAlert struct{ ch chan gateway.SecurityEvent }
 
-func (a *fakeAlert) Alert(_ context.Context, ev SecurityEvent) { a.ch <- ev }
+func (a *fakeAlert) Alert(_ context.Context, ev gateway.SecurityEvent) { a.ch <- ev }
 
 // quoteTransport answers quote requests without a server.
 type quoteTransport struct {
@@ -461,4 +281,18 @@ func (f *fakeBudgets) ResetBudget(_ context.Context, r idemstore.BudgetReset) (i
 
 func (f *fakeBudgets) LastReset(context.Context, string) (idemstore.BudgetReset, error) {
 	return idemstore.BudgetReset{}, idemstore.ErrNotFound
+}
+
+// failedOperation stores a FAILED operation of alice with failure kind
+// kind, as its workflow leaves it, and returns its id.
+func (b *bundle) failedOperation(t *testing.T, kind idemstore.FailureKind) string {
+	t.Helper()
+	opID := fingerprint.NewNonce()
+	now := b.clock.Now()
+	b.store.mu.Lock()
+	defer b.store.mu.Unlock()
+	b.store.recs[opID] = &fakeRec{Record: idemstore.Record{OperationID: opID, Subject: "alice", Scope: "payments.transfer",
+		ParamHash: strings.Repeat("a", 64), State: idemstore.StateFailed, Reason: "r", FailureKind: kind, ClaimedAt: now,
+		CreatedAt: now, UpdatedAt: now, CompletedAt: now}, truth: true}
+	return opID
 }

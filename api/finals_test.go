@@ -4,17 +4,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/status"
 )
 
 // withFinals turns the gateway's finished-record cache on (Config.FinalCache).
-func withFinals(size int) func(*Deps) {
-	return func(d *Deps) { d.Config.FinalCache = size }
+func withFinals(size int) func(*gateway.Deps) {
+	return func(d *gateway.Deps) { d.Config.FinalCache = size }
 }
 
 // storeCalls is how often the store was asked about an operation: a
@@ -52,12 +51,12 @@ func TestFinishedOperationsAreAnsweredByTheGateway(t *testing.T) {
 	require.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams).status())
 
 	calls := b.store.storeCalls()
-	misses := counterValue(t, b.srv.finals.misses)
+	misses := b.metric(t, "oncegate_final_cache_lookups_total", "miss")
 	fromStore := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	require.Equal(t, status.Completed, fromStore.status(), fromStore.raw)
 	require.Equal(t, calls+1, b.store.storeCalls(), "the first status poll reads the store")
-	assert.InDelta(t, misses+1, counterValue(t, b.srv.finals.misses), 0, "a lookup that found nothing kept is a miss")
-	assert.Zero(t, counterValue(t, b.srv.finals.hits))
+	assert.InDelta(t, misses+1, b.metric(t, "oncegate_final_cache_lookups_total", "miss"), 0, "a lookup that found nothing kept is a miss")
+	assert.Zero(t, b.metric(t, "oncegate_final_cache_lookups_total", "hit"))
 
 	calls = b.store.storeCalls()
 	kept := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
@@ -66,18 +65,18 @@ func TestFinishedOperationsAreAnsweredByTheGateway(t *testing.T) {
 	assert.Equal(t, status.AlreadyCompleted, replay.status(), replay.raw)
 	assert.Equal(t, "true", replay.header.Get(HeaderReplayed))
 	assert.Equal(t, calls, b.store.storeCalls(), "a kept finished operation is answered without the store")
-	assert.InDelta(t, 2, counterValue(t, b.srv.finals.hits), 0, "the kept status poll and replay are hits")
+	assert.InDelta(t, 2, b.metric(t, "oncegate_final_cache_lookups_total", "hit"), 0, "the kept status poll and replay are hits")
 
 	other := b.do(t, "GET", "/v1/operations/"+opID, "dev-bob", "")
 	assert.Equal(t, status.UnknownOperation, other.status(), "another subject's kept operation does not exist for them")
 
 	b.clock.Add(testCatalog().Actions["payments.transfer"].TerminalTTL)
-	calls, misses = b.store.storeCalls(), counterValue(t, b.srv.finals.misses)
+	calls, misses = b.store.storeCalls(), b.metric(t, "oncegate_final_cache_lookups_total", "miss")
 	late := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	sameAnswer(t, fromStore, late)
 	assert.Equal(t, calls+1, b.store.storeCalls(), "past completed_at + terminal_ttl the store is asked again")
-	assert.InDelta(t, misses+1, counterValue(t, b.srv.finals.misses), 0, "a kept record past its replay is a miss")
-	assert.Equal(t, 1, b.tmp.started())
+	assert.InDelta(t, misses+1, b.metric(t, "oncegate_final_cache_lookups_total", "miss"), 0, "a kept record past its replay is a miss")
+	assert.Equal(t, 1, b.started())
 }
 
 // TestReplaysAreKeptFromTheStoresAnswer: a replayed confirm keeps what the
@@ -121,61 +120,4 @@ func TestStillMovingOperationsAreNotKept(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").status() == status.Completed
 	}, 5*time.Second, 10*time.Millisecond)
-}
-
-// TestFinalsKeepOnlyWhatNeverChanges pins finals alone: only terminal
-// records with a completion time are kept, each until its replay ends,
-// and knownFinal serves a kept record only to a confirm of the same
-// subject, scope and bound params.
-func TestFinalsKeepOnlyWhatNeverChanges(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
-	f, err := newFinals(8, prometheus.NewRegistry())
-	require.NoError(t, err)
-	done := idemstore.Record{OperationID: "op-done", Subject: "alice", Scope: "payments.transfer", ParamHash: "h",
-		State: idemstore.StateDone, CompletedAt: now}
-	f.keep(done, time.Hour)
-	for _, rec := range []idemstore.Record{
-		{OperationID: "op-flight", State: idemstore.StateInFlight, CompletedAt: now},
-		{OperationID: "op-review", State: idemstore.StateNeedsReview, CompletedAt: now},
-		{OperationID: "op-undated", State: idemstore.StateFailed},
-	} {
-		f.keep(rec, time.Hour)
-		_, ok := f.get(rec.OperationID, now)
-		assert.False(t, ok, rec.OperationID)
-	}
-	f.keep(idemstore.Record{OperationID: "op-no-ttl", State: idemstore.StateDone, CompletedAt: now}, 0)
-	_, ok := f.get("op-no-ttl", now)
-	assert.False(t, ok, "no terminal_ttl, no replay owed")
-
-	got, ok := f.get("op-done", now.Add(time.Hour-time.Millisecond))
-	require.True(t, ok)
-	assert.Equal(t, done, got)
-	_, ok = f.get("op-done", now.Add(time.Hour))
-	assert.False(t, ok, "at completed_at + terminal_ttl the replay is no longer owed")
-	_, ok = f.get("op-done", now)
-	assert.False(t, ok, "an entry past its end is dropped")
-
-	var off *finals
-	off.keep(done, time.Hour)
-	_, ok = off.get("op-done", now)
-	assert.False(t, ok, "a nil finals keeps nothing")
-
-	b := setup(t, withFinals(8), func(d *Deps) { d.Now = func() time.Time { return now } })
-	b.srv.finals.keep(done, time.Hour)
-	call := confirmCall{opID: "op-done", action: b.srv.cat.Actions["payments.transfer"], bound: boundParams{paramHash: "h"}}
-	call.id.Subject = "alice"
-	a, ok := b.srv.knownFinal(call)
-	require.True(t, ok)
-	assert.Equal(t, claimAnswer{Kind: claimFinished, Record: done}, a)
-	for name, change := range map[string]func(*confirmCall){
-		"subject":    func(c *confirmCall) { c.id.Subject = "bob" },
-		"scope":      func(c *confirmCall) { c.action = b.srv.cat.Actions["payments.legacy_transfer"] },
-		"param hash": func(c *confirmCall) { c.bound.paramHash = "other" },
-	} {
-		c := call
-		change(&c)
-		_, ok := b.srv.knownFinal(c)
-		assert.False(t, ok, "another %s asks the store", name)
-	}
 }

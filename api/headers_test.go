@@ -51,9 +51,9 @@ func answerHeaders(t *testing.T, b *bundle, req *http.Request) http.Header {
 func TestAnswerHeaders(t *testing.T) {
 	t.Parallel()
 	for _, exporting := range []bool{false, true} {
-		b := setup(t, func(d *Deps) {
+		b := setupWith(t, func(o *Options) {
 			if exporting {
-				d.Config.Telemetry = telemetry.Config{Endpoint: "http://127.0.0.1:1"}
+				o.Config.Telemetry = telemetry.Config{Endpoint: "http://127.0.0.1:1"}
 			}
 		})
 		base := http.Header{"Content-Type": {"application/json"}, "Content-Language": {"en"},

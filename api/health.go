@@ -6,12 +6,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/status"
 )
 
 // healthz answers liveness: the process runs.
 func (s *Server) healthz(c echo.Context) error {
-	return s.render(c, newReply(status.Alive))
+	return s.render(c, gateway.NewAnswer(status.Alive))
 }
 
 // readyz answers readiness: 200 when the PostgreSQL truth is reachable
@@ -19,13 +20,5 @@ func (s *Server) healthz(c echo.Context) error {
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
-	redis := "ok"
-	if s.store.Degraded() {
-		redis = "degraded"
-	}
-	if err := s.store.Ready(ctx); err != nil {
-		s.log.WarnContext(ctx, "not ready", "trace_id", traceIDOf(c), "err", err)
-		return s.render(c, readinessReply(false, redis))
-	}
-	return s.render(c, readinessReply(true, redis))
+	return s.render(c, s.svc.Ready(ctx))
 }

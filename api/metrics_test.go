@@ -31,7 +31,7 @@ func TestResponsesCountedByStatus(t *testing.T) {
 		st, raw := serveBench(t, h, benchRequest(a.method, a.path, a.body))
 		require.Equal(t, a.want, st, string(raw))
 		counted[st]++
-		assert.InDelta(t, counted[st], counterValue(t, b.srv.metrics.responses.WithLabelValues(string(st))), 0, "%s", st)
+		assert.InDelta(t, counted[st], counterValue(t, b.srv.responses.WithLabelValues(string(st))), 0, "%s", st)
 	}
 	families, err := b.reg.Gather()
 	require.NoError(t, err)

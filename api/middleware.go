@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/api/auth"
-	"github.com/oncegate/oncegate/api/messages"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/internal/telemetry"
 
 	"github.com/oncegate/oncegate/status"
@@ -33,7 +33,7 @@ func (s *Server) timeConfirm(next echo.HandlerFunc) echo.HandlerFunc {
 		if st == "" {
 			st = "unknown"
 		}
-		s.metrics.confirm.WithLabelValues(string(st)).Observe(time.Since(began).Seconds())
+		s.confirm.WithLabelValues(string(st)).Observe(time.Since(began).Seconds())
 		return err
 	}
 }
@@ -50,6 +50,14 @@ func traceIDOf(c echo.Context) string {
 func identityOf(c echo.Context) auth.Identity {
 	id, _ := c.Get(ctxIdentity).(auth.Identity)
 	return id
+}
+
+// callerOf is the authenticated identity as the service's caller.
+func callerOf(c echo.Context) gateway.Caller { return callerFrom(identityOf(c)) }
+
+// callerFrom is id as the service's caller.
+func callerFrom(id auth.Identity) gateway.Caller {
+	return gateway.Caller{Subject: id.Subject, Role: id.Role}
 }
 
 // continueTrace stands for otelecho's middleware and traceMiddleware when
@@ -107,7 +115,7 @@ func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			s.log.InfoContext(c.Request().Context(), "unauthenticated", "trace_id", traceIDOf(c), "err", err)
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="oncegate"`)
-			return s.render(c, newReply(status.Unauthenticated))
+			return s.render(c, gateway.NewAnswer(status.Unauthenticated))
 		}
 		c.Set(ctxIdentity, id)
 		return next(c)
@@ -118,7 +126,7 @@ func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) operatorOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !identityOf(c).IsOperator() {
-			return s.render(c, newReply(status.Forbidden))
+			return s.render(c, gateway.NewAnswer(status.Forbidden))
 		}
 		return next(c)
 	}
@@ -139,34 +147,34 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	r := s.errorReply(err)
+	r := s.errorAnswer(err)
 	if rerr := s.render(c, r); rerr != nil {
 		s.log.ErrorContext(c.Request().Context(), "write error answer", "trace_id", traceIDOf(c), "err", rerr)
 	}
 }
 
-// errorReply maps an error returned by a handler or by Echo to a reply.
-func (s *Server) errorReply(err error) reply {
+// errorAnswer maps an error returned by a handler or by Echo to an answer.
+func (s *Server) errorAnswer(err error) gateway.Answer {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		switch he.Code {
 		case http.StatusNotFound:
-			return newReply(status.NotFound)
+			return gateway.NewAnswer(status.NotFound)
 		case http.StatusMethodNotAllowed:
-			return newReply(status.MethodNotAllowed)
+			return gateway.NewAnswer(status.MethodNotAllowed)
 		case http.StatusRequestEntityTooLarge:
-			return newReply(status.RequestTooLarge)
+			return gateway.NewAnswer(status.RequestTooLarge)
 		case http.StatusUnauthorized:
-			return newReply(status.Unauthenticated)
+			return gateway.NewAnswer(status.Unauthenticated)
 		case http.StatusServiceUnavailable:
-			return unavailableReply("", detailRequestTimeout)
+			return gateway.UnavailableAnswer("", detailRequestTimeout)
 		}
 		if he.Code >= 400 && he.Code < 500 {
-			return malformed(detailRequestRefused, messages.Data{Err: fmt.Sprint(he.Message)})
+			return malformed(detailRequestRefused, gateway.Words{Err: fmt.Sprint(he.Message)})
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return unavailableReply("", detailRequestTimeout)
+		return gateway.UnavailableAnswer("", detailRequestTimeout)
 	}
-	return internalErrorReply("", err)
+	return gateway.InternalErrorAnswer("", err)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/status"
 )
@@ -52,7 +53,7 @@ func TestOpsLimitsShowsABudgetWithoutCurrency(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := setup(t, func(d *Deps) {
+			b := setup(t, func(d *gateway.Deps) {
 				d.Limits = devBobLimits(t)
 				d.Budgets = &fakeBudgets{currencies: tt.currencies}
 			})

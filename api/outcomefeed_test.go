@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/status"
 )
@@ -64,7 +65,7 @@ func (f *fakeFeed) watch(t *testing.T, opID string) *fakeWatch {
 func setupFeed(t *testing.T, feed *fakeFeed) *bundle {
 	t.Helper()
 	feed.watches = map[string]*fakeWatch{}
-	return setup(t, func(d *Deps) { d.Outcomes = feed })
+	return setup(t, func(d *gateway.Deps) { d.Outcomes = feed })
 }
 
 // TestConfirmWaitsOnTheOutcomeFeed: a confirm that starts its workflow
@@ -76,16 +77,14 @@ func setupFeed(t *testing.T, feed *fakeFeed) *bundle {
 func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 	t.Parallel()
 	const slow = `{"amount":"12.50","currency":"USD","payee_id":"slow"}`
-	waits := func(b *bundle, by string) float64 { return counterValue(t, b.srv.metrics.waits.WithLabelValues(by)) }
+	waits := func(b *bundle, by string) float64 { return b.metric(t, "oncegate_confirm_waits_total", by) }
 
 	t.Run("told", func(t *testing.T) {
 		feed := &fakeFeed{ready: true}
 		b := setupFeed(t, feed)
 		startedAtWatch := -1
 		feed.onWatch = func(string) {
-			b.tmp.mu.Lock()
-			defer b.tmp.mu.Unlock()
-			startedAtWatch = len(b.tmp.starts)
+			startedAtWatch = b.started()
 		}
 		p := b.preview(t, "dev-alice", "payments.legacy_transfer", slow)
 		id := p.str("operation_id")
@@ -95,10 +94,7 @@ func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 			// The workflow ("slow") never ends in this test: only the feed
 			// can tell the outcome, once the workflow was started.
 			for {
-				b.tmp.mu.Lock()
-				n := len(b.tmp.starts)
-				b.tmp.mu.Unlock()
-				if n == 1 {
+				if b.started() == 1 {
 					break
 				}
 				time.Sleep(time.Millisecond)
@@ -112,8 +108,8 @@ func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 		assert.NotEmpty(t, r.str("receipt"))
 		assert.Zero(t, startedAtWatch, "the watch began before the start")
 		assert.True(t, feed.watch(t, id).stopped, "the watch ends with the confirm")
-		assert.Equal(t, 1.0, waits(b, waitByFeed))
-		assert.Zero(t, waits(b, waitByWorkflow)+waits(b, waitByStore))
+		assert.Equal(t, 1.0, waits(b, "feed"))
+		assert.Zero(t, waits(b, "workflow")+waits(b, "store"))
 	})
 
 	t.Run("lost", func(t *testing.T) {
@@ -136,8 +132,8 @@ func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 		}()
 		r := b.confirm(t, "dev-alice", "payments.legacy_transfer", p.str("fingerprint"), transferParams)
 		require.Equal(t, status.Completed, r.status(), r.raw)
-		assert.Equal(t, 1.0, waits(b, waitByWorkflow))
-		assert.Zero(t, waits(b, waitByFeed))
+		assert.Equal(t, 1.0, waits(b, "workflow"))
+		assert.Zero(t, waits(b, "feed"))
 	})
 
 	// previewAndConfirm previews params on b and confirms them, as dev-alice.
@@ -151,15 +147,15 @@ func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 		b := setupFeed(t, &fakeFeed{ready: true})
 		r := previewAndConfirm(t, b, slow)
 		require.Equal(t, status.InProgress, r.status(), r.raw)
-		assert.Equal(t, 1.0, waits(b, waitByStore), "the store's record answered after the wait")
-		assert.Zero(t, waits(b, waitByWorkflow), "no long poll after a silent feed")
+		assert.Equal(t, 1.0, waits(b, "store"), "the store's record answered after the wait")
+		assert.Zero(t, waits(b, "workflow"), "no long poll after a silent feed")
 	})
 
 	t.Run("not ready", func(t *testing.T) {
 		b := setupFeed(t, &fakeFeed{ready: false})
 		r := previewAndConfirm(t, b, transferParams)
 		require.Equal(t, status.Completed, r.status(), r.raw)
-		assert.Equal(t, 1.0, waits(b, waitByWorkflow))
+		assert.Equal(t, 1.0, waits(b, "workflow"))
 	})
 
 	t.Run("degraded", func(t *testing.T) {
@@ -169,7 +165,7 @@ func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 		r := previewAndConfirm(t, b, transferParams)
 		require.Equal(t, status.Completed, r.status(), r.raw)
 		assert.Zero(t, feed.calls, "no watch while the store is degraded")
-		assert.Equal(t, 1.0, waits(b, waitByWorkflow))
+		assert.Equal(t, 1.0, waits(b, "workflow"))
 	})
 
 	t.Run("an attaching confirm waits on the workflow", func(t *testing.T) {
@@ -181,6 +177,6 @@ func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 		again := b.confirm(t, "dev-alice", "payments.legacy_transfer", p.str("fingerprint"), slow)
 		require.Equal(t, status.InProgress, again.status(), again.raw)
 		assert.Equal(t, 1, feed.calls, "only the confirm that started the workflow watched the feed")
-		assert.Equal(t, 2.0, waits(b, waitByStore))
+		assert.Equal(t, 2.0, waits(b, "store"))
 	})
 }

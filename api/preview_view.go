@@ -4,60 +4,32 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/oncegate/oncegate/gateway"
+	"github.com/oncegate/oncegate/internal/plainjson"
 )
 
-// previewView is the body's preview of a preview_ready answer: the action,
-// its normalized bound params and its free params, and the downstream's
-// quote when there is one, every number as a string of its exact text. It
-// keeps the maps as Bind and the quote left them: the body writes it
-// directly (bodyWriter.preview), without copying them as stringNumbers
-// would, and anything else encodes it through MarshalJSON, which writes the
-// same bytes.
-type previewView struct {
-	// scope is the action.
-	scope string
-	// params are the normalized bound params.
-	params map[string]any
-	// free are the free params as the agent wrote them.
-	free map[string]json.RawMessage
-	// quote is the downstream's quote; nil when the action has none.
-	quote map[string]any
-}
-
-// asMap is the view as a map with numbers as strings (stringNumbers): what
-// it encodes to.
-func (v previewView) asMap() map[string]any {
-	m := map[string]any{"scope": v.scope, "params": stringNumbers(v.params), "free": stringNumbers(v.free)}
-	if v.quote != nil {
-		m["quote"] = stringNumbers(v.quote)
-	}
-	return m
-}
-
-// MarshalJSON encodes the view as its map.
-func (v previewView) MarshalJSON() ([]byte, error) { return json.Marshal(v.asMap()) }
-
-// preview writes v as encoding/json writes asMap, and reports whether it
+// preview writes v as encoding/json writes its AsMap, and reports whether it
 // did: the members sorted (free, params, quote, scope); a bound value that
 // is a string, a number (as a string) or a boolean and a free value that
 // is a plain string (writePlain) are written directly; anything else
 // leaves v to the encoder, like bodyWriter.value.
-func (w bodyWriter) preview(v previewView) bool {
+func (w bodyWriter) preview(v gateway.PreviewView) bool {
 	w.b.WriteString(`{"free":{`)
 	var room [bodyKeys]string
-	for i, k := range sortedKeys(room[:0], v.free) {
-		raw := bytes.TrimSpace(v.free[k])
+	for i, k := range sortedKeys(room[:0], v.Free) {
+		raw := bytes.TrimSpace(v.Free[k])
 		n := len(raw)
-		if n < 2 || raw[0] != '"' || raw[n-1] != '"' || !plain(raw[1:n-1]) {
+		if n < 2 || raw[0] != '"' || raw[n-1] != '"' || !plainjson.Plain(raw[1:n-1]) {
 			return false
 		}
 		w.member(i, k)
 		w.b.Write(raw)
 	}
 	w.b.WriteString(`},"params":{`)
-	for i, k := range sortedKeys(room[:0], v.params) {
+	for i, k := range sortedKeys(room[:0], v.Params) {
 		w.member(i, k)
-		switch t := v.params[k].(type) {
+		switch t := v.Params[k].(type) {
 		case string:
 			w.string(t)
 		case json.Number:
@@ -69,14 +41,14 @@ func (w bodyWriter) preview(v previewView) bool {
 		}
 	}
 	w.b.WriteByte('}')
-	if v.quote != nil {
+	if v.Quote != nil {
 		w.b.WriteString(`,"quote":`)
-		if !w.value(stringNumbers(v.quote)) {
+		if !w.value(gateway.StringNumbers(v.Quote)) {
 			return false
 		}
 	}
 	w.b.WriteString(`,"scope":`)
-	w.string(v.scope)
+	w.string(v.Scope)
 	w.b.WriteByte('}')
 	return true
 }

@@ -4,22 +4,23 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/stretchr/testify/require"
 )
 
-// oldPreview is the preview as the handler built it before previewView:
-// the oracle previewView's bytes are checked against.
-func oldPreview(v previewView) map[string]any {
-	preview := map[string]any{"scope": v.scope, "params": stringNumbers(v.params), "free": stringNumbers(v.free)}
-	if v.quote != nil {
-		preview["quote"] = stringNumbers(v.quote)
+// oldPreview is the preview as the handler built it before gateway.PreviewView:
+// the oracle gateway.PreviewView's bytes are checked against.
+func oldPreview(v gateway.PreviewView) map[string]any {
+	preview := map[string]any{"scope": v.Scope, "params": gateway.StringNumbers(v.Params), "free": gateway.StringNumbers(v.Free)}
+	if v.Quote != nil {
+		preview["quote"] = gateway.StringNumbers(v.Quote)
 	}
 	return preview
 }
 
 // requireOldBytes requires that the body of v, written directly or
 // through the encoder, is the body of oldPreview(v), byte for byte.
-func requireOldBytes(t *testing.T, v previewView) {
+func requireOldBytes(t *testing.T, v gateway.PreviewView) {
 	t.Helper()
 	fields := map[string]any{"preview": v, "fingerprint": "f.p", "expires_at": "2026-01-02T03:04:05Z"}
 	old := map[string]any{"preview": oldPreview(v), "fingerprint": "f.p", "expires_at": "2026-01-02T03:04:05Z"}
@@ -38,31 +39,31 @@ func requireOldBytes(t *testing.T, v previewView) {
 func TestPreviewViewWritesTheOldBytes(t *testing.T) {
 	t.Parallel()
 	transfer := map[string]any{"amount": json.Number("12.5"), "currency": "USD", "payee_id": "p-1"}
-	for name, v := range map[string]previewView{
-		"transfer":           {scope: "payments.legacy_transfer", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`"rent"`)}},
-		"no free":            {scope: "payments.transfer", params: transfer, free: map[string]json.RawMessage{}},
-		"nil maps":           {scope: "payments.transfer"},
-		"several free":       {scope: "s", params: transfer, free: map[string]json.RawMessage{"z": json.RawMessage(`"1"`), "a": json.RawMessage(`"2"`), "m": json.RawMessage(`""`)}},
-		"free spaced":        {scope: "s", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(" \"rent\"\n")}},
-		"free html":          {scope: "s", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`"<b>&"`)}},
-		"free escaped":       {scope: "s", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`"a\"b\u00e9"`)}},
-		"free unicode":       {scope: "s", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`"预览 é"`)}},
-		"free number":        {scope: "s", params: transfer, free: map[string]json.RawMessage{"tip": json.RawMessage(`1.50`)}},
-		"free object":        {scope: "s", params: transfer, free: map[string]json.RawMessage{"meta": json.RawMessage(`{ "b" : 2e3, "a": [1, "x"] }`)}},
-		"free bool and null": {scope: "s", params: transfer, free: map[string]json.RawMessage{"t": json.RawMessage(`true`), "n": json.RawMessage(`null`)}},
-		"free key html":      {scope: "s", params: transfer, free: map[string]json.RawMessage{"<k>": json.RawMessage(`"v"`)}},
-		"free key unicode":   {scope: "s", params: transfer, free: map[string]json.RawMessage{"é": json.RawMessage(`"v"`), "z": json.RawMessage(`"w"`)}},
-		"params kinds": {scope: "s", params: map[string]any{"b": true, "f": false, "n": json.Number("-0.001"), "s": "x<y",
-			"u": "预览", "é": "key", "Z": "upper"}, free: map[string]json.RawMessage{}},
-		"params other kind": {scope: "s", params: map[string]any{"f": 1.25, "i": int64(3), "nil": nil}, free: map[string]json.RawMessage{}},
-		"scope html":        {scope: "a<b>&c", params: transfer, free: map[string]json.RawMessage{}},
-		"quote": {scope: "payments.fx", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`"rent"`)},
-			quote: map[string]any{"rate": json.Number("1.0842"), "fee": 0.5, "ok": true, "legs": []any{json.Number("1"), "x"},
+	for name, v := range map[string]gateway.PreviewView{
+		"transfer":           {Scope: "payments.legacy_transfer", Params: transfer, Free: map[string]json.RawMessage{"memo": json.RawMessage(`"rent"`)}},
+		"no free":            {Scope: "payments.transfer", Params: transfer, Free: map[string]json.RawMessage{}},
+		"nil maps":           {Scope: "payments.transfer"},
+		"several free":       {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"z": json.RawMessage(`"1"`), "a": json.RawMessage(`"2"`), "m": json.RawMessage(`""`)}},
+		"free spaced":        {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"memo": json.RawMessage(" \"rent\"\n")}},
+		"free html":          {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"memo": json.RawMessage(`"<b>&"`)}},
+		"free escaped":       {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"memo": json.RawMessage(`"a\"b\u00e9"`)}},
+		"free unicode":       {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"memo": json.RawMessage(`"预览 é"`)}},
+		"free number":        {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"tip": json.RawMessage(`1.50`)}},
+		"free object":        {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"meta": json.RawMessage(`{ "b" : 2e3, "a": [1, "x"] }`)}},
+		"free bool and null": {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"t": json.RawMessage(`true`), "n": json.RawMessage(`null`)}},
+		"free key html":      {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"<k>": json.RawMessage(`"v"`)}},
+		"free key unicode":   {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"é": json.RawMessage(`"v"`), "z": json.RawMessage(`"w"`)}},
+		"params kinds": {Scope: "s", Params: map[string]any{"b": true, "f": false, "n": json.Number("-0.001"), "s": "x<y",
+			"u": "预览", "é": "key", "Z": "upper"}, Free: map[string]json.RawMessage{}},
+		"params other kind": {Scope: "s", Params: map[string]any{"f": 1.25, "i": int64(3), "nil": nil}, Free: map[string]json.RawMessage{}},
+		"scope html":        {Scope: "a<b>&c", Params: transfer, Free: map[string]json.RawMessage{}},
+		"quote": {Scope: "payments.fx", Params: transfer, Free: map[string]json.RawMessage{"memo": json.RawMessage(`"rent"`)},
+			Quote: map[string]any{"rate": json.Number("1.0842"), "fee": 0.5, "ok": true, "legs": []any{json.Number("1"), "x"},
 				"nested": map[string]any{"n": json.Number("2"), "s": "<"}}},
-		"empty quote":   {scope: "payments.fx", params: transfer, free: map[string]json.RawMessage{}, quote: map[string]any{}},
-		"free not JSON": {scope: "s", params: transfer, free: map[string]json.RawMessage{"memo": json.RawMessage(`{"a":`)}},
-		"quote unencodable": {scope: "payments.fx", params: transfer, free: map[string]json.RawMessage{},
-			quote: map[string]any{"bad": func() {}}},
+		"empty quote":   {Scope: "payments.fx", Params: transfer, Free: map[string]json.RawMessage{}, Quote: map[string]any{}},
+		"free not JSON": {Scope: "s", Params: transfer, Free: map[string]json.RawMessage{"memo": json.RawMessage(`{"a":`)}},
+		"quote unencodable": {Scope: "payments.fx", Params: transfer, Free: map[string]json.RawMessage{},
+			Quote: map[string]any{"bad": func() {}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -85,6 +86,6 @@ func FuzzPreviewView(f *testing.F) {
 			members = map[string]json.RawMessage{"memo": json.RawMessage(free)}
 		}
 		params := map[string]any{key: text, key + "n": json.Number(number), key + "b": flag}
-		requireOldBytes(t, previewView{scope: scope, params: params, free: members})
+		requireOldBytes(t, gateway.PreviewView{Scope: scope, Params: params, Free: members})
 	})
 }

@@ -11,10 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/api/openapi"
-	"github.com/oncegate/oncegate/idemstore"
-	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/receipt"
 	"github.com/oncegate/oncegate/status"
 )
@@ -52,7 +49,7 @@ func TestReceiptsOfTerminalAnswers(t *testing.T) {
 	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
 	assert.NotContains(t, pv.body, fieldReceipt)
 	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
-	p, err := b.srv.keys.Parse(fp)
+	p, err := b.keys.Parse(fp)
 	require.NoError(t, err)
 
 	first := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
@@ -109,28 +106,6 @@ func TestReceiptNamesTheApproval(t *testing.T) {
 	assert.Equal(t, approval, b.verified(t, r).ApprovalSHA256)
 }
 
-// A terminal record that does not name the operation in full gets no
-// receipt: a receipt never states what is not known.
-func TestNoReceiptForAnIncompleteRecord(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	full := idemstore.Record{OperationID: strings.Repeat("0a", 16), Subject: "alice", Scope: "payments.transfer",
-		ParamHash: strings.Repeat("ab", 32), State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: b.clock.Now()}
-	assert.Contains(t, b.srv.answerFor(full, false).fields, fieldReceipt)
-	for name, change := range map[string]func(r *idemstore.Record){
-		"no subject":     func(r *idemstore.Record) { r.Subject = "" },
-		"no scope":       func(r *idemstore.Record) { r.Scope = "" },
-		"no param_hash":  func(r *idemstore.Record) { r.ParamHash = "" },
-		"no time":        func(r *idemstore.Record) { r.CompletedAt = time.Time{} },
-		"in flight":      func(r *idemstore.Record) { r.State = idemstore.StateInFlight },
-		"needs a person": func(r *idemstore.Record) { r.State = idemstore.StateNeedsReview },
-	} {
-		rec := full
-		change(&rec)
-		assert.NotContains(t, b.srv.answerFor(rec, false).fields, fieldReceipt, name)
-	}
-}
-
 // The JWK set is public (no token), names every listed key, and is what
 // verifies a receipt.
 func TestJWKSEndpoint(t *testing.T) {
@@ -143,30 +118,5 @@ func TestJWKSEndpoint(t *testing.T) {
 	assert.True(t, set.Keys[0].IsPublic())
 }
 
-// The first confirm's receipt names the workflow's outcome and what the
-// claim bound: the operation, subject, scope, param_hash and approval.
-func TestConfirmCallRefNamesTheClaim(t *testing.T) {
-	t.Parallel()
-	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	call := confirmCall{
-		id: auth.Identity{Subject: "alice"}, action: &catalog.Action{Scope: "payments.transfer"},
-		opID: strings.Repeat("0e", 16), bound: boundParams{paramHash: strings.Repeat("ab", 32)},
-		approvalSHA256: strings.Repeat("5e", 32),
-	}
-	f := idemstore.Final{State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: at}
-	assert.Equal(t, receipt.Claims{
-		OperationID: call.opID, Subject: "alice", Scope: "payments.transfer", ParamHash: strings.Repeat("ab", 32),
-		ApprovalSHA256: strings.Repeat("5e", 32), Outcome: receipt.OutcomeCompleted, ResultRef: "tr_1", FinalizedAt: at,
-	}, receiptClaims(call.ref(), f))
-	signed, err := receipt.NewCache(1)
-	require.NoError(t, err)
-	s := &Server{receipts: receiptKeyring(t), signed: signed}
-	assert.Contains(t, s.withReceipt(reply{}, call.ref(), f).fields, fieldReceipt)
-}
-
-func receiptKeyring(t *testing.T) *receipt.Keyring {
-	t.Helper()
-	k, err := receipt.NewKeyring(receipt.Key{ID: "r1", Seed: make([]byte, 32)})
-	require.NoError(t, err)
-	return k
-}
+// fieldReceipt is the body field of a terminal answer that holds its receipt.
+const fieldReceipt = "receipt"

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/status"
 )
 
@@ -25,8 +26,8 @@ func TestRetryAfterEqualsTheBodysWait(t *testing.T) {
 	waits := 0
 	for _, st := range status.All() {
 		for _, wait := range []time.Duration{0, 1500 * time.Millisecond, 2 * time.Second, 1} {
-			r := newReply(st)
-			r.retryAfter, r.pollAfter = wait, wait
+			r := gateway.NewAnswer(st)
+			r.RetryAfter, r.PollAfter = wait, wait
 			rec := httptest.NewRecorder()
 			c := e.NewContext(httptest.NewRequest("GET", "/", nil), rec)
 			require.NoError(t, b.srv.render(c, r))

@@ -1,18 +1,16 @@
-// Package api is the agent-facing HTTP gateway (docs/contract.md §4): preview,
-// confirm, status, ops, health and metrics, on Echo. Every answer, including
-// Echo's own errors, is a JSON body written for an LLM: a status, what it
-// means, exactly what to do next, and whether a retry can help.
+// Package api is the agent-facing HTTP gateway (docs/contract.md §4): the
+// routes, middleware, request bodies, rendering and pages around the
+// transport-free use cases of package gateway, on Echo. Every answer,
+// including Echo's own errors, is a JSON body written for an LLM: a status,
+// what it means, exactly what to do next, and whether a retry can help.
+// The MCP endpoint serves the same tools by calling the same use cases.
 package api
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -27,175 +25,78 @@ import (
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/openapi"
 	"github.com/oncegate/oncegate/api/tools"
-	"github.com/oncegate/oncegate/approval"
-	"github.com/oncegate/oncegate/approval/ceremony"
-	"github.com/oncegate/oncegate/fingerprint"
-	"github.com/oncegate/oncegate/idemstore"
-	"github.com/oncegate/oncegate/internal/catalog"
-	"github.com/oncegate/oncegate/internal/limits"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/internal/telemetry"
-	"github.com/oncegate/oncegate/internal/watch"
 	"github.com/oncegate/oncegate/receipt"
 )
 
-// Deps is everything the server needs.
-type Deps struct {
-	// Catalog is the loaded action catalog (required).
-	Catalog *catalog.Catalog
-	// Keyring signs and verifies fingerprints (required).
-	Keyring *fingerprint.Keyring
-	// Receipts signs the receipt of every terminal answer and publishes its
-	// public keys at /.well-known/jwks.json (required).
-	Receipts *receipt.Keyring
-	// Store is the combined idempotency store (required).
-	Store idemstore.Store
-	// Temporal starts and watches the operation workflows (required).
-	Temporal Temporal
+// Options is what the HTTP server needs besides the service.
+type Options struct {
 	// Authenticator turns bearer tokens into identities (required).
 	Authenticator auth.Authenticator
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
-	// Registerer receives the gateway's metrics; nil means a new registry.
+	// Registerer receives the server's metrics; nil means a new registry.
 	Registerer prometheus.Registerer
 	// Gatherer is served on /metrics; nil means Registerer when it is a
-	// *prometheus.Registry, else the new registry.
+	// *prometheus.Registry, else the default gatherer.
 	Gatherer prometheus.Gatherer
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// HTTPClient calls the quote endpoints; nil means a client with a 10s timeout.
-	HTTPClient *http.Client
-	// AlertHook is told about security events; nil means NopAlert.
-	AlertHook AlertHook
-	// Config holds the behaviour settings; zero fields take their defaults.
-	Config Config
 	// TracerProvider makes the request spans; nil means one that records
 	// trace ids and exports nothing.
 	TracerProvider trace.TracerProvider
-	// Limits are the spend budgets and request rates; nil means none.
-	Limits *limits.Limits
-	// Rates counts the subjects' requests; nil means no rate is enforced.
-	Rates RateLimiter
-	// Budgets reads the budgets' windows (the preview's warning, the ops
-	// view); nil means no warning and no ops view.
-	Budgets BudgetOps
-	// Outcomes tells the outcome of an operation whose workflow the
-	// gateway started the moment the fast path records it; nil means
-	// every confirm waits for its workflow's result.
-	Outcomes idemstore.OutcomeFeed
-	// Approvals keeps approvals, passkeys and enrolment invites (the
-	// PostgreSQL truth). Required when an action's policy can ask for
-	// approval; nil turns the approval and passkey routes off.
-	Approvals approval.Store
+	// Config holds the transport's settings; zero fields take their defaults.
+	Config Config
 }
 
 // Server is the gateway's HTTP server.
 type Server struct {
-	cat      *catalog.Catalog
-	keys     *fingerprint.Keyring
-	receipts *receipt.Keyring
-	// signed keeps the receipts signed lately (receipt.Cache): a replay or
-	// status poll of an outcome does not sign it again.
-	signed *receipt.Cache
-	// results keeps the answer form of stored results (resultForms).
-	results *resultForms
-	// finals keeps the finished operations' records read from the store
-	// (nil: Config.FinalCache is 0).
-	finals *finals
+	svc   *gateway.Service
+	authn auth.Authenticator
+	log   *slog.Logger
+	cfg   Config
+	msgs  *messages.Catalog
+	// responses counts the answers by status; confirm times the confirms.
+	responses *prometheus.CounterVec
+	confirm   *prometheus.HistogramVec
+	tracer    trace.TracerProvider
+	echo      *echo.Echo
 	// tools holds each catalog scope's preview and confirm tool names
 	// (toolNames), made once for the texts of every answer.
-	tools    map[string][2]string
-	store    idemstore.Store
-	temporal Temporal
-	authn    auth.Authenticator
-	log      *slog.Logger
-	now      func() time.Time
-	http     *http.Client
-	alert    AlertHook
-	cfg      Config
-	msgs     *messages.Catalog
-	metrics  *metrics
-	tracer   trace.TracerProvider
-	instance string
-	echo     *echo.Echo
-	limits   *limits.Limits
-	rates    RateLimiter
-	budgets  BudgetOps
-	watchers *watch.Group[watched]
-	outcomes idemstore.OutcomeFeed
-	// approvals and ceremony serve approvals (nil: off).
-	approvals approval.Store
-	ceremony  *ceremony.Ceremony
-	// pollAfter and retryAfter are cfg's PollAfter and RetryAfter as
-	// answers tell them, made once.
+	tools map[string][2]string
+	// pollAfter and retryAfter are the service's PollAfter and RetryAfter
+	// as answers tell them, made once.
 	pollAfter, retryAfter wait
 }
 
-// New validates deps and builds the server with its routes.
-func New(deps Deps) (*Server, error) {
-	switch {
-	case deps.Catalog == nil:
-		return nil, errors.New("api: Catalog is required")
-	case deps.Keyring == nil:
-		return nil, errors.New("api: Keyring is required")
-	case deps.Receipts == nil:
-		return nil, errors.New("api: Receipts is required")
-	case deps.Store == nil:
-		return nil, errors.New("api: Store is required")
-	case deps.Temporal == nil:
-		return nil, errors.New("api: Temporal is required")
-	case deps.Authenticator == nil:
+// New builds the HTTP server with its routes around svc.
+func New(svc *gateway.Service, opts Options) (*Server, error) {
+	if svc == nil {
+		return nil, errors.New("api: the service is required")
+	}
+	if opts.Authenticator == nil {
 		return nil, errors.New("api: Authenticator is required")
 	}
 	msgs, err := messages.Load()
 	if err != nil {
 		return nil, fmt.Errorf("api: %w", err)
 	}
-	if err := checkApprovals(deps); err != nil {
-		return nil, fmt.Errorf("api: %w", err)
-	}
-	s := &Server{
-		cat: deps.Catalog, keys: deps.Keyring, receipts: deps.Receipts, store: deps.Store, temporal: deps.Temporal,
-		authn: deps.Authenticator, log: deps.Logger, now: deps.Now, http: deps.HTTPClient,
-		alert: deps.AlertHook, cfg: deps.Config.withDefaults(), msgs: msgs, instance: randomHex(8),
-		tracer: deps.TracerProvider, limits: deps.Limits, rates: deps.Rates, budgets: deps.Budgets,
-		approvals: deps.Approvals, outcomes: deps.Outcomes,
-	}
-	if s.limits == nil {
-		s.limits = &limits.Limits{}
-	}
-	s.pollAfter, s.retryAfter = newWait(s.cfg.PollAfter), newWait(s.cfg.RetryAfter)
-	s.tools = make(map[string][2]string, len(s.cat.Actions))
-	for scope := range s.cat.Actions {
-		preview, confirm := toolNames(scope)
-		s.tools[scope] = [2]string{preview, confirm}
-	}
-	if s.signed, err = receipt.NewCache(receipt.CacheSize); err != nil {
-		return nil, fmt.Errorf("api: %w", err)
-	}
-	if s.results, err = newResultForms(resultFormsSize); err != nil {
-		return nil, fmt.Errorf("api: %w", err)
-	}
-	if s.approvals != nil {
-		if s.ceremony, err = ceremony.New(ceremony.Config{RPID: s.cfg.WebAuthnRPID, Origins: s.cfg.WebAuthnOrigins}); err != nil {
-			return nil, fmt.Errorf("api: %w", err)
-		}
-	}
+	s := &Server{svc: svc, authn: opts.Authenticator, log: opts.Logger, cfg: opts.Config.withDefaults(svc.Config()),
+		msgs: msgs, tracer: opts.TracerProvider}
 	if s.tracer == nil {
 		s.tracer = sdktrace.NewTracerProvider()
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	if s.now == nil {
-		s.now = time.Now
+	gcfg := svc.Config()
+	s.pollAfter, s.retryAfter = newWait(gcfg.PollAfter), newWait(gcfg.RetryAfter)
+	cat := svc.Catalog()
+	s.tools = make(map[string][2]string, len(cat.Actions))
+	for scope := range cat.Actions {
+		preview, confirm := toolNames(scope)
+		s.tools[scope] = [2]string{preview, confirm}
 	}
-	if s.http == nil {
-		s.http = &http.Client{Timeout: 10 * time.Second}
-	}
-	if s.alert == nil {
-		s.alert = NopAlert{}
-	}
-	reg, gath := deps.Registerer, deps.Gatherer
+	reg, gath := opts.Registerer, opts.Gatherer
 	if reg == nil {
 		r := prometheus.NewRegistry()
 		reg = r
@@ -210,61 +111,15 @@ func New(deps Deps) (*Server, error) {
 			gath = prometheus.DefaultGatherer
 		}
 	}
-	if s.metrics, err = newMetrics(reg); err != nil {
+	if s.responses, s.confirm, err = newMetrics(reg); err != nil {
 		return nil, fmt.Errorf("api: %w", err)
-	}
-	if s.finals, err = newFinals(s.cfg.FinalCache, reg); err != nil {
-		return nil, fmt.Errorf("api: %w", err)
-	}
-	s.watchers = watch.New[watched](s.cfg.MaxWatchers, s.metrics.watch)
-	ttls := map[string]float64{}
-	for scope, a := range s.cat.Actions {
-		ttls[scope] = a.InFlightTTL.Seconds()
-	}
-	if err := reg.Register(newBudgetCollector(s)); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, fmt.Errorf("api: register budget metrics: %w", err)
-		}
-	}
-	if err := reg.Register(newCatalogCollector(ttls)); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, fmt.Errorf("api: register catalog metrics: %w", err)
-		}
 	}
 	s.echo = s.routes(gath)
 	return s, nil
 }
 
-// checkApprovals refuses a catalog whose actions ask for approval without
-// an approval store, and, in a deployment, with the dev stack's relying
-// party (localhost): a deployment sets ONCEGATE_PUBLIC_URL (and the RP ID
-// and origins when they differ from it).
-func checkApprovals(deps Deps) error {
-	cfg := deps.Config.withDefaults()
-	for _, scope := range deps.Catalog.Scopes() {
-		if !deps.Catalog.Actions[scope].Approval.Asks() {
-			continue
-		}
-		switch {
-		case deps.Approvals == nil:
-			return fmt.Errorf("action %s asks for approval: Approvals is required", scope)
-		case cfg.Env != EnvDev && cfg.WebAuthnRPID == "localhost":
-			return fmt.Errorf("action %s asks for approval, and a deployment (ONCEGATE_ENV %q) must set ONCEGATE_PUBLIC_URL "+
-				"(where browsers reach the gateway; ONCEGATE_WEBAUTHN_RP_ID and ONCEGATE_WEBAUTHN_ORIGINS when they differ from it), "+
-				"not the dev stack's localhost", scope, cfg.Env)
-		}
-	}
-	return nil
-}
-
 // Handler returns the Echo instance serving every route.
 func (s *Server) Handler() http.Handler { return s.echo }
-
-// InstanceID is this gateway instance's random id, the first half of every
-// claim owner it writes.
-func (s *Server) InstanceID() string { return s.instance }
 
 // routes builds the Echo instance.
 func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
@@ -311,10 +166,11 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	// signature (not by a bearer token).
 	v1.POST("/webhooks/:scope", s.handleWebhook)
 
-	// Approvals (docs/contract.md §7): pages a person opens and the ceremonies their
-	// passkey answers; no bearer token is taken there (noBearer refuses one:
-	// a token never approves). The operators' side is under /v1/ops.
-	if s.approvals != nil {
+	// Approvals (docs/contract.md §7): pages a person opens and the
+	// ceremonies their passkey answers; no bearer token is taken there
+	// (noBearer refuses one: a token never approves). The operators' side
+	// is under /v1/ops.
+	if s.svc.ApprovalsOn() {
 		e.GET("/approve/:id", s.handleApprovePage)
 		e.POST("/approve/:id/options", behind(s.handleApproveOptions, s.noBearer))
 		e.POST("/approve/:id/decision", behind(s.handleApproveDecision, s.noBearer))
@@ -327,17 +183,12 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 		v1.POST("/ops/passkeys/:id/revoke", behind(s.handleOpsRevoke, authed, operator))
 	}
 
-	// The agent surface: tool definitions, the same tools over MCP (each tool
-	// call goes through this very handler, so there is one implementation of
-	// preview, confirm and status), and the OpenAPI document.
-	v1.GET("/tools", behind(echo.WrapHandler(tools.Handler(s.cat)), authed))
-	e.Any("/mcp", echo.WrapHandler(mcpserver.New(s.cat, e, mcpserver.Options{
-		Logger: s.log,
-		Authenticate: func(ctx context.Context, token string) error {
-			_, err := s.authn.Authenticate(ctx, token)
-			return err
-		},
-	})))
+	// The agent surface: tool definitions, the same tools over MCP (each
+	// tool call goes to the same use cases as its route, mcpTools), and the
+	// OpenAPI document.
+	cat := s.svc.Catalog()
+	v1.GET("/tools", behind(echo.WrapHandler(tools.Handler(cat)), authed))
+	e.Any("/mcp", echo.WrapHandler(mcpserver.New(cat, mcpTools{s}, mcpserver.Options{Logger: s.log})))
 	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()))
 	// The receipts' public keys, for verifying a receipt offline.
 	e.GET(receipt.JWKSPath, s.handleJWKS)
@@ -352,11 +203,4 @@ func behind(h echo.HandlerFunc, mws ...echo.MiddlewareFunc) echo.HandlerFunc {
 		h = mws[i](h)
 	}
 	return h
-}
-
-// randomHex returns n random bytes as lowercase hex.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	return hex.EncodeToString(b)
 }

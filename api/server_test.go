@@ -20,18 +20,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/api/serviceerror"
 
 	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/api/openapi"
 	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/gateway"
+	"github.com/oncegate/oncegate/gateway/gatewaytest"
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/receipt"
-	"github.com/oncegate/oncegate/workflows"
 
 	"github.com/oncegate/oncegate/status"
 )
@@ -46,14 +46,19 @@ func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return 
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 type bundle struct {
-	srv     *Server
-	store   *fakeStore
-	tmp     *fakeTemporal
-	alert   *fakeAlert
-	quote   *quoteTransport
-	reg     *prometheus.Registry
-	clock   *clock
-	release chan struct{}
+	srv    *Server
+	svc    *gateway.Service
+	cat    *catalog.Catalog
+	keys   *fingerprint.Keyring
+	store  *fakeStore
+	engine *gatewaytest.Engine
+	// decisions are the operators' decisions the workflows read.
+	decisions chan operation.Resolution
+	alert     *fakeAlert
+	quote     *quoteTransport
+	reg       *prometheus.Registry
+	clock     *clock
+	release   chan struct{}
 	// receipts is the gateway's receipt keyring.
 	receipts *receipt.Keyring
 }
@@ -85,29 +90,44 @@ func testCatalog() *catalog.Catalog {
 	}, GatewayWait: 2 * time.Second}
 }
 
-func setup(t testing.TB, with ...func(*Deps)) *bundle {
+func setup(t testing.TB, with ...func(*gateway.Deps)) *bundle {
 	t.Helper()
-	b := &bundle{clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, release: make(chan struct{}), reg: prometheus.NewRegistry()}
+	return setupWith(t, nil, with...)
+}
+
+// setupWith is setup with the HTTP server's options changed by api.
+func setupWith(t testing.TB, api func(*Options), with ...func(*gateway.Deps)) *bundle {
+	t.Helper()
+	b := &bundle{clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, release: make(chan struct{}), reg: prometheus.NewRegistry(),
+		decisions: make(chan operation.Resolution, 16)}
 	b.store = newFakeStore(b.clock.Now)
 	b.quote = &quoteTransport{expires: b.clock.Now().Add(10 * time.Minute)}
-	b.alert = &fakeAlert{ch: make(chan SecurityEvent, 16)}
-	b.tmp = &fakeTemporal{runs: map[string]*fakeRun{}, exec: b.exec}
-	keys, err := fingerprint.ParseKeyring("k1:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
+	b.alert = &fakeAlert{ch: make(chan gateway.SecurityEvent, 16)}
+	b.engine = gatewaytest.NewEngine(b.exec)
+	b.cat = testCatalog()
+	var err error
+	b.keys, err = fingerprint.ParseKeyring("k1:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	require.NoError(t, err)
 	b.receipts, err = receipt.ParseKeyring("r1:" + base64.StdEncoding.EncodeToString([]byte("receipt-seed-of-32-bytes-for-api")))
 	require.NoError(t, err)
 	tokens, err := auth.LoadTokens("../deployments/tokens.dev.yaml")
 	require.NoError(t, err)
-	deps := Deps{
-		Catalog: testCatalog(), Keyring: keys, Receipts: b.receipts, Store: b.store, Temporal: b.tmp, Authenticator: tokens,
-		Logger: slog.New(testenv.FailOnTextFaults(t, slog.NewTextHandler(io.Discard, nil))), Registerer: b.reg, Gatherer: b.reg,
-		Now: b.clock.Now, HTTPClient: &http.Client{Transport: b.quote}, AlertHook: b.alert,
-		Config: Config{ConfirmWait: 100 * time.Millisecond, PollAfter: 2 * time.Second},
+	logger := slog.New(testenv.FailOnTextFaults(t, slog.NewTextHandler(io.Discard, nil)))
+	deps := gateway.Deps{
+		Catalog: b.cat, Keyring: b.keys, Receipts: b.receipts, Claims: b.store, Engine: b.engine,
+		Logger: logger, Registerer: b.reg, Now: b.clock.Now, HTTPClient: &http.Client{Transport: b.quote}, AlertHook: b.alert,
+		Config: gateway.Config{ConfirmWait: 100 * time.Millisecond, PollAfter: 2 * time.Second},
 	}
+	opts := Options{Authenticator: tokens, Logger: logger, Registerer: b.reg, Gatherer: b.reg}
 	for _, w := range with {
 		w(&deps)
 	}
-	b.srv, err = New(deps)
+	if api != nil {
+		api(&opts)
+	}
+	b.svc, err = gateway.New(deps)
+	require.NoError(t, err)
+	b.srv, err = New(b.svc, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		select {
@@ -119,9 +139,12 @@ func setup(t testing.TB, with ...func(*Deps)) *bundle {
 	return b
 }
 
+// started is how many workflows the engine started.
+func (b *bundle) started() int { return len(b.engine.Starts()) }
+
 // exec is the fake workflow: payee "slow" waits for release, "review" needs
 // a person, an amount above 10000 fails, anything else succeeds.
-func (b *bundle) exec(_ context.Context, in operation.Input, signals <-chan workflows.Resolution) idemstore.Final {
+func (b *bundle) exec(_ context.Context, in operation.Input, review *gatewaytest.Review) idemstore.Final {
 	b.store.claimTruth(in.OperationID)
 	var p struct {
 		Amount  json.Number `json:"amount"`
@@ -135,7 +158,8 @@ func (b *bundle) exec(_ context.Context, in operation.Input, signals <-chan work
 		res = done(in.OperationID)
 	case p.PayeeID == "review":
 		b.store.markReview(in.OperationID, "status unknown")
-		sig := <-signals
+		sig := review.Wait()
+		b.decisions <- sig
 		if sig.Outcome == "completed" {
 			res = idemstore.Final{State: idemstore.StateDone, Result: sig.Result, ResultRef: "manual", ResolvedBy: sig.Operator}
 		} else {
@@ -225,7 +249,7 @@ func TestPreview(t *testing.T) {
 	assert.Equal(t, "0.25", preview["quote"].(map[string]any)["fee"])
 	// The quote expires in 10 minutes, before the 15-minute fingerprint TTL.
 	assert.Equal(t, b.clock.Now().Add(10*time.Minute).Format(time.RFC3339), r.str("expires_at"))
-	p, err := b.srv.keys.Parse(r.str("fingerprint"))
+	p, err := b.keys.Parse(r.str("fingerprint"))
 	require.NoError(t, err)
 	assert.Equal(t, r.str("operation_id"), p.Nonce)
 	assert.Equal(t, "alice", p.Subject)
@@ -389,7 +413,7 @@ func TestConfirmWithoutParams(t *testing.T) {
 			assert.Contains(t, r.str("meaning"), "is missing", tc.body)
 		}
 	}
-	assert.Zero(t, b.tmp.started())
+	assert.Zero(t, b.started())
 }
 
 func TestMalformedDetailsInChinese(t *testing.T) {
@@ -427,17 +451,15 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 	assert.Equal(t, "Do not call payments_transfer_confirm again. Report the result below to the user.", r.str("instruction"))
 	assert.False(t, r.body["retryable"].(bool))
 
-	// Started with the contract's options and input.
-	require.Equal(t, 1, b.tmp.started())
-	o, in := b.tmp.starts[0], b.tmp.inputs[0]
-	assert.Equal(t, opID, o.ID)
-	assert.Equal(t, "oncegate", o.TaskQueue)
-	assert.Equal(t, "payments.transfer 12.5 USD to p-1", o.StaticSummary)
-	assert.Equal(t, r.header.Get("X-Trace-Id"), o.Memo["trace_id"])
-	assert.Equal(t, 3, o.TypedSearchAttributes.Size())
+	// Started with the contract's input (the engine's own options: engine's tests).
+	require.Equal(t, 1, b.started())
+	o, in := b.engine.Starts()[0].Options, b.engine.Starts()[0].Input
+	assert.Equal(t, opID, in.OperationID)
+	assert.Equal(t, "payments.transfer 12.5 USD to p-1", in.Summary)
+	assert.Equal(t, r.header.Get("X-Trace-Id"), o.TraceID)
 	assert.JSONEq(t, `{"amount":12.5,"currency":"USD","payee_id":"p-1","memo":"rent"}`, string(in.Params))
 	assert.Equal(t, "alice", in.Subject)
-	assert.True(t, strings.HasPrefix(in.Ownership.Owner(), b.srv.InstanceID()+":"))
+	assert.True(t, strings.HasPrefix(in.Ownership.Owner(), b.svc.InstanceID()+":"))
 	assert.True(t, in.Ownership.TruthClaimed(), "the confirm's claim inserted the truth record: the workflow's claim")
 	assert.Equal(t, b.clock.Now(), in.Ownership.ClaimedAt())
 	assert.Empty(t, b.store.finalFast, "the workflow's Finalize writes the fast path under this claim: no refill")
@@ -452,7 +474,7 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 		assert.Equal(t, ref, r.body["result"].(map[string]any)["id"])
 	}
 	assert.Contains(t, r.str("instruction"), "不要再次调用 payments_transfer_confirm")
-	assert.Equal(t, 1, b.tmp.started(), "a replay never starts a second execution")
+	assert.Equal(t, 1, b.started(), "a replay never starts a second execution")
 
 	// The status tool.
 	r = b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
@@ -525,7 +547,7 @@ func TestConfirmInProgress(t *testing.T) {
 			assert.Contains(t, r.str("instruction"), "等待 2 秒后调用 get_operation_status")
 		}
 	}
-	assert.Equal(t, 1, b.tmp.started())
+	assert.Equal(t, 1, b.started())
 	r := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	assert.Equal(t, status.InProgress, r.status())
 	assert.Equal(t, 202, r.code)
@@ -592,9 +614,10 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 	}, 2*time.Second, 10*time.Millisecond)
 	assert.Equal(t, resolved, b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "").str(fieldReceipt),
 		"the agent's status names the receipt the operator was answered")
-	require.Len(t, b.tmp.signals, 1)
-	assert.Equal(t, "ops", b.tmp.signals[0].Operator)
-	assert.Equal(t, "checked bank statement", b.tmp.signals[0].Note)
+	require.Len(t, b.decisions, 1)
+	sent := <-b.decisions
+	assert.Equal(t, "ops", sent.Operator)
+	assert.Equal(t, "checked bank statement", sent.Note)
 
 	// A second decision is refused, naming the first.
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"completed","result":{"id":"x"}}`)
@@ -616,10 +639,10 @@ func TestSecurityEvents(t *testing.T) {
 		kind                           string
 		code                           int
 	}{
-		{"param mismatch", "dev-alice", "payments.transfer", fp, `{"amount":"9999","currency":"USD","payee_id":"p-1"}`, status.ParamMismatch, EventParamMismatch, 422},
-		{"subject mismatch", "dev-bob", "payments.transfer", fp, transferParams, status.SubjectMismatch, EventSubjectMismatch, 403},
-		{"forged", "dev-alice", "payments.transfer", fp[:len(fp)-2] + "AA", transferParams, status.FingerprintInvalid, EventInvalidFingerprint, 400},
-		{"scope mismatch", "dev-alice", "payments.legacy_transfer", fp, transferParams, status.ScopeMismatch, EventScopeMismatch, 403},
+		{"param mismatch", "dev-alice", "payments.transfer", fp, `{"amount":"9999","currency":"USD","payee_id":"p-1"}`, status.ParamMismatch, gateway.EventParamMismatch, 422},
+		{"subject mismatch", "dev-bob", "payments.transfer", fp, transferParams, status.SubjectMismatch, gateway.EventSubjectMismatch, 403},
+		{"forged", "dev-alice", "payments.transfer", fp[:len(fp)-2] + "AA", transferParams, status.FingerprintInvalid, gateway.EventInvalidFingerprint, 400},
+		{"scope mismatch", "dev-alice", "payments.legacy_transfer", fp, transferParams, status.ScopeMismatch, gateway.EventScopeMismatch, 403},
 	}
 	for _, tc := range cases {
 		r := b.confirm(t, tc.token, tc.scope, tc.fp, tc.params)
@@ -633,9 +656,9 @@ func TestSecurityEvents(t *testing.T) {
 		case <-time.After(time.Second):
 			t.Fatalf("%s: no alert", tc.name)
 		}
-		assert.InDelta(t, 1, counterValue(t, b.srv.metrics.security.WithLabelValues(tc.kind)), 0, tc.name)
+		assert.InDelta(t, 1, b.metric(t, "oncegate_security_events_total", tc.kind), 0, tc.name)
 	}
-	assert.Zero(t, b.tmp.started(), "nothing runs on a security event")
+	assert.Zero(t, b.started(), "nothing runs on a security event")
 	// The same fingerprint still works for its owner with its params.
 	r := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
 	assert.Equal(t, status.Completed, r.status())
@@ -650,7 +673,7 @@ func TestFingerprintExpired(t *testing.T) {
 	assert.Equal(t, 410, r.code)
 	assert.Equal(t, status.FingerprintExpired, r.status())
 	assert.Contains(t, r.str("instruction"), "payments_transfer_preview")
-	assert.Zero(t, b.tmp.started())
+	assert.Zero(t, b.started())
 }
 
 // TestExpiredFingerprintReplaysTheOutcome: past its fingerprint's expiry
@@ -673,7 +696,7 @@ func TestExpiredFingerprintReplaysTheOutcome(t *testing.T) {
 	b.store.mu.Lock()
 	assert.Equal(t, before+1, b.store.outcomes, "asked Store.Outcome once")
 	b.store.mu.Unlock()
-	assert.Equal(t, 1, b.tmp.started())
+	assert.Equal(t, 1, b.started())
 }
 
 // completedTransfer previews and confirms alice's payments.transfer of
@@ -699,7 +722,7 @@ func TestAmnesiaGuard(t *testing.T) {
 	assert.Equal(t, "tr_"+firstID[:8], recent["result_ref"])
 	assert.NotEmpty(t, recent["completed_at"])
 	assert.True(t, strings.HasPrefix(pv.str("instruction"), "Do not call payments_transfer_confirm unless the user has explicitly asked"), pv.str("instruction"))
-	p, err := b.srv.keys.Parse(pv.str("fingerprint"))
+	p, err := b.keys.Parse(pv.str("fingerprint"))
 	require.NoError(t, err)
 	assert.Equal(t, firstID, p.RecentOperation)
 
@@ -707,11 +730,11 @@ func TestAmnesiaGuard(t *testing.T) {
 	assert.Equal(t, 409, r.code)
 	assert.Equal(t, status.RepeatUnacknowledged, r.status())
 	assert.Equal(t, firstID, r.body["recent_operation"].(map[string]any)["operation_id"])
-	assert.Equal(t, 1, b.tmp.started())
+	assert.Equal(t, 1, b.started())
 
 	r = b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), same, firstID)
 	assert.Equal(t, status.Completed, r.status())
-	assert.Equal(t, 2, b.tmp.started())
+	assert.Equal(t, 2, b.started())
 
 	// Another subject is not warned about alice's operation.
 	pv = b.preview(t, "dev-bob", "payments.transfer", same)
@@ -756,36 +779,21 @@ func TestOrphanTakeover(t *testing.T) {
 	// Within the grace period: wait, do not take over.
 	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
 	assert.Equal(t, status.InProgress, r.status())
-	assert.Zero(t, b.tmp.started())
+	assert.Zero(t, b.started())
 
 	b.clock.Add(31 * time.Second)
 	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
 	assert.Equal(t, status.Completed, r.status(), r.raw)
 	assert.Equal(t, opID, r.str("operation_id"))
-	require.Equal(t, 1, b.tmp.started())
+	require.Equal(t, 1, b.started())
 	// The workflow of a takeover claims the truth itself: never as if the
 	// confirm had claimed it.
-	in := b.tmp.inputs[0]
+	in := b.engine.Starts()[0].Input
 	assert.False(t, in.Ownership.TruthClaimed(), "a takeover never counts the truth as claimed")
 	assert.Equal(t, operation.TruthClaimedByWorkflow, in.Ownership.Truth())
 	assert.NotEqual(t, "dead-gateway:1", in.Ownership.Owner())
 	require.Len(t, b.store.finalFast, 1, "the gateway refills the fast path after a takeover")
 	assert.Equal(t, in.Ownership.Owner(), b.store.finalFast[0].Owner)
-}
-
-// TestTransientStartRefusalIsRetried: a frontend that does not know the
-// namespace for a moment (seen on an overloaded dev server) does not turn
-// into temporarily_unavailable.
-func TestTransientStartRefusalIsRetried(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	fp := b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams).str("fingerprint")
-	b.tmp.mu.Lock()
-	b.tmp.startErr, b.tmp.startErrTimes = serviceerror.NewNamespaceNotFound("default"), 2
-	b.tmp.mu.Unlock()
-	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
-	assert.Equal(t, status.Completed, r.status(), r.raw)
-	assert.Equal(t, 1, b.tmp.started())
 }
 
 // TestStartFailureReleasesTheClaim: when the workflow cannot be started the
@@ -794,15 +802,15 @@ func TestStartFailureReleasesTheClaim(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	fp := b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams).str("fingerprint")
-	b.tmp.startErr = errors.New("temporal down")
+	b.engine.FailStarts(errors.New("temporal down"), 0)
 	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
 	assert.Equal(t, status.TemporarilyUnavailable, r.status())
 	assert.Equal(t, true, r.body["retryable"])
-	b.tmp.startErr = nil
+	b.engine.FailStarts(nil, 0)
 
 	r = b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
 	assert.Equal(t, status.Completed, r.status(), r.raw)
-	assert.Equal(t, 1, b.tmp.started())
+	assert.Equal(t, 1, b.started())
 }
 
 func TestEchoErrorsAreJSON(t *testing.T) {
@@ -878,13 +886,13 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	env := map[string]string{
 		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc",
-		"GATEWAY_URL": "http://127.0.0.1:9999", "ONCEGATE_CONFIRM_WAIT": "3s", "ONCEGATE_ENV": EnvDev,
+		"GATEWAY_URL": "http://127.0.0.1:9999", "ONCEGATE_CONFIRM_WAIT": "3s", "ONCEGATE_ENV": gateway.EnvDev,
 	}
 	c, err := ConfigFromEnv(env)
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:9999", c.ListenAddr)
-	assert.Equal(t, 3*time.Second, c.ConfirmWait)
-	assert.Equal(t, 30*time.Second, c.ClaimGrace)
+	assert.Equal(t, 3*time.Second, c.Gateway.ConfirmWait)
+	assert.Equal(t, 30*time.Second, c.Gateway.ClaimGrace)
 	assert.Equal(t, "oncegate", c.TaskQueue)
 	assert.Equal(t, "deployments/catalog.dev.yaml", c.CatalogPath)
 	assert.Equal(t, "deployments/tokens.dev.yaml", c.TokensPath)
@@ -921,7 +929,7 @@ func TestDeploymentRefusesDevCredentials(t *testing.T) {
 		"dev stack receipt keys": {with("ONCEGATE_ENV", "production", "ONCEGATE_FINGERPRINT_KEYS", "prod-1:abc", "ONCEGATE_JWT_HS256_SECRET", "s",
 			"ONCEGATE_RECEIPT_KEYS", "prod-r2:abc,dev-r1:abc"),
 			`receipt key "dev-r1" was generated by the dev stack, refused in a deployment (ONCEGATE_ENV production)`},
-		"no receipt keys": {with("ONCEGATE_ENV", EnvDev, "ONCEGATE_FINGERPRINT_KEYS", "k:abc", "ONCEGATE_RECEIPT_KEYS", ""),
+		"no receipt keys": {with("ONCEGATE_ENV", gateway.EnvDev, "ONCEGATE_FINGERPRINT_KEYS", "k:abc", "ONCEGATE_RECEIPT_KEYS", ""),
 			"ONCEGATE_RECEIPT_KEYS (or ONCEGATE_RECEIPT_KEYS_FILE) is required"},
 		"failpoint": {with("ONCEGATE_FINGERPRINT_KEYS", "prod-1:abc", "ONCEGATE_JWT_HS256_SECRET", "s", "ONCEGATE_FAILPOINT", "after_claim"),
 			"ONCEGATE_FAILPOINT is for crash tests only"},
@@ -946,13 +954,6 @@ func TestDeploymentRefusesDevCredentials(t *testing.T) {
 	assert.ErrorContains(t, err, "set ONCEGATE_FINGERPRINT_KEYS or ONCEGATE_FINGERPRINT_KEYS_FILE, not both")
 	_, err = ConfigFromEnv(with("ONCEGATE_FINGERPRINT_KEYS", "prod-1:abc", "ONCEGATE_RECEIPT_KEYS_FILE", receipts, "ONCEGATE_JWT_HS256_SECRET", "s"))
 	assert.ErrorContains(t, err, "set ONCEGATE_RECEIPT_KEYS or ONCEGATE_RECEIPT_KEYS_FILE, not both")
-}
-
-func TestOnlyWhatTheSDKDoesNotRetryIsRetriedAtStart(t *testing.T) {
-	t.Parallel()
-	assert.True(t, transientStartError(serviceerror.NewNamespaceNotFound("default")))
-	assert.False(t, transientStartError(serviceerror.NewUnavailable("down")), "the SDK retries it")
-	assert.False(t, transientStartError(errors.New("other")))
 }
 
 // The amnesia guard's texts name the recent operation's state and

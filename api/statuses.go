@@ -2,29 +2,18 @@ package api
 
 import (
 	"github.com/oncegate/oncegate/api/mcpserver"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/status"
 )
 
-// Message keys that render a status other than under its own name.
-const (
-	keyPreviewReadyRepeat = "preview_ready_repeat"
-	keyInvalidFilter      = "invalid_filter"
-	keyInProgressPending  = "in_progress_pending"
-)
-
-// altKeys lists, by status, the message keys other than its name that
-// render it (reply.key).
-var altKeys = map[status.Status][]string{
-	status.PreviewReady:           {keyPreviewReadyRepeat},
-	status.TemporarilyUnavailable: {keyQuoteUnavailable},
-	status.InvalidResolution:      {keyInvalidFilter},
-	status.InProgress:             {keyInProgressPending},
-	status.MalformedRequest:       {mcpserver.TransportMessageKey},
-}
-
-// messageKeys returns every message key that renders status.
+// messageKeys returns every message key that renders status: its name, the
+// service's other keys of it (gateway.AltKeys), and the MCP transport's.
 func messageKeys(st status.Status) []string {
-	return append([]string{string(st)}, altKeys[st]...)
+	keys := append([]string{string(st)}, gateway.AltKeys[st]...)
+	if st == status.MalformedRequest {
+		keys = append(keys, mcpserver.TransportMessageKey)
+	}
+	return keys
 }
 
 // HeaderReplayed marks a replay of an operation's first outcome.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/openapi"
-	"github.com/oncegate/oncegate/internal/downstream"
+	"github.com/oncegate/oncegate/gateway"
 
 	"github.com/oncegate/oncegate/status"
 )
@@ -161,7 +161,7 @@ func codeOf(s status.Status) int {
 func securityEventTable() string {
 	var b strings.Builder
 	b.WriteString("| kind | answer | when |\n| --- | --- | --- |\n")
-	for _, k := range SecurityEventKinds {
+	for _, k := range gateway.SecurityEventKinds {
 		fmt.Fprintf(&b, "| `%s` | `%s` %d | %s |\n", k.Kind, k.Status, codeOf(k.Status), k.When)
 	}
 	return b.String()
@@ -209,22 +209,21 @@ func TestOpenAPIStatusEnumIsTheRegistry(t *testing.T) {
 	assert.Equal(t, status.All(), enum)
 }
 
-// TestEveryQuoteFailureHasItsDetail checks that each failure a quote can
-// report has a detail text in every language (the agent is told what went
-// wrong, not only that it did).
-func TestEveryQuoteFailureHasItsDetail(t *testing.T) {
+// TestEveryDetailOfTheServiceHasItsText checks that each detail fragment
+// the service's answers name (a quote's failure, an approval's reason, an
+// engine or store outage) has a text in every language: the agent is told
+// what went wrong, not only that it did.
+func TestEveryDetailOfTheServiceHasItsText(t *testing.T) {
 	t.Parallel()
 	msgs, err := messages.Load()
 	require.NoError(t, err)
-	for _, f := range []downstream.QuoteFailure{downstream.QuoteTimeout, downstream.QuoteUnreachable,
-		downstream.QuoteStatus, downstream.QuoteBadAnswer, downstream.QuoteExpired} {
-		key, ok := quoteDetails[f]
-		require.True(t, ok, "quote failure %q has no detail", f)
+	keys := gateway.DetailKeys()
+	require.GreaterOrEqual(t, len(keys), 11, "the quote failures, the approval reasons, the outages")
+	for _, key := range keys {
 		for _, lang := range messages.Langs {
 			text, err := msgs.Fragment(lang, key, fullData())
 			require.NoError(t, err, "%s/%s", lang, key)
 			assert.NotEmpty(t, text)
 		}
 	}
-	assert.Len(t, quoteDetails, 5, "a detail for a failure the list above does not name")
 }

@@ -10,15 +10,16 @@ import (
 
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/approval"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/idemstore"
 )
 
 // everyBodyTextKey is textData as it was: every key of bodyTexts in order,
 // the ones the reply has filling the texts. The oracle of textData.
-func everyBodyTextKey(r reply) (messages.Data, string) {
-	d := r.text
+func everyBodyTextKey(r gateway.Answer) (messages.Data, string) {
+	d := wordsData(r.Words)
 	for _, k := range slices.Sorted(maps.Keys(bodyTexts)) {
-		v, present := r.fields[k]
+		v, present := r.Fields[k]
 		if !present {
 			continue
 		}
@@ -45,10 +46,10 @@ func textFieldSamples() map[string]any {
 		"operation":        idemstore.Record{State: idemstore.StateFailed},
 		"subject":          "alice",
 		"passkey":          approval.Passkey{Subject: "bob"},
-		"approval":         approvalView{URL: "https://a/approve", State: approval.StatePending, ExpiresAt: "2030-01-02T00:00:00Z"},
-		"recent_operation": recentView{"operation_id": "fedcba9876543210fedcba9876543210", "state": "completed", "result_ref": "tr_0", "reason": "r"},
-		"limit":            limitView{Name: "daily", Window: "daily", Currency: "USD", Max: "100", Used: "90", Left: "10", ResetsAt: &resets},
-		"decision":         decisionView{Operator: "ops", Outcome: "completed"},
+		"approval":         gateway.ApprovalView{URL: "https://a/approve", State: approval.StatePending, ExpiresAt: "2030-01-02T00:00:00Z"},
+		"recent_operation": gateway.RecentView{"operation_id": "fedcba9876543210fedcba9876543210", "state": "completed", "result_ref": "tr_0", "reason": "r"},
+		"limit":            gateway.LimitView{Name: "daily", Window: "daily", Currency: "USD", Max: "100", Used: "90", Left: "10", ResetsAt: &resets},
+		"decision":         gateway.DecisionView{Operator: "ops", Outcome: "completed"},
 	}
 }
 
@@ -62,23 +63,23 @@ func TestTextDataIsEveryKeyInOrder(t *testing.T) {
 	require.ElementsMatch(t, slices.Collect(maps.Keys(bodyTexts)), slices.Collect(maps.Keys(samples)), "a sample per field the texts read")
 	keys := slices.Sorted(maps.Keys(samples))
 	for set := range 1 << len(keys) {
-		r := reply{text: messages.Data{ExpiresAt: "set before", State: "set before"}, fields: map[string]any{"fingerprint": "f.p", "preview": previewView{}}}
+		r := gateway.Answer{Words: gateway.Words{ExpiresAt: "set before", State: "set before"}, Fields: map[string]any{"fingerprint": "f.p", "preview": gateway.PreviewView{}}}
 		for i, k := range keys {
 			if set&(1<<i) != 0 {
-				r.fields[k] = samples[k]
+				r.Fields[k] = samples[k]
 			}
 		}
 		want, wrong := everyBodyTextKey(r)
-		got, err := r.textData()
+		got, err := textData(r)
 		require.NoError(t, err)
 		require.Empty(t, wrong)
-		require.Equal(t, want, got, "fields %v", slices.Sorted(maps.Keys(r.fields)))
+		require.Equal(t, want, got, "fields %v", slices.Sorted(maps.Keys(r.Fields)))
 	}
 	for _, k := range keys {
-		r := reply{fields: maps.Clone(samples)}
-		r.fields[k] = struct{}{}
+		r := gateway.Answer{Fields: maps.Clone(samples)}
+		r.Fields[k] = struct{}{}
 		want, wrong := everyBodyTextKey(r)
-		got, err := r.textData()
+		got, err := textData(r)
 		assert.Equal(t, k, wrong)
 		assert.ErrorContains(t, err, "body field "+k+":")
 		assert.Equal(t, want, got, k)

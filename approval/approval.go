@@ -12,10 +12,9 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/apd/v3"
-
-	"github.com/oncegate/oncegate/internal/catalog"
 )
 
 // Reason is why an operation needs a person's approval: a code an agent
@@ -37,6 +36,46 @@ const (
 // Reasons lists every Reason, in the order Needs reports them.
 var Reasons = []Reason{ReasonAlways, ReasonAboveThreshold, ReasonNoThreshold, ReasonNewPayee}
 
+// Requirement says which amounts of an action a person must approve
+// (docs/contract.md §7); the new-payee rule adds to it.
+type Requirement string
+
+const (
+	// RequireNever asks for no approval by amount (the default).
+	RequireNever Requirement = "never"
+	// RequireAlways asks for approval of every operation.
+	RequireAlways Requirement = "always"
+	// RequireAbove asks for approval of an amount above its currency's
+	// threshold (Policy.Above), and of every amount in a currency that has
+	// none.
+	RequireAbove Requirement = "above"
+)
+
+// Policy is an action's approval policy, as the catalog resolved it: when
+// a person must approve an operation with a passkey before it may be
+// confirmed. The zero value asks for nothing.
+type Policy struct {
+	// Required is never, always or above.
+	Required Requirement `json:"required"`
+	// Above maps an ISO 4217 code to the amount above which an operation in
+	// that currency needs approval (exclusive: the threshold itself does
+	// not), reduced (no trailing zeros). Shared: not to be modified.
+	Above map[string]*apd.Decimal `json:"-"`
+	// NewPayee asks for approval the first time a subject pays a payee
+	// (no completed operation of the same action to that payee_id).
+	NewPayee bool `json:"new_payee,omitempty"`
+	// TTL is how long after the preview the person may approve and the agent
+	// confirm: it caps the fingerprint's expiry of an operation that needs
+	// approval. At most the action's fingerprint_ttl.
+	TTL time.Duration `json:"ttl,omitempty"`
+}
+
+// Asks reports whether the policy can ask for approval at all (the zero
+// value asks for nothing).
+func (p Policy) Asks() bool {
+	return p.Required == RequireAlways || p.Required == RequireAbove || p.NewPayee
+}
+
 // Facts are what the policy is applied to: the operation's normalized bound
 // values and what the truth knows about its payee.
 type Facts struct {
@@ -54,12 +93,12 @@ type Facts struct {
 
 // Needs applies policy to f and returns why a person must approve the
 // operation (nil: no approval needed). Pure: the caller reads the facts.
-func Needs(policy catalog.Approval, f Facts) []Reason {
+func Needs(policy Policy, f Facts) []Reason {
 	var out []Reason
 	switch policy.Required {
-	case catalog.ApprovalAlways:
+	case RequireAlways:
 		out = append(out, ReasonAlways)
-	case catalog.ApprovalAbove:
+	case RequireAbove:
 		th, ok := policy.Above[f.Currency]
 		if !ok {
 			out = append(out, ReasonNoThreshold)
@@ -71,7 +110,7 @@ func Needs(policy catalog.Approval, f Facts) []Reason {
 		if err != nil || th.Cmp(amount) < 0 {
 			out = append(out, ReasonAboveThreshold)
 		}
-	case catalog.ApprovalNever:
+	case RequireNever:
 	}
 	if policy.NewPayee && !f.PayeeKnown {
 		out = append(out, ReasonNewPayee)

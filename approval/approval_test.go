@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/fingerprint"
-	"github.com/oncegate/oncegate/internal/catalog"
 )
 
-func dec(t *testing.T, s string) *catalog.Decimal {
+func dec(t *testing.T, s string) *apd.Decimal {
 	t.Helper()
-	d, err := catalog.ParseDecimal(s)
+	d, _, err := apd.NewFromString(s)
 	require.NoError(t, err)
 	return d
 }
@@ -23,19 +23,19 @@ func dec(t *testing.T, s string) *catalog.Decimal {
 // TestNeeds is the policy's table: which operations need a person, and why.
 func TestNeeds(t *testing.T) {
 	t.Parallel()
-	wire := catalog.Approval{Required: catalog.ApprovalAbove, NewPayee: true,
-		Above: map[string]*catalog.Decimal{"USD": dec(t, "100.00"), "EUR": dec(t, "100"), "JPY": dec(t, "10000")}}
+	wire := Policy{Required: RequireAbove, NewPayee: true,
+		Above: map[string]*apd.Decimal{"USD": dec(t, "100.00"), "EUR": dec(t, "100"), "JPY": dec(t, "10000")}}
 	aboveOnly := wire
 	aboveOnly.NewPayee = false
 	for name, tc := range map[string]struct {
-		policy catalog.Approval
+		policy Policy
 		facts  Facts
 		want   []Reason
 	}{
-		"never":                         {catalog.Approval{Required: catalog.ApprovalNever}, Facts{Amount: "1000000", Currency: "USD", Payee: "p"}, nil},
-		"zero value":                    {catalog.Approval{}, Facts{Amount: "1", Currency: "USD"}, nil},
-		"always":                        {catalog.Approval{Required: catalog.ApprovalAlways}, Facts{Amount: "0.01", Currency: "USD", PayeeKnown: true}, []Reason{ReasonAlways}},
-		"always and a new payee":        {catalog.Approval{Required: catalog.ApprovalAlways, NewPayee: true}, Facts{Amount: "1", Currency: "USD"}, []Reason{ReasonAlways, ReasonNewPayee}},
+		"never":                         {Policy{Required: RequireNever}, Facts{Amount: "1000000", Currency: "USD", Payee: "p"}, nil},
+		"zero value":                    {Policy{}, Facts{Amount: "1", Currency: "USD"}, nil},
+		"always":                        {Policy{Required: RequireAlways}, Facts{Amount: "0.01", Currency: "USD", PayeeKnown: true}, []Reason{ReasonAlways}},
+		"always and a new payee":        {Policy{Required: RequireAlways, NewPayee: true}, Facts{Amount: "1", Currency: "USD"}, []Reason{ReasonAlways, ReasonNewPayee}},
 		"below, known payee":            {wire, Facts{Amount: "99.99", Currency: "USD", PayeeKnown: true}, nil},
 		"at the threshold, known payee": {wire, Facts{Amount: "100", Currency: "USD", PayeeKnown: true}, nil},
 		"a cent above":                  {wire, Facts{Amount: "100.01", Currency: "USD", PayeeKnown: true}, []Reason{ReasonAboveThreshold}},
@@ -45,7 +45,7 @@ func TestNeeds(t *testing.T) {
 		"a currency without threshold":  {wire, Facts{Amount: "1", Currency: "GBP", PayeeKnown: true}, []Reason{ReasonNoThreshold}},
 		"below but a new payee":         {wire, Facts{Amount: "5", Currency: "USD"}, []Reason{ReasonNewPayee}},
 		"new payee without the rule":    {aboveOnly, Facts{Amount: "5", Currency: "USD"}, nil},
-		"new payee rule alone":          {catalog.Approval{NewPayee: true}, Facts{Amount: "5", Currency: "USD"}, []Reason{ReasonNewPayee}},
+		"new payee rule alone":          {Policy{NewPayee: true}, Facts{Amount: "5", Currency: "USD"}, []Reason{ReasonNewPayee}},
 		"an amount that does not parse": {aboveOnly, Facts{Amount: "", Currency: "USD"}, []Reason{ReasonAboveThreshold}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -65,4 +66,90 @@ func TestIsHarness(t *testing.T) {
 	require.False(t, isHarness(module+"/cmd/gateway"))
 	require.False(t, isHarness(module+"/harnessing"))
 	require.False(t, isHarness(module+"/api"))
+}
+
+// imports lists what go list says of pkgs: each package's path and its
+// imports (deps: every package it needs, transitively).
+func imports(t *testing.T, deps bool, pkgs ...string) map[string][]string {
+	t.Helper()
+	field := "Imports"
+	if deps {
+		field = "Deps"
+	}
+	out, err := exec.Command("go", append([]string{"list", "-json=ImportPath," + field}, pkgs...)...).Output()
+	require.NoError(t, err, "go list")
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	got := map[string][]string{}
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		got[p.ImportPath] = append(p.Imports, p.Deps...)
+	}
+	require.NotEmpty(t, got, "go list listed nothing")
+	return got
+}
+
+// TestTheBinariesCarryNoHarness: nothing of the harness is linked into the
+// gateway or the worker, even through a dependency of a dependency.
+func TestTheBinariesCarryNoHarness(t *testing.T) {
+	for bin, deps := range imports(t, true, module+"/cmd/gateway", module+"/cmd/worker") {
+		for _, d := range deps {
+			assert.False(t, isHarness(d), "%s links the harness package %s", bin, d)
+		}
+		assert.Contains(t, deps, module+"/workflows", "%s: the check reads the dependencies", bin)
+	}
+}
+
+// forbidden are the imports each layer may not make (a path ending in /
+// forbids the packages below it, any other the package and those below
+// it): the core (gateway) knows no HTTP framework and no adapter; the HTTP
+// adapter (api) reaches the stores and the workflow engine only through
+// the core's ports.
+var forbidden = map[string][]string{
+	module + "/gateway": {"github.com/labstack/echo", module + "/api", module + "/workflows", module + "/engine",
+		module + "/idemstore/", "go.temporal.io/"},
+	module + "/api": {module + "/workflows", module + "/engine", module + "/idemstore/", module + "/activities",
+		module + "/worker", "go.temporal.io/"},
+}
+
+// TestImportsRunOneWay: adapters import the core, the core imports the
+// domain; no arrow runs back up (forbidden).
+func TestImportsRunOneWay(t *testing.T) {
+	pkgs := make([]string, 0, len(forbidden))
+	for p := range forbidden {
+		pkgs = append(pkgs, p)
+	}
+	for pkg, imps := range imports(t, false, pkgs...) {
+		require.NotEmpty(t, imps, pkg)
+		for _, imp := range imps {
+			for _, bad := range forbidden[pkg] {
+				assert.False(t, matches(imp, bad), "%s imports %s (no import of %s)", pkg, imp, bad)
+			}
+		}
+	}
+}
+
+// matches reports whether the import imp is what bad forbids.
+func matches(imp, bad string) bool {
+	if strings.HasSuffix(bad, "/") {
+		return strings.HasPrefix(imp, bad)
+	}
+	return imp == bad || strings.HasPrefix(imp, bad+"/")
+}
+
+func TestMatches(t *testing.T) {
+	assert.True(t, matches(module+"/idemstore/pgstore", module+"/idemstore/"))
+	assert.False(t, matches(module+"/idemstore", module+"/idemstore/"))
+	assert.True(t, matches("github.com/labstack/echo/v4", "github.com/labstack/echo"))
+	assert.True(t, matches(module+"/api", module+"/api"))
+	assert.True(t, matches(module+"/api/auth", module+"/api"))
+	assert.False(t, matches(module+"/apiary", module+"/api"))
 }

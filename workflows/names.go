@@ -6,9 +6,8 @@
 package workflows
 
 import (
-	"encoding/json"
-
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 const (
@@ -55,7 +54,7 @@ const (
 // Application error types of the resolve Update's refusals.
 const (
 	// ErrTypeAlreadyResolved refuses a resolution after the first decision;
-	// its details are the OperatorDecision.
+	// its details are the operation.OperatorDecision.
 	ErrTypeAlreadyResolved = "AlreadyResolved"
 	// ErrTypeNotAwaitingReview refuses a resolution of an operation that is
 	// not NEEDS_REVIEW; its details are a NotAwaitingReview.
@@ -74,43 +73,6 @@ const (
 	SearchAttrSubject = "IdemSubject"
 )
 
-// ResolutionOutcome is what an operator decides for an operation waiting
-// for review: a person's word, not a claim's outcome (idemstore.ClaimOutcome)
-// nor a state, though it leads to one.
-type ResolutionOutcome string
-
-const (
-	// ResolutionCompleted resolves NEEDS_REVIEW to DONE.
-	ResolutionCompleted ResolutionOutcome = "completed"
-	// ResolutionFailed resolves NEEDS_REVIEW to FAILED.
-	ResolutionFailed ResolutionOutcome = "failed"
-)
-
-// Resolution is the payload of the resolve signal and of the resolve Update.
-type Resolution struct {
-	// Outcome is ResolutionCompleted or ResolutionFailed.
-	Outcome ResolutionOutcome `json:"outcome"`
-	// Result is the operator's result for a completed outcome.
-	Result json.RawMessage `json:"result,omitempty"`
-	// Reason is the operator's reason for a failed outcome.
-	Reason string `json:"reason,omitempty"`
-	// Operator is who resolved it.
-	Operator string `json:"operator"`
-	// Note is the operator's free note.
-	Note string `json:"note,omitempty"`
-	// EvidenceURL links the operator's evidence (a bank statement, a ticket).
-	EvidenceURL string `json:"evidence_url,omitempty"`
-}
-
-// DownstreamEvent is the payload of the downstream_state signal: the
-// downstream's record of the operation, as a verified webhook carried it.
-type DownstreamEvent struct {
-	// Record is the downstream's record (read with the catalog's business_state).
-	Record json.RawMessage `json:"record"`
-	// EventType is the webhook event's type, such as payout.paid, for logs.
-	EventType string `json:"event_type,omitempty"`
-}
-
 // StateView is the answer of the state query.
 type StateView struct {
 	// State is the current state.
@@ -123,7 +85,7 @@ type StateView struct {
 	// while the operation is in flight (such as a payout's "pending").
 	DownstreamState string `json:"downstream_state,omitempty"`
 	// Decision is the operator's decision, once one was accepted.
-	Decision *OperatorDecision `json:"decision,omitempty"`
+	Decision *operation.OperatorDecision `json:"decision,omitempty"`
 	// Refused lists the decisions refused (the latest few).
 	Refused []RefusedResolution `json:"refused,omitempty"`
 	// ResolveSignals counts the resolve signals the workflow has handled,

@@ -476,7 +476,7 @@ func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in operation.Input
 
 		timerCtx, cancelTimer := workflow.WithCancel(ctx)
 		var (
-			event    DownstreamEvent
+			event    operation.DownstreamEvent
 			signaled bool
 		)
 		sel := workflow.NewSelector(ctx)
@@ -598,22 +598,22 @@ func reconcile(ctx, reconcileCtx workflow.Context, in operation.Input, why strin
 
 // resolutionOutcome turns an operator's resolution into the terminal result,
 // or says why it is malformed.
-func resolutionOutcome(r Resolution, resultRefField string) (idemstore.Final, error) {
+func resolutionOutcome(r operation.Resolution, resultRefField string) (idemstore.Final, error) {
 	var out idemstore.Final
 	switch r.Outcome {
-	case ResolutionCompleted:
+	case operation.ResolutionCompleted:
 		if len(r.Result) > 0 && !json.Valid(r.Result) {
 			return idemstore.Final{}, errors.New("result is not valid JSON")
 		}
 		out = idemstore.Final{State: idemstore.StateDone, Result: r.Result, ResultRef: operation.ExtractResultRef(r.Result, resultRefField)}
-	case ResolutionFailed:
+	case operation.ResolutionFailed:
 		reason := r.Reason
 		if reason == "" {
 			reason = "failed: resolved by an operator"
 		}
 		out = failed(idemstore.FailureOperator, reason)
 	default:
-		return idemstore.Final{}, fmt.Errorf("outcome %q is neither %q nor %q", r.Outcome, ResolutionCompleted, ResolutionFailed)
+		return idemstore.Final{}, fmt.Errorf("outcome %q is neither %q nor %q", r.Outcome, operation.ResolutionCompleted, operation.ResolutionFailed)
 	}
 	out.ResolvedBy, out.ResolutionNote, out.EvidenceURL = r.Operator, r.Note, r.EvidenceURL
 	return out, nil

@@ -88,7 +88,7 @@ func input(honours bool) operation.Input {
 		InFlightTTL: 10 * time.Minute,
 		TerminalTTL: 24 * time.Hour,
 		Downstream:  ds.Plan(),
-		Summary:     workflows.Summary(scope, params, "amount"),
+		Summary:     operation.Summary(scope, params, "amount"),
 	}
 }
 
@@ -416,11 +416,11 @@ func TestOperation_StatusDownNeedsReviewThenResolved(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&waiting))
 		// A malformed signal is ignored; the workflow keeps waiting.
-		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{Outcome: "maybe", Operator: "ops"})
+		env.SignalWorkflow(workflows.SignalResolve, operation.Resolution{Outcome: "maybe", Operator: "ops"})
 	}, time.Hour)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{
-			Outcome: workflows.ResolutionCompleted, Result: operatorResult, Operator: "ops", Note: "checked with the bank",
+		env.SignalWorkflow(workflows.SignalResolve, operation.Resolution{
+			Outcome: operation.ResolutionCompleted, Result: operatorResult, Operator: "ops", Note: "checked with the bank",
 		})
 	}, 2*time.Hour)
 
@@ -448,8 +448,8 @@ func TestOperation_HonouringExhaustedWithoutStatusNeedsReview(t *testing.T) {
 		return f.Reason == "bank confirmed it never arrived" && f.ResolvedBy == "ops"
 	})).Return(nil).Once()
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{
-			Outcome: workflows.ResolutionFailed, Reason: "bank confirmed it never arrived", Operator: "ops",
+		env.SignalWorkflow(workflows.SignalResolve, operation.Resolution{
+			Outcome: operation.ResolutionFailed, Reason: "bank confirmed it never arrived", Operator: "ops",
 		})
 	}, time.Hour)
 	mockNeverCalled(env, a.Reconcile)
@@ -469,7 +469,7 @@ func TestOperation_AlreadyNeedsReviewWaitsForSignal(t *testing.T) {
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateNeedsReview, Reason: "status endpoint down"}}, nil)
 	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil).Once()
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{Outcome: workflows.ResolutionFailed, Reason: "never sent", Operator: "ops"})
+		env.SignalWorkflow(workflows.SignalResolve, operation.Resolution{Outcome: operation.ResolutionFailed, Reason: "never sent", Operator: "ops"})
 	}, time.Minute)
 	mockNeverCalled(env, a.Execute, a.MarkNeedsReview)
 
@@ -546,22 +546,6 @@ func TestOperation_StartedWithSearchAttributesUpsertsOnlyTransitions(t *testing.
 
 	assert.Equal(t, idemstore.StateDone, result(t, env).State)
 	assert.Equal(t, []string{"DONE"}, *states)
-}
-
-func TestSummary(t *testing.T) {
-	tests := []struct {
-		name, params, field, want string
-	}{
-		{"number", `{"amount":12.5,"currency":"USD","payee_id":"p-1"}`, "amount", "payments.transfer 12.5 USD to p-1"},
-		{"string amount", `{"amount":"12.50","currency":"usd","payee_id":"p-1","memo":"x"}`, "amount", "payments.transfer 12.50 usd to p-1"},
-		{"no field", `{"amount":1}`, "", "payments.transfer"},
-		{"not an object", `[1]`, "amount", "payments.transfer"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, workflows.Summary("payments.transfer", json.RawMessage(tt.params), tt.field))
-		})
-	}
 }
 
 func TestExtractResultRef(t *testing.T) {
@@ -648,7 +632,7 @@ func TestOperation_PendingWebhookFailsBeforeTheNextPoll(t *testing.T) {
 		return f.Reason == "account_closed" && f.FailureKind == idemstore.FailureRefused
 	})).Return(nil).Once()
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalDownstreamState, workflows.DownstreamEvent{Record: payoutFailed, EventType: "payout.failed"})
+		env.SignalWorkflow(workflows.SignalDownstreamState, operation.DownstreamEvent{Record: payoutFailed, EventType: "payout.failed"})
 	}, time.Minute)
 	mockNeverCalled(env, a.Reconcile)
 

@@ -28,42 +28,13 @@ const ResolutionGrace = 30 * time.Second
 // maxRefused bounds how many refused decisions the state view keeps.
 const maxRefused = 20
 
-// How a decision reached the workflow.
-const (
-	// ViaUpdate is the ops API (the resolve Update).
-	ViaUpdate = "update"
-	// ViaSignal is the resolve signal (Web UI, temporal workflow signal).
-	ViaSignal = "signal"
-)
-
-// OperatorDecision is the first resolution the workflow accepted: the one that
-// counts. Every later one is refused.
-type OperatorDecision struct {
-	// Outcome is ResolutionCompleted or ResolutionFailed.
-	Outcome ResolutionOutcome `json:"outcome"`
-	// Operator is who decided.
-	Operator string `json:"operator"`
-	// DecidedAt is when the workflow accepted the decision.
-	DecidedAt time.Time `json:"decided_at"`
-	// Via is ViaUpdate or ViaSignal.
-	Via string `json:"via"`
-	// Note is the operator's note.
-	Note string `json:"note,omitempty"`
-	// EvidenceURL is the operator's evidence link.
-	EvidenceURL string `json:"evidence_url,omitempty"`
-	// Signal is the ordinal of the resolve signal that carried the
-	// decision among the resolve signals the workflow received (1 for the
-	// first); 0 for an Update. SignalVerdicts reads it.
-	Signal int `json:"signal,omitempty"`
-}
-
 // RefusedResolution is a resolution the workflow did not apply.
 type RefusedResolution struct {
 	// Outcome is the outcome it asked for.
-	Outcome ResolutionOutcome `json:"outcome"`
+	Outcome operation.ResolutionOutcome `json:"outcome"`
 	// Operator is who sent it.
 	Operator string `json:"operator"`
-	// Via is ViaUpdate or ViaSignal.
+	// Via is operation.ViaUpdate or operation.ViaSignal.
 	Via string `json:"via"`
 	// At is when the workflow refused it.
 	At time.Time `json:"at"`
@@ -73,17 +44,8 @@ type RefusedResolution struct {
 	// Message says why in words.
 	Message string `json:"message"`
 	// Signal is the ordinal of the resolve signal refused (as in
-	// OperatorDecision); 0 for an Update.
+	// operation.OperatorDecision); 0 for an Update.
 	Signal int `json:"signal,omitempty"`
-}
-
-// ResolveAnswer is the result of the resolve Update: the operation's final
-// state and the decision that made it.
-type ResolveAnswer struct {
-	// Result is the terminal outcome the workflow recorded.
-	Result idemstore.Final `json:"result"`
-	// Decision is the accepted decision.
-	Decision OperatorDecision `json:"decision"`
 }
 
 // NotAwaitingReview is the details payload of an ErrTypeNotAwaitingReview error.
@@ -98,7 +60,7 @@ type NotAwaitingReview struct {
 type resolver struct {
 	in       operation.Input
 	view     *StateView
-	decision *OperatorDecision
+	decision *operation.OperatorDecision
 	outcome  idemstore.Final
 	final    *idemstore.Final
 }
@@ -115,12 +77,12 @@ func (r *resolver) register(ctx workflow.Context) error {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		ch := workflow.GetSignalChannel(ctx, SignalResolve)
 		for n := 1; ; n++ {
-			var res Resolution
+			var res operation.Resolution
 			if !ch.Receive(ctx, &res) {
 				return
 			}
-			if err := r.accept(ctx, res, ViaSignal, n); err != nil {
-				r.refuse(ctx, res, ViaSignal, n, err)
+			if err := r.accept(ctx, res, operation.ViaSignal, n); err != nil {
+				r.refuse(ctx, res, operation.ViaSignal, n, err)
 			}
 			r.view.ResolveSignals = n
 		}
@@ -130,26 +92,26 @@ func (r *resolver) register(ctx workflow.Context) error {
 
 // validateUpdate refuses, before anything is written to the history, an
 // Update that cannot be the decision. It only reads.
-func (r *resolver) validateUpdate(_ workflow.Context, res Resolution) error {
+func (r *resolver) validateUpdate(_ workflow.Context, res operation.Resolution) error {
 	return r.check(res)
 }
 
 // handleUpdate accepts the decision (checked again: two Updates admitted in
 // one workflow task both passed the validator) and answers the final state
 // once the workflow recorded it.
-func (r *resolver) handleUpdate(ctx workflow.Context, res Resolution) (ResolveAnswer, error) {
-	if err := r.accept(ctx, res, ViaUpdate, 0); err != nil {
-		r.refuse(ctx, res, ViaUpdate, 0, err)
-		return ResolveAnswer{}, err
+func (r *resolver) handleUpdate(ctx workflow.Context, res operation.Resolution) (operation.ResolveAnswer, error) {
+	if err := r.accept(ctx, res, operation.ViaUpdate, 0); err != nil {
+		r.refuse(ctx, res, operation.ViaUpdate, 0, err)
+		return operation.ResolveAnswer{}, err
 	}
 	if err := workflow.Await(ctx, func() bool { return r.final != nil }); err != nil {
-		return ResolveAnswer{}, fmt.Errorf("await outcome: %w", err)
+		return operation.ResolveAnswer{}, fmt.Errorf("await outcome: %w", err)
 	}
-	return ResolveAnswer{Result: *r.final, Decision: *r.decision}, nil
+	return operation.ResolveAnswer{Result: *r.final, Decision: *r.decision}, nil
 }
 
 // check says why res cannot be the decision now, or nil.
-func (r *resolver) check(res Resolution) error {
+func (r *resolver) check(res operation.Resolution) error {
 	if d := r.decision; d != nil {
 		return temporal.NewApplicationError(fmt.Sprintf("already resolved: %s decided %s at %s via %s",
 			d.Operator, d.Outcome, d.DecidedAt.UTC().Format(time.RFC3339), d.Via), ErrTypeAlreadyResolved, *d)
@@ -169,14 +131,14 @@ func (r *resolver) check(res Resolution) error {
 
 // accept makes res the decision, or says why it cannot be; signal is the
 // ordinal of the resolve signal that carried it (0 for an Update).
-func (r *resolver) accept(ctx workflow.Context, res Resolution, via string, signal int) error {
+func (r *resolver) accept(ctx workflow.Context, res operation.Resolution, via string, signal int) error {
 	if err := r.check(res); err != nil {
 		return err
 	}
 	out, _ := resolutionOutcome(res, r.in.Downstream.ResultRef) // checked above
 	out.ResolvedAt = workflow.Now(ctx)
 	r.outcome = out
-	r.decision = &OperatorDecision{Outcome: res.Outcome, Operator: res.Operator, DecidedAt: out.ResolvedAt, Via: via,
+	r.decision = &operation.OperatorDecision{Outcome: res.Outcome, Operator: res.Operator, DecidedAt: out.ResolvedAt, Via: via,
 		Note: res.Note, EvidenceURL: res.EvidenceURL, Signal: signal}
 	r.view.Decision = r.decision
 	workflow.GetLogger(ctx).Info("Operation resolved by an operator", "Outcome", res.Outcome, "Operator", res.Operator, "Via", via)
@@ -188,7 +150,7 @@ func (r *resolver) accept(ctx workflow.Context, res Resolution, via string, sign
 // details, with the reason in words only: the error's own text adds the
 // SDK's "(type: …, retryable: true)", which a person must not read as
 // "send it again".
-func (r *resolver) refuse(ctx workflow.Context, res Resolution, via string, signal int, err error) {
+func (r *resolver) refuse(ctx workflow.Context, res operation.Resolution, via string, signal int, err error) {
 	why, message := ErrTypeInvalidResolution, err.Error()
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {

@@ -22,7 +22,7 @@ import (
 type updateCallback struct {
 	accepted bool
 	rejected error
-	result   workflows.ResolveAnswer
+	result   operation.ResolveAnswer
 	err      error
 }
 
@@ -31,7 +31,7 @@ func (u *updateCallback) Reject(err error) { u.rejected = err }
 func (u *updateCallback) Complete(v any, err error) {
 	u.err = err
 	if v != nil {
-		u.result = v.(workflows.ResolveAnswer)
+		u.result = v.(operation.ResolveAnswer)
 	}
 }
 
@@ -66,20 +66,20 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	var lateSignal workflows.StateView
 	env.RegisterDelayedCallback(func() {
 		// Still IN_FLIGHT: nothing to decide yet.
-		env.UpdateWorkflow(workflows.UpdateResolve, "early", early, workflows.Resolution{Outcome: "completed", Operator: "alice",
+		env.UpdateWorkflow(workflows.UpdateResolve, "early", early, operation.Resolution{Outcome: "completed", Operator: "alice",
 			Result: json.RawMessage(`{"id":"x"}`)})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(workflows.UpdateResolve, "first", first, workflows.Resolution{Outcome: "failed", Reason: "never arrived",
+		env.UpdateWorkflow(workflows.UpdateResolve, "first", first, operation.Resolution{Outcome: "failed", Reason: "never arrived",
 			Operator: "bob", Note: "bank: never arrived", EvidenceURL: "https://tickets.example/7"})
-		env.UpdateWorkflow(workflows.UpdateResolve, "second", second, workflows.Resolution{Outcome: "completed", Operator: "carol",
+		env.UpdateWorkflow(workflows.UpdateResolve, "second", second, operation.Resolution{Outcome: "completed", Operator: "carol",
 			Result: json.RawMessage(`{"id":"tr_9"}`)})
 	}, 2*time.Hour)
 	env.RegisterDelayedCallback(func() {
 		// After the outcome, inside the grace: refused and visible.
-		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{Outcome: "completed", Operator: "dave",
+		env.SignalWorkflow(workflows.SignalResolve, operation.Resolution{Outcome: "completed", Operator: "dave",
 			Result: json.RawMessage(`{"id":"tr_10"}`)})
-		env.UpdateWorkflow(workflows.UpdateResolve, "third", third, workflows.Resolution{Outcome: "failed", Reason: "x", Operator: "erin"})
+		env.UpdateWorkflow(workflows.UpdateResolve, "third", third, operation.Resolution{Outcome: "failed", Reason: "x", Operator: "erin"})
 	}, 2*time.Hour+time.Minute+10*time.Second)
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(workflows.QueryState)
@@ -102,7 +102,7 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	require.NoError(t, first.err)
 	assert.Equal(t, idemstore.StateFailed, first.result.Result.State, "the Update answers the final state")
 	assert.Equal(t, "bob", first.result.Decision.Operator)
-	assert.Equal(t, workflows.ViaUpdate, first.result.Decision.Via)
+	assert.Equal(t, operation.ViaUpdate, first.result.Decision.Via)
 	// Admitted in the same workflow task as the first, the second may pass
 	// the validator; its handler refuses it then.
 	assertRefused(t, second.refusal(), workflows.ErrTypeAlreadyResolved)
@@ -114,7 +114,7 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	assert.Equal(t, idemstore.StateFailed, lateSignal.State)
 	var signal *workflows.RefusedResolution
 	for i, r := range lateSignal.Refused {
-		if r.Via == workflows.ViaSignal {
+		if r.Via == operation.ViaSignal {
 			signal = &lateSignal.Refused[i]
 		}
 	}
@@ -138,11 +138,11 @@ func TestResolve_SignalFirstThenUpdateRefusedNamingTheDecision(t *testing.T) {
 	})).After(time.Minute).Return(nil).Once()
 	late := &updateCallback{}
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalResolve, workflows.Resolution{Outcome: "completed", Operator: "web-ui-op",
+		env.SignalWorkflow(workflows.SignalResolve, operation.Resolution{Outcome: "completed", Operator: "web-ui-op",
 			Result: json.RawMessage(`{"id":"tr_5"}`)})
 	}, 2*time.Hour)
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(workflows.UpdateResolve, "late", late, workflows.Resolution{Outcome: "failed", Reason: "x", Operator: "bob"})
+		env.UpdateWorkflow(workflows.UpdateResolve, "late", late, operation.Resolution{Outcome: "failed", Reason: "x", Operator: "bob"})
 	}, 2*time.Hour+30*time.Second)
 
 	env.ExecuteWorkflow(workflows.Operation, input(false))
@@ -152,11 +152,11 @@ func TestResolve_SignalFirstThenUpdateRefusedNamingTheDecision(t *testing.T) {
 	assertRefused(t, late.refusal(), workflows.ErrTypeAlreadyResolved)
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, late.refusal(), &appErr)
-	var d workflows.OperatorDecision
+	var d operation.OperatorDecision
 	require.NoError(t, appErr.Details(&d), "the refusal names who decided what and when")
 	assert.Equal(t, "web-ui-op", d.Operator)
-	assert.Equal(t, workflows.ResolutionCompleted, d.Outcome)
-	assert.Equal(t, workflows.ViaSignal, d.Via)
+	assert.Equal(t, operation.ResolutionCompleted, d.Outcome)
+	assert.Equal(t, operation.ViaSignal, d.Via)
 	assert.Equal(t, 1, d.Signal, "carried by the first resolve signal")
 	assert.False(t, d.DecidedAt.IsZero())
 }

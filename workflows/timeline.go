@@ -3,7 +3,6 @@ package workflows
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -13,21 +12,6 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/operation"
 )
-
-// TimelineEntry is one step of an operation as an operator reads it.
-type TimelineEntry struct {
-	// At is when it happened.
-	At time.Time `json:"at"`
-	// Source is "truth" or "workflow".
-	Source string `json:"source"`
-	// Event names the step, such as "activity_failed".
-	Event string `json:"event"`
-	// Detail says what happened, in words.
-	Detail string `json:"detail"`
-	// resolveSignal is the ordinal of a resolve signal among the history's
-	// resolve signals (1 for the first), 0 for every other entry.
-	resolveSignal int
-}
 
 // Events of resolve signals in a timeline, once SignalVerdicts judged them.
 const (
@@ -55,12 +39,12 @@ var closingEvents = map[string]bool{
 // one decision is ever accepted. With no view (the query failed: queryErr)
 // every resolve signal says that its verdict is unknown. Other entries
 // are returned unchanged.
-func SignalVerdicts(entries []TimelineEntry, view *StateView, queryErr error) []TimelineEntry {
-	out := make([]TimelineEntry, len(entries))
+func SignalVerdicts(entries []operation.TimelineEntry, view *StateView, queryErr error) []operation.TimelineEntry {
+	out := make([]operation.TimelineEntry, len(entries))
 	copy(out, entries)
-	closed := slices.ContainsFunc(out, func(e TimelineEntry) bool { return closingEvents[e.Event] })
+	closed := slices.ContainsFunc(out, func(e operation.TimelineEntry) bool { return closingEvents[e.Event] })
 	for i, e := range out {
-		n := e.resolveSignal
+		n := e.ResolveSignal
 		if n == 0 {
 			continue
 		}
@@ -95,13 +79,13 @@ func SignalVerdicts(entries []TimelineEntry, view *StateView, queryErr error) []
 // (decisions), and how the workflow closed. Timers and bookkeeping events
 // are left out. A history cannot tell whether a resolve signal was the
 // decision or refused; SignalVerdicts marks them from the state query.
-func HistoryTimeline(events []*historypb.HistoryEvent) []TimelineEntry {
+func HistoryTimeline(events []*historypb.HistoryEvent) []operation.TimelineEntry {
 	dc := converter.GetDefaultDataConverter()
 	scheduled := map[int64]string{}
 	attempts := map[int64]int32{}
-	var out []TimelineEntry
+	var out []operation.TimelineEntry
 	add := func(ev *historypb.HistoryEvent, event, detail string) {
-		out = append(out, TimelineEntry{At: ev.GetEventTime().AsTime(), Source: "workflow", Event: event, Detail: detail})
+		out = append(out, operation.TimelineEntry{At: ev.GetEventTime().AsTime(), Source: "workflow", Event: event, Detail: detail})
 	}
 	resolveSignals := 0
 	for _, ev := range events {
@@ -131,7 +115,7 @@ func HistoryTimeline(events []*historypb.HistoryEvent) []TimelineEntry {
 			add(ev, "signal", fmt.Sprintf("signal %s: %s", a.GetSignalName(), resolutionText(dc, a.GetInput())))
 			if a.GetSignalName() == SignalResolve {
 				resolveSignals++
-				out[len(out)-1].resolveSignal = resolveSignals
+				out[len(out)-1].ResolveSignal = resolveSignals
 			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
 			a := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes()
@@ -196,7 +180,7 @@ func activityAnswer(dc converter.DataConverter, name string, p *commonpb.Payload
 
 // resolutionText describes a resolve signal's or Update's payload.
 func resolutionText(dc converter.DataConverter, p *commonpb.Payloads) string {
-	var r Resolution
+	var r operation.Resolution
 	if err := dc.FromPayloads(p, &r); err != nil {
 		return "undecodable payload"
 	}

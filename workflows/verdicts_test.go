@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/oncegate/oncegate/operation"
 )
 
 // TestSignalVerdicts: each resolve signal of a timeline is marked with
@@ -13,22 +15,22 @@ import (
 func TestSignalVerdicts(t *testing.T) {
 	t.Parallel()
 	at := time.Unix(1700000000, 0)
-	entries := func(closed bool, signals int) []TimelineEntry {
-		out := []TimelineEntry{{At: at, Source: "workflow", Event: "workflow_started", Detail: "started"}}
+	entries := func(closed bool, signals int) []operation.TimelineEntry {
+		out := []operation.TimelineEntry{{At: at, Source: "workflow", Event: "workflow_started", Detail: "started"}}
 		for n := 1; n <= signals; n++ {
-			out = append(out, TimelineEntry{At: at, Source: "workflow", Event: "signal", Detail: "signal resolve: x", resolveSignal: n})
+			out = append(out, operation.TimelineEntry{At: at, Source: "workflow", Event: "signal", Detail: "signal resolve: x", ResolveSignal: n})
 		}
-		out = append(out, TimelineEntry{At: at, Source: "workflow", Event: "signal", Detail: "signal downstream_state: y"})
+		out = append(out, operation.TimelineEntry{At: at, Source: "workflow", Event: "signal", Detail: "signal downstream_state: y"})
 		if closed {
-			out = append(out, TimelineEntry{At: at, Source: "workflow", Event: "workflow_completed", Detail: "done"})
+			out = append(out, operation.TimelineEntry{At: at, Source: "workflow", Event: "workflow_completed", Detail: "done"})
 		}
 		return out
 	}
-	decided := func(signal int) *OperatorDecision {
-		return &OperatorDecision{Outcome: "failed", Operator: "bob", Via: ViaSignal, Signal: signal}
+	decided := func(signal int) *operation.OperatorDecision {
+		return &operation.OperatorDecision{Outcome: "failed", Operator: "bob", Via: operation.ViaSignal, Signal: signal}
 	}
 	refused := func(signal int, msg string) RefusedResolution {
-		return RefusedResolution{Via: ViaSignal, Signal: signal, Why: ErrTypeAlreadyResolved, Message: msg}
+		return RefusedResolution{Via: operation.ViaSignal, Signal: signal, Why: ErrTypeAlreadyResolved, Message: msg}
 	}
 	for _, tc := range []struct {
 		name    string
@@ -45,7 +47,7 @@ func TestSignalVerdicts(t *testing.T) {
 			&StateView{Decision: decided(2), Refused: []RefusedResolution{refused(1, "not awaiting review: the operation is IN_FLIGHT")}, ResolveSignals: 2},
 			[]string{EventSignalRefused, EventSignalAccepted}, []string{"not awaiting review", "accepted"}},
 		{"decided by Update: every signal refused", true, 1,
-			&StateView{Decision: &OperatorDecision{Via: ViaUpdate}, Refused: []RefusedResolution{refused(1, "already resolved")}, ResolveSignals: 1},
+			&StateView{Decision: &operation.OperatorDecision{Via: operation.ViaUpdate}, Refused: []RefusedResolution{refused(1, "already resolved")}, ResolveSignals: 1},
 			[]string{EventSignalRefused}, []string{"already resolved"}},
 		{"refusal no longer listed", true, 2,
 			&StateView{Decision: decided(2), ResolveSignals: 2},
@@ -64,7 +66,7 @@ func TestSignalVerdicts(t *testing.T) {
 			var events []string
 			var details []string
 			for _, e := range got {
-				if e.resolveSignal > 0 {
+				if e.ResolveSignal > 0 {
 					events = append(events, e.Event)
 					details = append(details, e.Detail)
 				}

@@ -55,11 +55,9 @@ func (c *caller) canElicitURL(req *mcp.CallToolRequest) bool {
 // person decided (at most the approval wait) and that answer is the
 // result. Otherwise, and when the user did not open the link, the result
 // is approval_required with the link, for the agent to give the user.
-func (c *caller) confirm(ctx context.Context, req *mcp.CallToolRequest, header http.Header, path string, args []byte) *mcp.CallToolResult {
-	code, body, err := c.send(ctx, header, http.MethodPost, path, args)
-	if err != nil {
-		return result(http.StatusInternalServerError, nil)
-	}
+func (c *caller) confirm(ctx context.Context, req *mcp.CallToolRequest, header http.Header, scope string, args []byte) *mcp.CallToolResult {
+	first := c.gw.Confirm(ctx, header, scope, args)
+	code, body := first.Code, first.Body
 	asked, ok := approvalRequired(body)
 	if !ok || !c.canElicitURL(req) {
 		return result(code, body)
@@ -86,11 +84,8 @@ func (c *caller) confirm(ctx context.Context, req *mcp.CallToolRequest, header h
 			return result(code, body)
 		case <-time.After(c.poll):
 		}
-		next, nextBody, err := c.send(ctx, header, http.MethodPost, path, args)
-		if err != nil {
-			break
-		}
-		code, body = next, nextBody
+		next := c.gw.Confirm(ctx, header, scope, args)
+		code, body = next.Code, next.Body
 		if _, still := approvalRequired(body); !still {
 			break
 		}

@@ -1,8 +1,8 @@
 // Package mcpserver serves the gateway's tools over the Model Context
 // Protocol (streamable HTTP) with the official Go SDK. It holds no logic of
-// its own: every tool call becomes an in-process HTTP request to the
-// gateway's own handler (preview, confirm, status), carrying the caller's
-// bearer token and Accept-Language, and the gateway's JSON answer becomes
+// its own: every tool call is one call of its Gateway (preview, confirm,
+// status: the same use cases the REST routes call, with the caller's
+// bearer token, language and trace), and the gateway's JSON answer becomes
 // the tool result. So there is one implementation of the protocol.
 package mcpserver
 
@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/api/tools"
+	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/status"
 )
@@ -39,10 +39,6 @@ type Options struct {
 	JSONResponse bool
 	// SessionTimeout closes idle sessions when Stateful (zero: never).
 	SessionTimeout time.Duration
-	// Authenticate, when set, checks the bearer token before MCP starts: an
-	// error is a 401. When nil, only the presence of a bearer token is
-	// checked here and the gateway judges the token on every tool call.
-	Authenticate func(ctx context.Context, token string) error
 	// Logger logs the SDK's activity (nil: no logging).
 	Logger *slog.Logger
 	// DisableLocalhostProtection turns off the SDK's DNS rebinding
@@ -66,13 +62,33 @@ const (
 	DefaultApprovalPoll = 500 * time.Millisecond
 )
 
+// Gateway answers the tools: each method is the use case of the REST route
+// of the same name, its answer the JSON body and HTTP code that route
+// answers. header is the MCP request's (its bearer token, Accept-Language,
+// trace context).
+type Gateway interface {
+	// Authenticate checks a bearer token before MCP starts: an error is a 401.
+	Authenticate(ctx context.Context, token string) error
+	// Preview previews the action scope with args, the preview's body.
+	Preview(ctx context.Context, header http.Header, scope string, args []byte) Reply
+	// Confirm confirms the action scope with args, the confirm's body.
+	Confirm(ctx context.Context, header http.Header, scope string, args []byte) Reply
+	// Status answers the operation opID's status.
+	Status(ctx context.Context, header http.Header, opID string) Reply
+}
+
+// Reply is a gateway's answer as its REST route renders it.
+type Reply struct {
+	// Code is the HTTP status code.
+	Code int
+	// Body is the JSON body.
+	Body []byte
+}
+
 // New returns the MCP endpoint (mount it at /mcp for every method: POST,
-// GET and DELETE). Each tool call is executed by gateway, the gateway's
-// own HTTP handler: preview → POST /v1/actions/<scope>/preview, confirm →
-// POST /v1/actions/<scope>/confirm, status → GET /v1/operations/<id>.
-// A request without a bearer token is refused with a 401 JSON answer
-// before MCP starts.
-func New(cat *catalog.Catalog, gateway http.Handler, opts Options) http.Handler {
+// GET and DELETE). Each tool call is answered by gw. A request without a
+// valid bearer token is refused with a 401 JSON answer before MCP starts.
+func New(cat *catalog.Catalog, gw Gateway, opts Options) http.Handler {
 	if opts.Name == "" {
 		opts.Name = "oncegate"
 	}
@@ -98,7 +114,7 @@ func New(cat *catalog.Catalog, gateway http.Handler, opts Options) http.Handler 
 	if opts.ApprovalPoll <= 0 {
 		opts.ApprovalPoll = DefaultApprovalPoll
 	}
-	c := &caller{gateway: gateway, msgs: msgs, stateful: opts.Stateful, wait: opts.ApprovalWait, poll: opts.ApprovalPoll}
+	c := &caller{gw: gw, msgs: msgs, stateful: opts.Stateful, wait: opts.ApprovalWait, poll: opts.ApprovalPoll}
 	for _, t := range tools.Tools(cat) {
 		server.AddTool(&mcp.Tool{
 			Name:        t.Name,
@@ -115,7 +131,7 @@ func New(cat *catalog.Catalog, gateway http.Handler, opts Options) http.Handler 
 			SessionTimeout:             opts.SessionTimeout,
 			DisableLocalhostProtection: opts.DisableLocalhostProtection,
 		})
-	return &authGate{next: streamable, authenticate: opts.Authenticate, msgs: msgs}
+	return &authGate{next: streamable, authenticate: gw.Authenticate, msgs: msgs}
 }
 
 // annotations returns the MCP hints of a tool: confirm tools are
@@ -140,9 +156,9 @@ func annotations(t tools.Tool) *mcp.ToolAnnotations {
 	}
 }
 
-// caller executes tool calls against the gateway's handler.
+// caller executes tool calls with the gateway.
 type caller struct {
-	gateway  http.Handler
+	gw       Gateway
 	msgs     *messages.Catalog
 	stateful bool
 	wait     time.Duration
@@ -164,61 +180,23 @@ func (c *caller) handler(t tools.Tool) mcp.ToolHandler {
 		case tools.KindPreview:
 			// The arguments are the gateway's request body as they are,
 			// byte for byte: decimals keep their exact text.
-			return c.call(ctx, header, http.MethodPost, "/v1/actions/"+url.PathEscape(t.Scope)+"/preview", args)
+			r := c.gw.Preview(ctx, header, t.Scope, args)
+			return result(r.Code, r.Body), nil
 		case tools.KindConfirm:
-			return c.confirm(ctx, req, header, "/v1/actions/"+url.PathEscape(t.Scope)+"/confirm", args), nil
+			return c.confirm(ctx, req, header, t.Scope, args), nil
 		case tools.KindStatus:
 			fallthrough
 		default:
 			var in struct {
 				OperationID string `json:"operation_id"`
 			}
-			if err := json.Unmarshal(args, &in); err != nil || !tools.IsOperationID(in.OperationID) {
+			if err := json.Unmarshal(args, &in); err != nil || !fingerprint.IsNonce(in.OperationID) {
 				return c.invalidOperationID(header), nil
 			}
-			return c.call(ctx, header, http.MethodGet, "/v1/operations/"+in.OperationID, nil)
+			r := c.gw.Status(ctx, header, in.OperationID)
+			return result(r.Code, r.Body), nil
 		}
 	}
-}
-
-// call sends one in-process request to the gateway and turns its answer
-// into a tool result.
-func (c *caller) call(ctx context.Context, header http.Header, method, path string, body []byte) (*mcp.CallToolResult, error) {
-	code, out, err := c.send(ctx, header, method, path, body)
-	if err != nil {
-		return nil, err
-	}
-	return result(code, out), nil
-}
-
-// send sends one in-process request to the gateway and returns its answer.
-func (c *caller) send(ctx context.Context, header http.Header, method, path string, body []byte) (int, []byte, error) {
-	var rd *bytes.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	r, err := http.NewRequestWithContext(ctx, method, path, rd)
-	if err != nil {
-		return 0, nil, fmt.Errorf("build gateway request: %w", err)
-	}
-	r.RequestURI = path
-	r.RemoteAddr = "127.0.0.1:0"
-	r.Host = "127.0.0.1"
-	r.Header.Set("Accept", "application/json")
-	if body != nil {
-		r.Header.Set("Content-Type", "application/json")
-	}
-	for _, h := range []string{"Authorization", "Accept-Language", "X-Request-Id", "Traceparent", "Tracestate", "User-Agent", "X-Forwarded-For", "X-Real-Ip"} {
-		if v := header.Values(h); len(v) > 0 {
-			r.Header[h] = append([]string(nil), v...)
-		}
-	}
-	r.Header.Set("X-Oncegate-Via", "mcp")
-	rec := newRecorder()
-	c.gateway.ServeHTTP(rec, r)
-	return rec.status(), rec.body.Bytes(), nil
 }
 
 // result turns a gateway answer into a tool result: the JSON body both as
@@ -307,43 +285,6 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// recorder is the in-process http.ResponseWriter of a gateway call.
-type recorder struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func newRecorder() *recorder { return &recorder{header: http.Header{}} }
-
-// Header implements http.ResponseWriter.
-func (r *recorder) Header() http.Header { return r.header }
-
-// WriteHeader implements http.ResponseWriter.
-func (r *recorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
-	}
-}
-
-// Write implements http.ResponseWriter.
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
-	return r.body.Write(b)
-}
-
-// Flush implements http.Flusher (a no-op: the body is read at the end).
-func (r *recorder) Flush() {}
-
-func (r *recorder) status() int {
-	if r.code == 0 {
-		return http.StatusOK
-	}
-	return r.code
-}
-
 // authGate refuses requests without a bearer token before MCP starts.
 type authGate struct {
 	next         http.Handler
@@ -354,7 +295,7 @@ type authGate struct {
 // ServeHTTP implements http.Handler.
 func (g *authGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token, ok := bearer(r.Header.Get("Authorization"))
-	if ok && g.authenticate != nil && g.authenticate(r.Context(), token) != nil {
+	if ok && g.authenticate(r.Context(), token) != nil {
 		ok = false
 	}
 	if !ok {

@@ -21,45 +21,63 @@ import (
 
 const opID = "0123456789abcdef0123456789abcdef"
 
-// seen is one request the fake gateway received.
+// seen is one call the fake gateway received.
 type seen struct {
 	method, path, auth, lang, body string
 }
 
-// fakeGateway answers canned JSON by path and records what it received.
+// fakeGateway answers canned JSON by tool and records what it received.
+// Its Authenticate lets every token in unless strict (then only
+// dev-alice's); its tools answer only dev-alice.
 type fakeGateway struct {
-	mu   sync.Mutex
-	reqs []seen
+	mu     sync.Mutex
+	reqs   []seen
+	strict bool
 }
 
-func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+var _ mcpserver.Gateway = (*fakeGateway)(nil)
+
+func (g *fakeGateway) Authenticate(_ context.Context, token string) error {
+	if g.strict && token != "dev-alice" {
+		return io.EOF
+	}
+	return nil
+}
+
+func (g *fakeGateway) Preview(_ context.Context, h http.Header, scope string, args []byte) mcpserver.Reply {
+	return g.answer(h, seen{method: http.MethodPost, path: "/v1/actions/" + scope + "/preview", body: string(args)})
+}
+
+func (g *fakeGateway) Confirm(_ context.Context, h http.Header, scope string, args []byte) mcpserver.Reply {
+	return g.answer(h, seen{method: http.MethodPost, path: "/v1/actions/" + scope + "/confirm", body: string(args)})
+}
+
+func (g *fakeGateway) Status(_ context.Context, h http.Header, id string) mcpserver.Reply {
+	return g.answer(h, seen{method: http.MethodGet, path: "/v1/operations/" + id})
+}
+
+// answer records call and answers it as the gateway's route would.
+func (g *fakeGateway) answer(h http.Header, call seen) mcpserver.Reply {
+	call.auth, call.lang = h.Get("Authorization"), h.Get("Accept-Language")
 	g.mu.Lock()
-	g.reqs = append(g.reqs, seen{r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Accept-Language"), string(body)})
+	g.reqs = append(g.reqs, call)
 	g.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	if r.Header.Get("Authorization") != "Bearer dev-alice" {
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = io.WriteString(w, `{"status":"unauthenticated","meaning":"m","instruction":"i","retryable":false,"trace_id":"t"}`)
-		return
+	reply := func(code int, body string) mcpserver.Reply { return mcpserver.Reply{Code: code, Body: []byte(body)} }
+	if call.auth != "Bearer dev-alice" {
+		return reply(http.StatusUnauthorized, `{"status":"unauthenticated","meaning":"m","instruction":"i","retryable":false,"trace_id":"t"}`)
 	}
 	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/actions/payments.transfer/preview":
-		_, _ = io.WriteString(w, `{"status":"preview_ready","meaning":"m","instruction":"i","retryable":false,"trace_id":"t","fingerprint":"fp.sig","expires_at":"2030-01-01T00:00:00Z","preview":{"amount":12.5}}`)
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/actions/payments.transfer/confirm":
-		if strings.Contains(string(body), `"tampered"`) {
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			_, _ = io.WriteString(w, `{"status":"param_mismatch","meaning":"m","instruction":"i","retryable":false,"trace_id":"t","operation_id":"`+opID+`"}`)
-			return
+	case call.method == http.MethodPost && call.path == "/v1/actions/payments.transfer/preview":
+		return reply(http.StatusOK, `{"status":"preview_ready","meaning":"m","instruction":"i","retryable":false,"trace_id":"t","fingerprint":"fp.sig","expires_at":"2030-01-01T00:00:00Z","preview":{"amount":12.5}}`)
+	case call.method == http.MethodPost && call.path == "/v1/actions/payments.transfer/confirm":
+		if strings.Contains(call.body, `"tampered"`) {
+			return reply(http.StatusUnprocessableEntity, `{"status":"param_mismatch","meaning":"m","instruction":"i","retryable":false,"trace_id":"t","operation_id":"`+opID+`"}`)
 		}
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = io.WriteString(w, `{"status":"in_progress","meaning":"m","instruction":"i","retryable":false,"trace_id":"t","operation_id":"`+opID+`","poll_with":"get_operation_status","poll_after_ms":2000}`)
-	case r.Method == http.MethodGet && r.URL.Path == "/v1/operations/"+opID:
-		_, _ = io.WriteString(w, `{"status":"completed","meaning":"m","instruction":"i","retryable":false,"trace_id":"t","operation_id":"`+opID+`","result":{"id":"tr_1"},"result_ref":"tr_1"}`)
-	default:
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = io.WriteString(w, `{"status":"not_found","meaning":"m","instruction":"i","retryable":false,"trace_id":"t"}`)
+		return reply(http.StatusAccepted, `{"status":"in_progress","meaning":"m","instruction":"i","retryable":false,"trace_id":"t","operation_id":"`+opID+`","poll_with":"get_operation_status","poll_after_ms":2000}`)
+	case call.method == http.MethodGet && call.path == "/v1/operations/"+opID:
+		return reply(http.StatusOK, `{"status":"completed","meaning":"m","instruction":"i","retryable":false,"trace_id":"t","operation_id":"`+opID+`","result":{"id":"tr_1"},"result_ref":"tr_1"}`)
 	}
+	return reply(http.StatusNotFound, `{"status":"not_found","meaning":"m","instruction":"i","retryable":false,"trace_id":"t"}`)
 }
 
 func (g *fakeGateway) last() seen {
@@ -263,14 +281,8 @@ func TestGatewayRefusesToken(t *testing.T) {
 }
 
 func TestUnauthenticated(t *testing.T) {
-	gw := &fakeGateway{}
-	refuse := func(_ context.Context, token string) error {
-		if token != "dev-alice" {
-			return io.EOF
-		}
-		return nil
-	}
-	srv := httptest.NewServer(mcpserver.New(testCatalog(), gw, mcpserver.Options{Authenticate: refuse}))
+	gw := &fakeGateway{strict: true}
+	srv := httptest.NewServer(mcpserver.New(testCatalog(), gw, mcpserver.Options{}))
 	t.Cleanup(srv.Close)
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
 	for _, tc := range []struct{ name, auth, lang string }{

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+
+	"github.com/oncegate/oncegate/gateway"
 )
 
 //go:embed templates/*.html
@@ -18,48 +20,18 @@ var files embed.FS
 
 var templates = template.Must(template.ParseFS(files, "templates/*.html"))
 
-// Field is one bound param as the page shows it.
-type Field struct {
-	// Name is the field's name.
-	Name string
-	// Value is its canonical value as text (decimals with the currency's scale).
-	Value string
-}
-
-// Approve is what the approval page shows.
+// Approve is what the approval page shows: the operation as the service
+// read it from the approval link (gateway.ApprovalPage: the bound values,
+// never free text) and the words a person reads.
 type Approve struct {
-	// Title names the action for a person.
-	Title string
-	// Scope is the action.
-	Scope string
-	// OperationID is the operation.
-	OperationID string
-	// Subject is whose operation it is (only their passkey decides).
-	Subject string
-	// Amount is the amount with its currency's decimal places, such as
-	// 250.00 (empty when the action binds none).
-	Amount string
-	// Currency is the currency code.
-	Currency string
-	// Payee is the payee id.
-	Payee string
-	// Fields are every bound param, sorted by name.
-	Fields []Field
-	// Reasons say why a person must approve.
+	gateway.ApprovalPage
+	// Reasons say why a person must approve, in words.
 	Reasons []string
 	// ExpiresISO and ExpiresText are the fingerprint's expiry, as RFC 3339
 	// and for reading.
 	ExpiresISO, ExpiresText string
-	// State is pending, approved, declined or expired.
-	State string
 	// StateText says the state in words.
 	StateText string
-	// Open reports that a decision can still be made: the buttons and the
-	// script are shown.
-	Open bool
-	// Fingerprint and Params are the link's signed request, posted back
-	// with the decision.
-	Fingerprint, Params string
 }
 
 // Enrol is what the enrolment page shows.

@@ -5,18 +5,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestApprovalPage(t *testing.T) {
 	t.Parallel()
-	a := Approve{Title: "Wire transfer", Scope: "payments.wire", OperationID: "op1", Subject: "alice",
-		Amount: "250.00", Currency: "USD", Payee: `p-1"><script>alert(1)</script>`,
-		Fields:  []Field{{Name: "amount", Value: "250.00"}},
-		Reasons: []string{"the amount is above the threshold that needs approval"},
-		State:   "pending", StateText: "Waiting for your decision.", Open: true,
-		Fingerprint: `fp"</script><script>x()</script>`, Params: "cA"}
+	a := Approve{ApprovalPage: gateway.ApprovalPage{Title: "Wire transfer", Scope: "payments.wire", OperationID: "op1",
+		Subject: "alice", Amount: "250.00", Currency: "USD", Payee: `p-1"><script>alert(1)</script>`,
+		Fields: []gateway.PageField{{Name: "amount", Value: "250.00"}}, State: "pending", Open: true,
+		Fingerprint: `fp"</script><script>x()</script>`, Params: "cA"},
+		Reasons: []string{"the amount is above the threshold that needs approval"}, StateText: "Waiting for your decision."}
 	var b bytes.Buffer
 	require.NoError(t, Approval(&b, a))
 	page := b.String()

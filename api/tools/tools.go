@@ -34,22 +34,6 @@ const StatusToolName = "get_operation_status"
 // fingerprint's nonce, 32 lowercase hex characters.
 const OperationIDPattern = "^[0-9a-f]{32}$"
 
-// IsOperationID reports whether s matches OperationIDPattern: 32 lowercase
-// hex characters. The gateway asks it on every status poll and answer,
-// where the pattern's regexp cost a few percent of the CPU; the test holds
-// it to the pattern.
-func IsOperationID(s string) bool {
-	if len(s) != 32 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // namePattern is what OpenAI and Anthropic accept as a tool name.
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/api/tools"
+	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/internal/catalog"
 )
 
@@ -315,7 +316,7 @@ func TestIsOperationIDIsThePattern(t *testing.T) {
 		}
 	}
 	for _, s := range cases {
-		assert.Equal(t, re.MatchString(s), tools.IsOperationID(s), "%q", s)
+		assert.Equal(t, re.MatchString(s), fingerprint.IsNonce(s), "%q", s)
 	}
 }
 
@@ -324,8 +325,8 @@ func FuzzIsOperationID(f *testing.F) {
 	f.Add(strings.Repeat("0123456789abcdef", 2))
 	f.Add("not-an-id")
 	f.Fuzz(func(t *testing.T, s string) {
-		if re.MatchString(s) != tools.IsOperationID(s) {
-			t.Fatalf("%q: pattern %v, IsOperationID %v", s, re.MatchString(s), tools.IsOperationID(s))
+		if re.MatchString(s) != fingerprint.IsNonce(s) {
+			t.Fatalf("%q: pattern %v, IsOperationID %v", s, re.MatchString(s), fingerprint.IsNonce(s))
 		}
 	})
 }

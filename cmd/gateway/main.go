@@ -25,7 +25,9 @@ import (
 
 	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/engine"
 	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
@@ -57,7 +59,7 @@ func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// Bound first: a taken port stops the gateway at once, naming it.
-	ln, err := listen.TCP("GATEWAY_URL", cfg.GatewayURL, cfg.ListenAddr)
+	ln, err := listen.TCP("GATEWAY_URL", cfg.Gateway.GatewayURL, cfg.ListenAddr)
 	if err != nil {
 		return err
 	}
@@ -68,7 +70,7 @@ func run(logger *slog.Logger) error {
 	}
 	defer stopPprof()
 
-	cat, err := catalog.Load(cfg.CatalogPath, cfg.ConfirmWait)
+	cat, err := catalog.Load(cfg.CatalogPath, cfg.Gateway.ConfirmWait)
 	if err != nil {
 		return fmt.Errorf("load catalog: %w", err)
 	}
@@ -144,7 +146,7 @@ func run(logger *slog.Logger) error {
 	}
 	defer tc.Close()
 
-	if cfg.InProcessWorker {
+	if cfg.Gateway.InProcessWorker {
 		stopWorker, err := startInProcessWorker(tc, truth, store, tracer, logger, reg)
 		if err != nil {
 			return err
@@ -153,17 +155,22 @@ func run(logger *slog.Logger) error {
 		defer stopWorker()
 	}
 
-	var alert api.AlertHook = api.NopAlert{}
+	var alert gateway.AlertHook = gateway.NopAlert{}
 	if cfg.AlertWebhook != "" {
-		alert = api.NewWebhookAlert(cfg.AlertWebhook, nil, logger)
+		alert = gateway.NewWebhookAlert(cfg.AlertWebhook, nil, logger)
 	}
-	srv, err := api.New(api.Deps{
-		Catalog: cat, Keyring: keys, Receipts: receipts, Store: store, Temporal: tc, Authenticator: authn,
-		Logger: logger, Registerer: reg, Gatherer: reg, AlertHook: alert, Config: cfg, TracerProvider: tracer,
+	svc, err := gateway.New(gateway.Deps{
+		Catalog: cat, Keyring: keys, Receipts: receipts, Claims: store, Engine: engine.New(tc, cfg.TaskQueue, logger),
+		Logger: logger, Registerer: reg, AlertHook: alert, Config: cfg.Gateway,
 		Limits: lims, Rates: redis_rate.NewLimiter(rdb), Budgets: truth,
 		Approvals: truth, // approvals and passkeys live in the truth
 		Outcomes:  outcomes,
 	})
+	if err != nil {
+		return err
+	}
+	srv, err := api.New(svc, api.Options{Authenticator: authn, Logger: logger, Registerer: reg, Gatherer: reg,
+		TracerProvider: tracer, Config: cfg})
 	if err != nil {
 		return err
 	}
@@ -179,8 +186,8 @@ func run(logger *slog.Logger) error {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		logger.Info("gateway listening", "addr", cfg.ListenAddr, "https", cfg.TLS != nil, "instance", srv.InstanceID(),
-			"task_queue", cfg.TaskQueue, "temporal", cfg.Temporal.Address, "env", cfg.Env)
+		logger.Info("gateway listening", "addr", cfg.ListenAddr, "https", cfg.TLS != nil, "instance", svc.InstanceID(),
+			"task_queue", cfg.TaskQueue, "temporal", cfg.Temporal.Address, "env", cfg.Gateway.Env)
 		if cfg.TLS != nil {
 			errc <- hs.ServeTLS(ln, "", "") // the certificate is in hs.TLSConfig
 			return

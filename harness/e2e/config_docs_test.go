@@ -154,13 +154,13 @@ func TestOnlyConfigStructsReadTheEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	byName := map[string]string{
 		"internal/envconfig/envconfig.go": "the one place that hands the environment to the library",
-		"api/webhook.go":                  "the catalog's webhook.secret_env",
+		"gateway/webhook.go":              "the catalog's webhook.secret_env",
 		"internal/downstream/mcp.go":      "the catalog's auth_env",
 		"internal/catalog/load.go":        "the catalog's ${NAME} expansions",
 		"cmd/soak/main.go":                "the soak harness: SOAK_* fall back for its flags (README, Soak)",
 	}
 	var found []string
-	for _, dir := range []string{"api", "cmd", "worker", "activities", "idemstore", "fingerprint", "workflows", "client", "internal"} {
+	for _, dir := range []string{"api", "gateway", "engine", "operation", "approval", "receipt", "status", "cmd", "worker", "activities", "idemstore", "fingerprint", "workflows", "client", "internal"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err

@@ -23,7 +23,9 @@ import (
 	"github.com/oncegate/oncegate/activities"
 	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/api/auth"
+	"github.com/oncegate/oncegate/engine"
 	"github.com/oncegate/oncegate/fingerprint"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/harness/simulator"
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore/combined"
@@ -104,7 +106,7 @@ func startInproc(t *testing.T) *inprocStack {
 	t.Cleanup(w.Stop)
 
 	// The gateway.
-	cat, err := catalog.Load(filepath.Join(root, "deployments", "catalog.dev.yaml"), api.DefaultConfirmWait)
+	cat, err := catalog.Load(filepath.Join(root, "deployments", "catalog.dev.yaml"), gateway.DefaultConfirmWait)
 	require.NoError(t, err)
 	keys, err := fingerprint.ParseKeyring("inproc:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	require.NoError(t, err)
@@ -113,11 +115,13 @@ func startInproc(t *testing.T) *inprocStack {
 	tokens, err := auth.LoadTokens(filepath.Join(root, "deployments", "tokens.dev.yaml"))
 	require.NoError(t, err)
 	clk := &clock{now: time.Now()}
-	srv, err := api.New(api.Deps{
-		Catalog: cat, Keyring: keys, Receipts: receipts, Store: store, Temporal: tc, Authenticator: tokens,
+	svc, err := gateway.New(gateway.Deps{
+		Catalog: cat, Keyring: keys, Receipts: receipts, Claims: store, Engine: engine.New(tc, queue, logger),
 		Logger: logger, Registerer: prometheus.NewRegistry(), Now: clk.Now, Approvals: truth,
-		Config: api.Config{Env: api.EnvDev, TaskQueue: queue, PublicURL: inprocPublicURL},
+		Config: gateway.Config{Env: gateway.EnvDev, PublicURL: inprocPublicURL},
 	})
+	require.NoError(t, err)
+	srv, err := api.New(svc, api.Options{Authenticator: tokens, Logger: logger})
 	require.NoError(t, err)
 	gw := httptest.NewServer(srv.Handler())
 	t.Cleanup(gw.Close)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/harness/testenv"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -123,7 +124,7 @@ func TestOperatorsDecideOnce(t *testing.T) {
 			return err
 		}
 		for _, r := range view.Refused {
-			if r.Via == workflows.ViaSignal && r.Operator == "web-ui-op" && r.Why == workflows.ErrTypeAlreadyResolved {
+			if r.Via == operation.ViaSignal && r.Operator == "web-ui-op" && r.Why == workflows.ErrTypeAlreadyResolved {
 				if strings.Contains(r.Message, "retryable") {
 					return fmt.Errorf("a refusal reads as retryable: %q", r.Message)
 				}

@@ -21,7 +21,7 @@ func TestPreviewQuoteAnswersOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := testenv.StartStack(t, testenv.StackOptions{ExtraGatewayEnv: []string{
-		"ONCEGATE_CATALOG=" + filepath.Join(root, "internal", "harness", "e2e", "testdata", "catalog.quote.yaml"),
+		"ONCEGATE_CATALOG=" + filepath.Join(root, "harness", "e2e", "testdata", "catalog.quote.yaml"),
 	}})
 	su, gw := newSurface(t, s)
 	const scope = "payments.quoted"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/oncegate/oncegate/api"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/harness/testenv"
 )
 
@@ -18,9 +18,9 @@ import (
 // a forged signature at confirm are refused, nothing executes, and each is
 // delivered to the configured alert webhook with subject, scope and operation.
 func TestSecurityEventsReachTheWebhook(t *testing.T) {
-	events := make(chan api.SecurityEvent, 16)
+	events := make(chan gateway.SecurityEvent, 16)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var ev api.SecurityEvent
+		var ev gateway.SecurityEvent
 		if err := json.NewDecoder(r.Body).Decode(&ev); err == nil {
 			events <- ev
 		}
@@ -31,14 +31,14 @@ func TestSecurityEventsReachTheWebhook(t *testing.T) {
 
 	params := transferParams("700.00")
 	fp, id := previewOK(t, s, "dev-alice", "payments.transfer", params)
-	next := func() api.SecurityEvent {
+	next := func() gateway.SecurityEvent {
 		t.Helper()
 		select {
 		case ev := <-events:
 			return ev
 		case <-time.After(10 * time.Second):
 			t.Fatal("no security event reached the webhook")
-			return api.SecurityEvent{}
+			return gateway.SecurityEvent{}
 		}
 	}
 
@@ -48,7 +48,7 @@ func TestSecurityEventsReachTheWebhook(t *testing.T) {
 	assert.Equal(t, http.StatusUnprocessableEntity, a.Code, a.String())
 	assert.Equal(t, "param_mismatch", a.str("status"))
 	ev := next()
-	assert.Equal(t, api.EventParamMismatch, ev.Kind)
+	assert.Equal(t, gateway.EventParamMismatch, ev.Kind)
 	assert.Equal(t, "alice", ev.Subject)
 	assert.Equal(t, "payments.transfer", ev.Scope)
 	assert.Equal(t, id, ev.OperationID)
@@ -57,7 +57,7 @@ func TestSecurityEventsReachTheWebhook(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, b.Code, b.String())
 	assert.Equal(t, "subject_mismatch", b.str("status"))
 	ev = next()
-	assert.Equal(t, api.EventSubjectMismatch, ev.Kind)
+	assert.Equal(t, gateway.EventSubjectMismatch, ev.Kind)
 	assert.Equal(t, "bob", ev.Subject)
 	assert.Equal(t, id, ev.OperationID)
 
@@ -66,7 +66,7 @@ func TestSecurityEventsReachTheWebhook(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, sm.Code, sm.String())
 	assert.Equal(t, "scope_mismatch", sm.str("status"))
 	ev = next()
-	assert.Equal(t, api.EventScopeMismatch, ev.Kind)
+	assert.Equal(t, gateway.EventScopeMismatch, ev.Kind)
 	assert.Equal(t, "alice", ev.Subject)
 	assert.Equal(t, "payments.legacy_transfer", ev.Scope)
 	assert.Equal(t, id, ev.OperationID)
@@ -79,7 +79,7 @@ func TestSecurityEventsReachTheWebhook(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, c.Code, c.String())
 	assert.Equal(t, "fingerprint_invalid", c.str("status"))
 	ev = next()
-	assert.Equal(t, api.EventInvalidFingerprint, ev.Kind)
+	assert.Equal(t, gateway.EventInvalidFingerprint, ev.Kind)
 
 	// Nothing ran, and the genuine confirm still works afterwards.
 	assert.Equal(t, 0, executions(t, s, id))

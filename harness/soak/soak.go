@@ -28,8 +28,8 @@ import (
 	"go.temporal.io/api/enums/v1"
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/oncegate/oncegate/api"
 	"github.com/oncegate/oncegate/api/tools"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
@@ -249,7 +249,7 @@ func loadCatalog(downstreamURL string) (*catalog.Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("soak: read the catalog: %w", err)
 	}
-	cat, err := catalog.Parse(bytes.ReplaceAll(raw, []byte("${DOWNSTREAM_URL}"), []byte(downstreamURL)), api.DefaultConfirmWait)
+	cat, err := catalog.Parse(bytes.ReplaceAll(raw, []byte("${DOWNSTREAM_URL}"), []byte(downstreamURL)), gateway.DefaultConfirmWait)
 	if err != nil {
 		return nil, fmt.Errorf("soak: %w", err)
 	}

@@ -6,22 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/internal/iso4217"
-)
-
-// ApprovalRequirement says which amounts of an action a person must approve
-// (docs/contract.md §7); the new-payee rule adds to it.
-type ApprovalRequirement string
-
-const (
-	// ApprovalNever asks for no approval by amount (the default).
-	ApprovalNever ApprovalRequirement = "never"
-	// ApprovalAlways asks for approval of every operation.
-	ApprovalAlways ApprovalRequirement = "always"
-	// ApprovalAbove asks for approval of an amount above its currency's
-	// threshold (Approval.Above), and of every amount in a currency that has
-	// none.
-	ApprovalAbove ApprovalRequirement = "above"
 )
 
 // The bound fields an approval policy reads: the amount and its currency
@@ -36,31 +23,7 @@ const (
 	ApprovalPayeeField = "payee_id"
 )
 
-// Approval is an action's approval policy: when a person must approve an
-// operation with a passkey before it may be confirmed. The zero value asks
-// for nothing.
-type Approval struct {
-	// Required is never, always or above.
-	Required ApprovalRequirement `json:"required"`
-	// Above maps an ISO 4217 code to the amount above which an operation in
-	// that currency needs approval (exclusive: the threshold itself does not).
-	Above map[string]*Decimal `json:"above,omitempty"`
-	// NewPayee asks for approval the first time a subject pays a payee
-	// (no completed operation of the same action to that payee_id).
-	NewPayee bool `json:"new_payee,omitempty"`
-	// TTL is how long after the preview the person may approve and the agent
-	// confirm: it caps the fingerprint's expiry of an operation that needs
-	// approval. At most the action's fingerprint_ttl; zero means that.
-	TTL time.Duration `json:"ttl,omitempty"`
-}
-
-// Asks reports whether the policy can ask for approval at all (the zero
-// value asks for nothing).
-func (a Approval) Asks() bool {
-	return a.Required == ApprovalAlways || a.Required == ApprovalAbove || a.NewPayee
-}
-
-// rawApproval mirrors Approval with the ttl as a string.
+// rawApproval is an action's approval policy as the YAML writes it.
 type rawApproval struct {
 	Required string              `yaml:"required"`
 	Above    map[string]*Decimal `yaml:"above"`
@@ -71,34 +34,34 @@ type rawApproval struct {
 // buildApproval validates r (nil: no policy) against the action's bound
 // fields and fingerprint_ttl (fpTTL, 0 when it did not parse), naming the
 // field of every problem.
-func buildApproval(p problems, r *rawApproval, bind map[string]Field, fpTTL time.Duration) Approval {
-	out := Approval{Required: ApprovalNever, TTL: fpTTL}
+func buildApproval(p problems, r *rawApproval, bind map[string]Field, fpTTL time.Duration) approval.Policy {
+	out := approval.Policy{Required: approval.RequireNever, TTL: fpTTL}
 	if r == nil {
 		return out
 	}
-	switch req := ApprovalRequirement(r.Required); req {
-	case "", ApprovalNever:
-	case ApprovalAlways, ApprovalAbove:
+	switch req := approval.Requirement(r.Required); req {
+	case "", approval.RequireNever:
+	case approval.RequireAlways, approval.RequireAbove:
 		out.Required = req
 	default:
 		p.addf("approval.required %q is unknown (want never, always or above)", r.Required)
 	}
 	out.NewPayee = r.NewPayee
 	switch {
-	case out.Required == ApprovalAbove && len(r.Above) == 0:
+	case out.Required == approval.RequireAbove && len(r.Above) == 0:
 		p.addf("approval.above is required with required: above (a threshold per currency, such as USD: \"100.00\")")
-	case out.Required != ApprovalAbove && len(r.Above) > 0:
+	case out.Required != approval.RequireAbove && len(r.Above) > 0:
 		p.addf("approval.above applies only with required: above")
 	}
 	if len(r.Above) > 0 {
-		out.Above = make(map[string]*Decimal, len(r.Above))
+		out.Above = make(map[string]*apd.Decimal, len(r.Above))
 		for _, code := range slices.Sorted(maps.Keys(r.Above)) {
 			if th := p.threshold(code, r.Above[code]); th != nil {
-				out.Above[code] = th
+				out.Above[code] = th.Apd()
 			}
 		}
 	}
-	if out.Required == ApprovalAbove {
+	if out.Required == approval.RequireAbove {
 		if f, ok := bind[ApprovalAmountField]; !ok || f.Type != TypeDecimal {
 			p.addf("approval.above needs the bound decimal field %s", ApprovalAmountField)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/approval"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,12 +50,12 @@ func TestApprovalPolicyLoads(t *testing.T) {
 `), gatewayWait, devEnv)
 	require.NoError(t, err)
 	a := c.Actions["payments.wire"].Approval
-	assert.Equal(t, ApprovalAbove, a.Required)
+	assert.Equal(t, approval.RequireAbove, a.Required)
 	assert.True(t, a.NewPayee)
 	assert.Equal(t, 10*time.Minute, a.TTL)
 	require.Len(t, a.Above, 4)
-	assert.Equal(t, "100", a.Above["USD"].String())
-	assert.Equal(t, "0.125", a.Above["BHD"].String())
+	assert.Equal(t, "100", a.Above["USD"].Text('f'))
+	assert.Equal(t, "0.125", a.Above["BHD"].Text('f'))
 	assert.True(t, a.Asks())
 	assert.Equal(t, "payments.wire", c.Actions["payments.wire"].Title, "the title defaults to the scope")
 
@@ -62,7 +63,7 @@ func TestApprovalPolicyLoads(t *testing.T) {
 	c, err = parse(wireAction("", ""), gatewayWait, devEnv)
 	require.NoError(t, err)
 	a = c.Actions["payments.wire"].Approval
-	assert.Equal(t, ApprovalNever, a.Required)
+	assert.Equal(t, approval.RequireNever, a.Required)
 	assert.False(t, a.Asks())
 	assert.Equal(t, 15*time.Minute, a.TTL)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/internal/plan"
 )
 
@@ -98,9 +99,9 @@ func TestDevCatalogLoads(t *testing.T) {
 		assert.Equal(t, scope == "payments.wire", c.Actions[scope].Approval.Asks(), scope)
 	}
 	wire := c.Actions["payments.wire"].Approval
-	assert.Equal(t, ApprovalAbove, wire.Required)
-	assert.Equal(t, "100", wire.Above["USD"].String())
-	assert.Equal(t, "100", wire.Above["EUR"].String())
+	assert.Equal(t, approval.RequireAbove, wire.Required)
+	assert.Equal(t, "100", wire.Above["USD"].Text('f'))
+	assert.Equal(t, "100", wire.Above["EUR"].Text('f'))
 	assert.True(t, wire.NewPayee)
 	mt, ok := c.Lookup("payments.mcp_transfer")
 	require.True(t, ok)

@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/internal/plan"
 )
 
@@ -151,7 +152,7 @@ type Action struct {
 	Downstream Downstream `yaml:"downstream" json:"downstream"`
 	// Approval is when a person must approve an operation with a passkey
 	// before it may be confirmed (default: never).
-	Approval Approval `yaml:"-" json:"approval"`
+	Approval approval.Policy `yaml:"-" json:"approval"`
 }
 
 // Spend names the bound fields that hold an operation's amount and its

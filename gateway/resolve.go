@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/operation"
+
+	"github.com/oncegate/oncegate/status"
+)
+
+// resolveWait bounds how long a resolve waits for the workflow to record
+// the decided outcome before it answers resolution_sent instead.
+const resolveWait = 20 * time.Second
+
+// decisionOfRecord is the decision a terminal truth record holds, if a person made it.
+func decisionOfRecord(rec idemstore.Record) (DecisionView, bool) {
+	if rec.ResolvedBy == "" {
+		return DecisionView{}, false
+	}
+	outcome := operation.ResolutionFailed
+	if rec.State == idemstore.StateDone {
+		outcome = operation.ResolutionCompleted
+	}
+	at := rec.ResolvedAt
+	if at.IsZero() {
+		at = rec.CompletedAt
+	}
+	return DecisionView{Operator: rec.ResolvedBy, Outcome: outcome, DecidedAt: at, Note: rec.ResolutionNote,
+		EvidenceURL: rec.EvidenceURL}, true
+}
+
+// decisionOfWorkflow converts the workflow's decision.
+func decisionOfWorkflow(d operation.OperatorDecision) DecisionView {
+	return DecisionView{Operator: d.Operator, Outcome: d.Outcome, DecidedAt: d.DecidedAt, Via: d.Via, Note: d.Note,
+		EvidenceURL: d.EvidenceURL}
+}
+
+// Resolve sends an operator's decision to the operation's waiting
+// workflow, whose validator refuses every decision but the first, and
+// answers the operation's final state.
+func (s *Service) Resolve(ctx context.Context, req ResolveRequest) Answer {
+	opID := req.OperationID
+	if problems := req.validate(); len(problems) > 0 {
+		return invalidResolutionAnswer(opID, problems, "")
+	}
+	rec, err := s.store.Get(ctx, opID)
+	switch {
+	case errors.Is(err, idemstore.ErrNotFound):
+		return opAnswer(status.UnknownOperation, opID)
+	case err != nil:
+		return s.storeErrorAnswer("", opID, fmt.Errorf("resolve %s: %w", opID, err))
+	}
+	if rec.State != idemstore.StateNeedsReview {
+		// The truth already tells: no need to ask the workflow.
+		if d, ok := decisionOfRecord(rec); ok && rec.State.Terminal() {
+			return alreadyResolvedAnswer(opID, d)
+		}
+		return notAwaitingAnswer(opID, rec.State)
+	}
+	operator := req.Caller.Subject
+	res := operation.Resolution{Outcome: req.Outcome, Result: req.Result, Reason: req.Reason, Operator: operator,
+		Note: req.Note, EvidenceURL: req.EvidenceURL}
+	log := s.log.With("operation_id", opID, "operator", operator, "outcome", req.Outcome, "trace_id", telemetry.TraceID(ctx))
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout+resolveWait)
+	defer cancel()
+	ans, err := s.engine.Resolve(uctx, opID, res, resolveWait)
+	if err != nil {
+		if errors.Is(err, ErrResolutionPending) {
+			// Accepted: the decision stands; its outcome is being recorded.
+			log.InfoContext(ctx, "resolution accepted, outcome not recorded yet")
+			return resolutionSentAnswer(opID, req.Outcome)
+		}
+		return s.resolveErrorAnswer(opID, err)
+	}
+	log.InfoContext(ctx, "operation resolved", "state", ans.Result.State)
+	rec.OperationID = opID
+	return s.resolvedAnswer(refOf(rec), ans.Result, decisionOfWorkflow(ans.Decision))
+}
+
+// resolveErrorAnswer maps the workflow's refusal of a decision (or a
+// failure to reach it) to an answer.
+func (s *Service) resolveErrorAnswer(opID string, err error) Answer {
+	var (
+		already  *AlreadyResolvedError
+		notAwait *NotAwaitingReviewError
+		invalid  *InvalidResolutionError
+	)
+	switch {
+	case errors.As(err, &already):
+		return alreadyResolvedAnswer(opID, decisionOfWorkflow(already.Decision))
+	case errors.As(err, &notAwait):
+		return notAwaitingAnswer(opID, notAwait.State)
+	case errors.As(err, &invalid):
+		return invalidResolutionAnswer(opID, nil, invalid.Detail)
+	}
+	return resolveUnreachableAnswer(opID, fmt.Errorf("resolve %s: %w", opID, err))
+}
