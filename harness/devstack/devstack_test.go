@@ -371,6 +371,33 @@ func docBlocks(t *testing.T, root string) []docBlock {
 	return out
 }
 
+// TestRecipesNameEveryStatus checks, without a stack, what the recipes of
+// TestDevStackAsTheREADMESays are run for: the markers of docPages' recipes
+// name only statuses of the registry, and every one of them but the
+// unreachable ones; and no page of docs/ outside docPages has a block.
+func TestRecipesNameEveryStatus(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	named := map[status.Status]string{}
+	for _, b := range docBlocks(t, root) {
+		if b.kind != "recipe" {
+			continue
+		}
+		for _, st := range strings.Fields(b.name) {
+			_, known := status.Lookup(status.Status(st))
+			assert.Truef(t, known, "a recipe of %s names %q, which is no status", b.page, st)
+			named[status.Status(st)] = b.page
+		}
+	}
+	for _, st := range status.All() {
+		if why, ok := unreachable[st]; ok {
+			assert.Emptyf(t, named[st], "%s has a recipe in %s after all (%s)", st, named[st], why)
+			continue
+		}
+		assert.NotEmptyf(t, named[st], "status %s has no recipe in %v", st, docPages)
+	}
+}
+
 // shell is a folder laid out as the checkout is for the docs' blocks
 // (.run, bin, Makefile and scripts linked from the stack and the checkout),
 // so that they run as written.
