@@ -337,15 +337,55 @@ var blockRE = regexp.MustCompile("(?s)<!-- (recipe|example):([^>]*?)-->\n```[a-z
 var docPages = []string{"README.md", "docs/reference.md", "docs/faults.md", "docs/agents.md"}
 
 // pageBlocks returns the marked blocks of one page, in order.
-func pageBlocks(t *testing.T, root, page string) []docBlock {
-	t.Helper()
+func pageBlocks(root, page string) ([]docBlock, error) {
 	raw, err := os.ReadFile(filepath.Join(root, page))
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	var out []docBlock
 	for _, m := range blockRE.FindAllStringSubmatch(string(raw), -1) {
 		out = append(out, docBlock{page: page, kind: m[1], name: strings.TrimSpace(m[2]), body: m[3]})
 	}
-	return out
+	return out, nil
+}
+
+// collectBlocks returns the marked blocks of pages (paths below root), page
+// by page, each in its order, and what would let a block go unrun: one of
+// pages without blocks, or a page of docs/ outside pages with some.
+func collectBlocks(root string, pages []string) ([]docBlock, []string, error) {
+	var out []docBlock
+	var problems []string
+	for _, page := range pages {
+		blocks, err := pageBlocks(root, page)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(blocks) == 0 {
+			problems = append(problems, page+" has no marked blocks")
+		}
+		out = append(out, blocks...)
+	}
+	others, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, path := range others {
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if slices.Contains(pages, rel) {
+			continue
+		}
+		blocks, err := pageBlocks(root, rel)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(blocks) > 0 {
+			problems = append(problems, rel+" has marked blocks, but it is not among the pages whose blocks run")
+		}
+	}
+	return out, problems, nil
 }
 
 // docBlocks returns the marked blocks of docPages, page by page, each in
@@ -353,22 +393,46 @@ func pageBlocks(t *testing.T, root, page string) []docBlock {
 // has any: a block moved to another page is never silently skipped.
 func docBlocks(t *testing.T, root string) []docBlock {
 	t.Helper()
-	var out []docBlock
-	for _, page := range docPages {
-		blocks := pageBlocks(t, root, page)
-		require.NotEmptyf(t, blocks, "%s has no marked blocks", page)
-		out = append(out, blocks...)
-	}
-	others, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	blocks, problems, err := collectBlocks(root, docPages)
 	require.NoError(t, err)
-	for _, path := range others {
-		rel, err := filepath.Rel(root, path)
-		require.NoError(t, err)
-		if !slices.Contains(docPages, rel) {
-			assert.Emptyf(t, pageBlocks(t, root, rel), "%s has marked blocks, but it is not in docPages: they would never run", rel)
-		}
+	require.Empty(t, problems)
+	return blocks
+}
+
+// TestCollectBlocksFindsEveryUnrunBlock runs collectBlocks on pages made for
+// it: a listed page without blocks and a stray page with one are reported,
+// and the listed pages' blocks come in the pages' order.
+func TestCollectBlocksFindsEveryUnrunBlock(t *testing.T) {
+	root := t.TempDir()
+	block := func(kind, name string) string {
+		return "<!-- " + kind + ": " + name + " -->\n```sh\necho " + name + "\n```\n"
 	}
-	return out
+	for rel, body := range map[string]string{
+		"README.md":     "# R\n\n" + block("recipe", "alive"),
+		"docs/a.md":     "# A\n\n" + block("example", "one") + "\n" + block("recipe", "ready not_found"),
+		"docs/empty.md": "# E\n\nno blocks\n",
+		"docs/stray.md": "# S\n\n" + block("recipe", "forbidden"),
+		"docs/quiet.md": "# Q\n\nno blocks either\n",
+	} {
+		path := filepath.Join(root, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+	}
+	blocks, problems, err := collectBlocks(root, []string{"README.md", "docs/a.md", "docs/empty.md"})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{
+		"docs/empty.md has no marked blocks",
+		"docs/stray.md has marked blocks, but it is not among the pages whose blocks run",
+	}, problems)
+	var got []string
+	for _, b := range blocks {
+		got = append(got, b.page+" "+b.kind+" "+b.name+": "+b.body)
+	}
+	assert.Equal(t, []string{
+		"README.md recipe alive: echo alive",
+		"docs/a.md example one: echo one",
+		"docs/a.md recipe ready not_found: echo ready not_found",
+	}, got)
 }
 
 // TestRecipesNameEveryStatus checks, without a stack, what the recipes of
