@@ -23,7 +23,11 @@ import (
 	"github.com/oncegate/oncegate/status"
 )
 
-var update = flag.Bool("update", false, "rewrite the generated sections of README.md")
+var update = flag.Bool("update", false, "rewrite the generated sections of docs/reference.md")
+
+// referencePage is the page that holds the generated status and security
+// event tables, from this package's folder.
+var referencePage = filepath.Join("..", "docs", "reference.md")
 
 // fullData fills every placeholder, so that every optional branch renders.
 func fullData() messages.Data {
@@ -133,7 +137,7 @@ func hasHan(s string) bool {
 	return strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Han, r) })
 }
 
-// statusTable renders the README's status table from the registry, by
+// statusTable renders the reference's status table from the registry, by
 // HTTP code then name.
 func statusTable() string {
 	names := status.All()
@@ -157,7 +161,7 @@ func codeOf(s status.Status) int {
 	return info.Code
 }
 
-// securityEventTable renders the README's list of security events.
+// securityEventTable renders the reference's list of security events.
 func securityEventTable() string {
 	var b strings.Builder
 	b.WriteString("| kind | answer | when |\n| --- | --- | --- |\n")
@@ -167,31 +171,33 @@ func securityEventTable() string {
 	return b.String()
 }
 
-// checkGenerated compares README.md's section between the markers
+// checkGenerated compares docs/reference.md's section between the markers
 // <!-- name:begin --> and <!-- name:end --> with want, rewriting it with -update.
 func checkGenerated(t *testing.T, name, want string) {
 	t.Helper()
-	path := filepath.Join("..", "README.md")
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(referencePage)
 	require.NoError(t, err)
-	readme := string(raw)
+	page := string(raw)
 	begin, end := "<!-- "+name+":begin", "<!-- "+name+":end -->"
-	i, j := strings.Index(readme, begin), strings.Index(readme, end)
-	require.Truef(t, i >= 0 && j > i, "README.md has no %s ... %s section", begin, end)
-	i += strings.Index(readme[i:], "-->") + len("-->\n")
+	i, j := strings.Index(page, begin), strings.Index(page, end)
+	require.Truef(t, i >= 0 && j > i, "docs/reference.md has no %s ... %s section", begin, end)
+	i += strings.Index(page[i:], "-->") + len("-->\n")
 	if *update {
-		readme = readme[:i] + want + readme[j:]
-		require.NoError(t, os.WriteFile(path, []byte(readme), 0o644))
+		page = page[:i] + want + page[j:]
+		require.NoError(t, os.WriteFile(referencePage, []byte(page), 0o644))
 		return
 	}
-	assert.Equalf(t, want, readme[i:j], "README.md's %s section is stale: run go test ./api -run TestREADME -update", name)
+	assert.Equalf(t, want, page[i:j], "docs/reference.md's %s section is stale: run go test ./api -run TestDocs -update", name)
 }
 
-func TestREADMEStatusTable(t *testing.T) {
+// TestDocsStatusTable keeps the reference's status table equal to the registry.
+func TestDocsStatusTable(t *testing.T) {
 	checkGenerated(t, "statuses", statusTable())
 }
 
-func TestREADMESecurityEvents(t *testing.T) {
+// TestDocsSecurityEvents keeps the reference's security events equal to
+// SecurityEventKinds.
+func TestDocsSecurityEvents(t *testing.T) {
 	checkGenerated(t, "security-events", securityEventTable())
 }
 

@@ -1,6 +1,6 @@
 // Package receipt is the signed receipt of an operation's terminal outcome
-// (CONTRACT §7): a compact JWS, EdDSA over Ed25519 with the signing key's id
-// in the header's kid, whose payload is Claims. The gateway signs with a
+// (docs/contract.md §7): a compact JWS, EdDSA over Ed25519 with the signing
+// key's id in the header's kid, whose payload is Claims. The gateway signs with a
 // Keyring (the first key signs, every listed key verifies and is published
 // as a JWK set); anyone verifies a receipt offline with Verify and that key
 // set. Ed25519 is deterministic: the same key and the same claims give the

@@ -13,7 +13,7 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)          # the stack's health checks
 command -v jq >/dev/null 2>&1 || need_apt+=(jq)              # the README's walk-through
-command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)    # the README's signed webhook recipe
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)    # the signed webhook recipe of docs/faults.md
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus) # promtool: the alert rules' tests
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)   # the browser tests (chromedp): the approval page, the profile's Web UI
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -179,7 +179,7 @@ ENV_KEYS=(ONCEGATE_ENV GATEWAY_URL DOWNSTREAM_URL DOWNSTREAM_MCP_URL TEMPORAL_AD
   ONCEGATE_LIMITS ONCEGATE_PAYOUT_WEBHOOK_SECRET)
 ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
 ONCEGATE_TOKENS=$ROOT/deployments/tokens.dev.yaml
-# bob's spend budgets and request rates; alice has none (README, "Limits").
+# bob's spend budgets and request rates; alice has none (docs/operators.md, "Limits").
 ONCEGATE_LIMITS=${ONCEGATE_LIMITS:-$ROOT/deployments/limits.dev.yaml}
 
 shell_quote() { # value -> itself when plain, else in single quotes

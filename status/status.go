@@ -3,7 +3,7 @@
 // receives it, whether it is an outcome or a refusal, the body members it
 // adds and when it is answered. The gateway (package api) renders every
 // answer from it, the MCP server marks tool errors by it, the public client
-// knows its statuses from it, and the README's table and the OpenAPI enum
+// knows its statuses from it, and docs/reference.md's table and the OpenAPI enum
 // are generated from it or checked against it; the texts an agent reads
 // (api/messages) are keyed by its names. It imports nothing, so that any
 // client may import it.
@@ -11,8 +11,8 @@
 // Adding a status is one entry here (its name and its row, with its Class
 // when an agent receives it as a refusal) and its texts in api/messages
 // (en.yaml, zh.yaml); the public client derives its error from the Class,
-// and the tests then ask for the README's row (go test ./api -run TestREADME
-// -update) and the OpenAPI enum.
+// and the tests then ask for its row in docs/reference.md (go test ./api
+// -run TestDocs -update) and the OpenAPI enum.
 package status
 
 import (
@@ -26,7 +26,7 @@ import (
 type Status string
 
 // The statuses. What each one means is its registry entry's When (the
-// README's status table).
+// status table of docs/reference.md).
 const (
 	PreviewReady           Status = "preview_ready"
 	Completed              Status = "completed"

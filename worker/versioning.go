@@ -11,7 +11,7 @@ import (
 )
 
 // Versioning is how a worker takes part in the rollout of a new build
-// (README, "Rolling out a new build"). The worker's configuration embeds
+// (docs/operators.md, "Rolling out a new build"). The worker's configuration embeds
 // it, so its fields read as the worker's own.
 type Versioning struct {
 	// Deployment and BuildID opt the worker into Temporal's Worker

@@ -7,7 +7,7 @@
 //	agentworkflow run [-yes] "pay 12.50 USD to p-1; pay 3 EUR to p-2"
 //
 // Both read GATEWAY_URL, ONCEGATE_TOKEN, TEMPORAL_ADDRESS,
-// TEMPORAL_NAMESPACE and AGENT_TASK_QUEUE (see README).
+// TEMPORAL_NAMESPACE and AGENT_TASK_QUEUE (see docs/agents.md).
 package main
 
 import (

@@ -1,8 +1,9 @@
 // Package devstack tests the dev stack as a stranger meets it: `make up`
 // with every port moved, `make up` again from a shell without the
-// variables, a killed component brought back, a taken port, the README's
-// recipes, MCP session and Go-client example run as they are written, and
-// `make clean` forgetting everything the stack kept.
+// variables, a killed component brought back, a taken port, the recipes of
+// the README and docs/ (docPages), the MCP session and the Go-client example
+// of docs/agents.md run as they are written, and `make clean` forgetting
+// everything the stack kept.
 package devstack_test
 
 import (
@@ -34,8 +35,8 @@ import (
 	"github.com/oncegate/oncegate/status"
 )
 
-// unreachable are the statuses no README recipe reaches, and why (the
-// README says the same).
+// unreachable are the statuses no recipe reaches, and why (docs/faults.md,
+// "Reach every status", says the same).
 var unreachable = map[status.Status]string{
 	status.InternalError:  "a bug in the gateway",
 	status.ResolutionSent: "a decision accepted while the truth database is slow for 20 s",
@@ -250,9 +251,9 @@ func TestDevStackAsTheREADMESays(t *testing.T) {
 		assert.Contains(t, out, "stack: starting worker")
 	})
 
-	t.Run("the README's recipes reach every status", func(t *testing.T) { s.recipes(t) })
-	t.Run("the README's MCP session", func(t *testing.T) { s.mcpSession(t) })
-	t.Run("the README's Go client from another module", func(t *testing.T) { s.goClient(t) })
+	t.Run("the docs' recipes reach every status", func(t *testing.T) { s.recipes(t) })
+	t.Run("the docs' MCP session", func(t *testing.T) { s.mcpSession(t) })
+	t.Run("the docs' Go client from another module", func(t *testing.T) { s.goClient(t) })
 
 	t.Run("make clean forgets everything the stack kept", func(t *testing.T) {
 		var pids []int
@@ -321,28 +322,147 @@ func httpGet(url string) (string, error) {
 	return string(out), err
 }
 
-// readmeBlock is a fenced block of the README that a marker precedes:
+// docBlock is a fenced block of a page that a marker precedes:
 // <!-- recipe: status... --> or <!-- example: name -->.
-type readmeBlock struct {
-	kind, name, body string
+type docBlock struct {
+	page, kind, name, body string
 }
 
 var blockRE = regexp.MustCompile("(?s)<!-- (recipe|example):([^>]*?)-->\n```[a-z]+\n(.*?)\n```")
 
-// readmeBlocks returns the README's marked blocks, in order.
-func readmeBlocks(t *testing.T, root string) []readmeBlock {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
-	require.NoError(t, err)
-	var out []readmeBlock
-	for _, m := range blockRE.FindAllStringSubmatch(string(raw), -1) {
-		out = append(out, readmeBlock{kind: m[1], name: strings.TrimSpace(m[2]), body: m[3]})
+// docPages are the pages whose marked blocks run, in the order they run in
+// one shell: the README's walk-through first, then the receipt check of the
+// reference and the recipes of docs/faults.md, which use the walk-through's
+// variables; docs/agents.md holds the MCP session and the Go client.
+var docPages = []string{"README.md", "docs/reference.md", "docs/faults.md", "docs/agents.md"}
+
+// pageBlocks returns the marked blocks of one page, in order.
+func pageBlocks(root, page string) ([]docBlock, error) {
+	raw, err := os.ReadFile(filepath.Join(root, page))
+	if err != nil {
+		return nil, err
 	}
-	require.NotEmpty(t, out, "README.md has no marked blocks")
-	return out
+	var out []docBlock
+	for _, m := range blockRE.FindAllStringSubmatch(string(raw), -1) {
+		out = append(out, docBlock{page: page, kind: m[1], name: strings.TrimSpace(m[2]), body: m[3]})
+	}
+	return out, nil
 }
 
-// shell is a folder laid out as the checkout is for the README's blocks
+// collectBlocks returns the marked blocks of pages (paths below root), page
+// by page, each in its order, and what would let a block go unrun: one of
+// pages without blocks, or a page of docs/ outside pages with some.
+func collectBlocks(root string, pages []string) ([]docBlock, []string, error) {
+	var out []docBlock
+	var problems []string
+	for _, page := range pages {
+		blocks, err := pageBlocks(root, page)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(blocks) == 0 {
+			problems = append(problems, page+" has no marked blocks")
+		}
+		out = append(out, blocks...)
+	}
+	others, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, path := range others {
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if slices.Contains(pages, rel) {
+			continue
+		}
+		blocks, err := pageBlocks(root, rel)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(blocks) > 0 {
+			problems = append(problems, rel+" has marked blocks, but it is not among the pages whose blocks run")
+		}
+	}
+	return out, problems, nil
+}
+
+// docBlocks returns the marked blocks of docPages, page by page, each in
+// its order. Every one of docPages has some, and no other page of docs/
+// has any: a block moved to another page is never silently skipped.
+func docBlocks(t *testing.T, root string) []docBlock {
+	t.Helper()
+	blocks, problems, err := collectBlocks(root, docPages)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	return blocks
+}
+
+// TestCollectBlocksFindsEveryUnrunBlock runs collectBlocks on pages made for
+// it: a listed page without blocks and a stray page with one are reported,
+// and the listed pages' blocks come in the pages' order.
+func TestCollectBlocksFindsEveryUnrunBlock(t *testing.T) {
+	root := t.TempDir()
+	block := func(kind, name string) string {
+		return "<!-- " + kind + ": " + name + " -->\n```sh\necho " + name + "\n```\n"
+	}
+	for rel, body := range map[string]string{
+		"README.md":     "# R\n\n" + block("recipe", "alive"),
+		"docs/a.md":     "# A\n\n" + block("example", "one") + "\n" + block("recipe", "ready not_found"),
+		"docs/empty.md": "# E\n\nno blocks\n",
+		"docs/stray.md": "# S\n\n" + block("recipe", "forbidden"),
+		"docs/quiet.md": "# Q\n\nno blocks either\n",
+	} {
+		path := filepath.Join(root, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+	}
+	blocks, problems, err := collectBlocks(root, []string{"README.md", "docs/a.md", "docs/empty.md"})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{
+		"docs/empty.md has no marked blocks",
+		"docs/stray.md has marked blocks, but it is not among the pages whose blocks run",
+	}, problems)
+	var got []string
+	for _, b := range blocks {
+		got = append(got, b.page+" "+b.kind+" "+b.name+": "+b.body)
+	}
+	assert.Equal(t, []string{
+		"README.md recipe alive: echo alive",
+		"docs/a.md example one: echo one",
+		"docs/a.md recipe ready not_found: echo ready not_found",
+	}, got)
+}
+
+// TestRecipesNameEveryStatus checks, without a stack, what the recipes of
+// TestDevStackAsTheREADMESays are run for: the markers of docPages' recipes
+// name only statuses of the registry, and every one of them but the
+// unreachable ones; and no page of docs/ outside docPages has a block.
+func TestRecipesNameEveryStatus(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	named := map[status.Status]string{}
+	for _, b := range docBlocks(t, root) {
+		if b.kind != "recipe" {
+			continue
+		}
+		for _, st := range strings.Fields(b.name) {
+			_, known := status.Lookup(status.Status(st))
+			assert.Truef(t, known, "a recipe of %s names %q, which is no status", b.page, st)
+			named[status.Status(st)] = b.page
+		}
+	}
+	for _, st := range status.All() {
+		if why, ok := unreachable[st]; ok {
+			assert.Emptyf(t, named[st], "%s has a recipe in %s after all (%s)", st, named[st], why)
+			continue
+		}
+		assert.NotEmptyf(t, named[st], "status %s has no recipe in %v", st, docPages)
+	}
+}
+
+// shell is a folder laid out as the checkout is for the docs' blocks
 // (.run, bin, Makefile and scripts linked from the stack and the checkout),
 // so that they run as written.
 func (s *devStack) shell(t *testing.T) string {
@@ -376,13 +496,13 @@ func statusRE(status string) *regexp.Regexp {
 	return regexp.MustCompile(`"status":\s*"` + regexp.QuoteMeta(status) + `"`)
 }
 
-// recipes runs every recipe block in one shell, in the README's order, and
+// recipes runs every recipe block in one shell, in docPages' order, and
 // checks that each reaches the statuses it names, and that together they
 // reach every status of the registry but the unreachable ones.
 func (s *devStack) recipes(t *testing.T) {
 	var script strings.Builder
-	var recipes []readmeBlock
-	for _, b := range readmeBlocks(t, s.root) {
+	var recipes []docBlock
+	for _, b := range docBlocks(t, s.root) {
 		if b.kind != "recipe" {
 			continue
 		}
@@ -400,11 +520,11 @@ func (s *devStack) recipes(t *testing.T) {
 			next = "@@recipe end@@"
 		}
 		end := strings.Index(out, next)
-		require.Truef(t, start >= 0 && end > start, "recipe %d (%s) did not run to its end:\n%s", i, r.name, out)
+		require.Truef(t, start >= 0 && end > start, "recipe %d of %s (%s) did not run to its end:\n%s", i, r.page, r.name, out)
 		part := out[start:end]
 		for _, st := range strings.Fields(r.name) {
 			covered[status.Status(st)] = true
-			assert.Regexpf(t, statusRE(st), part, "the recipe for %s does not reach it", st)
+			assert.Regexpf(t, statusRE(st), part, "the recipe for %s (%s) does not reach it", st, r.page)
 		}
 	}
 	for _, st := range status.All() {
@@ -412,20 +532,20 @@ func (s *devStack) recipes(t *testing.T) {
 			assert.Falsef(t, covered[st], "%s has a recipe after all (%s)", st, why)
 			continue
 		}
-		assert.Truef(t, covered[st], "status %s has no recipe in the README", st)
+		assert.Truef(t, covered[st], "status %s has no recipe in %v", st, docPages)
 	}
 }
 
-// mcpSession runs the README's MCP session: initialize, tools/list (every
+// mcpSession runs the docs' MCP session: initialize, tools/list (every
 // tool of the dev catalog) and a tools/call that previews.
 func (s *devStack) mcpSession(t *testing.T) {
 	var body string
-	for _, b := range readmeBlocks(t, s.root) {
+	for _, b := range docBlocks(t, s.root) {
 		if b.kind == "example" && b.name == "mcp-session" {
 			body = b.body
 		}
 	}
-	require.NotEmpty(t, body, "README.md has no MCP session")
+	require.NotEmptyf(t, body, "none of %v has the MCP session", docPages)
 	out := s.bash(t, s.shell(t), "source .run/stack.env\n"+body)
 	events := regexp.MustCompile(`(?m)^data: (.*)$`).FindAllStringSubmatch(out, -1)
 	require.Len(t, events, 3, "one event per message:\n%s", out)
@@ -440,12 +560,12 @@ func (s *devStack) mcpSession(t *testing.T) {
 	assert.NotContains(t, events[2][1], `"isError":true`)
 }
 
-// goClient runs the README's Go example in a module of its own that
+// goClient runs the docs' Go example in a module of its own that
 // reaches the client through a replace directive, and checks that it ran
 // the transfer exactly once.
 func (s *devStack) goClient(t *testing.T) {
 	var program, steps string
-	for _, b := range readmeBlocks(t, s.root) {
+	for _, b := range docBlocks(t, s.root) {
 		switch {
 		case b.kind == "example" && b.name == "go-client-main":
 			program = b.body
@@ -453,8 +573,8 @@ func (s *devStack) goClient(t *testing.T) {
 			steps = b.body
 		}
 	}
-	require.NotEmpty(t, program, "README.md has no Go client program")
-	require.NotEmpty(t, steps, "README.md has no steps to run it")
+	require.NotEmptyf(t, program, "none of %v has the Go client program", docPages)
+	require.NotEmptyf(t, steps, "none of %v has the steps to run it", docPages)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(program+"\n"), 0o644))
 	env := s.env()

@@ -30,8 +30,8 @@ type configVar struct {
 }
 
 // structVars lists the variables the binaries' config structs read, by
-// their env tags: the binary's name as ARCHITECTURE.md's "used by" column
-// says it, and its config struct.
+// their env tags: the binary's name as the configuration table's "used by"
+// column says it, and its config struct.
 func structVars(t *testing.T) map[string]*configVar {
 	t.Helper()
 	vars := map[string]*configVar{}
@@ -72,15 +72,16 @@ var catalogVar = regexp.MustCompile(`\$\{([A-Z][A-Z0-9_]*)\}|(?:secret_env|auth_
 // tableVar matches a variable's name in backticks.
 var tableVar = regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
 
-// configTable returns the rows of docs/ARCHITECTURE.md's configuration
+// configTable returns the rows of docs/reference.md's configuration
 // table: the variables of the first column → the whole rows naming them.
 func configTable(t *testing.T, root string) map[string][]string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "reference.md"))
 	require.NoError(t, err)
 	section := string(doc)
-	i := strings.Index(section, "## Configuration")
-	require.GreaterOrEqual(t, i, 0, "ARCHITECTURE.md has a Configuration section")
+	i := strings.Index(section, "\n## Configuration\n")
+	require.GreaterOrEqual(t, i, 0, "docs/reference.md has a Configuration section")
+	i++
 	section = section[i:]
 	if j := strings.Index(section[3:], "\n## "); j >= 0 {
 		section = section[:j+3]
@@ -99,7 +100,7 @@ func configTable(t *testing.T, root string) map[string][]string {
 	return rows
 }
 
-// TestConfigurationTableIsComplete: docs/ARCHITECTURE.md's configuration
+// TestConfigurationTableIsComplete: docs/reference.md's configuration
 // table and the binaries' config structs (their env tags) list the same
 // variables. A variable a struct reads has a row, which names every binary
 // reading it and the default of its envDefault tag (the same in every
@@ -114,7 +115,7 @@ func TestConfigurationTableIsComplete(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(read)) {
 		v := read[name]
 		rows, ok := table[name]
-		if !assert.True(t, ok, "%s is read by %v (env tag) but missing from ARCHITECTURE.md's configuration table", name, v.users) {
+		if !assert.True(t, ok, "%s is read by %v (env tag) but missing from docs/reference.md's configuration table", name, v.users) {
 			continue
 		}
 		all := strings.Join(rows, "\n")
@@ -137,7 +138,7 @@ func TestConfigurationTableIsComplete(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(table)) {
 		_, inStruct := read[name]
 		assert.True(t, inStruct || byName[name],
-			"%s is in ARCHITECTURE.md's configuration table, but no config struct has it in an env tag and the dev catalog does not name it", name)
+			"%s is in docs/reference.md's configuration table, but no config struct has it in an env tag and the dev catalog does not name it", name)
 	}
 }
 
@@ -157,7 +158,7 @@ func TestOnlyConfigStructsReadTheEnvironment(t *testing.T) {
 		"gateway/webhook.go":              "the catalog's webhook.secret_env",
 		"internal/downstream/mcp.go":      "the catalog's auth_env",
 		"internal/catalog/load.go":        "the catalog's ${NAME} expansions",
-		"cmd/soak/main.go":                "the soak harness: SOAK_* fall back for its flags (README, Soak)",
+		"cmd/soak/main.go":                "the soak harness: SOAK_* fall back for its flags (docs/faults.md, Chaos soak)",
 	}
 	var found []string
 	for _, dir := range []string{"api", "gateway", "engine", "operation", "approval", "receipt", "status", "cmd", "worker", "activities", "idemstore", "fingerprint", "workflows", "client", "internal"} {

@@ -40,19 +40,25 @@ func TestConstraintsAreRegistered(t *testing.T) {
 	assert.True(t, slices.IsSortedFunc(Constraints(), func(a, b Constraint) int { return a.Order() - b.Order() }))
 }
 
-// TestREADMEDescribesEveryConstraint checks that the README's table of
-// constraints has a row for each constraint's key (kind: <rule> for the
-// string kinds), so that a new constraint is documented.
-func TestREADMEDescribesEveryConstraint(t *testing.T) {
+// TestDocsDescribeEveryConstraint checks that the table of constraints in
+// docs/reference.md's section on the action catalog has a row for each
+// constraint's key (kind: <rule> for the string kinds), so that a new
+// constraint is documented.
+func TestDocsDescribeEveryConstraint(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "reference.md"))
 	require.NoError(t, err)
-	readme := string(raw)
+	const heading = "\n## The action catalog\n"
+	_, section, ok := strings.Cut(string(raw), heading)
+	require.True(t, ok, "docs/reference.md has no section %q", strings.TrimSpace(heading))
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
 	for _, c := range Constraints() {
 		key := "`" + c.Key() + "`"
 		if c.Key() == kindKey {
 			key = "`kind: " + c.Rule() + "`"
 		}
-		assert.Regexp(t, `(?m)^\| [^|]*`+regexp.QuoteMeta(key), readme, "README.md's constraint table has no row for %s", key)
+		assert.Regexp(t, `(?m)^\| [^|]*`+regexp.QuoteMeta(key), section, "docs/reference.md's constraint table has no row for %s", key)
 	}
 }

@@ -14,12 +14,12 @@ import (
 	"github.com/oncegate/oncegate/api/tools"
 )
 
-var update = flag.Bool("update", false, "rewrite the generated tool list of README.md")
+var update = flag.Bool("update", false, "rewrite the generated tool list of docs/agents.md")
 
-// TestREADMEToolList keeps the README's list of tools equal to what the
+// TestDocsToolList keeps docs/agents.md's list of tools equal to what the
 // gateway serves with the dev catalog (go test ./api/tools -run
-// TestREADMEToolList -update rewrites it).
-func TestREADMEToolList(t *testing.T) {
+// TestDocsToolList -update rewrites it).
+func TestDocsToolList(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("| tool | does | action |\n| --- | --- | --- |\n")
 	all := tools.Tools(devCatalog(t))
@@ -38,18 +38,18 @@ func TestREADMEToolList(t *testing.T) {
 	want := b.String()
 
 	const begin, end = "<!-- tools:begin (generated from tools.Tools and the dev catalog; do not edit by hand) -->\n", "<!-- tools:end -->"
-	path := filepath.Join("..", "..", "README.md")
+	path := filepath.Join("..", "..", "docs", "agents.md")
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	readme := string(raw)
-	i := strings.Index(readme, begin)
-	j := strings.Index(readme, end)
-	require.Truef(t, i >= 0 && j > i, "README.md has no tools:begin ... tools:end section")
+	page := string(raw)
+	i := strings.Index(page, begin)
+	j := strings.Index(page, end)
+	require.Truef(t, i >= 0 && j > i, "docs/agents.md has no tools:begin ... tools:end section")
 	i += len(begin)
 	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(readme[:i]+want+readme[j:]), 0o644))
+		require.NoError(t, os.WriteFile(path, []byte(page[:i]+want+page[j:]), 0o644))
 		return
 	}
-	assert.Equal(t, want, readme[i:j], "README.md's tool list is stale: run go test ./api/tools -run TestREADMEToolList -update")
-	assert.Contains(t, readme, "serves "+strconv.Itoa(len(all))+" tools", "the README says how many tools there are")
+	assert.Equal(t, want, page[i:j], "docs/agents.md's tool list is stale: run go test ./api/tools -run TestDocsToolList -update")
+	assert.Contains(t, page, "serves "+strconv.Itoa(len(all))+" tools", "docs/agents.md says how many tools there are")
 }
