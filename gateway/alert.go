@@ -33,13 +33,13 @@ type SecurityEventKind struct {
 	Kind string
 	// Status is the answer the caller gets.
 	Status status.Status
-	// When says what happened, for the README.
+	// When says what happened, for docs/reference.md.
 	When string
 }
 
 // SecurityEventKinds is the one list of security events: the gateway logs,
 // counts (oncegate_security_events_total{kind}) and alerts exactly these,
-// and the README's list is generated from it (TestREADMESecurityEvents).
+// and docs/reference.md's list is generated from it (api's TestDocsSecurityEvents).
 var SecurityEventKinds = []SecurityEventKind{
 	{EventParamMismatch, status.ParamMismatch, "a confirm's bound params differ from the fingerprint's"},
 	{EventStoreParamMismatch, status.ParamMismatch, "the store holds the operation with another param_hash than the confirm's"},
