@@ -137,3 +137,23 @@ func TestGate(t *testing.T) {
 		})
 	}
 }
+
+// TestSignCountAdvances is the counter's table: it must grow, but an
+// authenticator that counts nothing stays at 0.
+func TestSignCountAdvances(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		stored, presented uint32
+		want              bool
+	}{
+		{0, 0, true},
+		{0, 1, true},
+		{5, 6, true},
+		{5, 5, false},
+		{5, 4, false},
+		{5, 0, false},
+		{1 << 31, 1<<31 + 1, true},
+	} {
+		assert.Equal(t, tc.want, SignCountAdvances(tc.stored, tc.presented), "stored %d, presented %d", tc.stored, tc.presented)
+	}
+}

@@ -79,6 +79,15 @@ type Decided struct {
 	EvidenceSHA256 string
 }
 
+// SignCountAdvances reports whether an assertion carrying presented may
+// follow the last counter seen, stored: the counter must grow, unless both
+// are 0 (an authenticator that counts nothing always says 0, WebAuthn
+// §6.1.1). Every Store decides with it, in the transaction that advances
+// the counter.
+func SignCountAdvances(stored, presented uint32) bool {
+	return presented > stored || presented == 0 && stored == 0
+}
+
 // Passkey is a WebAuthn credential registered for a subject.
 type Passkey struct {
 	// ID is the credential id, base64url without padding.
@@ -146,7 +155,8 @@ type Store interface {
 	// with the standing record otherwise) and advances the passkey's counter
 	// (ErrSignCount when it does not advance, ErrRevoked when revoked).
 	Decide(ctx context.Context, d Decided) (Record, error)
-	// Approvals lists approvals in state (empty: every state), newest first.
+	// Approvals lists up to limit approvals (DefaultListLimit when not
+	// positive) in state (empty: every state), newest first.
 	Approvals(ctx context.Context, state State, limit int) ([]Record, error)
 	// PayeeKnown reports whether subject completed an operation of scope to
 	// payee (the bound field payee_id) that the truth still holds.
@@ -166,3 +176,6 @@ type Store interface {
 	// Revoke revokes a passkey; ErrNotFound, or ErrRevoked when it was already.
 	Revoke(ctx context.Context, r Revocation) (Passkey, error)
 }
+
+// DefaultListLimit bounds Store.Approvals when no limit is given.
+const DefaultListLimit = 100

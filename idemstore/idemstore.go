@@ -330,9 +330,13 @@ type ListFilter struct {
 	// taken over; for NEEDS_REVIEW, when it was marked); zero means any age.
 	// With it the oldest come first, else the newest.
 	OlderThan time.Duration
-	// Limit bounds the number of records; <= 0 means the backend's default.
+	// Limit bounds the number of records; <= 0 means DefaultListLimit.
 	Limit int
 }
+
+// DefaultListLimit is the number of records List returns when
+// ListFilter.Limit is not positive.
+const DefaultListLimit = 100
 
 // TakeoverParams moves an IN_FLIGHT claim from one owner to another.
 type TakeoverParams struct {

@@ -116,7 +116,7 @@ func (s *Store) Decide(ctx context.Context, d approval.Decided) (approval.Record
 			return err
 		case revoked != nil:
 			return approval.ErrRevoked
-		case uint32(count) >= d.SignCount && (d.SignCount != 0 || count != 0):
+		case !approval.SignCountAdvances(uint32(count), d.SignCount):
 			return approval.ErrSignCount
 		}
 		if _, err := tx.Exec(ctx, `UPDATE passkey SET sign_count = $2, last_used_at = $3 WHERE id = $1`,
@@ -157,13 +157,10 @@ func (s *Store) Decide(ctx context.Context, d approval.Decided) (approval.Record
 	return out, nil
 }
 
-// DefaultApprovalListLimit bounds Approvals when no limit is given.
-const DefaultApprovalListLimit = 100
-
 // Approvals lists approvals in state (empty: every state), newest first.
 func (s *Store) Approvals(ctx context.Context, state approval.State, limit int) ([]approval.Record, error) {
 	if limit <= 0 {
-		limit = DefaultApprovalListLimit
+		limit = approval.DefaultListLimit
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+approvalColumns+` FROM approval
 		WHERE $1 = '' OR state = $1 ORDER BY requested_at DESC, operation_id LIMIT $2`, string(state), limit)

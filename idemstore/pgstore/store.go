@@ -374,16 +374,13 @@ func (s *Store) get(ctx context.Context, opID string) (idemstore.Record, error) 
 	return rec, nil
 }
 
-// DefaultListLimit is the number of records List returns when limit <= 0.
-const DefaultListLimit = 100
-
 // List returns up to f.Limit records in f.State (every state when empty)
 // that entered it at least f.OlderThan ago: the newest first, or, with
 // f.OlderThan, the oldest (the longest stuck) first.
 func (s *Store) List(ctx context.Context, f idemstore.ListFilter) ([]idemstore.Record, error) {
 	limit := f.Limit
 	if limit <= 0 {
-		limit = DefaultListLimit
+		limit = idemstore.DefaultListLimit
 	}
 	order := `created_at DESC, id DESC`
 	if f.OlderThan > 0 {

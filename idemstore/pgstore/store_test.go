@@ -30,19 +30,38 @@ func newStore(t *testing.T) *pgstore.Store {
 	return s
 }
 
-// sharedStore gives the suite's subtests one database (they use random keys).
-func sharedStore(t *testing.T) func(*testing.T) idemstore.Store {
+// sharedStore gives a suite's subtests one database, opened by the first
+// that asks (they use random keys and subjects).
+func sharedStore(t *testing.T) func(*testing.T) *pgstore.Store {
 	var once sync.Once
 	var s *pgstore.Store
-	return func(*testing.T) idemstore.Store {
+	return func(*testing.T) *pgstore.Store {
 		once.Do(func() { s = newStore(t) })
 		return s
 	}
 }
 
+var (
+	_ storetest.ApprovalStore = (*pgstore.Store)(nil)
+	_ storetest.BudgetStore   = (*pgstore.Store)(nil)
+)
+
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.Exercise(t, sharedStore(t))
+	shared := sharedStore(t)
+	storetest.Exercise(t, func(t *testing.T) idemstore.Store { return shared(t) })
+}
+
+func TestApprovals(t *testing.T) {
+	t.Parallel()
+	shared := sharedStore(t)
+	storetest.ExerciseApprovals(t, func(t *testing.T) storetest.ApprovalStore { return shared(t) })
+}
+
+func TestBudgets(t *testing.T) {
+	t.Parallel()
+	shared := sharedStore(t)
+	storetest.ExerciseBudgets(t, func(t *testing.T) storetest.BudgetStore { return shared(t) })
 }
 
 func TestPostgresSpecifics(t *testing.T) {
