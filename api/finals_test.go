@@ -18,10 +18,10 @@ func withFinals(size int) func(*gateway.Deps) {
 
 // storeCalls is how often the store was asked about an operation: a
 // claim, or a read (Outcome reads as Get).
-func (f *fakeStore) storeCalls() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.writes + f.reads
+// storeCalls is how many times the store was asked to read or write.
+func (b *bundle) storeCalls() int {
+	c := b.store.Counts()
+	return c.Writes + c.Reads
 }
 
 // sameAnswer asserts that two answers are the same but for their trace.
@@ -50,31 +50,31 @@ func TestFinishedOperationsAreAnsweredByTheGateway(t *testing.T) {
 	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
 	require.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams).status())
 
-	calls := b.store.storeCalls()
+	calls := b.storeCalls()
 	misses := b.metric(t, "oncegate_final_cache_lookups_total", "miss")
 	fromStore := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	require.Equal(t, status.Completed, fromStore.status(), fromStore.raw)
-	require.Equal(t, calls+1, b.store.storeCalls(), "the first status poll reads the store")
+	require.Equal(t, calls+1, b.storeCalls(), "the first status poll reads the store")
 	assert.InDelta(t, misses+1, b.metric(t, "oncegate_final_cache_lookups_total", "miss"), 0, "a lookup that found nothing kept is a miss")
 	assert.Zero(t, b.metric(t, "oncegate_final_cache_lookups_total", "hit"))
 
-	calls = b.store.storeCalls()
+	calls = b.storeCalls()
 	kept := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	sameAnswer(t, fromStore, kept)
 	replay := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
 	assert.Equal(t, status.AlreadyCompleted, replay.status(), replay.raw)
 	assert.Equal(t, "true", replay.header.Get(HeaderReplayed))
-	assert.Equal(t, calls, b.store.storeCalls(), "a kept finished operation is answered without the store")
+	assert.Equal(t, calls, b.storeCalls(), "a kept finished operation is answered without the store")
 	assert.InDelta(t, 2, b.metric(t, "oncegate_final_cache_lookups_total", "hit"), 0, "the kept status poll and replay are hits")
 
 	other := b.do(t, "GET", "/v1/operations/"+opID, "dev-bob", "")
 	assert.Equal(t, status.UnknownOperation, other.status(), "another subject's kept operation does not exist for them")
 
 	b.clock.Add(testCatalog().Actions["payments.transfer"].TerminalTTL)
-	calls, misses = b.store.storeCalls(), b.metric(t, "oncegate_final_cache_lookups_total", "miss")
+	calls, misses = b.storeCalls(), b.metric(t, "oncegate_final_cache_lookups_total", "miss")
 	late := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	sameAnswer(t, fromStore, late)
-	assert.Equal(t, calls+1, b.store.storeCalls(), "past completed_at + terminal_ttl the store is asked again")
+	assert.Equal(t, calls+1, b.storeCalls(), "past completed_at + terminal_ttl the store is asked again")
 	assert.InDelta(t, misses+1, b.metric(t, "oncegate_final_cache_lookups_total", "miss"), 0, "a kept record past its replay is a miss")
 	assert.Equal(t, 1, b.started())
 }
@@ -90,17 +90,17 @@ func TestReplaysAreKeptFromTheStoresAnswer(t *testing.T) {
 		params := `{"amount":20000,"currency":"USD","payee_id":"p-1"}`
 		fp := b.preview(t, "dev-alice", "payments.legacy_transfer", params).str("fingerprint")
 		require.Equal(t, status.Failed, b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params).status())
-		calls := b.store.storeCalls()
+		calls := b.storeCalls()
 		first := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
 		require.Equal(t, status.AlreadyFailed, first.status(), first.raw)
-		require.Equal(t, calls+1, b.store.storeCalls(), "the first replay asks the store")
+		require.Equal(t, calls+1, b.storeCalls(), "the first replay asks the store")
 		second := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params)
 		sameAnswer(t, first, second)
 		want := calls + 1
 		if size == 0 {
 			want++
 		}
-		assert.Equal(t, want, b.store.storeCalls(), "FinalCache %d", size)
+		assert.Equal(t, want, b.storeCalls(), "FinalCache %d", size)
 	}
 }
 

@@ -1,14 +1,19 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/gateway"
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/idemstore/memstore"
+	"github.com/oncegate/oncegate/idemstore/storetest"
 	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/status"
 )
@@ -55,8 +60,18 @@ func TestOpsLimitsShowsABudgetWithoutCurrency(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := setup(t, func(d *gateway.Deps) {
 				d.Limits = devBobLimits(t)
-				d.Budgets = &fakeBudgets{currencies: tt.currencies}
+				d.Budgets = d.Claims.(*memstore.Store)
 			})
+			// Bob's reservations in tt.currencies, older than a day: listed,
+			// but no longer counted by any daily window.
+			for _, cur := range tt.currencies {
+				c := storetest.NewClaim(t, "gw:1")
+				c.Subject, c.Charge = "bob", &idemstore.Charge{Amount: *apd.New(1, 0), Currency: cur}
+				d, err := b.store.Acquire(context.Background(), c)
+				require.NoError(t, err)
+				require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
+			}
+			b.clock.Add(25 * time.Hour)
 
 			r := b.do(t, http.MethodGet, "/v1/ops/limits/bob", "dev-ops", "")
 

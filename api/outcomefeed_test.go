@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -99,7 +100,9 @@ func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			b.store.finalize(id, told) // what the finalize wrote, then announced
+			// What the workflow's finalize wrote under the confirm's claim, then announced.
+			_ = b.store.Finalize(context.Background(), idemstore.Finalization{OperationID: id,
+				Owner: b.engine.Starts()[0].Input.Ownership.Owner(), Final: told, TerminalTTL: time.Hour})
 			feed.watch(t, id).outcome <- told
 		}()
 		r := b.confirm(t, "dev-alice", "payments.legacy_transfer", p.str("fingerprint"), slow)
@@ -161,7 +164,7 @@ func TestConfirmWaitsOnTheOutcomeFeed(t *testing.T) {
 	t.Run("degraded", func(t *testing.T) {
 		feed := &fakeFeed{ready: true}
 		b := setupFeed(t, feed)
-		b.store.degraded = true // the store bypasses Redis: no one announces
+		b.store.SetDegraded(true) // the store bypasses Redis: no one announces
 		r := previewAndConfirm(t, b, transferParams)
 		require.Equal(t, status.Completed, r.status(), r.raw)
 		assert.Zero(t, feed.calls, "no watch while the store is degraded")

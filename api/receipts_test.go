@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
@@ -99,9 +100,10 @@ func TestReceiptNamesTheApproval(t *testing.T) {
 	r := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), transferParams)
 	require.Equal(t, status.Completed, r.status(), r.raw)
 	approval := strings.Repeat("5e", 32)
-	b.store.mu.Lock()
-	b.store.recs[opID].ApprovalSHA256 = approval
-	b.store.mu.Unlock()
+	rec, err := b.store.Get(context.Background(), opID)
+	require.NoError(t, err)
+	rec.ApprovalSHA256 = approval
+	b.store.Put(rec)
 	r = b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	assert.Equal(t, approval, b.verified(t, r).ApprovalSHA256)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/oncegate/oncegate/gateway/gatewaytest"
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/idemstore/memstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/operation"
@@ -50,7 +51,7 @@ type bundle struct {
 	svc    *gateway.Service
 	cat    *catalog.Catalog
 	keys   *fingerprint.Keyring
-	store  *fakeStore
+	store  *memstore.Store
 	engine *gatewaytest.Engine
 	// decisions are the operators' decisions the workflows read.
 	decisions chan operation.Resolution
@@ -100,7 +101,7 @@ func setupWith(t testing.TB, api func(*Options), with ...func(*gateway.Deps)) *b
 	t.Helper()
 	b := &bundle{clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, release: make(chan struct{}), reg: prometheus.NewRegistry(),
 		decisions: make(chan operation.Resolution, 16)}
-	b.store = newFakeStore(b.clock.Now)
+	b.store = memstore.New(memstore.WithClock(b.clock.Now))
 	b.quote = &quoteTransport{expires: b.clock.Now().Add(10 * time.Minute)}
 	b.alert = &fakeAlert{ch: make(chan gateway.SecurityEvent, 16)}
 	b.engine = gatewaytest.NewEngine(b.exec)
@@ -145,7 +146,6 @@ func (b *bundle) started() int { return len(b.engine.Starts()) }
 // exec is the fake workflow: payee "slow" waits for release, "review" needs
 // a person, an amount above 10000 fails, anything else succeeds.
 func (b *bundle) exec(_ context.Context, in operation.Input, review *gatewaytest.Review) idemstore.Final {
-	b.store.claimTruth(in.OperationID)
 	var p struct {
 		Amount  json.Number `json:"amount"`
 		PayeeID string      `json:"payee_id"`
@@ -157,7 +157,7 @@ func (b *bundle) exec(_ context.Context, in operation.Input, review *gatewaytest
 		<-b.release
 		res = done(in.OperationID)
 	case p.PayeeID == "review":
-		b.store.markReview(in.OperationID, "status unknown")
+		_ = b.store.MarkNeedsReview(context.Background(), idemstore.MarkNeedsReviewParams{OperationID: in.OperationID, Reason: "status unknown"})
 		sig := review.Wait()
 		b.decisions <- sig
 		if sig.Outcome == "completed" {
@@ -171,7 +171,9 @@ func (b *bundle) exec(_ context.Context, in operation.Input, review *gatewaytest
 		res = done(in.OperationID)
 	}
 	res.CompletedAt = b.clock.Now() // as the workflow decides it
-	b.store.finalize(in.OperationID, res)
+	// As the workflow finalizes, under its claim (a takeover's or the confirm's).
+	_ = b.store.Finalize(context.Background(), idemstore.Finalization{OperationID: in.OperationID, Owner: in.Ownership.Owner(), Final: res,
+		TerminalTTL: time.Hour})
 	return res
 }
 
@@ -259,7 +261,7 @@ func TestPreview(t *testing.T) {
 	r = b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams)
 	assert.Equal(t, b.clock.Now().Add(15*time.Minute).Format(time.RFC3339), r.str("expires_at"))
 
-	writes, reads := b.store.counts()
+	writes, reads := b.store.Counts().Writes, b.store.Counts().Reads
 	assert.Zero(t, writes, "preview must write nothing")
 	assert.Equal(t, 2, reads, "preview reads once, for the amnesia guard")
 
@@ -386,7 +388,7 @@ func TestPreviewQuoteAnswers(t *testing.T) {
 			}
 		}
 	}
-	writes, _ := b.store.counts()
+	writes := b.store.Counts().Writes
 	assert.Zero(t, writes, "a failed preview writes nothing")
 }
 
@@ -462,7 +464,7 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 	assert.True(t, strings.HasPrefix(in.Ownership.Owner(), b.svc.InstanceID()+":"))
 	assert.True(t, in.Ownership.TruthClaimed(), "the confirm's claim inserted the truth record: the workflow's claim")
 	assert.Equal(t, b.clock.Now(), in.Ownership.ClaimedAt())
-	assert.Empty(t, b.store.finalFast, "the workflow's Finalize writes the fast path under this claim: no refill")
+	assert.Empty(t, b.store.Refills(), "the workflow's Finalize writes the fast path under this claim: no refill")
 
 	for _, lang := range []string{"", "zh"} {
 		r = b.do(t, "POST", "/v1/actions/payments.transfer/confirm", "dev-alice",
@@ -489,7 +491,7 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 	assert.Equal(t, "0123456789abcdef0123456789abcdef", r.str("operation_id"))
 	// A path id that is not an operation_id is named in the text, never
 	// answered as operation_id (its documented shape), and not looked up.
-	_, readsBefore := b.store.counts()
+	readsBefore := b.store.Counts().Reads
 	for _, id := range []string{"not-an-id", "0123456789ABCDEF0123456789ABCDEF", "0123"} {
 		r = b.do(t, "GET", "/v1/operations/"+id, "dev-alice", "")
 		assert.Equal(t, 404, r.code, id)
@@ -500,7 +502,7 @@ func TestConfirmCompletedThenReplayed(t *testing.T) {
 		require.NoError(t, err)
 		assert.NoError(t, v.ValidateResponse("GET", "/v1/operations/"+id, r.code, r.header, []byte(r.raw)), id)
 	}
-	_, readsAfter := b.store.counts()
+	readsAfter := b.store.Counts().Reads
 	assert.Equal(t, readsBefore, readsAfter, "a malformed id is not looked up")
 
 	// After exp, the consumed fingerprint still replays.
@@ -687,15 +689,11 @@ func TestExpiredFingerprintReplaysTheOutcome(t *testing.T) {
 	first := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
 	require.Equal(t, status.Completed, first.status())
 	b.clock.Add(time.Hour)
-	b.store.mu.Lock()
-	before := b.store.outcomes
-	b.store.mu.Unlock()
+	before := b.store.Counts().Outcomes
 	r := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
 	assert.Equal(t, status.AlreadyCompleted, r.status())
 	assert.Equal(t, first.str("operation_id"), r.str("operation_id"))
-	b.store.mu.Lock()
-	assert.Equal(t, before+1, b.store.outcomes, "asked Store.Outcome once")
-	b.store.mu.Unlock()
+	assert.Equal(t, before+1, b.store.Counts().Outcomes, "asked Store.Outcome once")
 	assert.Equal(t, 1, b.started())
 }
 
@@ -745,17 +743,13 @@ func TestTemporarilyUnavailable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	fp := b.preview(t, "dev-alice", "payments.legacy_transfer", transferParams).str("fingerprint")
-	b.store.mu.Lock()
-	b.store.unavailable = true
-	b.store.mu.Unlock()
+	b.store.SetUnavailable(true)
 	r := b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams)
 	assert.Equal(t, 503, r.code)
 	assert.Equal(t, status.TemporarilyUnavailable, r.status())
 	assert.Equal(t, true, r.body["retryable"])
 	assert.EqualValues(t, 1000, r.body["retry_after_ms"])
-	b.store.mu.Lock()
-	b.store.unavailable = false
-	b.store.mu.Unlock()
+	b.store.SetUnavailable(false)
 	// Nothing was consumed: the same fingerprint works.
 	assert.Equal(t, status.Completed, b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, transferParams).status())
 }
@@ -792,8 +786,8 @@ func TestOrphanTakeover(t *testing.T) {
 	assert.False(t, in.Ownership.TruthClaimed(), "a takeover never counts the truth as claimed")
 	assert.Equal(t, operation.TruthClaimedByWorkflow, in.Ownership.Truth())
 	assert.NotEqual(t, "dead-gateway:1", in.Ownership.Owner())
-	require.Len(t, b.store.finalFast, 1, "the gateway refills the fast path after a takeover")
-	assert.Equal(t, in.Ownership.Owner(), b.store.finalFast[0].Owner)
+	require.Len(t, b.store.Refills(), 1, "the gateway refills the fast path after a takeover")
+	assert.Equal(t, in.Ownership.Owner(), b.store.Refills()[0].Owner)
 }
 
 // TestStartFailureReleasesTheClaim: when the workflow cannot be started the
@@ -860,11 +854,11 @@ func TestTraceAndHealth(t *testing.T) {
 	r = b.do(t, "GET", "/readyz", "", "")
 	assert.Equal(t, 200, r.code)
 	assert.Equal(t, "ok", r.str("redis"))
-	b.store.degraded = true
+	b.store.SetDegraded(true)
 	r = b.do(t, "GET", "/readyz", "", "")
 	assert.Equal(t, 200, r.code)
 	assert.Equal(t, "degraded", r.str("redis"))
-	b.store.notReady = true
+	b.store.SetUnavailable(true)
 	r = b.do(t, "GET", "/readyz", "", "")
 	assert.Equal(t, 503, r.code)
 	assert.Equal(t, status.NotReady, r.status())
@@ -971,10 +965,10 @@ func TestAmnesiaGuardTexts(t *testing.T) {
 	}
 	assert.Contains(t, previewZH().str("meaning"), firstID+"（状态 completed，单据号 tr_"+firstID[:8]+"）")
 
-	b.store.mu.Lock()
-	rec := b.store.recs[firstID]
+	rec, err := b.store.Get(context.Background(), firstID)
+	require.NoError(t, err)
 	rec.State, rec.Reason, rec.FailureKind, rec.ResultRef = idemstore.StateFailed, "gateway_timeout", "", ""
-	b.store.mu.Unlock()
+	b.store.Put(rec)
 	pv = b.preview(t, "dev-alice", "payments.transfer", transferParams)
 	assert.Contains(t, pv.str("meaning"), "operation "+firstID+" (state failed), see recent_operation. That operation failed (gateway_timeout)")
 	assert.Contains(t, previewZH().str("meaning"), firstID+"（状态 failed），见 recent_operation。那笔操作失败了（gateway_timeout）")
