@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,7 +15,7 @@ import (
 // nothing: previewing again is harmless, and each preview is a new
 // fingerprint, a new operation.
 func (c *Client) Preview(ctx context.Context, scope string, params any) (*Answer, error) {
-	return c.do(ctx, http.MethodPost, "/v1/actions/"+url.PathEscape(scope)+"/preview", map[string]any{"params": params})
+	return c.do(ctx, http.MethodPost, "/v1/actions/"+url.PathEscape(scope)+"/preview", map[string]any{"params": params}, agentCalls)
 }
 
 // ConfirmOption adds to a confirm.
@@ -44,13 +45,13 @@ func (c *Client) Confirm(ctx context.Context, scope, fingerprint string, params 
 	for _, o := range opts {
 		o(&b)
 	}
-	return c.do(ctx, http.MethodPost, "/v1/actions/"+url.PathEscape(scope)+"/confirm", b)
+	return c.do(ctx, http.MethodPost, "/v1/actions/"+url.PathEscape(scope)+"/confirm", b, agentCalls)
 }
 
 // Status asks the current state of one of the caller's operations:
 // completed, failed, in_progress or needs_manual_review.
 func (c *Client) Status(ctx context.Context, operationID string) (*Answer, error) {
-	return c.do(ctx, http.MethodGet, "/v1/operations/"+url.PathEscape(operationID), nil)
+	return c.do(ctx, http.MethodGet, "/v1/operations/"+url.PathEscape(operationID), nil, agentCalls)
 }
 
 // Wait polls Status, waiting poll_after_ms between polls, until the
@@ -83,4 +84,24 @@ func (c *Client) Wait(ctx context.Context, operationID string) (*Answer, error) 
 			return last, fmt.Errorf("wait %s: %w", operationID, err)
 		}
 	}
+}
+
+// Formats of the tool definitions (Tools).
+const (
+	// ToolsOpenAI is OpenAI's function-calling format.
+	ToolsOpenAI = "openai"
+	// ToolsAnthropic is Anthropic's tool-use format.
+	ToolsAnthropic = "anthropic"
+)
+
+// Tools returns the gateway's tool definitions in format (ToolsOpenAI or
+// ToolsAnthropic), built from its catalog, as the gateway sends them: a
+// JSON array of tools, each with its JSON Schema, ready for an LLM's
+// function calling. An unknown format is an error matching ErrBadRequest.
+func (c *Client) Tools(ctx context.Context, format string) (json.RawMessage, error) {
+	a, err := c.do(ctx, http.MethodGet, "/v1/tools?"+url.Values{"format": {format}}.Encode(), nil, policy{byCode: true})
+	if err != nil {
+		return nil, err
+	}
+	return a.Raw, nil
 }
