@@ -15,8 +15,14 @@ import (
 // nothing: previewing again is harmless, and each preview is a new
 // fingerprint, a new operation.
 func (c *Client) Preview(ctx context.Context, scope string, params any) (*Answer, error) {
-	return c.do(ctx, http.MethodPost, "/v1/actions/"+url.PathEscape(scope)+"/preview", map[string]any{"params": params}, agentCalls)
+	return c.do(ctx, http.MethodPost, previewPath(scope), previewBody(params), agentCalls)
 }
+
+// previewPath is the route of a preview of scope.
+func previewPath(scope string) string { return "/v1/actions/" + url.PathEscape(scope) + "/preview" }
+
+// previewBody is the body of a preview of params.
+func previewBody(params any) any { return map[string]any{"params": params} }
 
 // ConfirmOption adds to a confirm.
 type ConfirmOption func(*confirmBody)
@@ -41,18 +47,29 @@ func AcknowledgeRepeatOf(operationID string) ConfirmOption {
 // not final yet. A lost answer and temporarily_unavailable are retried with
 // the same fingerprint.
 func (c *Client) Confirm(ctx context.Context, scope, fingerprint string, params any, opts ...ConfirmOption) (*Answer, error) {
+	return c.do(ctx, http.MethodPost, confirmPath(scope), newConfirmBody(fingerprint, params, opts), agentCalls)
+}
+
+// confirmPath is the route of a confirm of scope.
+func confirmPath(scope string) string { return "/v1/actions/" + url.PathEscape(scope) + "/confirm" }
+
+// newConfirmBody is the body of a confirm of fingerprint with params.
+func newConfirmBody(fingerprint string, params any, opts []ConfirmOption) confirmBody {
 	b := confirmBody{Fingerprint: fingerprint, Params: params}
 	for _, o := range opts {
 		o(&b)
 	}
-	return c.do(ctx, http.MethodPost, "/v1/actions/"+url.PathEscape(scope)+"/confirm", b, agentCalls)
+	return b
 }
 
 // Status asks the current state of one of the caller's operations:
 // completed, failed, in_progress or needs_manual_review.
 func (c *Client) Status(ctx context.Context, operationID string) (*Answer, error) {
-	return c.do(ctx, http.MethodGet, "/v1/operations/"+url.PathEscape(operationID), nil, agentCalls)
+	return c.do(ctx, http.MethodGet, statusPath(operationID), nil, agentCalls)
 }
+
+// statusPath is the route of the status of operationID.
+func statusPath(operationID string) string { return "/v1/operations/" + url.PathEscape(operationID) }
 
 // Wait polls Status, waiting poll_after_ms between polls, until the
 // operation is completed or failed, and returns that answer. It stops early

@@ -110,12 +110,9 @@ var agentCalls = policy{}
 // and decodes the answer. A refusal is returned as an *Error, with the
 // answer.
 func (c *Client) do(ctx context.Context, method, path string, body any, p policy) (*Answer, error) {
-	var raw []byte
-	if body != nil {
-		var err error
-		if raw, err = json.Marshal(body); err != nil {
-			return nil, fmt.Errorf("encode %s %s: %w", method, path, err)
-		}
+	raw, err := encode(method, path, body)
+	if err != nil {
+		return nil, err
 	}
 	attempts := c.attempts
 	if p.once {
@@ -169,21 +166,9 @@ func unreachable(method, path string, err error) error {
 // the gateway was not reached; the answer then comes back too, with its
 // code and body, and the error is an *Error matching ErrUnreachable).
 func (c *Client) send(ctx context.Context, method, path string, raw []byte) (*Answer, error) {
-	var rd io.Reader
-	if raw != nil {
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
+	req, err := c.request(ctx, method, path, raw)
 	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Accept", "application/json")
-	if raw != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.lang != "" {
-		req.Header.Set("Accept-Language", c.lang)
+		return nil, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -206,6 +191,40 @@ func (c *Client) send(ctx context.Context, method, path string, raw []byte) (*An
 	a.Replayed = resp.Header.Get(HeaderReplayed) == "true"
 	a.Raw = body
 	return &a, nil
+}
+
+// encode is the JSON body of the request method path (nil for a nil body).
+func encode(method, path string, body any) ([]byte, error) {
+	if body == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", method, path, err)
+	}
+	return raw, nil
+}
+
+// request builds the request method path with the JSON body raw (nil:
+// none), as the client's subject.
+func (c *Client) request(ctx context.Context, method, path string, raw []byte) (*http.Request, error) {
+	var rd io.Reader
+	if raw != nil {
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	if raw != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.lang != "" {
+		req.Header.Set("Accept-Language", c.lang)
+	}
+	return req, nil
 }
 
 // HeaderReplayed is the header that marks a replay of an operation's first outcome.
