@@ -284,11 +284,8 @@ func (b *balancer) RoundTrip(req *http.Request) (*http.Response, error) {
 		g := b.gateways[(first+i)%uint64(len(b.gateways))]
 		r := req.Clone(req.Context())
 		r.URL.Scheme, r.URL.Host, r.Host = g.Scheme, g.Host, ""
-		if i > 0 && req.GetBody != nil {
-			if r.Body, err = req.GetBody(); err != nil {
-				return nil, fmt.Errorf("resend to %s: %w", g.Host, err)
-			}
-		}
+		// A connection that could not be opened read nothing of the
+		// body: the next gateway gets all of it.
 		resp, err = b.next.RoundTrip(r)
 		if !refused(err) {
 			break
