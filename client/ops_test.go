@@ -180,10 +180,13 @@ func TestOpsSendsChangesOnceAndRetriesReads(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	changes := map[string]func(*Ops) error{
-		"resolve": func(o *Ops) error { _, err := o.Resolve(ctx, "op1", Resolution{Outcome: OutcomeCompleted, Note: "n"}); return err },
-		"reset":   func(o *Ops) error { _, err := o.ResetLimits(ctx, "bob"); return err },
-		"invite":  func(o *Ops) error { _, err := o.InvitePasskey(ctx, "bob"); return err },
-		"revoke":  func(o *Ops) error { _, err := o.RevokePasskey(ctx, "k"); return err },
+		"resolve": func(o *Ops) error {
+			_, err := o.Resolve(ctx, "op1", Resolution{Outcome: OutcomeCompleted, Note: "n"})
+			return err
+		},
+		"reset":  func(o *Ops) error { _, err := o.ResetLimits(ctx, "bob"); return err },
+		"invite": func(o *Ops) error { _, err := o.InvitePasskey(ctx, "bob"); return err },
+		"revoke": func(o *Ops) error { _, err := o.RevokePasskey(ctx, "k"); return err },
 	}
 	for name, change := range changes {
 		for _, fail := range []func(http.ResponseWriter){hangUp, reply(503, status.TemporarilyUnavailable, nil)} {
