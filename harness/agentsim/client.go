@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	oncegate "github.com/oncegate/oncegate/client"
+	"github.com/oncegate/oncegate/harness/clientpool"
 )
 
 // answer is the part of a gateway answer the agents read.
@@ -51,15 +51,14 @@ var errLost = errors.New("answer lost: client timeout")
 // (one attempt per request: the agents retry as their script says), and
 // to the downstream simulator itself.
 type client struct {
-	http   *http.Client
-	cfg    Config
-	mu     sync.Mutex
-	agents map[string]*oncegate.Client
+	http *http.Client
+	cfg  Config
+	pool *clientpool.Pool
 }
 
 // newClient returns the client of cfg's gateway and simulator.
 func newClient(cfg Config) *client {
-	return &client{http: cfg.HTTPClient, cfg: cfg, agents: map[string]*oncegate.Client{}}
+	return &client{http: cfg.HTTPClient, cfg: cfg, pool: clientpool.New(cfg.GatewayURL, cfg.HTTPClient)}
 }
 
 // reachable checks that url answers at all.
@@ -80,21 +79,6 @@ func (c *client) reachable(ctx context.Context, url string) error {
 		return fmt.Errorf("probe %s: HTTP %d", url, resp.StatusCode)
 	}
 	return nil
-}
-
-// agent returns the gateway client of token.
-func (c *client) agent(token string) (*oncegate.Client, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gw, ok := c.agents[token]; ok {
-		return gw, nil
-	}
-	gw, err := oncegate.New(c.cfg.GatewayURL, token, oncegate.WithHTTPClient(c.http), oncegate.WithRetry(1, 0))
-	if err != nil {
-		return nil, err
-	}
-	c.agents[token] = gw
-	return gw, nil
 }
 
 // preview asks the gateway, as token, for a fingerprint of p for scope.
@@ -124,13 +108,7 @@ func (c *client) status(ctx context.Context, token, id string) (answer, error) {
 // errLost.
 func (c *client) call(ctx context.Context, token string, timeout time.Duration,
 	send func(context.Context, *oncegate.Client) (*oncegate.Answer, error)) (answer, error) {
-	gw, err := c.agent(token)
-	if err != nil {
-		return answer{}, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	a, err := send(cctx, gw)
+	a, lost, err := c.pool.Call(ctx, token, timeout, send)
 	var unread *oncegate.Error
 	switch {
 	case a != nil && a.Status != "":
@@ -140,7 +118,7 @@ func (c *client) call(ctx context.Context, token string, timeout time.Duration,
 			out.RecentOperation = &recentOperation{OperationID: r.OperationID, State: string(r.State)}
 		}
 		return out, nil
-	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+	case lost && ctx.Err() == nil:
 		return answer{}, errLost
 	case errors.As(err, &unread):
 		return answer{}, fmt.Errorf("%s %s: HTTP %d without a status: %.200s", unread.Method, unread.Path, unread.HTTPCode, unread.Raw)

@@ -11,11 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	oncegate "github.com/oncegate/oncegate/client"
+	"github.com/oncegate/oncegate/harness/clientpool"
 )
 
 // answer is the part of a gateway answer the agents and the audit read.
@@ -63,9 +63,9 @@ type client struct {
 	gatewayURLs   []string
 	downstreamURL string
 	requests      atomic.Int64
-	mu            sync.Mutex
-	agents        map[string]*oncegate.Client
-	ops           map[string]*oncegate.Ops
+	// pool holds the public client of each token (the balancer sends
+	// their requests to every gateway in turn).
+	pool *clientpool.Pool
 }
 
 // newClient returns a client of the stack's gateways and simulator;
@@ -73,50 +73,14 @@ type client struct {
 // HTTPS).
 func newClient(gatewayURLs []string, downstreamURL string, tlsConfig *tls.Config) *client {
 	transport := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, TLSClientConfig: tlsConfig}
+	balanced := &http.Client{Transport: newBalancer(gatewayURLs, transport)}
 	return &client{
-		http:          &http.Client{Transport: newBalancer(gatewayURLs, transport)},
+		http:          balanced,
 		plain:         &http.Client{Transport: transport},
 		gatewayURLs:   gatewayURLs,
 		downstreamURL: downstreamURL,
-		agents:        map[string]*oncegate.Client{},
-		ops:           map[string]*oncegate.Ops{},
+		pool:          clientpool.New(gatewayURLs[0], balanced),
 	}
-}
-
-// clientOptions are the public client's options for the soak: its HTTP
-// client, and one attempt per request.
-func (c *client) clientOptions() []oncegate.Option {
-	return []oncegate.Option{oncegate.WithHTTPClient(c.http), oncegate.WithRetry(1, 0)}
-}
-
-// agent returns the gateway client of token.
-func (c *client) agent(token string) (*oncegate.Client, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gw, ok := c.agents[token]; ok {
-		return gw, nil
-	}
-	gw, err := oncegate.New(c.gatewayURLs[0], token, c.clientOptions()...)
-	if err != nil {
-		return nil, err
-	}
-	c.agents[token] = gw
-	return gw, nil
-}
-
-// operator returns the ops client of token.
-func (c *client) operator(token string) (*oncegate.Ops, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if o, ok := c.ops[token]; ok {
-		return o, nil
-	}
-	o, err := oncegate.NewOps(c.gatewayURLs[0], token, c.clientOptions()...)
-	if err != nil {
-		return nil, err
-	}
-	c.ops[token] = o
-	return o, nil
 }
 
 // preview asks a gateway, as token, for a fingerprint of params.
@@ -148,26 +112,20 @@ func (c *client) status(ctx context.Context, token, id string) (answer, error) {
 func (c *client) call(ctx context.Context, token string, timeout time.Duration,
 	send func(context.Context, *oncegate.Client) (*oncegate.Answer, error)) (answer, error) {
 	c.requests.Add(1)
-	gw, err := c.agent(token)
-	if err != nil {
-		return answer{}, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	a, err := send(cctx, gw)
-	return recorded(cctx, a, err)
+	a, lost, err := c.pool.Call(ctx, token, timeout, send)
+	return recorded(a, lost, err)
 }
 
 // recorded is the soak's record of the public client's answer a and error
-// err to a request sent with ctx.
-func recorded(ctx context.Context, a *oncegate.Answer, err error) (answer, error) {
+// err to a request; lost says its timeout cut it.
+func recorded(a *oncegate.Answer, lost bool, err error) (answer, error) {
 	var refused *oncegate.Error
 	switch {
 	case a != nil && a.Status != "":
 		return answerOf(a), nil
 	case errors.As(err, &refused):
 		return answer{Code: refused.HTTPCode}, fmt.Errorf("%w: HTTP %d %.200s", errMalformed, refused.HTTPCode, refused.Raw)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case lost:
 		return answer{}, errLost
 	default:
 		return answer{}, err
@@ -191,7 +149,7 @@ func answerOf(a *oncegate.Answer) answer {
 // refusal is an error naming its status.
 func (c *client) resolve(ctx context.Context, token, id string, r oncegate.Resolution) error {
 	c.requests.Add(1)
-	o, err := c.operator(token)
+	o, err := c.pool.Operator(token)
 	if err != nil {
 		return err
 	}
@@ -206,7 +164,7 @@ func (c *client) resolve(ctx context.Context, token, id string, r oncegate.Resol
 
 // tools returns the gateway's tool definitions in format, as token.
 func (c *client) tools(ctx context.Context, token, format string) ([]byte, error) {
-	gw, err := c.agent(token)
+	gw, err := c.pool.Agent(token)
 	if err != nil {
 		return nil, err
 	}
