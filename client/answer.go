@@ -58,6 +58,13 @@ type Answer struct {
 	FailureKind string `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator who decided the outcome, if one did.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// State is an operation's state as the truth names it (IN_FLIGHT,
+	// DONE, FAILED, NEEDS_REVIEW) in an operator's answer about it (ops:
+	// resolved, not_awaiting_review).
+	State string `json:"state,omitempty"`
+	// Decision is an operator's decision about the operation (ops:
+	// resolved: this one; already_resolved: the first one, which stands).
+	Decision *Decision `json:"decision,omitempty"`
 	// Receipt is the gateway's signed receipt of the outcome (completed,
 	// failed, their replays, a terminal Status): a compact JWS; see
 	// Answer.VerifyReceipt.

@@ -89,16 +89,34 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// policy says how one request is sent and how its answer is judged.
+type policy struct {
+	// once sends the request a single time: a request whose repetition is
+	// not harmless to the caller (an operator's decision, an invitation)
+	// is never sent again by the client.
+	once bool
+	// byCode judges an answer by its HTTP code: any 2xx is the call's
+	// outcome, whatever its body (the ops routes, the tool definitions).
+	// Otherwise the registry judges by the answer's status (the agent
+	// routes), and a body without a known status is unexpected.
+	byCode bool
+}
+
+// agentCalls is the policy of the agent routes: retried, judged by status.
+var agentCalls = policy{}
+
 // do sends one request, again while the gateway is unreachable or
-// temporarily unavailable (the same body each time), and decodes the answer.
-// A refusal is returned as an *Error.
-func (c *Client) do(ctx context.Context, method, path string, body any) (*Answer, error) {
-	var raw []byte
-	if body != nil {
-		var err error
-		if raw, err = json.Marshal(body); err != nil {
-			return nil, fmt.Errorf("encode %s %s: %w", method, path, err)
-		}
+// temporarily unavailable (the same body each time) unless p says once,
+// and decodes the answer. A refusal is returned as an *Error, with the
+// answer.
+func (c *Client) do(ctx context.Context, method, path string, body any, p policy) (*Answer, error) {
+	raw, err := encode(method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	attempts := c.attempts
+	if p.once {
+		attempts = 1
 	}
 	wait := c.backoff
 	for attempt := 1; ; attempt++ {
@@ -110,19 +128,21 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (*Answer
 			return nil, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
 		case err != nil:
 			retry = true
-			err = fmt.Errorf("%s %s: %w: %w", method, path, ErrUnreachable, err)
+			err = unreachable(method, path, err)
 		case isRetried(a.Status):
 			retry = true
 			if a.RetryAfterMS > 0 {
 				next = a.RetryAfter()
 			}
-			err = errorOf(*a)
-		case isRefusal(a.Status):
-			return a, errorOf(*a)
+			err = errorOf(*a, method, path)
+		case p.byCode && a.HTTPCode >= 200 && a.HTTPCode <= 299:
+			return a, nil
+		case p.byCode || isRefusal(a.Status):
+			return a, errorOf(*a, method, path)
 		default:
 			return a, nil
 		}
-		if !retry || attempt >= c.attempts {
+		if !retry || attempt >= attempts {
 			return a, err
 		}
 		if serr := c.sleep(ctx, min(next, c.maxBackoff)); serr != nil {
@@ -132,9 +152,62 @@ func (c *Client) do(ctx context.Context, method, path string, body any) (*Answer
 	}
 }
 
-// send makes one attempt. An error is a transport failure (or an answer
-// that could not be read).
+// unreachable wraps a failed attempt of method path: it matches
+// ErrUnreachable (once, however it was found).
+func unreachable(method, path string, err error) error {
+	if errors.Is(err, ErrUnreachable) {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return fmt.Errorf("%s %s: %w: %w", method, path, ErrUnreachable, err)
+}
+
+// send makes one attempt. An error is a transport failure, an answer that
+// could not be read, or a 5xx that is no oncegate answer (a proxy's page:
+// the gateway was not reached; the answer then comes back too, with its
+// code and body, and the error is an *Error matching ErrUnreachable).
 func (c *Client) send(ctx context.Context, method, path string, raw []byte) (*Answer, error) {
+	req, err := c.request(ctx, method, path, raw)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	var a Answer
+	if err := json.Unmarshal(body, &a); err != nil || a.Status == "" {
+		a = Answer{HTTPCode: resp.StatusCode, Raw: body}
+		if resp.StatusCode >= 500 {
+			return &a, &Error{Answer: a, Method: method, Path: path, class: ErrUnreachable}
+		}
+		return &a, nil
+	}
+	a.HTTPCode = resp.StatusCode
+	a.Replayed = resp.Header.Get(HeaderReplayed) == "true"
+	a.Raw = body
+	return &a, nil
+}
+
+// encode is the JSON body of the request method path (nil for a nil body).
+func encode(method, path string, body any) ([]byte, error) {
+	if body == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", method, path, err)
+	}
+	return raw, nil
+}
+
+// request builds the request method path with the JSON body raw (nil:
+// none), as the client's subject.
+func (c *Client) request(ctx context.Context, method, path string, raw []byte) (*http.Request, error) {
 	var rd io.Reader
 	if raw != nil {
 		rd = bytes.NewReader(raw)
@@ -151,27 +224,7 @@ func (c *Client) send(ctx context.Context, method, path string, raw []byte) (*An
 	if c.lang != "" {
 		req.Header.Set("Accept-Language", c.lang)
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return nil, fmt.Errorf("read answer: %w", err)
-	}
-	var a Answer
-	if err := json.Unmarshal(body, &a); err != nil || a.Status == "" {
-		if resp.StatusCode >= 500 {
-			// A proxy's 502/504 page: the gateway was not reached.
-			return nil, fmt.Errorf("HTTP %d without an oncegate answer: %.200s", resp.StatusCode, body)
-		}
-		return &Answer{HTTPCode: resp.StatusCode, Raw: body}, nil
-	}
-	a.HTTPCode = resp.StatusCode
-	a.Replayed = resp.Header.Get(HeaderReplayed) == "true"
-	a.Raw = body
-	return &a, nil
+	return req, nil
 }
 
 // HeaderReplayed is the header that marks a replay of an operation's first outcome.

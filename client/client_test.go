@@ -24,13 +24,22 @@ type fakeGateway struct {
 	answers []func(http.ResponseWriter)
 	bodies  []string
 	paths   []string
+	// query records each path as sent (escaped) with its query.
+	query bool
 }
 
 func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	f.bodies = append(f.bodies, string(b))
-	f.paths = append(f.paths, r.Method+" "+r.URL.Path)
+	path := r.URL.Path
+	if f.query {
+		path = r.URL.EscapedPath()
+		if r.URL.RawQuery != "" {
+			path += "?" + r.URL.RawQuery
+		}
+	}
+	f.paths = append(f.paths, r.Method+" "+path)
 	next := f.answers[0]
 	if len(f.answers) > 1 {
 		f.answers = f.answers[1:]

@@ -67,6 +67,18 @@ var (
 	// nothing was done. The client waits the answer's Retry-After and sends
 	// the same request again, a bounded number of times.
 	ErrRateLimited = errors.New("oncegate: rate limited")
+	// ErrAlreadyResolved means an operator's decision was refused because
+	// another decision about the operation was first (Error.Decision names
+	// it; it stands).
+	ErrAlreadyResolved = errors.New("oncegate: already resolved")
+	// ErrNotAwaitingReview means an operator's decision was refused because
+	// the operation does not wait for one (Error.State is its state).
+	ErrNotAwaitingReview = errors.New("oncegate: operation not awaiting review")
+	// ErrInvalidResolution means an operator's decision or list filter is
+	// incomplete or inconsistent; Error.Problems names each problem.
+	ErrInvalidResolution = errors.New("oncegate: invalid resolution")
+	// ErrUnknownPasskey means there is no passkey of that id.
+	ErrUnknownPasskey = errors.New("oncegate: unknown passkey")
 	// ErrUnexpectedAnswer means the answer is not an oncegate answer (no or
 	// an unknown status).
 	ErrUnexpectedAnswer = errors.New("oncegate: unexpected answer")
@@ -75,14 +87,21 @@ var (
 // Error is a gateway answer that refuses the call. It matches its class with
 // errors.Is (see the Err* variables) and carries the answer's details.
 type Error struct {
-	// Answer is the refusal as the gateway sent it.
+	// Answer is the refusal as the gateway sent it (Answer.Raw: its body).
 	Answer
+	// Method is the refused request's HTTP method.
+	Method string
+	// Path is the refused request's path, with its query.
+	Path string
 	// class is the sentinel it matches.
 	class error
 }
 
 // Error implements error.
 func (e *Error) Error() string {
+	if e.Status == "" {
+		return fmt.Sprintf("%v: HTTP %d without an oncegate answer: %.200s", e.class, e.HTTPCode, e.Raw)
+	}
 	msg := fmt.Sprintf("%v: %s (HTTP %d", e.class, e.Status, e.HTTPCode)
 	if e.TraceID != "" {
 		msg += ", trace_id " + e.TraceID
@@ -133,11 +152,11 @@ type RecentOperation struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// errorOf turns a decoded refusal into an *Error.
-func errorOf(a Answer) error {
+// errorOf turns a decoded refusal of method path into an *Error.
+func errorOf(a Answer, method, path string) error {
 	class := ClassOf(a.Status)
 	if class == nil {
 		class = ErrUnexpectedAnswer
 	}
-	return &Error{Answer: a, class: class}
+	return &Error{Answer: a, Method: method, Path: path, class: class}
 }

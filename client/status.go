@@ -29,6 +29,10 @@ var sentinels = map[status.Class]error{
 	status.ClassLimitExceeded:          ErrLimitExceeded,
 	status.ClassRateLimited:            ErrRateLimited,
 	status.ClassManualReview:           ErrNeedsManualReview,
+	status.ClassAlreadyResolved:        ErrAlreadyResolved,
+	status.ClassNotAwaitingReview:      ErrNotAwaitingReview,
+	status.ClassInvalidResolution:      ErrInvalidResolution,
+	status.ClassUnknownPasskey:         ErrUnknownPasskey,
 }
 
 // ClassOf returns the sentinel error an answer with status s matches: the

@@ -16,17 +16,22 @@ func TestReplayHeaderIsTheGateways(t *testing.T) {
 }
 
 // TestEveryRefusalHasItsClass checks that each refusal the registry sends
-// an agent matches a sentinel of the client, derived from its entry's class
-// alone, and that the operation states match none but
+// the client (on the agent routes, the ops routes and the tool
+// definitions) matches a sentinel of the client, derived from its entry's
+// class alone, and that the other answers match none but
 // needs_manual_review's.
 func TestEveryRefusalHasItsClass(t *testing.T) {
 	t.Parallel()
-	for _, s := range status.For(status.Agent) {
+	var read []status.Status
+	for _, a := range []status.Audience{status.Agent, status.Operator, status.ToolReader} {
+		read = append(read, status.For(a)...)
+	}
+	for _, s := range read {
 		info, _ := status.Lookup(s)
 		class := client.ClassOf(s)
 		switch {
 		case info.Kind == status.Refusal:
-			assert.NotNil(t, class, "agent refusal %q has no class: name its status.Class in its registry entry", s)
+			assert.NotNil(t, class, "refusal %q has no class: name its status.Class in its registry entry", s)
 			assert.NotEqual(t, client.ErrUnexpectedAnswer, class, s)
 		case s == status.NeedsManualReview:
 			assert.Equal(t, client.ErrNeedsManualReview, class)

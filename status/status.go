@@ -120,9 +120,10 @@ const (
 // Class is what a caller does about an answer that is not the outcome it
 // asked for: the public client's error class (client.Err*, matched with
 // errors.Is). Several statuses share one (the four security refusals, the
-// five refusals of the request itself). An agent-facing refusal names its
-// class, and so does needs_manual_review; the other entries name none (the
-// empty Class: the answer is not an error to the client).
+// five refusals of the request itself). A refusal the public client can
+// receive (an agent's, an operator's, a tool reader's) names its class, and
+// so does needs_manual_review; the other entries name none (the empty
+// Class: the answer is not an error to the client).
 type Class string
 
 // The classes. Each is matched by one sentinel error of the client
@@ -165,6 +166,17 @@ const (
 	ClassRateLimited Class = "rate_limited"
 	// ClassManualReview: the outcome is not known; a person decides.
 	ClassManualReview Class = "manual_review"
+	// ClassAlreadyResolved: ops: another decision about the operation was
+	// first; this one is refused.
+	ClassAlreadyResolved Class = "already_resolved"
+	// ClassNotAwaitingReview: ops: the operation is not waiting for a
+	// decision.
+	ClassNotAwaitingReview Class = "not_awaiting_review"
+	// ClassInvalidResolution: ops: a decision or a list filter is
+	// incomplete or inconsistent; its errors name each problem.
+	ClassInvalidResolution Class = "invalid_resolution"
+	// ClassUnknownPasskey: ops: no passkey of that id.
+	ClassUnknownPasskey Class = "unknown_passkey"
 )
 
 // Info is what the registry knows about a status.
@@ -179,8 +191,9 @@ type Info struct {
 	Audience Audience
 	// Kind is whether it is an outcome or a refusal.
 	Kind Kind
-	// Class is the public client's error class of the answer: set for an
-	// agent-facing refusal and needs_manual_review, empty otherwise.
+	// Class is the public client's error class of the answer: set for a
+	// refusal an agent, an operator or a tool reader receives and for
+	// needs_manual_review, empty otherwise.
 	Class Class
 	// Carries lists the body members and headers beyond the common ones.
 	Carries string
@@ -226,14 +239,14 @@ var registry = map[Status]Info{
 	MalformedRequest:       {Code: http.StatusBadRequest, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "the body is not the endpoint's JSON (syntax, unknown member, a member twice, missing `params`)"},
 	RequestTooLarge:        {Code: http.StatusRequestEntityTooLarge, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "the body exceeds 64 KiB"},
 	InternalError:          {Code: http.StatusInternalServerError, Audience: Agent, Kind: Refusal, Class: ClassInternal, When: "an unexpected error; report the `trace_id`"},
-	NotAwaitingReview:      {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Carries: "`state`", When: "ops: a resolve for an operation that is not waiting for review"},
-	InvalidResolution:      {Code: http.StatusBadRequest, Audience: Operator, Kind: Refusal, Carries: "`errors`", When: "ops: a resolve body, or a list filter, that is incomplete or inconsistent"},
+	NotAwaitingReview:      {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Class: ClassNotAwaitingReview, Carries: "`state`", When: "ops: a resolve for an operation that is not waiting for review"},
+	InvalidResolution:      {Code: http.StatusBadRequest, Audience: Operator, Kind: Refusal, Class: ClassInvalidResolution, Carries: "`errors`", When: "ops: a resolve body, or a list filter, that is incomplete or inconsistent"},
 	ResolutionSent:         {Code: http.StatusAccepted, Audience: Operator, Kind: Outcome, Carries: "`outcome`", When: "ops: the decision was accepted by the operation's workflow but its outcome was not recorded within the wait"},
 	Resolved:               {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`state`, `decision`, `result`/`reason`, `receipt`", When: "ops: this decision was the first; the operation is now in its final state"},
-	AlreadyResolved:        {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Carries: "`decision` (who decided what and when)", When: "ops: another decision was made first; this one is refused"},
+	AlreadyResolved:        {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Class: ClassAlreadyResolved, Carries: "`decision` (who decided what and when)", When: "ops: another decision was made first; this one is refused"},
 	OperationsListed:       {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`operations`, `count`", When: "ops: the list of operations"},
 	OperationFound:         {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`operation`", When: "ops: one operation's full record"},
-	InvalidRequest:         {Code: http.StatusBadRequest, Audience: ToolReader, Kind: Refusal, When: "`GET /v1/tools` with an unknown `format`"},
+	InvalidRequest:         {Code: http.StatusBadRequest, Audience: ToolReader, Kind: Refusal, Class: ClassBadRequest, When: "`GET /v1/tools` with an unknown `format`"},
 	WebhookAccepted:        {Code: http.StatusOK, Audience: Downstream, Kind: Outcome, When: "`POST /v1/webhooks/{scope}`: a downstream's signed event was verified and delivered to the operation's workflow"},
 	WebhookRefused:         {Code: http.StatusBadRequest, Audience: Downstream, Kind: Refusal, Carries: "`reason`", When: "`POST /v1/webhooks/{scope}`: an unsigned, wrongly signed, stale, unknown or replayed event; nothing changed"},
 	Alive:                  {Code: http.StatusOK, Audience: Probe, Kind: Outcome, When: "`GET /healthz`: the process runs"},
@@ -248,7 +261,7 @@ var registry = map[Status]Info{
 	PasskeysListed:         {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`passkeys`, `count`", When: "ops: the passkeys"},
 	PasskeyRevoked:         {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`passkey`", When: "ops: the passkey is revoked and decides nothing any more"},
 	ApprovalsListed:        {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`approvals`, `count`", When: "ops: the approvals (pending ones: asked, not decided)"},
-	UnknownPasskey:         {Code: http.StatusNotFound, Audience: Operator, Kind: Refusal, When: "ops: no passkey of that id"},
+	UnknownPasskey:         {Code: http.StatusNotFound, Audience: Operator, Kind: Refusal, Class: ClassUnknownPasskey, When: "ops: no passkey of that id"},
 	LimitExceeded:          {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Class: ClassLimitExceeded, Carries: "`limit` (`name`, `window`, `currency`, `max`, `used`, `left`, `resets_at`)", When: "the amount does not fit one of the subject's spend budgets (`ONCEGATE_LIMITS`); nothing was claimed or executed"},
 	RateLimited:            {Code: http.StatusTooManyRequests, Retryable: true, Audience: Agent, Kind: Refusal, Class: ClassRateLimited, Carries: "`retry_after_ms`; header `Retry-After`", When: "too many previews or confirms from this subject; nothing was done: the same request may be sent again after the wait", RetryAfter: true},
 	LimitsShown:            {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`limits` (`budgets`: `name`, `window`, `currency`, `max`, `used`, `left`; the rates; `last_reset`)", When: "ops: a subject's budgets, what each window holds and what is left"},

@@ -12,8 +12,9 @@ import (
 // TestRegistryEntriesAreComplete checks every entry of the registry: a
 // code, an audience and a kind from their lists, a description; retryable
 // only for temporarily_unavailable (docs/contract.md §4); a
-// polling answer is a 202 outcome; a refusal is an HTTP error; an
-// agent-facing refusal names its client class.
+// polling answer is a 202 outcome; a refusal is an HTTP error; a refusal
+// the public client can receive (an agent's, an operator's, a tool
+// reader's) names its client class.
 func TestRegistryEntriesAreComplete(t *testing.T) {
 	t.Parallel()
 	audiences := map[status.Audience]bool{status.Agent: true, status.Operator: true, status.Probe: true, status.Approver: true,
@@ -35,14 +36,18 @@ func TestRegistryEntriesAreComplete(t *testing.T) {
 		if info.Kind == status.Refusal {
 			assert.GreaterOrEqual(t, info.Code, 400, "%s: a refusal is an HTTP error", s)
 		}
-		classed := (info.Audience == status.Agent && info.Kind == status.Refusal) || s == status.NeedsManualReview
+		classed := (clientAudiences[info.Audience] && info.Kind == status.Refusal) || s == status.NeedsManualReview
 		assert.Equal(t, classed, info.Class != "",
-			"%s: an agent-facing refusal (and needs_manual_review) names its client class; no other entry does", s)
+			"%s: a refusal the client receives (and needs_manual_review) names its client class; no other entry does", s)
 		assert.Equal(t, info.Class == status.ClassTemporarilyUnavailable || info.Class == status.ClassRateLimited, info.Retryable,
 			"%s: a retryable answer's class is one the client retries", s)
 	}
 	assert.False(t, status.Status("no_such_status").Known())
 }
+
+// clientAudiences are the audiences whose answers the public client reads
+// (package client: the agent routes, the ops routes, the tool definitions).
+var clientAudiences = map[status.Audience]bool{status.Agent: true, status.Operator: true, status.ToolReader: true}
 
 func TestOperationStates(t *testing.T) {
 	t.Parallel()

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/oncegate/oncegate/client"
 	"github.com/oncegate/oncegate/internal/opsconfig"
 )
 
@@ -57,9 +57,13 @@ var errUsage = errors.New("usage")
 
 // cli runs one command against the gateway's ops API.
 type cli struct {
-	base   string
-	token  string
-	http   *http.Client
+	base string
+	http *http.Client
+	// ops is the client of the gateway's ops routes; opsErr is why there
+	// is none (a gateway URL or token it refuses), reported by the first
+	// command that needs it.
+	ops    *client.Ops
+	opsErr error
 	stdout io.Writer
 	stderr io.Writer
 	// asJSON is the command's --json: print the gateway's answer as it is,
@@ -76,11 +80,13 @@ func run(ctx context.Context, args []string, environ map[string]string, stdout, 
 	}
 	c := &cli{
 		base:   strings.TrimRight(cfg.GatewayURL, "/"),
-		token:  cfg.Token,
-		http:   &http.Client{Timeout: 30 * time.Second},
+		http:   &http.Client{Timeout: client.DefaultRequestTimeout},
 		stdout: stdout,
 		stderr: stderr,
 	}
+	// One attempt per command, as a person runs it: a read the gateway
+	// could not answer is run again by its operator.
+	c.ops, c.opsErr = client.NewOps(cfg.GatewayURL, cfg.Token, client.WithHTTPClient(c.http), client.WithRetry(1, 0))
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
@@ -106,9 +112,9 @@ func run(ctx context.Context, args []string, environ map[string]string, stdout, 
 	default:
 		err = fmt.Errorf("%w: unknown command %q", errUsage, args[0])
 	}
-	var refused *refusal
+	var refused *client.Error
 	if c.asJSON && errors.As(err, &refused) {
-		if perr := c.printJSON(refused.body); perr != nil {
+		if perr := c.printJSON(refused.Raw); perr != nil {
 			fmt.Fprintf(stderr, "oncegate-ops: %v\n", perr)
 		}
 	}
@@ -122,19 +128,24 @@ func run(ctx context.Context, args []string, environ map[string]string, stdout, 
 		fmt.Fprintf(stderr, "oncegate-ops: %v\n\n%s", err, usage)
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "oncegate-ops: %v\n", err)
+		fmt.Fprintf(stderr, "oncegate-ops: %s\n", describe(err))
 		return exitError
 	}
 }
 
-// operation is one row of the list answer (the truth record's fields).
-type operation struct {
-	OperationID string `json:"operation_id"`
-	State       string `json:"state"`
-	Scope       string `json:"scope"`
-	Subject     string `json:"subject"`
-	UpdatedAt   string `json:"updated_at"`
-	Reason      string `json:"reason"`
+// gateway returns the client of the gateway's ops routes, or why there is none.
+func (c *cli) gateway() (*client.Ops, error) {
+	return c.ops, c.opsErr
+}
+
+// describe is err for a person: a refusal as its request, its HTTP code,
+// the gateway's status and meaning, and each entry of its errors on a line.
+func describe(err error) string {
+	var e *client.Error
+	if errors.As(err, &e) {
+		return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.HTTPCode, serverMessage(e.Raw))
+	}
+	return err.Error()
 }
 
 // list prints the operations in a state as a table.
@@ -153,32 +164,21 @@ func (c *cli) list(ctx context.Context, args []string) error {
 	if *olderThan < 0 {
 		return fmt.Errorf("%w: --older-than must not be negative, got %s", errUsage, *olderThan)
 	}
-	q := url.Values{}
-	if *state != "" {
-		q.Set("state", *state)
+	ops, err := c.gateway()
+	if err != nil {
+		return err
 	}
-	if *olderThan > 0 {
-		q.Set("older_than", olderThan.String())
-	}
-	path := "/v1/ops/operations"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	body, err := c.do(ctx, http.MethodGet, path, nil)
+	list, err := ops.Operations(ctx, client.OperationFilter{State: *state, OlderThan: *olderThan})
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return c.printJSON(body)
-	}
-	ops, err := decodeList(body)
-	if err != nil {
-		return fmt.Errorf("list: %w", err)
+		return c.printJSON(list.Raw)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "OPERATION_ID\tSTATE\tSCOPE\tSUBJECT\tUPDATED_AT\tAGE\tREASON")
-	for _, o := range ops {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.OperationID, o.State, o.Scope, o.Subject, o.UpdatedAt,
+	for _, o := range list.Operations {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.OperationID, o.State, o.Scope, o.Subject, stamp(o.UpdatedAt),
 			age(o.UpdatedAt), oneLine(o.Reason))
 	}
 	return tw.Flush()
@@ -196,24 +196,18 @@ func (c *cli) show(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: show takes one operation_id", errUsage)
 	}
-	body, err := c.do(ctx, http.MethodGet, "/v1/ops/operations/"+url.PathEscape(pos[0]), nil)
+	ops, err := c.gateway()
+	if err != nil {
+		return err
+	}
+	op, err := ops.Operation(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return c.printJSON(body)
+		return c.printJSON(op.Raw)
 	}
-	return printShow(c.stdout, body)
-}
-
-// resolveRequest is the body of POST /v1/ops/operations/{id}/resolve.
-type resolveRequest struct {
-	Outcome string          `json:"outcome"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Reason  string          `json:"reason,omitempty"`
-	Note    string          `json:"note"`
-	// EvidenceURL links the evidence.
-	EvidenceURL string `json:"evidence_url,omitempty"`
+	return printShow(c.stdout, op)
 }
 
 // resolve sends an operator's decision for an operation awaiting review.
@@ -232,10 +226,10 @@ func (c *cli) resolve(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: resolve takes one operation_id", errUsage)
 	}
-	req := resolveRequest{Outcome: *outcome, Reason: *reason, Note: *note, EvidenceURL: *evidence}
+	req := client.Resolution{Outcome: *outcome, Reason: *reason, Note: *note, EvidenceURL: *evidence}
 	switch *outcome {
-	case "completed":
-	case "failed":
+	case client.OutcomeCompleted:
+	case client.OutcomeFailed:
 		if *reason == "" {
 			return fmt.Errorf("%w: --reason is required with --outcome failed", errUsage)
 		}
@@ -251,18 +245,18 @@ func (c *cli) resolve(ctx context.Context, args []string) error {
 		}
 		req.Result = json.RawMessage(*result)
 	}
-	payload, err := json.Marshal(req)
+	ops, err := c.gateway()
 	if err != nil {
-		return fmt.Errorf("resolve %s: %w", pos[0], err)
+		return err
 	}
-	body, err := c.do(ctx, http.MethodPost, "/v1/ops/operations/"+url.PathEscape(pos[0])+"/resolve", payload)
+	resolved, err := ops.Resolve(ctx, pos[0], req)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return c.printJSON(body)
+		return c.printJSON(resolved.Raw)
 	}
-	return printResolved(c.stdout, body)
+	return printResolved(c.stdout, resolved)
 }
 
 // limits shows a subject's budgets (used and left per window) or resets
@@ -282,74 +276,43 @@ func (c *cli) limits(ctx context.Context, args []string) error {
 	if len(pos) > 0 || *subject == "" {
 		return fmt.Errorf("%w: limits %s takes --subject SUBJECT and no arguments", errUsage, args[0])
 	}
-	path := "/v1/ops/limits/" + url.PathEscape(*subject)
-	method := http.MethodGet
-	if args[0] == "reset" {
-		path, method = path+"/reset", http.MethodPost
-	} else if *role != "" {
-		path += "?role=" + url.QueryEscape(*role)
-	}
-	body, err := c.do(ctx, method, path, nil)
+	ops, err := c.gateway()
 	if err != nil {
 		return err
 	}
-	switch {
-	case *asJSON:
-		return c.printJSON(body)
-	case args[0] == "reset":
-		return printReset(c.stdout, body)
+	if args[0] == "reset" {
+		reset, err := ops.ResetLimits(ctx, *subject)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.printJSON(reset.Raw)
+		}
+		return printReset(c.stdout, reset)
 	}
-	return printLimits(c.stdout, body)
-}
-
-// resetAnswer is the part of a limits_reset answer that limits reset prints.
-type resetAnswer struct {
-	Status string `json:"status"`
-	Reset  struct {
-		Subject string `json:"subject"`
-		At      string `json:"reset_at"`
-		By      string `json:"reset_by"`
-		TraceID string `json:"trace_id"`
-	} `json:"reset"`
-	Meaning string `json:"meaning"`
+	shown, err := ops.Limits(ctx, *subject, *role)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return c.printJSON(shown.Raw)
+	}
+	return printLimits(c.stdout, shown.Limits)
 }
 
 // printReset writes a limits_reset answer for a person: whose windows
 // start afresh, when, by whom, and the trace id the reset is logged with.
-func printReset(w io.Writer, body []byte) error {
-	a, err := decodeAnswer[resetAnswer]("limits reset", body)
-	if err != nil {
-		return err
-	}
+func printReset(w io.Writer, a *client.LimitsReset) error {
 	fields := newFieldWriter(w)
-	for _, kv := range [][2]string{{"status", a.Status}, {"subject", a.Reset.Subject}, {"reset_at", a.Reset.At},
+	for _, kv := range [][2]string{{"status", string(a.Status)}, {"subject", a.Reset.Subject}, {"reset_at", stamp(a.Reset.At)},
 		{"reset_by", a.Reset.By}, {"trace_id", a.Reset.TraceID}, {"meaning", a.Meaning}} {
 		fields.line(kv[0], kv[1])
 	}
 	return fields.flush()
 }
 
-// printLimits prints the budgets of a limits_shown answer as a table.
-func printLimits(w io.Writer, body []byte) error {
-	var ans struct {
-		Limits struct {
-			Subject     string `json:"subject"`
-			PreviewRate string `json:"preview_rate"`
-			ConfirmRate string `json:"confirm_rate"`
-			Budgets     []struct {
-				Name, Window, Action, Currency, Max, Used, Left string
-				NextFreeAt                                      string `json:"next_free_at"`
-			} `json:"budgets"`
-			LastReset *struct {
-				At string `json:"reset_at"`
-				By string `json:"reset_by"`
-			} `json:"last_reset"`
-		} `json:"limits"`
-	}
-	if err := json.Unmarshal(body, &ans); err != nil {
-		return fmt.Errorf("limits: decode answer: %w", err)
-	}
-	l := ans.Limits
+// printLimits prints a subject's budgets as a table.
+func printLimits(w io.Writer, l client.SubjectLimits) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUDGET\tWINDOW\tACTION\tCURRENCY\tMAX\tUSED\tLEFT\tNEXT_FREE_AT")
 	for _, b := range l.Budgets {
@@ -361,7 +324,11 @@ func printLimits(w io.Writer, body []byte) error {
 		if currency == "" {
 			currency = "any currency"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Window, action, currency, b.Max, b.Used, b.Left, b.NextFreeAt)
+		next := ""
+		if b.NextFreeAt != nil {
+			next = stamp(*b.NextFreeAt)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Window, action, currency, b.Max, b.Used, b.Left, next)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -370,7 +337,7 @@ func printLimits(w io.Writer, body []byte) error {
 		fmt.Fprintf(w, "rates of %s: preview %s, confirm %s\n", l.Subject, orNone(l.PreviewRate), orNone(l.ConfirmRate))
 	}
 	if l.LastReset != nil {
-		fmt.Fprintf(w, "windows reset at %s by %s\n", l.LastReset.At, l.LastReset.By)
+		fmt.Fprintf(w, "windows reset at %s by %s\n", stamp(l.LastReset.At), l.LastReset.By)
 	}
 	return nil
 }
@@ -383,51 +350,6 @@ func orNone(s string) string {
 	return s
 }
 
-// do sends one authenticated request and returns the body of a 2xx answer,
-// or an error carrying the server's message.
-func (c *cli) do(ctx context.Context, method, path string, payload []byte) ([]byte, error) {
-	var reqBody io.Reader
-	if payload != nil {
-		reqBody = bytes.NewReader(payload)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, reqBody)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Accept", "application/json")
-	if payload != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &refusal{method: method, path: path, code: resp.StatusCode, body: body}
-	}
-	return body, nil
-}
-
-// refusal is an answer of the gateway outside 2xx, kept as it came so that
-// --json prints it as it is.
-type refusal struct {
-	method, path string
-	code         int
-	body         []byte
-}
-
-// Error is the refusal for a person: the request, the HTTP status, the
-// gateway's status and meaning, and each entry of its errors on a line.
-func (r *refusal) Error() string {
-	return fmt.Sprintf("%s %s: HTTP %d: %s", r.method, r.path, r.code, serverMessage(r.body))
-}
-
 // printJSON writes body indented.
 func (c *cli) printJSON(body []byte) error {
 	var out bytes.Buffer
@@ -438,26 +360,6 @@ func (c *cli) printJSON(body []byte) error {
 	out.WriteByte('\n')
 	_, err := out.WriteTo(c.stdout)
 	return err
-}
-
-// decodeList accepts a JSON array of operations or an object holding one
-// under "operations" or "items".
-func decodeList(body []byte) ([]operation, error) {
-	var ops []operation
-	if err := json.Unmarshal(body, &ops); err == nil {
-		return ops, nil
-	}
-	var wrapped struct {
-		Operations []operation `json:"operations"`
-		Items      []operation `json:"items"`
-	}
-	if err := json.Unmarshal(body, &wrapped); err != nil {
-		return nil, fmt.Errorf("decode answer: %w", err)
-	}
-	if wrapped.Operations != nil {
-		return wrapped.Operations, nil
-	}
-	return wrapped.Items, nil
 }
 
 // serverMessage picks the most telling text of an error answer, followed
@@ -539,13 +441,20 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// age is how long ago the RFC 3339 time ts was, rounded to seconds, or "".
-func age(ts string) string {
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
+// age is how long ago t was, rounded to seconds, or "" when t is unknown.
+func age(t time.Time) string {
+	if t.IsZero() {
 		return ""
 	}
 	return time.Since(t).Round(time.Second).String()
+}
+
+// stamp is t as the gateway writes it (RFC 3339), or "" when t is unknown.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format(time.RFC3339Nano)
 }
 
 // oneLine folds a multi-line text into one table cell.

@@ -8,50 +8,13 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-)
 
-// showAnswer is the part of GET /v1/ops/operations/{id} that show prints.
-type showAnswer struct {
-	Operation struct {
-		OperationID    string `json:"operation_id"`
-		Scope          string `json:"scope"`
-		Subject        string `json:"subject"`
-		State          string `json:"state"`
-		ParamHash      string `json:"param_hash"`
-		ResultRef      string `json:"result_ref"`
-		Reason         string `json:"reason"`
-		FailureKind    string `json:"failure_kind"`
-		ResolvedBy     string `json:"resolved_by"`
-		ResolvedAt     string `json:"resolved_at"`
-		ResolutionNote string `json:"resolution_note"`
-		EvidenceURL    string `json:"evidence_url"`
-	} `json:"operation"`
-	Params   map[string]any `json:"params"`
-	Approval *struct {
-		State          string   `json:"state"`
-		Reasons        []string `json:"reasons"`
-		Subject        string   `json:"subject"`
-		CredentialID   string   `json:"credential_id"`
-		DecidedAt      string   `json:"decided_at"`
-		EvidenceSHA256 string   `json:"evidence_sha256"`
-		TraceID        string   `json:"trace_id"`
-	} `json:"approval_record"`
-	TimelineIncomplete string `json:"timeline_incomplete"`
-	Timeline           []struct {
-		At     string `json:"at"`
-		Source string `json:"source"`
-		Event  string `json:"event"`
-		Detail string `json:"detail"`
-	} `json:"timeline"`
-}
+	"github.com/oncegate/oncegate/client"
+)
 
 // printShow writes the operation for a person: what it is, where it
 // stands, who decided, and its timeline.
-func printShow(w io.Writer, body []byte) error {
-	a, err := decodeAnswer[showAnswer]("show", body)
-	if err != nil {
-		return err
-	}
+func printShow(w io.Writer, a *client.OperationDetail) error {
 	o := a.Operation
 	fields := newFieldWriter(w)
 	line := fields.line
@@ -63,7 +26,11 @@ func printShow(w io.Writer, body []byte) error {
 		line("params", "(not kept: claimed before bound params were recorded; see param_hash)")
 	}
 	for _, k := range slices.Sorted(maps.Keys(a.Params)) {
-		line("  "+k, fmt.Sprint(a.Params[k]))
+		var v any
+		if err := json.Unmarshal(a.Params[k], &v); err != nil {
+			return fmt.Errorf("show: param %s: %w", k, err)
+		}
+		line("  "+k, fmt.Sprint(v))
 	}
 	line("param_hash", o.ParamHash)
 	line("result_ref", o.ResultRef)
@@ -71,16 +38,16 @@ func printShow(w io.Writer, body []byte) error {
 	line("failure_kind", o.FailureKind)
 	if o.ResolvedBy != "" {
 		line("decided_by", o.ResolvedBy)
-		line("decided_at", o.ResolvedAt)
+		line("decided_at", stamp(o.ResolvedAt))
 		line("note", o.ResolutionNote)
 		line("evidence_url", o.EvidenceURL)
 	}
-	if ap := a.Approval; ap != nil {
+	if ap := a.ApprovalRecord; ap != nil {
 		line("approval", ap.State+" ("+strings.Join(ap.Reasons, ", ")+")")
 		if ap.CredentialID != "" {
 			line("  decided_by", ap.Subject+"'s passkey "+ap.CredentialID)
 		}
-		line("  decided_at", ap.DecidedAt)
+		line("  decided_at", stamp(ap.DecidedAt))
 		line("  evidence_sha256", ap.EvidenceSHA256)
 		line("  trace_id", ap.TraceID)
 	}
@@ -90,7 +57,7 @@ func printShow(w io.Writer, body []byte) error {
 	fmt.Fprintln(w, "\ntimeline:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, e := range a.Timeline {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.At, e.Source, e.Event, oneLine(e.Detail))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", stamp(e.At), e.Source, e.Event, oneLine(e.Detail))
 	}
 	if a.TimelineIncomplete != "" {
 		fmt.Fprintf(tw, "  (%s)\n", strings.TrimSpace(a.TimelineIncomplete))
@@ -98,42 +65,21 @@ func printShow(w io.Writer, body []byte) error {
 	return tw.Flush()
 }
 
-// resolvedAnswer is the part of a resolve answer (resolved, or
-// resolution_sent) that resolve prints.
-type resolvedAnswer struct {
-	Status      string `json:"status"`
-	OperationID string `json:"operation_id"`
-	State       string `json:"state"`
-	Outcome     string `json:"outcome"`
-	ResultRef   string `json:"result_ref"`
-	Reason      string `json:"reason"`
-	FailureKind string `json:"failure_kind"`
-	Meaning     string `json:"meaning"`
-	Decision    struct {
-		Operator  string `json:"operator"`
-		Outcome   string `json:"outcome"`
-		DecidedAt string `json:"decided_at"`
-		Via       string `json:"via"`
-	} `json:"decision"`
-}
-
 // printResolved writes a resolve answer for a person: what was decided,
 // by whom, and the operation's state now.
-func printResolved(w io.Writer, body []byte) error {
-	a, err := decodeAnswer[resolvedAnswer]("resolve", body)
-	if err != nil {
-		return err
-	}
+func printResolved(w io.Writer, a *client.Resolved) error {
 	fields := newFieldWriter(w)
 	line := fields.line
-	line("status", a.Status)
+	line("status", string(a.Status))
 	line("operation_id", a.OperationID)
 	line("state", a.State)
 	line("outcome", a.Outcome)
-	line("decided_by", a.Decision.Operator)
-	line("decided", a.Decision.Outcome)
-	line("decided_at", a.Decision.DecidedAt)
-	line("via", a.Decision.Via)
+	if d := a.Decision; d != nil {
+		line("decided_by", d.Operator)
+		line("decided", d.Outcome)
+		line("decided_at", stamp(d.DecidedAt))
+		line("via", d.Via)
+	}
 	line("result_ref", a.ResultRef)
 	line("reason", a.Reason)
 	line("failure_kind", a.FailureKind)
@@ -159,12 +105,3 @@ func (f fieldWriter) line(k, v string) {
 
 // flush writes the aligned lines.
 func (f fieldWriter) flush() error { return f.tw.Flush() }
-
-// decodeAnswer decodes the gateway's answer to command into T.
-func decodeAnswer[T any](command string, body []byte) (T, error) {
-	var a T
-	if err := json.Unmarshal(body, &a); err != nil {
-		return a, fmt.Errorf("%s: decode answer: %w", command, err)
-	}
-	return a, nil
-}

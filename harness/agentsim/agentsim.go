@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.GatewayURL == "" || cfg.DownstreamURL == "" {
 		return Report{}, errors.New("agentsim: GatewayURL and DownstreamURL are required")
 	}
-	c := &client{http: cfg.HTTPClient, cfg: cfg}
+	c := newClient(cfg)
 	if err := c.reachable(ctx, cfg.GatewayURL+"/healthz"); err != nil {
 		return Report{}, fmt.Errorf("agentsim: gateway: %w", err)
 	}

@@ -1,7 +1,6 @@
 package agentsim
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -12,6 +11,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	oncegate "github.com/oncegate/oncegate/client"
+	"github.com/oncegate/oncegate/harness/clientpool"
 )
 
 // answer is the part of a gateway answer the agents read.
@@ -19,31 +21,44 @@ type answer struct {
 	// Code is the HTTP status code.
 	Code int
 	// Status is the answer's status.
-	Status string `json:"status"`
+	Status string
 	// OperationID is the operation the answer is about.
-	OperationID string `json:"operation_id"`
+	OperationID string
 	// Fingerprint is the preview's fingerprint.
-	Fingerprint string `json:"fingerprint"`
+	Fingerprint string
 	// PollAfterMS is the wait before polling.
-	PollAfterMS int64 `json:"poll_after_ms"`
+	PollAfterMS int64
 	// RetryAfterMS is the wait before retrying.
-	RetryAfterMS int64 `json:"retry_after_ms"`
+	RetryAfterMS int64
 	// ResultRef is the business reference of a completed operation.
-	ResultRef string `json:"result_ref"`
+	ResultRef string
 	// RecentOperation is the amnesia guard's identical recent operation.
-	RecentOperation *struct {
-		OperationID string `json:"operation_id"`
-		State       string `json:"state"`
-	} `json:"recent_operation"`
+	RecentOperation *recentOperation
+}
+
+// recentOperation is the part of an answer's recent_operation the agents read.
+type recentOperation struct {
+	// OperationID is the recent operation's id.
+	OperationID string
+	// State is its agent-facing state.
+	State string
 }
 
 // errLost is an answer lost to the client timeout.
 var errLost = errors.New("answer lost: client timeout")
 
-// client talks to the gateway and the downstream simulator.
+// client talks to the gateway through the public client, one per token
+// (one attempt per request: the agents retry as their script says), and
+// to the downstream simulator itself.
 type client struct {
 	http *http.Client
 	cfg  Config
+	pool *clientpool.Pool
+}
+
+// newClient returns the client of cfg's gateway and simulator.
+func newClient(cfg Config) *client {
+	return &client{http: cfg.HTTPClient, cfg: cfg, pool: clientpool.New(cfg.GatewayURL, cfg.HTTPClient)}
 }
 
 // reachable checks that url answers at all.
@@ -66,49 +81,50 @@ func (c *client) reachable(ctx context.Context, url string) error {
 	return nil
 }
 
-// gateway sends one request to the gateway with token and decodes the
-// answer. timeout bounds the call; a call cut by it returns errLost.
-func (c *client) gateway(ctx context.Context, method, path, token string, body any, timeout time.Duration) (answer, error) {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return answer{}, fmt.Errorf("encode %s %s: %w", method, path, err)
+// preview asks the gateway, as token, for a fingerprint of p for scope.
+func (c *client) preview(ctx context.Context, token, scope string, p Params) (answer, error) {
+	return c.call(ctx, token, c.cfg.RequestTimeout, func(ctx context.Context, gw *oncegate.Client) (*oncegate.Answer, error) {
+		return gw.Preview(ctx, scope, p)
+	})
+}
+
+// confirm sends one confirm of fp as token, cut by timeout; ack, when not
+// empty, acknowledges that recent operation.
+func (c *client) confirm(ctx context.Context, token, scope, fp string, p Params, ack string, timeout time.Duration) (answer, error) {
+	return c.call(ctx, token, timeout, func(ctx context.Context, gw *oncegate.Client) (*oncegate.Answer, error) {
+		return gw.Confirm(ctx, scope, fp, p, oncegate.AcknowledgeRepeatOf(ack))
+	})
+}
+
+// status asks the status tool, as token, about operation id.
+func (c *client) status(ctx context.Context, token, id string) (answer, error) {
+	return c.call(ctx, token, c.cfg.RequestTimeout, func(ctx context.Context, gw *oncegate.Client) (*oncegate.Answer, error) {
+		return gw.Status(ctx, id)
+	})
+}
+
+// call sends one gateway request as token and returns its answer, a
+// refusal's too. timeout bounds the call; a call cut by it returns
+// errLost.
+func (c *client) call(ctx context.Context, token string, timeout time.Duration,
+	send func(context.Context, *oncegate.Client) (*oncegate.Answer, error)) (answer, error) {
+	a, lost, err := c.pool.Call(ctx, token, timeout, send)
+	var unread *oncegate.Error
+	switch {
+	case a != nil && a.Status != "":
+		out := answer{Code: a.HTTPCode, Status: string(a.Status), OperationID: a.OperationID, Fingerprint: a.Fingerprint,
+			PollAfterMS: a.PollAfterMS, RetryAfterMS: a.RetryAfterMS, ResultRef: a.ResultRef}
+		if r := a.RecentOperation; r != nil {
+			out.RecentOperation = &recentOperation{OperationID: r.OperationID, State: string(r.State)}
 		}
-		rd = bytes.NewReader(raw)
+		return out, nil
+	case lost && ctx.Err() == nil:
+		return answer{}, errLost
+	case errors.As(err, &unread):
+		return answer{}, fmt.Errorf("%s %s: HTTP %d without a status: %.200s", unread.Method, unread.Path, unread.HTTPCode, unread.Raw)
+	default:
+		return answer{}, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, method, c.cfg.GatewayURL+path, rd)
-	if err != nil {
-		return answer{}, fmt.Errorf("build %s %s: %w", method, path, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return answer{}, errLost
-		}
-		return answer{}, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return answer{}, errLost
-		}
-		return answer{}, fmt.Errorf("read %s %s: %w", method, path, err)
-	}
-	var a answer
-	if err := json.Unmarshal(raw, &a); err != nil || a.Status == "" {
-		return answer{}, fmt.Errorf("%s %s: HTTP %d without a status: %.200s", method, path, resp.StatusCode, raw)
-	}
-	a.Code = resp.StatusCode
-	return a, nil
 }
 
 // executions asks the downstream simulator how many side effects ran for

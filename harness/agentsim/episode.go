@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -209,8 +208,7 @@ func (a *agent) expectOp(id string, status string) {
 
 // preview asks for a fingerprint; anything but preview_ready is an error.
 func (a *agent) preview(ctx context.Context, p Params) (answer, error) {
-	ans, err := a.c.gateway(ctx, http.MethodPost, "/v1/actions/"+a.scope+"/preview", a.token,
-		map[string]any{"params": p}, a.cfg.RequestTimeout)
+	ans, err := a.c.preview(ctx, a.token, a.scope, p)
 	if err != nil {
 		return answer{}, fmt.Errorf("preview: %w", err)
 	}
@@ -226,11 +224,7 @@ func (a *agent) preview(ctx context.Context, p Params) (answer, error) {
 
 // confirmOnce sends one confirm with the given client timeout.
 func (a *agent) confirmOnce(ctx context.Context, fp string, p Params, ack string, timeout time.Duration) (answer, error) {
-	body := map[string]any{"fingerprint": fp, "params": p}
-	if ack != "" {
-		body["acknowledge_repeat_of"] = ack
-	}
-	ans, err := a.c.gateway(ctx, http.MethodPost, "/v1/actions/"+a.scope+"/confirm", a.token, body, timeout)
+	ans, err := a.c.confirm(ctx, a.token, a.scope, fp, p, ack, timeout)
 	if errors.Is(err, errLost) {
 		a.res.lostAnswers++
 		return answer{}, err
@@ -294,7 +288,7 @@ func (a *agent) poll(ctx context.Context, ans answer) (answer, error) {
 		if !sleep(ctx, clampWait(ans.PollAfterMS)) {
 			return ans, ctx.Err()
 		}
-		next, err := a.c.gateway(ctx, http.MethodGet, "/v1/operations/"+id, a.token, nil, a.cfg.RequestTimeout)
+		next, err := a.c.status(ctx, a.token, id)
 		if err != nil {
 			continue
 		}

@@ -55,8 +55,7 @@ func (b *bench) duplicates(ctx context.Context) (*Duplicates, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := confirmBody(p.Fingerprint, params)
-	if _, _, _, err := b.gw.do(ctx, http.MethodPost, confirmPath("payments.payout"), body); err != nil {
+	if a, err := b.gw.agent().Confirm(ctx, "payments.payout", p.Fingerprint, params); a == nil {
 		return nil, err
 	}
 	before, err := b.gatewayCounters(ctx)
@@ -69,10 +68,10 @@ func (b *bench) duplicates(ctx context.Context) (*Duplicates, error) {
 	began := time.Now()
 	for range DuplicatesN {
 		wg.Go(func() {
-			_, a, _, err := b.gw.do(ctx, http.MethodPost, confirmPath("payments.payout"), body)
-			st := a.Status
-			if err != nil {
-				st = "error"
+			a, _ := b.gw.agent().Confirm(ctx, "payments.payout", p.Fingerprint, params)
+			st := "error" // no answer, or not an oncegate answer
+			if a != nil && a.Status != "" {
+				st = string(a.Status)
 			}
 			mu.Lock()
 			d.Outcomes[st]++

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	oncegate "github.com/oncegate/oncegate/client"
 )
 
 // Agent-facing statuses the benchmark expects (docs/contract.md §4).
@@ -38,24 +40,66 @@ type answer struct {
 	OperationID string `json:"operation_id"`
 }
 
-// gateway sends the benchmark's requests to oncegate: to each of its URLs
-// in turn (the production-like profile runs two gateways behind what would
-// be a load balancer).
+// gateway sends the benchmark's requests to oncegate through the public
+// client, one attempt each: to each of its URLs in turn (the
+// production-like profile runs two gateways behind what would be a load
+// balancer). The measured phases send the client's requests themselves
+// (client.Client.PreviewRequest, ...), to read each answer as it is.
 type gateway struct {
-	urls   []string
-	token  string
-	client *http.Client
-	next   *atomic.Uint64
+	urls    []string
+	token   string
+	http    *http.Client
+	clients []*oncegate.Client
+	next    *atomic.Uint64
 }
 
 // newGateway returns the gateway of urls, as token's agent.
-func newGateway(urls []string, token string, client *http.Client) gateway {
-	return gateway{urls: urls, token: token, client: client, next: new(atomic.Uint64)}
+func newGateway(urls []string, token string, hc *http.Client) (gateway, error) {
+	g := gateway{urls: urls, token: token, http: hc, next: new(atomic.Uint64)}
+	for _, u := range urls {
+		c, err := oncegate.New(u, token, oncegate.WithHTTPClient(hc), oncegate.WithRetry(1, 0))
+		if err != nil {
+			return gateway{}, fmt.Errorf("gateway %s: %w", u, err)
+		}
+		g.clients = append(g.clients, c)
+	}
+	return g, nil
 }
 
-// base is the URL the next request goes to.
-func (g gateway) base() string {
-	return g.urls[int(g.next.Add(1)%uint64(len(g.urls)))]
+// agent is the client of the gateway the next request goes to.
+func (g gateway) agent() *oncegate.Client {
+	return g.clients[int(g.next.Add(1)%uint64(len(g.clients)))]
+}
+
+// prebuilt returns the Request that sends, in turn, a copy of each
+// gateway's request that build makes, built once here: the load generator
+// encodes nothing per request, as the floors' requests do not. A request
+// build cannot make is the error of every call.
+func (g gateway) prebuilt(build func(context.Context, *oncegate.Client) (*http.Request, error)) Request {
+	reqs := make([]*http.Request, len(g.clients))
+	for i, c := range g.clients {
+		r, err := build(context.Background(), c)
+		if err != nil {
+			return func(context.Context, int) (*http.Request, error) { return nil, err }
+		}
+		reqs[i] = r
+	}
+	return func(ctx context.Context, _ int) (*http.Request, error) {
+		return copyOf(ctx, reqs[int(g.next.Add(1)%uint64(len(reqs)))])
+	}
+}
+
+// copyOf is a copy of req, with its own body, to send with ctx.
+func copyOf(ctx context.Context, req *http.Request) (*http.Request, error) {
+	r := req.Clone(ctx)
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = body
+	}
+	return r, nil
 }
 
 // transferParams are the params of a transfer to payee (the same shape for
@@ -64,14 +108,10 @@ func transferParams(payee string) map[string]any {
 	return map[string]any{"amount": "12.50", "currency": "USD", "payee_id": payee, "memo": "bench-e2e"}
 }
 
-// request builds a request to the next URL with the bench identity and a
+// plainRequest builds a request to base that is no call of the gateway's
+// API (a floor's route, the metrics page) with the bench identity and a
 // JSON body (nil: none).
-func (g gateway) request(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
-	return g.requestTo(ctx, g.base(), method, path, body)
-}
-
-// requestTo is request to the gateway at base.
-func (g gateway) requestTo(ctx context.Context, base, method, path string, body []byte) (*http.Request, error) {
+func (g gateway) plainRequest(ctx context.Context, base, method, path string, body []byte) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -87,54 +127,28 @@ func (g gateway) requestTo(ctx context.Context, base, method, path string, body 
 	return req, nil
 }
 
-// do sends one request and decodes the answer.
-func (g gateway) do(ctx context.Context, method, path string, body []byte) (int, answer, []byte, error) {
-	req, err := g.request(ctx, method, path, body)
-	if err != nil {
-		return 0, answer{}, nil, err
-	}
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return 0, answer{}, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, answer{}, nil, err
-	}
-	var a answer
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return resp.StatusCode, answer{}, raw, fmt.Errorf("%s %s: HTTP %d, not JSON: %.200s", method, path, resp.StatusCode, raw)
-	}
-	return resp.StatusCode, a, raw, nil
-}
-
-// previewBody is the body of a preview of params.
+// previewBody is the body of a preview of params (a floor's request).
 func previewBody(params map[string]any) []byte {
 	b, _ := json.Marshal(map[string]any{"params": params})
 	return b
 }
 
-// confirmBody is the body of a confirm of fp with params.
+// confirmBody is the body of a confirm of fp with params (a floor's request).
 func confirmBody(fp string, params map[string]any) []byte {
 	b, _ := json.Marshal(map[string]any{"fingerprint": fp, "params": params})
 	return b
 }
 
-func previewPath(scope string) string { return "/v1/actions/" + scope + "/preview" }
-func confirmPath(scope string) string { return "/v1/actions/" + scope + "/confirm" }
-func statusPath(opID string) string   { return "/v1/operations/" + opID }
-
 // preview asks for a fingerprint of params.
 func (g gateway) preview(ctx context.Context, scope string, params map[string]any) (answer, []byte, error) {
-	code, a, raw, err := g.do(ctx, http.MethodPost, previewPath(scope), previewBody(params))
-	if err != nil {
+	a, err := g.agent().Preview(ctx, scope, params)
+	if a == nil {
 		return answer{}, nil, err
 	}
-	if code != http.StatusOK || a.Status != statusPreviewReady {
-		return answer{}, nil, fmt.Errorf("preview %s: HTTP %d: %.300s", scope, code, raw)
+	if a.HTTPCode != http.StatusOK || a.Status != statusPreviewReady {
+		return answer{}, nil, fmt.Errorf("preview %s: HTTP %d: %.300s", scope, a.HTTPCode, a.Raw)
 	}
-	return a, raw, nil
+	return answer{Status: string(a.Status), Fingerprint: a.Fingerprint, OperationID: a.OperationID}, a.Raw, nil
 }
 
 // completed is one operation that finished, for the replay and status phases.
@@ -157,32 +171,32 @@ func (g gateway) complete(ctx context.Context, scope string, params map[string]a
 	c := completed{scope: scope, params: params, fingerprint: p.Fingerprint, opID: p.OperationID}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		code, a, raw, err := g.do(ctx, http.MethodPost, confirmPath(scope), confirmBody(c.fingerprint, params))
-		if err != nil {
+		a, err := g.agent().Confirm(ctx, scope, c.fingerprint, params)
+		if a == nil {
 			return completed{}, err
 		}
 		if a.Status == statusAlreadyCompleted {
-			c.replayBody = raw
+			c.replayBody = a.Raw
 			break
 		}
 		if a.Status != statusCompleted && a.Status != statusInProgress {
-			return completed{}, fmt.Errorf("confirm %s: HTTP %d: %.300s", scope, code, raw)
+			return completed{}, fmt.Errorf("confirm %s: HTTP %d: %.300s", scope, a.HTTPCode, a.Raw)
 		}
 		if time.Now().After(deadline) {
-			return completed{}, fmt.Errorf("confirm %s: not completed after 60s: %.300s", scope, raw)
+			return completed{}, fmt.Errorf("confirm %s: not completed after 60s: %.300s", scope, a.Raw)
 		}
 		if a.Status == statusInProgress {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	code, a, raw, err := g.do(ctx, http.MethodGet, statusPath(c.opID), nil)
-	if err != nil {
+	a, err := g.agent().Status(ctx, c.opID)
+	if a == nil {
 		return completed{}, err
 	}
-	if code != http.StatusOK || a.Status != statusCompleted {
-		return completed{}, fmt.Errorf("status %s: HTTP %d: %.300s", c.opID, code, raw)
+	if a.HTTPCode != http.StatusOK || a.Status != statusCompleted {
+		return completed{}, fmt.Errorf("status %s: HTTP %d: %.300s", c.opID, a.HTTPCode, a.Raw)
 	}
-	c.statusBody = raw
+	c.statusBody = a.Raw
 	return c, nil
 }
 

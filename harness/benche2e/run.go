@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
+	oncegate "github.com/oncegate/oncegate/client"
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/workflows"
@@ -314,7 +315,9 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	if t.httpTLS != nil {
 		b.http.Transport.(*http.Transport).TLSClientConfig = t.httpTLS
 	}
-	b.gw = newGateway(t.gatewayURLs, t.token, b.http)
+	if b.gw, err = newGateway(t.gatewayURLs, t.token, b.http); err != nil {
+		return nil, err
+	}
 	b.cpu.pids[CPUBench] = os.Getpid
 	if tw := opts.Twin; tw != nil {
 		logf("starting the twin gateway and worker (%s)...", tw.Name)
@@ -327,7 +330,10 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 			return nil, fmt.Errorf("start twin: %w", err)
 		}
 		defer tw.Stop()
-		g := newGateway([]string{tw.GatewayURL}, t.token, b.http)
+		g, err := newGateway([]string{tw.GatewayURL}, t.token, b.http)
+		if err != nil {
+			return nil, err
+		}
 		b.twin = &g
 		b.cpu.pids[CPUGateway+twinSuffix] = tw.Gateway.Pid
 		b.cpu.pids[CPUWorker+twinSuffix] = tw.Worker.Pid
@@ -518,7 +524,7 @@ func (b *bench) selected() [][]phase {
 func (b *bench) groups() [][]phase {
 	floorReq := func(method, path string, body []byte) Request {
 		return func(ctx context.Context, _ int) (*http.Request, error) {
-			return b.gw.requestTo(ctx, b.floorsURL, method, path, body)
+			return b.gw.plainRequest(ctx, b.floorsURL, method, path, body)
 		}
 	}
 	replayBody := confirmBody(b.replay.fingerprint, b.replay.params)
@@ -531,15 +537,17 @@ func (b *bench) groups() [][]phase {
 		}
 		return out
 	}
-	gwThroughput := func(name, method string, path func() string, body []byte, check Check) func(gateway, string) phase {
+	gwThroughput := func(name string, build func(context.Context, *oncegate.Client) (*http.Request, error), check Check) func(gateway, string) phase {
 		return func(g gateway, suffix string) phase {
-			return b.throughput(name+suffix, HTTPOp(b.http, func(ctx context.Context, _ int) (*http.Request, error) {
-				return g.request(ctx, method, path(), body)
-			}, check))
+			return b.throughput(name+suffix, HTTPOp(b.http, g.prebuilt(build), check))
 		}
 	}
-	replayPath := func() string { return confirmPath(b.replay.scope) }
-	statusOf := func() string { return statusPath(b.replay.opID) }
+	replay := func(ctx context.Context, c *oncegate.Client) (*http.Request, error) {
+		return c.ConfirmRequest(ctx, b.replay.scope, b.replay.fingerprint, b.replay.params)
+	}
+	statusOf := func(ctx context.Context, c *oncegate.Client) (*http.Request, error) {
+		return c.StatusRequest(ctx, b.replay.opID)
+	}
 	preview := []phase{
 		b.throughput(PhaseEchoPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/json/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
 		b.throughput(PhaseEvalshaPreview, HTTPOp(b.http, floorReq(http.MethodPost, "/evalsha/preview", legacyPreview), expect(http.StatusOK, statusPreviewReady))),
@@ -550,9 +558,9 @@ func (b *bench) groups() [][]phase {
 	return [][]phase{
 		preview,
 		append([]phase{b.throughput(PhaseEvalshaReplay, HTTPOp(b.http, floorReq(http.MethodPost, "/evalsha/replay", replayBody), expect(http.StatusOK, statusAlreadyCompleted)))},
-			sides(gwThroughput(PhaseReplay, http.MethodPost, replayPath, replayBody, expect(http.StatusOK, statusAlreadyCompleted)))...),
+			sides(gwThroughput(PhaseReplay, replay, expect(http.StatusOK, statusAlreadyCompleted)))...),
 		append([]phase{b.throughput(PhaseEvalshaStatus, HTTPOp(b.http, floorReq(http.MethodGet, "/evalsha/status", nil), expect(http.StatusOK, statusCompleted)))},
-			sides(gwThroughput(PhaseStatus, http.MethodGet, statusOf, nil, expect(http.StatusOK, statusCompleted)))...),
+			sides(gwThroughput(PhaseStatus, statusOf, expect(http.StatusOK, statusCompleted)))...),
 		append([]phase{b.barePhase(PhaseBareSeq, 1, b.opts.FirstConfirms)},
 			sides(func(g gateway, sfx string) phase {
 				return b.confirmPhase(g, PhaseConfirmSeq+sfx, 1, b.opts.FirstConfirms)
@@ -635,10 +643,9 @@ func (b *bench) throughput(name string, op Op) phase {
 // previewPhase is a throughput phase of previews of scope that also
 // counts the storage writes they made.
 func (b *bench) previewPhase(g gateway, name, scope string) phase {
-	body := previewBody(b.params[scope])
-	op := HTTPOp(b.http, func(ctx context.Context, _ int) (*http.Request, error) {
-		return g.request(ctx, http.MethodPost, previewPath(scope), body)
-	}, expect(http.StatusOK, statusPreviewReady))
+	op := HTTPOp(b.http, g.prebuilt(func(ctx context.Context, c *oncegate.Client) (*http.Request, error) {
+		return c.PreviewRequest(ctx, scope, b.params[scope])
+	}), expect(http.StatusOK, statusPreviewReady))
 	p := b.throughput(name, op)
 	run := p.run
 	p.run = func(ctx context.Context) error {
@@ -727,7 +734,7 @@ func (b *bench) confirmPhase(g gateway, name string, conns, n int) phase {
 			ready[i] = prepared{fp: a.Fingerprint, opID: a.OperationID, params: params}
 		}
 		op := HTTPOp(b.http, func(ctx context.Context, i int) (*http.Request, error) {
-			return g.request(ctx, http.MethodPost, confirmPath(scopeTransfer), confirmBody(ready[i].fp, ready[i].params))
+			return g.agent().ConfirmRequest(ctx, scopeTransfer, ready[i].fp, ready[i].params)
 		}, firstConfirmCheck)
 		if conns == 1 && !strings.HasSuffix(name, twinSuffix) {
 			op = b.traced(op, func(i int) string { return ready[i].opID }, &b.seqConfirms)
@@ -876,13 +883,17 @@ func (b *bench) completeMany(ctx context.Context, n int) ([]completed, error) {
 // unkeptReplay is the op that replays the unkept operations in turn, each
 // request the next one.
 func (b *bench) unkeptReplay() Op {
-	bodies := make([][]byte, len(b.unkept))
+	reqs := make([]*http.Request, len(b.unkept))
 	for i, c := range b.unkept {
-		bodies[i] = confirmBody(c.fingerprint, c.params)
+		r, err := b.gw.agent().ConfirmRequest(context.Background(), scopeTransfer, c.fingerprint, c.params)
+		if err != nil {
+			return func(context.Context, int) (string, error) { return "", err }
+		}
+		reqs[i] = r
 	}
 	next := new(atomic.Uint64)
 	return HTTPOp(b.http, func(ctx context.Context, _ int) (*http.Request, error) {
-		return b.gw.request(ctx, http.MethodPost, confirmPath(scopeTransfer), bodies[next.Add(1)%uint64(len(bodies))])
+		return copyOf(ctx, reqs[next.Add(1)%uint64(len(reqs))])
 	}, expect(http.StatusOK, statusAlreadyCompleted))
 }
 

@@ -107,11 +107,11 @@ func (g gateway) metric(ctx context.Context, series string) (float64, error) {
 
 // metricOf is metric of the gateway at base.
 func (g gateway) metricOf(ctx context.Context, base, series string) (float64, error) {
-	req, err := g.requestTo(ctx, base, http.MethodGet, "/metrics", nil)
+	req, err := g.plainRequest(ctx, base, http.MethodGet, "/metrics", nil)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := g.client.Do(req)
+	resp, err := g.http.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("scrape the gateway: %w", err)
 	}

@@ -22,13 +22,15 @@ oncegate_amnesia_guard_answers_total_created{by="index"} 1.7e+09
 `))
 	}))
 	t.Cleanup(srv.Close)
-	g := newGateway([]string{srv.URL}, devToken, srv.Client())
+	g, err := newGateway([]string{srv.URL}, devToken, srv.Client())
+	require.NoError(t, err)
 	got, err := g.guardAnswers(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, guardCounts{index: 41, truth: 3}, got)
 
 	// Two gateways (the production-like profile's): each one's answers count.
-	two := newGateway([]string{srv.URL, srv.URL}, devToken, srv.Client())
+	two, err := newGateway([]string{srv.URL, srv.URL}, devToken, srv.Client())
+	require.NoError(t, err)
 	got, err = two.guardAnswers(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, guardCounts{index: 82, truth: 6}, got)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -178,7 +177,7 @@ func (a *agent) params(n int, businessState bool) map[string]any {
 func (a *agent) preview(ctx context.Context, scope, kind string, params map[string]any, intent, repeatOf string) (*opRecord, string) {
 	deadline := time.Now().Add(followTimeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		ans, err := a.c.gateway(ctx, http.MethodPost, "/v1/actions/"+scope+"/preview", a.token, map[string]any{"params": params}, requestTimeout)
+		ans, err := a.c.preview(ctx, a.token, scope, params)
 		if err != nil {
 			a.transportError(ctx, "", "preview", err)
 			continue
@@ -227,11 +226,7 @@ func (a *agent) transportError(ctx context.Context, opID, request string, err er
 // confirm sends one confirm of op with the given client timeout and
 // records its answer; ok is false when no answer arrived.
 func (a *agent) confirm(ctx context.Context, op *opRecord, fp string, params map[string]any, ack string, timeout time.Duration) (answer, bool) {
-	body := map[string]any{"fingerprint": fp, "params": params}
-	if ack != "" {
-		body["acknowledge_repeat_of"] = ack
-	}
-	ans, err := a.c.gateway(ctx, http.MethodPost, "/v1/actions/"+op.Scope+"/confirm", a.token, body, timeout)
+	ans, err := a.c.confirm(ctx, a.token, op.Scope, fp, params, ack, timeout)
 	if err != nil {
 		a.transportError(ctx, op.ID, "confirm", err)
 		return answer{}, false
@@ -294,7 +289,7 @@ func (a *agent) follow(ctx context.Context, op *opRecord, fp string, params map[
 
 // status asks the status tool about op once and records the answer.
 func (a *agent) status(ctx context.Context, op *opRecord) (answer, bool) {
-	ans, err := a.c.gateway(ctx, http.MethodGet, "/v1/operations/"+op.ID, a.token, nil, requestTimeout)
+	ans, err := a.c.status(ctx, a.token, op.ID)
 	if err != nil {
 		a.transportError(ctx, op.ID, "status", err)
 		return answer{}, false

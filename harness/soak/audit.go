@@ -17,6 +17,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	oncegate "github.com/oncegate/oncegate/client"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
@@ -366,8 +367,8 @@ func resolveReview(ctx context.Context, c *client, sim *pgxpool.Pool, action *ca
 	if err != nil {
 		return "", err
 	}
-	body := map[string]any{"outcome": "failed", "reason": "soak audit: the downstream has no execution of it",
-		"note": "decided by the soak audit from GET /_sim/executions"}
+	decision := oncegate.Resolution{Outcome: oncegate.OutcomeFailed, Reason: "soak audit: the downstream has no execution of it",
+		Note: "decided by the soak audit from GET /_sim/executions"}
 	if n > 0 {
 		record, err := recordOf(ctx, c, sim, action, id)
 		if err != nil {
@@ -377,21 +378,21 @@ func resolveReview(ctx context.Context, c *client, sim *pgxpool.Pool, action *ca
 		case verdictPending:
 			return "", fmt.Errorf("resolve %s: the downstream's record is still pending", id)
 		case verdictFailed:
-			body = map[string]any{"outcome": "failed", "reason": "soak audit: the downstream's record says it failed",
-				"note": "decided by the soak audit from the downstream's status endpoint"}
+			decision = oncegate.Resolution{Outcome: oncegate.OutcomeFailed, Reason: "soak audit: the downstream's record says it failed",
+				Note: "decided by the soak audit from the downstream's status endpoint"}
 		default:
-			body = map[string]any{"outcome": "completed", "result": record,
-				"note": "decided by the soak audit from the downstream's status endpoint"}
+			result, err := json.Marshal(record)
+			if err != nil {
+				return "", fmt.Errorf("resolve %s: %w", id, err)
+			}
+			decision = oncegate.Resolution{Outcome: oncegate.OutcomeCompleted, Result: result,
+				Note: "decided by the soak audit from the downstream's status endpoint"}
 		}
 	}
-	ans, err := c.gateway(ctx, http.MethodPost, "/v1/ops/operations/"+id+"/resolve", opsToken, body, requestTimeout)
-	if err != nil {
+	if err := c.resolve(ctx, opsToken, id, decision); err != nil {
 		return "", err
 	}
-	if ans.Code >= 300 {
-		return "", fmt.Errorf("resolve %s: %s (HTTP %d)", id, ans.Status, ans.Code)
-	}
-	return body["outcome"].(string), nil
+	return decision.Outcome, nil
 }
 
 // recordOf returns the downstream's record of operation id: from the
@@ -410,7 +411,7 @@ func recordOf(ctx context.Context, c *client, sim *pgxpool.Pool, action *catalog
 		}
 		return record, nil
 	}
-	raw, code, err := c.do(ctx, http.MethodGet, d.Status+"?client_reference="+id, "", nil, requestTimeout)
+	raw, code, err := c.do(ctx, http.MethodGet, d.Status+"?client_reference="+id, nil, requestTimeout)
 	if err != nil {
 		return nil, err
 	}

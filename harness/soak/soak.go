@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +28,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/oncegate/oncegate/api/tools"
+	oncegate "github.com/oncegate/oncegate/client"
 	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore"
@@ -262,12 +262,9 @@ func loadCatalog(downstreamURL string) (*catalog.Catalog, error) {
 // is left out: a scripted agent has no passkey, and its confirms would be
 // approval_required until the fingerprint expires.
 func actions(c *client, cat *catalog.Catalog, token string) ([]string, error) {
-	raw, code, err := c.do(context.Background(), http.MethodGet, c.gatewayURLs[0]+"/v1/tools?format=anthropic", token, nil, requestTimeout)
+	raw, err := c.tools(context.Background(), token, oncegate.ToolsAnthropic)
 	if err != nil {
-		return nil, fmt.Errorf("soak: GET /v1/tools: %w", err)
-	}
-	if code != http.StatusOK {
-		return nil, fmt.Errorf("soak: GET /v1/tools: HTTP %d", code)
+		return nil, fmt.Errorf("soak: the tool definitions: %w", err)
 	}
 	byTool := map[string]string{}
 	for scope := range cat.Actions {

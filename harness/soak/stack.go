@@ -266,7 +266,7 @@ func (s *stack) allUp(c *client, timeout time.Duration) error {
 	}
 	return testenv.WaitFor(context.Background(), healthyTimeout, func(ctx context.Context) error {
 		for _, u := range urls {
-			_, code, err := c.do(ctx, http.MethodGet, u, "", nil, requestTimeout)
+			_, code, err := c.do(ctx, http.MethodGet, u, nil, requestTimeout)
 			if err != nil {
 				return err
 			}
