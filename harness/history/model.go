@@ -84,9 +84,9 @@ type Event struct {
 // Clients of the events that are not agents.
 const (
 	// ClientDownstream sees the downstream's executions.
-	ClientDownstream = 1000
+	ClientDownstream = 100
 	// ClientAudit reads the truth at the end.
-	ClientAudit = 1001
+	ClientAudit = 101
 )
 
 // state is one operation's state in the model.

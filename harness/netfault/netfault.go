@@ -28,17 +28,19 @@ import (
 // Hop names: the process that opens the connections, an arrow, and the
 // server it reaches. Each stack proxies the hops it has.
 const (
-	GatewayRedis      = "gateway->redis"
-	GatewayPostgres   = "gateway->postgres"
-	GatewayTemporal   = "gateway->temporal"
-	GatewayDownstream = "gateway->downstream"
-	WorkerRedis       = "worker->redis"
-	WorkerPostgres    = "worker->postgres"
-	WorkerTemporal    = "worker->temporal"
-	WorkerDownstream  = "worker->downstream"
-	// WebhookGateway is the simulator posting its payout webhooks to the
-	// gateway.
-	WebhookGateway = "webhook->gateway"
+	GatewayRedis    = "gateway->redis"
+	GatewayPostgres = "gateway->postgres"
+	GatewayTemporal = "gateway->temporal"
+	WorkerRedis     = "worker->redis"
+	WorkerPostgres  = "worker->postgres"
+	WorkerTemporal  = "worker->temporal"
+	// WorkerDownstream is the catalog's downstream URLs: the worker's
+	// execute and status calls (at the URLs of the plan the gateway
+	// resolved), and the gateway's quotes at preview.
+	WorkerDownstream = "worker->downstream"
+	// WebhookGateway is the simulator (the downstream) posting its payout
+	// webhooks to the gateway.
+	WebhookGateway = "downstream->gateway"
 )
 
 // Streams of a toxic: Toxiproxy's names. Upstream is what the client sends
@@ -169,16 +171,20 @@ func (h *Hop) Toxics() []string {
 func (h *Hop) Heal() { h.proxy.Toxics.ResetToxics(context.Background()) }
 
 // Partition drops everything in both directions (a black hole: Toxiproxy's
-// timeout toxic with no timeout) until Heal: connections stay open and
+// timeout toxic with no timeout) until its toxics, named name_upstream and
+// name_downstream (returned), are removed: connections stay open and
 // silent, as behind a firewall that drops packets; new ones connect and
 // hear nothing.
-func (h *Hop) Partition() error {
+func (h *Hop) Partition(name string) ([]string, error) {
+	var names []string
 	for _, s := range []string{Upstream, Downstream} {
-		if err := h.Add(Toxic{Name: "partition_" + s, Type: Timeout, Stream: s, Attributes: map[string]int64{"timeout": 0}}); err != nil {
-			return err
+		t := Toxic{Name: name + "_" + s, Type: Timeout, Stream: s, Attributes: map[string]int64{"timeout": 0}}
+		if err := h.Add(t); err != nil {
+			return names, err
 		}
+		names = append(names, t.Name)
 	}
-	return nil
+	return names, nil
 }
 
 // CutReplies cuts every reply on the hop after bytes bytes (0: the first

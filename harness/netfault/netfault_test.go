@@ -96,8 +96,10 @@ func TestHop(t *testing.T) {
 
 	t.Run("partition: nothing arrives, nothing answers, until healed", func(t *testing.T) {
 		before := srv.received.Load()
-		require.NoError(t, h.Partition())
-		_, err := ask(t, h.Addr(), 300*time.Millisecond)
+		names, err := h.Partition("cut")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"cut_upstream", "cut_downstream"}, names)
+		_, err = ask(t, h.Addr(), 300*time.Millisecond)
 		assert.True(t, errors.Is(err, os.ErrDeadlineExceeded), "a black hole times out: %v", err)
 		assert.Equal(t, before, srv.received.Load(), "the request never reached the server")
 		h.Heal()

@@ -32,22 +32,32 @@ type Upstreams struct {
 }
 
 // ProxyHops adds to n a hop for each connection a gateway and a worker open
-// (netfault.GatewayRedis ... netfault.WorkerDownstream) and one for the
+// (netfault.GatewayRedis ... netfault.WorkerTemporal), one for the
+// catalog's downstream URLs (netfault.WorkerDownstream) and one for the
 // simulator's webhook (netfault.WebhookGateway), and returns the
 // environment each process gets so that it connects through them: for
-// "gateway" and "worker", REDIS_URL, DATABASE_URL, TEMPORAL_ADDRESS and
-// DOWNSTREAM_URL on the hops' addresses; and the gateway's base URL behind
-// the webhook hop.
+// "gateway" and "worker", REDIS_URL, DATABASE_URL and TEMPORAL_ADDRESS on
+// their own hops' addresses and DOWNSTREAM_URL on the downstream hop's;
+// and the gateway's base URL behind the webhook hop.
+//
+// The downstream hop is one for both: the worker calls the URLs of the
+// plan the gateway resolved from its catalog (operation.Input.Downstream),
+// so the worker's execute and status calls, and the gateway's quotes,
+// all reach the downstream at the gateway's DOWNSTREAM_URL.
 func ProxyHops(n *netfault.Net, up Upstreams) (env map[string][]string, webhookGatewayURL string, err error) {
 	env = map[string][]string{}
+	downstream, err := proxyVia(n, netfault.WorkerDownstream, up.DownstreamURL)
+	if err != nil {
+		return nil, "", err
+	}
 	for _, proc := range []string{procGateway, procWorker} {
+		env[proc] = append(env[proc], "DOWNSTREAM_URL="+downstream)
 		hops := []struct {
 			name, key, addr string
 		}{
 			{proc + "->redis", "REDIS_URL", up.RedisURL},
 			{proc + "->postgres", "DATABASE_URL", up.DatabaseURL},
 			{proc + "->temporal", "TEMPORAL_ADDRESS", up.TemporalAddress},
-			{proc + "->downstream", "DOWNSTREAM_URL", up.DownstreamURL},
 		}
 		for _, h := range hops {
 			via, err := proxyVia(n, h.name, h.addr)
