@@ -178,6 +178,7 @@ func (a *agent) params(n int, businessState bool) map[string]any {
 func (a *agent) preview(ctx context.Context, scope, kind string, params map[string]any, intent, repeatOf string) (*opRecord, string) {
 	deadline := time.Now().Add(followTimeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
+		sent := time.Now()
 		ans, err := a.c.gateway(ctx, http.MethodPost, "/v1/actions/"+scope+"/preview", a.token, map[string]any{"params": params}, requestTimeout)
 		if err != nil {
 			a.transportError(ctx, "", "preview", err)
@@ -191,7 +192,7 @@ func (a *agent) preview(ctx context.Context, scope, kind string, params map[stri
 				return nil, ""
 			}
 			a.led.add(op)
-			a.led.record(op, "preview", ans)
+			a.led.record(op, a.id, "preview", sent, ans)
 			return op, ans.Fingerprint
 		}
 		a.led.tally(ans.Status)
@@ -231,12 +232,13 @@ func (a *agent) confirm(ctx context.Context, op *opRecord, fp string, params map
 	if ack != "" {
 		body["acknowledge_repeat_of"] = ack
 	}
+	sent := time.Now()
 	ans, err := a.c.gateway(ctx, http.MethodPost, "/v1/actions/"+op.Scope+"/confirm", a.token, body, timeout)
 	if err != nil {
 		a.transportError(ctx, op.ID, "confirm", err)
 		return answer{}, false
 	}
-	a.led.record(op, "confirm", ans)
+	a.led.record(op, a.id, "confirm", sent, ans)
 	return ans, true
 }
 
@@ -294,12 +296,13 @@ func (a *agent) follow(ctx context.Context, op *opRecord, fp string, params map[
 
 // status asks the status tool about op once and records the answer.
 func (a *agent) status(ctx context.Context, op *opRecord) (answer, bool) {
+	sent := time.Now()
 	ans, err := a.c.gateway(ctx, http.MethodGet, "/v1/operations/"+op.ID, a.token, nil, requestTimeout)
 	if err != nil {
 		a.transportError(ctx, op.ID, "status", err)
 		return answer{}, false
 	}
-	a.led.record(op, "status", ans)
+	a.led.record(op, a.id, "status", sent, ans)
 	return ans, true
 }
 

@@ -1,0 +1,220 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/oncegate/oncegate/harness/netfault"
+)
+
+// Network fault kinds: Toxiproxy toxics on one hop of the stack (or, for a
+// partition, on every hop to or from one component), set for a while.
+const (
+	// faultNetLatency delays a hop's replies by a share of the hop's
+	// timeout, with jitter: up to twice it.
+	faultNetLatency = "net_latency"
+	// faultNetBandwidth limits a hop's replies to a few KB/s.
+	faultNetBandwidth = "net_bandwidth"
+	// faultNetBlackhole drops what the client sends (Toxiproxy's timeout
+	// toxic), closing the connection after Value ms (0: never).
+	faultNetBlackhole = "net_timeout"
+	// faultNetReset resets the connection (TCP RST) Value ms after data
+	// arrives: on the request stream before the server has it, on the
+	// reply stream after the server answered.
+	faultNetReset = "net_reset_peer"
+	// faultNetSlowClose holds a connection's close for Value ms.
+	faultNetSlowClose = "net_slow_close"
+	// faultNetLimitData cuts every reply after Value bytes and closes the
+	// connection: the request reached the server, its answer is lost (a
+	// claim script, a COMMIT, a workflow start, a downstream call, a
+	// finalize, by hop).
+	faultNetLimitData = "net_limit_data"
+	// faultNetPartition drops everything on every hop to or from one
+	// component, longer than its timeouts.
+	faultNetPartition = "net_partition"
+	// faultNetFlap partitions one hop and heals it again, every few
+	// hundred milliseconds, for a while.
+	faultNetFlap = "net_flap"
+)
+
+// devHops are the dev profile's hops (testenv.ProxyHops makes them).
+var devHops = []string{
+	netfault.GatewayRedis, netfault.GatewayPostgres, netfault.GatewayTemporal,
+	netfault.WorkerRedis, netfault.WorkerPostgres, netfault.WorkerTemporal, netfault.WorkerDownstream,
+	netfault.WebhookGateway,
+}
+
+// devParts are the hops a partition of each dev component cuts.
+var devParts = hopsOf(devHops, compRedis, compPostgres, compTemporal, compDownstream, compGateway, compWorker)
+
+// netKinds is the network part of a profile's menu: hops are the profile's
+// hops (the targets of every kind but the partition), parts its
+// components (each with the hops a partition cuts).
+func netKinds(hops []string, parts map[string][]string) []faultKind {
+	components := slices.Sorted(maps.Keys(parts))
+	streams := []string{netfault.Upstream, netfault.Downstream}
+	return []faultKind{
+		{name: faultNetLatency, weight: 1, components: hops, minValue: 10, maxValue: 150, minHold: 4 * time.Second, maxHold: 12 * time.Second, net: true},
+		{name: faultNetBandwidth, weight: 1, components: hops, minValue: 1, maxValue: 64, minHold: 4 * time.Second, maxHold: 12 * time.Second, net: true},
+		{name: faultNetBlackhole, weight: 1, components: hops, minValue: 0, maxValue: 5000, minHold: 2 * time.Second, maxHold: 8 * time.Second, net: true},
+		{name: faultNetReset, weight: 1, components: hops, streams: streams, minValue: 0, maxValue: 1000, minHold: 2 * time.Second, maxHold: 8 * time.Second, net: true},
+		{name: faultNetSlowClose, weight: 1, components: hops, minValue: 500, maxValue: 5000, minHold: 4 * time.Second, maxHold: 12 * time.Second, net: true},
+		{name: faultNetLimitData, weight: 2, components: hops, minValue: 0, maxValue: 256, minHold: time.Second, maxHold: 6 * time.Second, net: true},
+		{name: faultNetPartition, weight: 1, components: components, minHold: 6 * time.Second, maxHold: 20 * time.Second, net: true},
+		{name: faultNetFlap, weight: 1, components: hops, minValue: 200, maxValue: 1500, minHold: 5 * time.Second, maxHold: 15 * time.Second, net: true},
+	}
+}
+
+// hopTimeout is the timeout that matters on a hop, by the server it
+// reaches: the latency fault draws a share of it (docs/reliability.md).
+func hopTimeout(hop string) time.Duration {
+	_, to, _ := strings.Cut(hop, "->")
+	switch {
+	case strings.HasPrefix(to, "redis"):
+		return 150 * time.Millisecond // combined.DefaultRedisBudget: past it the store degrades
+	case to == "postgres":
+		return 2 * time.Second // the confirm's wait (ONCEGATE_CONFIRM_WAIT)
+	case to == "temporal":
+		return 10 * time.Second // the gateway's start and describe calls
+	case to == "downstream":
+		return 5 * time.Second // the dev catalog's downstream timeout
+	}
+	return 10 * time.Second // a webhook's delivery
+}
+
+// netFaults applies the network fault kinds to a stack's hops and counts
+// them by hop.
+type netFaults struct {
+	net   *netfault.Net
+	parts map[string][]string
+}
+
+// apply sets ev on its hop (or component) for ev.Hold and heals it after;
+// it reports whether it could.
+func (n *netFaults) apply(ctx context.Context, ev FaultEvent) error {
+	if ev.Kind == faultNetPartition {
+		hops := n.parts[ev.Target]
+		var hs []*netfault.Hop
+		for _, name := range hops {
+			h, err := n.net.Hop(name)
+			if err != nil {
+				return err
+			}
+			hs = append(hs, h)
+		}
+		names := map[*netfault.Hop][]string{}
+		defer func() {
+			for h, ns := range names {
+				removeAll(h, ns)
+			}
+		}()
+		for _, h := range hs {
+			ns, err := h.Partition(toxicName(ev))
+			names[h] = ns
+			if err != nil {
+				return err
+			}
+		}
+		sleep(ctx, ev.Hold)
+		return nil
+	}
+	h, err := n.net.Hop(ev.Target)
+	if err != nil {
+		return err
+	}
+	if ev.Kind == faultNetFlap {
+		return flap(ctx, h, toxicName(ev), time.Duration(ev.Value)*time.Millisecond, ev.Hold)
+	}
+	t := toxicOf(ev)
+	if err := h.Add(t); err != nil {
+		return err
+	}
+	sleep(ctx, ev.Hold)
+	removeAll(h, []string{t.Name})
+	return nil
+}
+
+// left lists the toxics still on a hop ("hop: name"): none once every
+// fault has ended.
+func (n *netFaults) left() []string {
+	var out []string
+	for _, name := range n.net.Names() {
+		h, _ := n.net.Hop(name) // listed
+		for _, t := range h.Toxics() {
+			out = append(out, name+": "+t)
+		}
+	}
+	return out
+}
+
+// toxicOf is the toxic of a fault event on one hop.
+func toxicOf(ev FaultEvent) netfault.Toxic {
+	t := netfault.Toxic{Name: toxicName(ev), Stream: netfault.Downstream}
+	v := int64(ev.Value)
+	switch ev.Kind {
+	case faultNetLatency:
+		latency := hopTimeout(ev.Target).Milliseconds() * v / 100
+		// latency + jitter: up to twice the hop's timeout (v ≤ 150%).
+		t.Type, t.Attributes = netfault.Latency, map[string]int64{"latency": latency, "jitter": latency / 3}
+	case faultNetBandwidth:
+		t.Type, t.Attributes = netfault.Bandwidth, map[string]int64{"rate": v}
+	case faultNetBlackhole:
+		t.Type, t.Stream, t.Attributes = netfault.Timeout, netfault.Upstream, map[string]int64{"timeout": v}
+	case faultNetReset:
+		t.Type, t.Stream, t.Attributes = netfault.ResetPeer, ev.Stream, map[string]int64{"timeout": v}
+	case faultNetSlowClose:
+		t.Type, t.Attributes = netfault.SlowClose, map[string]int64{"delay": v}
+	case faultNetLimitData:
+		t.Type, t.Attributes = netfault.LimitData, map[string]int64{"bytes": v}
+	}
+	return t
+}
+
+// toxicName names ev's toxics on a hop: its kind and offset, so that two
+// faults that overlap on one hop never share a name.
+func toxicName(ev FaultEvent) string { return fmt.Sprintf("%s@%s", ev.Kind, ev.At) }
+
+// flap partitions h for every, heals it for every, and so on, for hold.
+func flap(ctx context.Context, h *netfault.Hop, name string, every, hold time.Duration) error {
+	end := time.Now().Add(hold)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		names, err := h.Partition(name)
+		sleep(ctx, every)
+		removeAll(h, names)
+		if err != nil {
+			return err
+		}
+		sleep(ctx, every)
+	}
+	return nil
+}
+
+// removeAll takes the named toxics off h; a toxic already gone (healed
+// by another fault's end on the same hop) is no error.
+func removeAll(h *netfault.Hop, names []string) {
+	for _, name := range names {
+		_ = h.Remove(name)
+	}
+}
+
+// hopsOf returns the hops a partition of each component cuts: every hop
+// whose name has the component at either end.
+func hopsOf(hops []string, components ...string) map[string][]string {
+	out := map[string][]string{}
+	for _, c := range components {
+		for _, h := range hops {
+			from, to, _ := strings.Cut(h, "->")
+			if from == c || to == c {
+				out[c] = append(out[c], h)
+			}
+		}
+		if len(out[c]) == 0 {
+			panic(fmt.Sprintf("soak: no hop of component %s", c))
+		}
+	}
+	return out
+}
