@@ -83,8 +83,11 @@ type Net struct {
 	hops map[string]*Hop
 }
 
-// New returns a Net without hops.
+// New returns a Net without hops. Toxiproxy's own logs (zerolog, some of
+// them through its global logger, such as a bandwidth toxic's trace) are
+// silenced: the harness reports the faults itself.
 func New() *Net {
+	zerolog.SetGlobalLevel(zerolog.Disabled)
 	return &Net{srv: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()), hops: map[string]*Hop{}}
 }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oncegate/oncegate/harness/netfault"
@@ -91,7 +92,37 @@ func hopTimeout(hop string) time.Duration {
 type netFaults struct {
 	net   *netfault.Net
 	parts map[string][]string
+	// ready, when set, reports whether every gateway is ready with its
+	// fast path in use (GET /readyz: 200, "redis":"ok"): what converged
+	// means after a fault healed.
+	ready func(context.Context) bool
+	mu    sync.Mutex
+	// longest is the longest time from a fault's healing to ready, and
+	// longestFault the fault ("kind target at offset").
+	longest      time.Duration
+	longestFault string
 }
+
+// converged measures, after ev healed, how long until the stack is ready
+// again (bounded by convergeBound), and keeps the longest.
+func (n *netFaults) converged(ctx context.Context, ev FaultEvent) {
+	if n.ready == nil {
+		return
+	}
+	healed := time.Now()
+	for time.Since(healed) < convergeBound && ctx.Err() == nil && !n.ready(ctx) {
+		sleep(ctx, 100*time.Millisecond)
+	}
+	d := time.Since(healed)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if d > n.longest {
+		n.longest, n.longestFault = d, fmt.Sprintf("%s %s at %s", ev.Kind, ev.Target, ev.At.Round(time.Millisecond))
+	}
+}
+
+// convergeBound bounds the wait for readiness after a fault healed.
+const convergeBound = time.Minute
 
 // apply sets ev on its hop (or component) for ev.Hold and heals it after;
 // it reports whether it could.
@@ -120,6 +151,10 @@ func (n *netFaults) apply(ctx context.Context, ev FaultEvent) error {
 			}
 		}
 		sleep(ctx, ev.Hold)
+		for h, ns := range names {
+			removeAll(h, ns)
+		}
+		n.converged(ctx, ev)
 		return nil
 	}
 	h, err := n.net.Hop(ev.Target)
@@ -127,15 +162,17 @@ func (n *netFaults) apply(ctx context.Context, ev FaultEvent) error {
 		return err
 	}
 	if ev.Kind == faultNetFlap {
-		return flap(ctx, h, toxicName(ev), time.Duration(ev.Value)*time.Millisecond, ev.Hold)
+		err = flap(ctx, h, toxicName(ev), time.Duration(ev.Value)*time.Millisecond, ev.Hold)
+	} else {
+		t := toxicOf(ev)
+		if err := h.Add(t); err != nil {
+			return err
+		}
+		sleep(ctx, ev.Hold)
+		removeAll(h, []string{t.Name})
 	}
-	t := toxicOf(ev)
-	if err := h.Add(t); err != nil {
-		return err
-	}
-	sleep(ctx, ev.Hold)
-	removeAll(h, []string{t.Name})
-	return nil
+	n.converged(ctx, ev)
+	return err
 }
 
 // left lists the toxics still on a hop ("hop: name"): none once every

@@ -57,6 +57,11 @@ type Report struct {
 	// NetFaults counts the network faults injected by kind and hop (or,
 	// for a partition, component): "net_latency gateway->redis".
 	NetFaults map[string]int `json:"net_faults,omitempty"`
+	// ConvergeSeconds is the longest time from a network fault's healing
+	// until every gateway was ready again with its fast path in use, and
+	// ConvergeFault that fault.
+	ConvergeSeconds float64 `json:"converge_seconds"`
+	ConvergeFault   string  `json:"converge_fault,omitempty"`
 	// FaultsSkipped counts scheduled faults whose target did not answer.
 	FaultsSkipped map[string]int `json:"faults_skipped,omitempty"`
 	// Restarts counts how often the supervisors started each component again.
@@ -138,6 +143,10 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- faults injected: %s\n", counts(r.Faults))
 	if len(r.NetFaults) > 0 {
 		fmt.Fprintf(&b, "- network faults by kind and hop: %s\n", counts(r.NetFaults))
+	}
+	if r.ConvergeFault != "" {
+		fmt.Fprintf(&b, "- longest time to converge after a network fault healed (every gateway ready, fast path in use): %.1fs, after %s\n",
+			r.ConvergeSeconds, r.ConvergeFault)
 	}
 	if len(r.FaultsSkipped) > 0 {
 		fmt.Fprintf(&b, "- faults skipped (target down): %s\n", counts(r.FaultsSkipped))

@@ -186,6 +186,7 @@ func Run(cfg Config) (*Report, error) {
 		r.Schedule = cfg.Schedule
 	}
 
+	st.netFaults.ready = func(ctx context.Context) bool { return gatewaysReady(ctx, c) }
 	led := newLedger()
 	in := newInjector(st, c, log)
 	log.Info("load and faults start", "duration", cfg.Duration, "agents", cfg.Agents, "seed", cfg.Seed, "faults", len(r.Schedule))
@@ -234,6 +235,7 @@ func Run(cfg Config) (*Report, error) {
 	r.Requests, r.Episodes, r.Answers = c.requests.Load(), led.episodes, led.statuses
 	r.LostAnswers, r.TransportErrors = led.lost, led.transport
 	r.Faults, r.FaultsSkipped, r.Restarts, r.NetFaults = in.applied, in.skipped, st.restarts(), in.byTarget
+	r.ConvergeSeconds, r.ConvergeFault = st.netFaults.longest.Seconds(), st.netFaults.longestFault
 
 	a, err := newAuditor(st, c)
 	if err != nil {
@@ -261,6 +263,18 @@ func Run(cfg Config) (*Report, error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// gatewaysReady reports whether every gateway answers GET /readyz with 200
+// and its fast path in use ("redis":"ok").
+func gatewaysReady(ctx context.Context, c *client) bool {
+	for _, gw := range c.gatewayURLs {
+		raw, code, err := c.do(ctx, http.MethodGet, gw+"/readyz", "", nil, 2*time.Second)
+		if err != nil || code != http.StatusOK || !bytes.Contains(raw, []byte(`"redis":"ok"`)) {
+			return false
+		}
+	}
+	return true
 }
 
 // loadCatalog reads the dev catalog the gateway runs with.
