@@ -330,7 +330,8 @@ func TestLostReplyCommit(t *testing.T) {
 // after Temporal started it, for longer than the gateway's start timeout.
 // The gateway cannot tell whether the workflow runs: it keeps its claim
 // (it gives it back only when Temporal says no workflow of the ID exists)
-// and answers temporarily_unavailable; the workflow, whose ID is the
+// and answers temporarily_unavailable; the workflow (held meanwhile: the
+// worker's replies from Temporal are cut too), whose ID is the
 // operation's, runs and completes it; the resent confirm attaches to it.
 func TestLostReplyWorkflowStart(t *testing.T) {
 	t.Parallel()
@@ -340,8 +341,12 @@ func TestLostReplyWorkflowStart(t *testing.T) {
 	params := lostReplyParams("start")
 	fp, op := previewOK(t, s, "dev-alice", "payments.legacy_transfer", params)
 	var first answer
-	cutWhile(t, s, netfault.GatewayTemporal, func() {
-		first, _ = r.confirm(0, "payments.legacy_transfer", fp, op, params)
+	// The worker's replies from Temporal are cut too, so that the workflow
+	// is still running (not yet run) when the gateway gives up on its start.
+	cutWhile(t, s, netfault.WorkerTemporal, func() {
+		cutWhile(t, s, netfault.GatewayTemporal, func() {
+			first, _ = r.confirm(0, "payments.legacy_transfer", fp, op, params)
+		})
 	})
 	require.Equal(t, "temporarily_unavailable", first.str("status"), "the start's reply was lost: %s", first)
 	final := r.follow(0, "payments.legacy_transfer", fp, op, params, 2*time.Second, 60*time.Second)
@@ -373,13 +378,13 @@ func TestLostReplyDownstream(t *testing.T) {
 }
 
 // legacyLagged is payments.legacy_transfer with a 3 s processing window
-// and a declared status lag of 3 s: a status query sees a commit up to 3 s
+// and a declared status lag of 8 s: a status query sees a commit up to 8 s
 // after it happened.
 const legacyLagged = "payments.legacy_transfer_lagged"
 
 // TestLostReplyDownstreamStatusLags: as above, and the downstream's status
-// endpoint sees the commit 2.9 s late (within the lag the action declares),
-// so that the first status query finds nothing. "Not found" before the
+// endpoint sees the commit 7.5 s late (within the 8 s the action
+// declares), so that the status queries of the first seconds find nothing. "Not found" before the
 // processing window and the lag have passed proves nothing: the operation
 // stays in flight, is asked again and completes; it is never failed as
 // not_executed.
@@ -387,7 +392,7 @@ func TestLostReplyDownstreamStatusLags(t *testing.T) {
 	t.Parallel()
 	cat := catalogWith(t, map[string]derivation{legacyLagged: {from: "payments.legacy_transfer", change: func(d map[string]any) {
 		d["max_processing_time"] = "3s"
-		d["status_lag"] = "3s"
+		d["status_lag"] = "8s"
 		d["reconcile_delay"] = "1s"
 	}}})
 	s := testenv.StartStack(t, testenv.StackOptions{NetFaults: true, Catalog: cat})
@@ -395,7 +400,7 @@ func TestLostReplyDownstreamStatusLags(t *testing.T) {
 	r := newRecorder(t, s)
 	params := lostReplyParams("lagged")
 	fp, op := previewOK(t, s, "dev-alice", legacyLagged, params)
-	setFaults(t, s, map[string]any{"status_lag_ms": 2900})
+	setFaults(t, s, map[string]any{"status_lag_ms": 7500})
 	h, err := s.Net.Hop(netfault.WorkerDownstream)
 	require.NoError(t, err)
 	name, err := h.CutReplies(0)
