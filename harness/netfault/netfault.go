@@ -96,14 +96,49 @@ func New() *Net {
 type Hop struct {
 	// Name is the hop's name (GatewayRedis, ...).
 	Name  string
+	mu    sync.Mutex
 	proxy *toxiproxy.Proxy
+	srv   *toxiproxy.ApiServer
+}
+
+// current is the hop's proxy (Reset replaces it).
+func (h *Hop) current() *toxiproxy.Proxy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.proxy
 }
 
 // Addr is where the hop's clients connect (127.0.0.1:port).
-func (h *Hop) Addr() string { return h.proxy.Listen }
+func (h *Hop) Addr() string { return h.current().Listen }
 
 // Upstream is the server the hop reaches.
-func (h *Hop) Upstream() string { return h.proxy.Upstream }
+func (h *Hop) Upstream() string { return h.current().Upstream }
+
+// Reset heals the hop by replacing its proxy with a fresh one on the same
+// address: every toxic gone, every connection through it closed (the
+// clients connect again). Unlike removing a toxic, it cannot hang:
+// Toxiproxy's RemoveToxic can block for good while a toxic of the chain
+// is stuck writing to a reader that does not read (Shopify/toxiproxy
+// issues 159, 412, 558; seen in the soak), and the stuck goroutines of the
+// old proxy are left behind.
+func (h *Hop) Reset() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	addr, up := h.proxy.Listen, h.proxy.Upstream
+	if err := h.srv.Collection.Remove(h.Name); err != nil {
+		return fmt.Errorf("netfault: reset %s: %w", h.Name, err)
+	}
+	var err error
+	for range 50 { // the old listener's port is free once it closed
+		p := toxiproxy.NewProxy(h.srv, h.Name, addr, up)
+		if err = h.srv.Collection.Add(p, true); err == nil {
+			h.proxy = p
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("netfault: reset %s: %w", h.Name, err)
+}
 
 // Add proxies a new hop to upstream (host:port) on a free loopback port.
 func (n *Net) Add(name, upstream string) (*Hop, error) {
@@ -116,7 +151,7 @@ func (n *Net) Add(name, upstream string) (*Hop, error) {
 	if err := n.srv.Collection.Add(p, true); err != nil {
 		return nil, fmt.Errorf("netfault: proxy %s: %w", name, err)
 	}
-	h := &Hop{Name: name, proxy: p}
+	h := &Hop{Name: name, proxy: p, srv: n.srv}
 	n.hops[name] = h
 	return h, nil
 }
@@ -145,7 +180,7 @@ func (h *Hop) Add(t Toxic) error {
 	if err != nil {
 		return fmt.Errorf("netfault: %s: %w", h.Name, err)
 	}
-	if _, err := h.proxy.Toxics.AddToxicJson(bytes.NewReader(b)); err != nil {
+	if _, err := h.current().Toxics.AddToxicJson(bytes.NewReader(b)); err != nil {
 		return fmt.Errorf("netfault: %s: add %s %s: %w", h.Name, t.Type, t.Stream, err)
 	}
 	return nil
@@ -153,7 +188,7 @@ func (h *Hop) Add(t Toxic) error {
 
 // Remove takes the toxic of that name off the hop.
 func (h *Hop) Remove(name string) error {
-	if err := h.proxy.Toxics.RemoveToxic(context.Background(), name); err != nil {
+	if err := h.current().Toxics.RemoveToxic(context.Background(), name); err != nil {
 		return fmt.Errorf("netfault: %s: remove %s: %w", h.Name, name, err)
 	}
 	return nil
@@ -162,7 +197,7 @@ func (h *Hop) Remove(name string) error {
 // Toxics returns the names of the toxics on the hop.
 func (h *Hop) Toxics() []string {
 	var out []string
-	for _, t := range h.proxy.Toxics.GetToxicArray() {
+	for _, t := range h.current().Toxics.GetToxicArray() {
 		if w, ok := t.(*toxics.ToxicWrapper); ok {
 			out = append(out, w.Name)
 		}
@@ -171,7 +206,7 @@ func (h *Hop) Toxics() []string {
 }
 
 // Heal takes every toxic off the hop.
-func (h *Hop) Heal() { h.proxy.Toxics.ResetToxics(context.Background()) }
+func (h *Hop) Heal() { h.current().Toxics.ResetToxics(context.Background()) }
 
 // Partition drops everything in both directions (a black hole: Toxiproxy's
 // timeout toxic with no timeout) until its toxics, named name_upstream and
@@ -199,20 +234,9 @@ func (h *Hop) CutReplies(bytes int64) (string, error) {
 	return name, h.Add(Toxic{Name: name, Type: LimitData, Stream: Downstream, Attributes: map[string]int64{"bytes": bytes}})
 }
 
-// Heal takes every toxic off every hop.
-func (n *Net) Heal() {
-	n.mu.Lock()
-	hops := slices.Collect(maps.Values(n.hops))
-	n.mu.Unlock()
-	for _, h := range hops {
-		h.Heal()
-	}
-}
-
-// Close heals every hop, stops every proxy (closing their connections)
-// and checks that none of their ports still accepts a connection.
+// Close stops every proxy (its toxics go with it, its connections are
+// closed; no toxic is removed one by one, which can hang) and checks that none of their ports still accepts a connection.
 func (n *Net) Close() error {
-	n.Heal()
 	n.mu.Lock()
 	addrs := make([]string, 0, len(n.hops))
 	for _, h := range n.hops {

@@ -108,6 +108,24 @@ func TestHop(t *testing.T) {
 		assert.Equal(t, "ok ping\n", got)
 	})
 
+	t.Run("reset: a fresh proxy on the same address, no toxic, the old connections closed", func(t *testing.T) {
+		addr := h.Addr()
+		old, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer old.Close()
+		_, err = h.Partition("stuck")
+		require.NoError(t, err)
+		require.NoError(t, h.Reset())
+		assert.Equal(t, addr, h.Addr())
+		assert.Empty(t, h.Toxics())
+		require.NoError(t, old.SetReadDeadline(time.Now().Add(time.Second)))
+		_, err = old.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, io.EOF, "a connection through the old proxy is closed")
+		got, err := ask(t, h.Addr(), time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, "ok ping\n", got)
+	})
+
 	t.Run("close: every port the hops opened is closed", func(t *testing.T) {
 		addr := h.Addr()
 		require.NoError(t, n.Close())

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -101,6 +102,8 @@ type netFaults struct {
 	// longestFault the fault ("kind target at offset").
 	longest      time.Duration
 	longestFault string
+	// busy are the hops a fault holds.
+	busy map[string]bool
 }
 
 // converged measures, after ev healed, how long until the stack is ready
@@ -137,23 +140,18 @@ func (n *netFaults) apply(ctx context.Context, ev FaultEvent) error {
 			}
 			hs = append(hs, h)
 		}
-		names := map[*netfault.Hop][]string{}
-		defer func() {
-			for h, ns := range names {
-				removeAll(h, ns)
-			}
-		}()
+		if !n.take(hops) {
+			return errHopBusy
+		}
+		defer n.release(hops)
+		defer resetAll(hs)
 		for _, h := range hs {
-			ns, err := h.Partition(toxicName(ev))
-			names[h] = ns
-			if err != nil {
+			if _, err := h.Partition(toxicName(ev)); err != nil {
 				return err
 			}
 		}
 		sleep(ctx, ev.Hold)
-		for h, ns := range names {
-			removeAll(h, ns)
-		}
+		resetAll(hs)
 		n.converged(ctx, ev)
 		return nil
 	}
@@ -161,15 +159,19 @@ func (n *netFaults) apply(ctx context.Context, ev FaultEvent) error {
 	if err != nil {
 		return err
 	}
+	if !n.take([]string{ev.Target}) {
+		return errHopBusy
+	}
+	defer n.release([]string{ev.Target})
 	if ev.Kind == faultNetFlap {
 		err = flap(ctx, h, toxicName(ev), time.Duration(ev.Value)*time.Millisecond, ev.Hold)
 	} else {
-		t := toxicOf(ev)
-		if err := h.Add(t); err != nil {
+		if err := h.Add(toxicOf(ev)); err != nil {
+			resetAll([]*netfault.Hop{h})
 			return err
 		}
 		sleep(ctx, ev.Hold)
-		removeAll(h, []string{t.Name})
+		resetAll([]*netfault.Hop{h})
 	}
 	n.converged(ctx, ev)
 	return err
@@ -186,6 +188,14 @@ func (n *netFaults) left() []string {
 		}
 	}
 	return out
+}
+
+// resetHops heals every hop with a fresh proxy.
+func (n *netFaults) resetHops() {
+	for _, name := range n.net.Names() {
+		h, _ := n.net.Hop(name) // listed
+		resetAll([]*netfault.Hop{h})
+	}
 }
 
 // toxicOf is the toxic of a fault event on one hop.
@@ -219,9 +229,9 @@ func toxicName(ev FaultEvent) string { return fmt.Sprintf("%s@%s", ev.Kind, ev.A
 func flap(ctx context.Context, h *netfault.Hop, name string, every, hold time.Duration) error {
 	end := time.Now().Add(hold)
 	for time.Now().Before(end) && ctx.Err() == nil {
-		names, err := h.Partition(name)
+		_, err := h.Partition(name)
 		sleep(ctx, every)
-		removeAll(h, names)
+		resetAll([]*netfault.Hop{h})
 		if err != nil {
 			return err
 		}
@@ -230,11 +240,44 @@ func flap(ctx context.Context, h *netfault.Hop, name string, every, hold time.Du
 	return nil
 }
 
-// removeAll takes the named toxics off h; a toxic already gone (healed
-// by another fault's end on the same hop) is no error.
-func removeAll(h *netfault.Hop, names []string) {
-	for _, name := range names {
-		_ = h.Remove(name)
+// resetAll heals each hop by a fresh proxy (netfault.Hop.Reset, which
+// cannot hang as removing a toxic can); an error leaves the hop's toxics,
+// which the end of the faults reports (check healed).
+func resetAll(hs []*netfault.Hop) {
+	for _, h := range hs {
+		_ = h.Reset()
+	}
+}
+
+// errHopBusy is a fault whose hop another fault holds: one fault per hop
+// at a time, so that toxics never stack on a hop (and its healing resets
+// only its own).
+var errHopBusy = errors.New("its hop is under another network fault")
+
+// take marks hops as held by a fault, all or none; false when one is held.
+func (n *netFaults) take(hops []string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, h := range hops {
+		if n.busy[h] {
+			return false
+		}
+	}
+	if n.busy == nil {
+		n.busy = map[string]bool{}
+	}
+	for _, h := range hops {
+		n.busy[h] = true
+	}
+	return true
+}
+
+// release ends a fault's hold of hops.
+func (n *netFaults) release(hops []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, h := range hops {
+		delete(n.busy, h)
 	}
 }
 

@@ -222,7 +222,7 @@ func Run(cfg Config) (*Report, error) {
 	log.Info("faults stopped; bringing every component up")
 	if left := st.netFaults.left(); len(left) > 0 {
 		r.Violations = append(r.Violations, violation("", checkHealed, "toxics left on the hops after the faults ended: %v", left))
-		st.netFaults.net.Heal()
+		st.netFaults.resetHops()
 	}
 	if !in.clearSim(upTimeout) {
 		return r, errors.New("soak: the simulator's faults could not be cleared")
