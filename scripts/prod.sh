@@ -26,6 +26,13 @@
 #   prod.sh clean   stop everything and forget what the profile kept (.run-prod/
 #                   and its PostgreSQL folder under /var/tmp, if any)
 #
+# A component's own overrides: $RUN/override/NAME.env, when it exists, is
+# sourced after stack.env when NAME starts (the network-fault soak points the
+# processes at its proxies so: DATABASE_URL, REDIS_ADDRS, TEMPORAL_ADDRESS,
+# DOWNSTREAM_URL for a gateway or a worker; PAYOUT_WEBHOOK_GATEWAY_URL for the
+# simulator; REDIS_ANNOUNCE_PORT for a Redis node, the port it announces to
+# the cluster's clients in MOVED and CLUSTER SLOTS). Without it, nothing changes.
+#
 # State lives in .run-prod/ (PROD_RUN_DIR moves it: `make bench-e2e PROFILE=prod`
 # runs its own profile in .run-bench-prod/, on ports of its own): stack.env, <name>.pid, <name>.log, the data of
 # PostgreSQL and the Redis nodes, the profile's fingerprint and receipt keys
@@ -290,11 +297,18 @@ HBA
 # ---------- Redis Cluster
 redis_port() { echo $((REDIS_BASE_PORT + $1 - 1)); } # node number (1..N) -> port
 
+# override NAME: the component's overrides, sourced in a subshell by its caller.
+override() { [ -f "$RUN/override/$1.env" ] && . "$RUN/override/$1.env"; return 0; }
+
 start_redis_node() { # n
-  local n=$1 port dir
+  local n=$1 port dir announced announce=()
   port=$(redis_port "$n")
   dir=$RUN/redis-$n
   mkdir -p "$dir"
+  # The port the node announces to clients and replicas, when overridden
+  # (else its own); the cluster bus stays on its own port.
+  announced=$( (override "redis-$n"; echo "${REDIS_ANNOUNCE_PORT:-}") )
+  [ -n "$announced" ] && announce=(--cluster-announce-port "$announced" --cluster-announce-bus-port $((REDIS_BUS_BASE_PORT + n - 1)))
   # TLS only (port 0): clients, replication and the cluster bus. Clients
   # present no certificate (tls-auth-clients no); the nodes present theirs
   # to each other.
@@ -303,7 +317,7 @@ start_redis_node() { # n
     --tls-auth-clients no --tls-replication yes --tls-cluster yes \
     --dir "$dir" --appendonly yes --save "" \
     --cluster-enabled yes --cluster-config-file nodes.conf --cluster-port $((REDIS_BUS_BASE_PORT + n - 1)) \
-    --cluster-node-timeout "$REDIS_NODE_TIMEOUT_MS"
+    --cluster-node-timeout "$REDIS_NODE_TIMEOUT_MS" "${announce[@]}"
   wait_until 30 "redis-$n" rcli -p "$port" ping
 }
 
@@ -387,6 +401,7 @@ start_binary() { # name binary KEY=value...: with stack.env plus the extra varia
     # shellcheck disable=SC1091
     . "$RUN/stack.env"
     for kv in "$@"; do export "${kv?}"; done
+    override "$name"
     spawn "$name" "$BIN/$binary"
   )
 }
@@ -396,10 +411,12 @@ healthy() { curl -fsS --cacert "$CA_FILE" -o /dev/null "$1/healthz"; }
 # The simulator (plain HTTP: it stands for a third party) posts its payout
 # webhooks to gateway-1 over HTTPS, trusting the profile's CA.
 start_downstream() {
+  local hook
   start_binary downstream downstream "SSL_CERT_FILE=$CA_FILE"
   wait_until 30 downstream healthy "$DOWNSTREAM_URL"
+  hook=$( (override downstream; echo "${PAYOUT_WEBHOOK_GATEWAY_URL:-$GATEWAY_1_URL}") )
   curl -fsS -X PUT "$DOWNSTREAM_URL/_sim/webhook" -H 'Content-Type: application/json' \
-    -d "{\"url\":\"$GATEWAY_1_URL/v1/webhooks/payments.payout\",\"secret\":\"$(cat "$RUN/payout-webhook.secret")\"}" >/dev/null
+    -d "{\"url\":\"$hook/v1/webhooks/payments.payout\",\"secret\":\"$(cat "$RUN/payout-webhook.secret")\"}" >/dev/null
 }
 start_worker() { # n
   start_binary "worker-$1" worker "WORKER_METRICS_URL=http://127.0.0.1:$((WORKER_METRICS_BASE_PORT + $1 - 1))/metrics"

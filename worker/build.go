@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/oncegate/oncegate/activities"
@@ -78,6 +80,8 @@ func Build(c client.Client, cfg Config, p Parts) (w sdkworker.Worker, stopReaper
 		armAfterFinalize(w, acts)
 	case FailpointAfterExecuteFinalized:
 		armAfterExecuteFinalized(w, acts)
+	case FailpointBrokenLostReply:
+		armBrokenLostReply(w, acts)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	if cfg.ReapInterval > 0 {
@@ -104,6 +108,22 @@ func armAfterFinalize(w sdkworker.Worker, acts *activities.Activities) {
 		}
 		return err
 	}, activity.RegisterOptions{Name: workflows.ActivityFinalize, DisableAlreadyRegisteredCheck: true})
+}
+
+// armBrokenLostReply replaces the Execute activity with a broken one
+// (FailpointBrokenLostReply): a downstream reply that never came back is
+// reported as a definite refusal instead of an unknown outcome.
+func armBrokenLostReply(w sdkworker.Worker, acts *activities.Activities) {
+	w.RegisterActivityWithOptions(func(ctx context.Context, in operation.Input) (operation.ExecuteResult, error) {
+		res, err := acts.Execute(ctx, in)
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() == operation.ErrTypeDownstreamUnavailable {
+			acts.Logger.Warn("failpoint "+FailpointBrokenLostReply+": a lost reply reported as a refusal", "operation_id", in.OperationID)
+			return res, temporal.NewNonRetryableApplicationError("broken: "+err.Error(), operation.ErrTypeBusinessRefusal, nil,
+				operation.BusinessRefusal{StatusCode: 422, Code: "broken_build"})
+		}
+		return res, err
+	}, activity.RegisterOptions{Name: workflows.ActivityExecute, DisableAlreadyRegisteredCheck: true})
 }
 
 // armAfterExecuteFinalized replaces the Execute activity with one that

@@ -51,7 +51,8 @@ type Config struct {
 	// tests only (ONCEGATE_FAILPOINT, in a worker built with -tags
 	// failpoint). FailpointAfterFinalize: right after Finalize recorded an
 	// outcome; FailpointAfterExecuteFinalized: right after the Execute
-	// activity finalized a DONE outcome. Empty in every real deployment.
+	// activity finalized a DONE outcome; FailpointBrokenLostReply breaks
+	// the worker on purpose. Empty in every real deployment.
 	Failpoint string `env:"ONCEGATE_FAILPOINT"`
 	// Versioning is the worker's part in a rollout: its Worker Versioning
 	// deployment version and the workflow changes it holds back.
@@ -68,6 +69,14 @@ const FailpointAfterFinalize = "after_finalize"
 // (operation.Input.ExecuteFinalizes), before its completion reaches
 // Temporal: the activity times out and runs again.
 const FailpointAfterExecuteFinalized = "after_execute_finalized"
+
+// FailpointBrokenLostReply is no crash but a deliberately broken worker,
+// for the tests that prove the history checker (harness/history) and the
+// soak catch one: an Execute whose downstream reply was lost (an unknown
+// outcome: the downstream may have executed it) is reported as the
+// downstream's definite refusal, so the operation ends "failed,
+// downstream_refused" — nothing executed — although it may have.
+const FailpointBrokenLostReply = "broken_lost_reply_refused"
 
 // ConfigFromEnv reads the configuration from environ (envconfig.OS() in
 // main) and loads the Temporal TLS files; every problem is reported at once.

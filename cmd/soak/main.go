@@ -19,6 +19,7 @@ func main() {
 		os.Exit(2)
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	opts.HistoryDir = opts.OutDir
 	report, runErr := soak.Run(opts.Config)
 	jsonPath, mdPath, err := report.Write(opts.OutDir)
 	if err != nil {

@@ -177,6 +177,7 @@ func (a *agent) params(n int, businessState bool) map[string]any {
 func (a *agent) preview(ctx context.Context, scope, kind string, params map[string]any, intent, repeatOf string) (*opRecord, string) {
 	deadline := time.Now().Add(followTimeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
+		sent := time.Now()
 		ans, err := a.c.preview(ctx, a.token, scope, params)
 		if err != nil {
 			a.transportError(ctx, "", "preview", err)
@@ -190,7 +191,7 @@ func (a *agent) preview(ctx context.Context, scope, kind string, params map[stri
 				return nil, ""
 			}
 			a.led.add(op)
-			a.led.record(op, "preview", ans)
+			a.led.record(op, a.id, "preview", sent, ans)
 			return op, ans.Fingerprint
 		}
 		a.led.tally(ans.Status)
@@ -226,12 +227,13 @@ func (a *agent) transportError(ctx context.Context, opID, request string, err er
 // confirm sends one confirm of op with the given client timeout and
 // records its answer; ok is false when no answer arrived.
 func (a *agent) confirm(ctx context.Context, op *opRecord, fp string, params map[string]any, ack string, timeout time.Duration) (answer, bool) {
+	sent := time.Now()
 	ans, err := a.c.confirm(ctx, a.token, op.Scope, fp, params, ack, timeout)
 	if err != nil {
 		a.transportError(ctx, op.ID, "confirm", err)
 		return answer{}, false
 	}
-	a.led.record(op, "confirm", ans)
+	a.led.record(op, a.id, "confirm", sent, ans)
 	return ans, true
 }
 
@@ -289,12 +291,13 @@ func (a *agent) follow(ctx context.Context, op *opRecord, fp string, params map[
 
 // status asks the status tool about op once and records the answer.
 func (a *agent) status(ctx context.Context, op *opRecord) (answer, bool) {
+	sent := time.Now()
 	ans, err := a.c.status(ctx, a.token, op.ID)
 	if err != nil {
 		a.transportError(ctx, op.ID, "status", err)
 		return answer{}, false
 	}
-	a.led.record(op, "status", ans)
+	a.led.record(op, a.id, "status", sent, ans)
 	return ans, true
 }
 

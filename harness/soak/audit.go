@@ -43,6 +43,12 @@ const (
 	// checkAmnesia: the amnesia guard flagged every repeat and refused the
 	// unacknowledged ones.
 	checkAmnesia = "amnesia_guard"
+	// checkHealed: every network fault removed when the faults end; after
+	// the run no proxy is left and nothing listens on a port it opened.
+	checkHealed = "healed"
+	// checkHistory: every operation's answers, executions and final
+	// record linearize against the model of harness/history.
+	checkHistory = "history"
 )
 
 // Violation is one broken expectation.

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,12 +129,12 @@ func TestLedgerChecksRetryableAndOperationID(t *testing.T) {
 	l := newLedger()
 	op := &opRecord{ID: "op1"}
 	l.add(op)
-	l.record(op, "confirm", answer{Status: "temporarily_unavailable", Retryable: true})
-	l.record(op, "confirm", answer{Status: "in_progress", OperationID: "op1"})
+	l.record(op, 0, "confirm", time.Now(), answer{Status: "temporarily_unavailable", Retryable: true})
+	l.record(op, 0, "confirm", time.Now(), answer{Status: "in_progress", OperationID: "op1"})
 	assert.Empty(t, l.violations)
-	l.record(op, "confirm", answer{Status: "in_progress", Retryable: true})
-	l.record(op, "confirm", answer{Status: "temporarily_unavailable"})
-	l.record(op, "status", answer{Status: "completed", OperationID: "op9"})
+	l.record(op, 0, "confirm", time.Now(), answer{Status: "in_progress", Retryable: true})
+	l.record(op, 0, "confirm", time.Now(), answer{Status: "temporarily_unavailable"})
+	l.record(op, 0, "status", time.Now(), answer{Status: "completed", OperationID: "op9"})
 	assert.Len(t, l.violations, 3)
 	assert.Len(t, l.snapshot()[0].Answers, 5)
 }
@@ -166,23 +167,76 @@ func TestScheduleIsSeededAndCoversEveryKind(t *testing.T) {
 // (the acceptance of its recorded run), each gateway and worker as a
 // target, and no dev-only kind.
 func TestProdScheduleCoversEveryKindAndTarget(t *testing.T) {
-	evs := schedule(prodFaultKinds, 7, 20*time.Minute)
-	require.Equal(t, evs, schedule(prodFaultKinds, 7, 20*time.Minute))
+	menu, parts := prodMenu(6)
+	evs := schedule(menu, 7, 20*time.Minute)
+	require.Equal(t, evs, schedule(menu, 7, 20*time.Minute))
 	kinds, targets := map[string]int{}, map[string]int{}
 	for _, ev := range evs {
 		kinds[ev.Kind]++
 		targets[ev.Target]++
 	}
-	for _, k := range prodFaultKinds {
+	for _, k := range menu {
 		assert.GreaterOrEqual(t, kinds[k.name], 3, k.name)
 	}
+	for _, h := range prodHops(6) {
+		assert.Positive(t, targets[h], "a network fault on %s", h)
+	}
+	for c, hops := range parts {
+		assert.NotEmpty(t, hops, c)
+	}
+	assert.ElementsMatch(t, []string{"clients->redis-3"}, parts["redis-3"])
+	assert.ElementsMatch(t, []string{"gateway-1->postgres", "gateway-1->temporal", "downstream->gateway-1"}, parts["gateway-1"])
 	for _, c := range []string{"gateway-1", "gateway-2", "worker-1", "worker-2"} {
 		assert.Positive(t, targets[c], c)
 	}
 	assert.Zero(t, kinds[faultFlushRedis]+kinds[faultKillRedis], "the dev stack's single Redis")
 	assert.Equal(t, Schedule(7, 20*time.Minute), schedule(faultKinds, 7, 20*time.Minute))
+	net := map[string]bool{}
+	for _, k := range faultKinds {
+		net[k.name] = k.net
+	}
 	for _, ev := range Schedule(7, 20*time.Minute) {
-		assert.Empty(t, ev.Target, "a dev kind has one component: its schedule stays what it was")
+		if !net[ev.Kind] {
+			assert.Empty(t, ev.Target, "a dev kill or simulator fault has one component: its schedule stays what it was")
+		}
+	}
+}
+
+// TestScheduleCrossesEveryHop: the CI slice's schedule, whatever its seed,
+// sets a network fault on every hop of the dev stack and partitions a
+// component; a long one does so on every hop several times, with the
+// streams and values each kind allows.
+func TestScheduleCrossesEveryHop(t *testing.T) {
+	for seed := uint64(1); seed <= 50; seed++ {
+		hops := map[string]bool{}
+		for _, ev := range Schedule(seed, sliceDuration) {
+			if ev.Kind != faultNetPartition && ev.Target != "" && strings.Contains(ev.Target, "->") {
+				hops[ev.Target] = true
+			}
+		}
+		for _, h := range devHops {
+			assert.True(t, hops[h], "seed %d: the CI slice crosses %s", seed, h)
+		}
+	}
+	byHop := map[string]int{}
+	for _, ev := range Schedule(7, 20*time.Minute) {
+		switch ev.Kind {
+		case faultNetPartition:
+			assert.Contains(t, devParts, ev.Target)
+		case faultNetReset:
+			assert.Contains(t, []string{"upstream", "downstream"}, ev.Stream)
+			fallthrough
+		case faultNetLatency, faultNetBandwidth, faultNetBlackhole, faultNetSlowClose, faultNetLimitData, faultNetFlap:
+			assert.Contains(t, devHops, ev.Target)
+			byHop[ev.Target]++
+		}
+		if ev.Kind == faultNetLatency {
+			lat := toxicOf(ev).Attributes
+			assert.LessOrEqual(t, lat["latency"]+lat["jitter"], 2*hopTimeout(ev.Target).Milliseconds(), "latency with jitter up to twice the hop's timeout")
+		}
+	}
+	for _, h := range devHops {
+		assert.GreaterOrEqual(t, byHop[h], 5, h)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -43,12 +44,18 @@ type faultKind struct {
 	minValue, maxValue int
 	// minHold and maxHold bound how long the fault lasts (0 for counting faults).
 	minHold, maxHold time.Duration
+	// net marks a network fault (netfaults.go): its components are hops
+	// (or, for a partition, components of the stack).
+	net bool
+	// streams, when set, are the streams (request, reply) the schedule
+	// draws one of.
+	streams []string
 }
 
 // faultKinds is the whole menu. Simulator values stay within what the dev
 // catalog declares of the downstream (commits at most 30s late, status
 // lag at most 5s) and go past its 5s timeout where that is the point.
-var faultKinds = append([]faultKind{
+var faultKinds = slices.Concat([]faultKind{
 	{name: faultKillGateway, weight: 2, components: []string{compGateway}, maxHold: 2 * time.Second},
 	{name: faultKillWorker, weight: 2, components: []string{compWorker}, maxHold: 5 * time.Second},
 	{name: faultKillDownstream, weight: 2, components: []string{compDownstream}, maxHold: 3 * time.Second},
@@ -56,7 +63,7 @@ var faultKinds = append([]faultKind{
 	{name: faultFlushRedis, weight: 1},
 	{name: faultRestartPostgres, weight: 1, components: []string{compPostgres}, minHold: 500 * time.Millisecond, maxHold: 3 * time.Second},
 	{name: faultRestartTemporal, weight: 1, components: []string{compTemporal}, maxHold: 2 * time.Second},
-}, simFaultKinds...)
+}, simFaultKinds, netKinds(devHops, devParts))
 
 // prodFaultKinds is the menu of the production-like profile: its own
 // components — either gateway, either worker, a Redis master, the Temporal
@@ -105,8 +112,12 @@ type FaultEvent struct {
 	// kill_redis_master, which of the current masters (modulo their number).
 	Value int `json:"value,omitempty"`
 	// Target is the component a kill or restart stops, when the kind has
-	// a choice (gateway-1 or gateway-2, ...).
+	// a choice (gateway-1 or gateway-2, ...); for a network fault, its hop
+	// (gateway->redis, ...) or, for a partition, its component.
 	Target string `json:"target,omitempty"`
+	// Stream is the stream of a network fault that has a choice:
+	// upstream (the request) or downstream (the reply).
+	Stream string `json:"stream,omitempty"`
 }
 
 // MarshalJSON writes the offsets and holds as durations ("4.798s").
@@ -117,7 +128,8 @@ func (ev FaultEvent) MarshalJSON() ([]byte, error) {
 		Hold   string `json:"hold,omitempty"`
 		Value  int    `json:"value,omitempty"`
 		Target string `json:"target,omitempty"`
-	}{At: ev.At.Round(time.Millisecond).String(), Kind: ev.Kind, Value: ev.Value, Target: ev.Target}
+		Stream string `json:"stream,omitempty"`
+	}{At: ev.At.Round(time.Millisecond).String(), Kind: ev.Kind, Value: ev.Value, Target: ev.Target, Stream: ev.Stream}
 	if ev.Hold > 0 {
 		out.Hold = ev.Hold.Round(time.Millisecond).String()
 	}
@@ -129,8 +141,10 @@ func (ev FaultEvent) MarshalJSON() ([]byte, error) {
 func Schedule(seed uint64, d time.Duration) []FaultEvent { return schedule(faultKinds, seed, d) }
 
 // schedule draws a schedule from the menu kinds. The first round has every
-// kind once, in a drawn order, so that a short run (about a minute) still
-// injects each of them; the rest are drawn by weight.
+// kind once, in a drawn order, and then one network fault on each hop that
+// the round's network faults missed, so that a short run (about two
+// minutes) still injects each kind and crosses each hop; the rest are
+// drawn by weight.
 func schedule(kinds []faultKind, seed uint64, d time.Duration) []FaultEvent {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	total := 0
@@ -140,33 +154,77 @@ func schedule(kinds []faultKind, seed uint64, d time.Duration) []FaultEvent {
 	between := func(lo, hi time.Duration) time.Duration {
 		return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
 	}
-	firstRound := rng.Perm(len(kinds))
+	first := firstRound(kinds, rng)
 	var out []FaultEvent
 	for at := firstFault; at < d; at += between(minGap, maxGap) {
-		var k faultKind
-		if i := len(out); i < len(firstRound) {
-			k = kinds[firstRound[i]]
+		var p pick
+		if i := len(out); i < len(first) {
+			p = first[i]
 		} else {
 			n := rng.IntN(total)
 			for _, c := range kinds {
 				if n < c.weight {
-					k = c
+					p.kind = c
 					break
 				}
 				n -= c.weight
 			}
 		}
-		ev := FaultEvent{At: at, Kind: k.name}
+		k := p.kind
+		ev := FaultEvent{At: at, Kind: k.name, Target: p.target}
 		if k.maxHold > 0 {
 			ev.Hold = between(k.minHold, k.maxHold)
 		}
 		if k.maxValue > 0 {
 			ev.Value = k.minValue + rng.IntN(k.maxValue-k.minValue+1)
 		}
-		if len(k.components) > 1 {
+		if len(k.components) > 1 && ev.Target == "" {
 			ev.Target = k.components[rng.IntN(len(k.components))]
 		}
+		if len(k.streams) > 0 {
+			ev.Stream = k.streams[rng.IntN(len(k.streams))]
+		}
 		out = append(out, ev)
+	}
+	return out
+}
+
+// pick is a kind the schedule chose, with its target when the choice is
+// made for it (the first round's network faults).
+type pick struct {
+	kind   faultKind
+	target string
+}
+
+// firstRound is every kind once in a drawn order, the network faults on
+// distinct hops, then a network fault drawn for each hop left.
+func firstRound(kinds []faultKind, rng *rand.Rand) []pick {
+	var hops, hopKinds []string
+	byName := map[string]faultKind{}
+	for _, k := range kinds {
+		byName[k.name] = k
+		if k.net && k.name != faultNetPartition {
+			hopKinds = append(hopKinds, k.name)
+			for _, h := range k.components {
+				if !slices.Contains(hops, h) {
+					hops = append(hops, h)
+				}
+			}
+		}
+	}
+	order := rng.Perm(len(hops))
+	next := 0
+	var out []pick
+	for _, i := range rng.Perm(len(kinds)) {
+		p := pick{kind: kinds[i]}
+		if slices.Contains(hopKinds, p.kind.name) && next < len(order) {
+			p.target = hops[order[next]]
+			next++
+		}
+		out = append(out, p)
+	}
+	for ; next < len(order); next++ {
+		out = append(out, pick{kind: byName[hopKinds[rng.IntN(len(hopKinds))]], target: hops[order[next]]})
 	}
 	return out
 }
@@ -180,11 +238,14 @@ type injector struct {
 	countMu sync.Mutex
 	applied map[string]int
 	skipped map[string]int
-	wg      sync.WaitGroup
+	// byTarget counts the network faults applied by kind and hop (or
+	// component): "net_latency gateway->redis".
+	byTarget map[string]int
+	wg       sync.WaitGroup
 }
 
 func newInjector(s *stack, c *client, log *slog.Logger) *injector {
-	return &injector{s: s, c: c, log: log, applied: map[string]int{}, skipped: map[string]int{}}
+	return &injector{s: s, c: c, log: log, applied: map[string]int{}, skipped: map[string]int{}, byTarget: map[string]int{}}
 }
 
 // run applies each event at its time, each in its own goroutine so that
@@ -209,6 +270,11 @@ func (in *injector) run(ctx context.Context, start time.Time, events []FaultEven
 func (in *injector) apply(ctx context.Context, k faultKind, ev FaultEvent) {
 	ok := true
 	switch {
+	case k.net:
+		if err := in.s.netFaults.apply(ctx, ev); err != nil {
+			ok = false
+			in.log.Warn("network fault not applied", "kind", ev.Kind, "target", ev.Target, "err", err)
+		}
 	case len(k.components) > 0:
 		target := ev.Target
 		if target == "" {
@@ -246,6 +312,9 @@ func (in *injector) apply(ctx context.Context, k faultKind, ev FaultEvent) {
 	defer in.countMu.Unlock()
 	if ok {
 		in.applied[ev.Kind]++
+		if k.net {
+			in.byTarget[ev.Kind+" "+ev.Target]++
+		}
 	} else {
 		in.skipped[ev.Kind]++
 		in.log.Info("fault skipped: its target did not answer", "kind", ev.Kind)

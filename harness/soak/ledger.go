@@ -21,8 +21,12 @@ const (
 
 // seen is one answer an agent received about an operation.
 type seen struct {
+	// Sent is when the request was sent.
+	Sent time.Time `json:"sent"`
 	// At is when the answer arrived.
 	At time.Time `json:"at"`
+	// Agent is the agent that sent it.
+	Agent int `json:"agent"`
 	// Request is preview, confirm or status.
 	Request string `json:"request"`
 	answer
@@ -77,11 +81,11 @@ func (l *ledger) add(op *opRecord) {
 // record stores an answer about op and checks what can be checked at once:
 // the answer names the operation it was asked about, and retryable is true
 // exactly for temporarily_unavailable (docs/contract.md §4).
-func (l *ledger) record(op *opRecord, request string, a answer) {
+func (l *ledger) record(op *opRecord, agent int, request string, sent time.Time, a answer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.statuses[a.Status]++
-	op.Answers = append(op.Answers, seen{At: time.Now(), Request: request, answer: a})
+	op.Answers = append(op.Answers, seen{Sent: sent, At: time.Now(), Agent: agent, Request: request, answer: a})
 	if a.OperationID != "" && a.OperationID != op.ID {
 		l.violations = append(l.violations, violation(op.ID, checkAnswer,
 			"a %s answer about %s named operation %s", request, op.ID, a.OperationID))

@@ -98,8 +98,10 @@ func startProdStack(log *slog.Logger) (*stack, error) {
 		names = append(names, fmt.Sprintf("redis-%d", i+1))
 	}
 	names = append(names, compTemporal, compDownstream, "worker-1", "worker-2", "gateway-1", "gateway-2")
+	procs := map[string]prodProcess{}
 	for _, name := range names {
 		p := prodProcess{run: run, script: script, name: name, log: log}
+		procs[name] = p
 		stop := p.kill
 		if name == compPostgres {
 			stop = p.fastShutdown
@@ -111,7 +113,21 @@ func startProdStack(log *slog.Logger) (*stack, error) {
 	node := func(addr string) (redis.UniversalClient, error) {
 		return redisstore.Connect(storeconn.Config{RedisURL: "rediss://" + addr + "/0", RedisTLSCAFile: env["REDIS_TLS_CA_FILE"]})
 	}
-	s.redisMaster = func(pick int) (string, error) { return s.pickRedisMaster(nodes, node, pick) }
+	// Every hop through a proxy of its own (netfaults.go, prodnet.go).
+	menu, parts := prodMenu(len(nodes))
+	s.faults = menu
+	pn := &prodNet{env: env, nodes: nodes, node: node, dir: filepath.Join(run, "override"), procs: procs}
+	s.unproxy = func() error { return pn.undo(s.onClose == nil) }
+	log.Info("putting a proxy on every hop of the profile")
+	if err := pn.proxy(context.Background()); err != nil {
+		return nil, fmt.Errorf("soak: proxy the profile's hops: %w", err)
+	}
+	s.netFaults = &netFaults{net: pn.net, parts: parts}
+	for _, h := range pn.net.Names() {
+		hop, _ := pn.net.Hop(h) // listed
+		s.opened = append(s.opened, hop.Addr())
+	}
+	s.redisMaster = func(pick int) (string, error) { return s.pickRedisMaster(nodes, node, pn.directAddr, pick) }
 	// The audit reads the cluster: it must have every slot served again.
 	s.ready = func(ctx context.Context) error {
 		for _, addr := range nodes {
@@ -164,8 +180,9 @@ func prodTLS(env map[string]string) (*tls.Config, temporalclient.Options, error)
 
 // pickRedisMaster returns the component (redis-N) of the pick-th (modulo
 // their number) of the cluster's masters that serve slots and run, as the
-// first node that answers sees them; nodes are REDIS_ADDRS, redis-1 first.
-func (s *stack) pickRedisMaster(nodes []string, node func(addr string) (redis.UniversalClient, error), pick int) (string, error) {
+// first node that answers sees them; nodes are REDIS_ADDRS, redis-1 first;
+// direct maps the address a node announces (its proxy's) to its own.
+func (s *stack) pickRedisMaster(nodes []string, node func(addr string) (redis.UniversalClient, error), direct func(string) string, pick int) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var masters []string
@@ -186,7 +203,7 @@ func (s *stack) pickRedisMaster(nodes []string, node func(addr string) (redis.Un
 	}
 	var up []string
 	for _, addr := range masters {
-		if i := slices.Index(nodes, addr); i >= 0 {
+		if i := slices.Index(nodes, direct(addr)); i >= 0 {
 			name := fmt.Sprintf("redis-%d", i+1)
 			if s.components[name].up() {
 				up = append(up, name)

@@ -54,6 +54,14 @@ type Report struct {
 	Executions int `json:"executions"`
 	// Faults counts the faults injected, by kind.
 	Faults map[string]int `json:"faults"`
+	// NetFaults counts the network faults injected by kind and hop (or,
+	// for a partition, component): "net_latency gateway->redis".
+	NetFaults map[string]int `json:"net_faults,omitempty"`
+	// ConvergeSeconds is the longest time from a network fault's healing
+	// until every gateway was ready again with its fast path in use, and
+	// ConvergeFault that fault.
+	ConvergeSeconds float64 `json:"converge_seconds"`
+	ConvergeFault   string  `json:"converge_fault,omitempty"`
 	// FaultsSkipped counts scheduled faults whose target did not answer.
 	FaultsSkipped map[string]int `json:"faults_skipped,omitempty"`
 	// Restarts counts how often the supervisors started each component again.
@@ -70,6 +78,8 @@ type Report struct {
 	RedisStale int `json:"redis_stale"`
 	// Workflows is how many operations had a Temporal workflow.
 	Workflows int `json:"workflows"`
+	// History is what the history checker judged.
+	History HistorySummary `json:"history"`
 	// Violations is every broken expectation; a sound run has none.
 	Violations []Violation `json:"violations"`
 	// Evidence is, for the first maxEvidence operations with a violation,
@@ -79,6 +89,18 @@ type Report struct {
 	Replay string `json:"replay"`
 	// Schedule is the fault schedule that was drawn.
 	Schedule []FaultEvent `json:"schedule"`
+}
+
+// HistorySummary is what the history checker (harness/history, porcupine)
+// judged.
+type HistorySummary struct {
+	// Operations and Events are what was checked; Answers and Executions
+	// are among the events (the rest are the truth's final records).
+	Operations, Events, Answers, Executions int
+	// Linearizable is true when every operation's history was.
+	Linearizable bool
+	// Visualization is porcupine's HTML visualization, when written.
+	Visualization string `json:",omitempty"`
 }
 
 // Write writes the report as soak-<seed>.json and soak-<seed>.md into dir
@@ -119,6 +141,13 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- operations: %d (%s); by intent: %s\n", r.Operations, counts(r.ByScope), counts(r.ByIntent))
 	fmt.Fprintf(&b, "- final states: %s; failure kinds: %s; downstream executions: %d\n", counts(r.FinalStates), counts(r.FailureKinds), r.Executions)
 	fmt.Fprintf(&b, "- faults injected: %s\n", counts(r.Faults))
+	if len(r.NetFaults) > 0 {
+		fmt.Fprintf(&b, "- network faults by kind and hop: %s\n", counts(r.NetFaults))
+	}
+	if r.ConvergeFault != "" {
+		fmt.Fprintf(&b, "- longest time to converge after a network fault healed (every gateway ready, fast path in use): %.1fs, after %s\n",
+			r.ConvergeSeconds, r.ConvergeFault)
+	}
 	if len(r.FaultsSkipped) > 0 {
 		fmt.Fprintf(&b, "- faults skipped (target down): %s\n", counts(r.FaultsSkipped))
 	}
@@ -126,6 +155,12 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- settled %.0fs after the faults stopped; manual reviews decided by the audit: %s\n", r.SettleSeconds, counts(r.ReviewResolved))
 	fmt.Fprintf(&b, "- checked: %d Redis hashes (%d stale IN_FLIGHT), %d workflows\n", r.RedisKeys, r.RedisStale, r.Workflows)
 	fmt.Fprintf(&b, "- answers by status: %s\n", counts(r.Answers))
+	fmt.Fprintf(&b, "- history (porcupine): %d operations, %d events (%d answers, %d executions), linearizable: %v",
+		r.History.Operations, r.History.Events, r.History.Answers, r.History.Executions, r.History.Linearizable)
+	if r.History.Visualization != "" {
+		fmt.Fprintf(&b, " (%s)", r.History.Visualization)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "\n**%d violations.** Replay: `%s`\n", len(r.Violations), r.Replay)
 	for i, v := range r.Violations {
 		if i == maxListed {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +69,18 @@ type Config struct {
 	// KeepDir keeps the run's folder (process logs, data) even without
 	// violations; with violations it is always kept.
 	KeepDir bool
+	// HistoryDir, when set, receives porcupine's HTML visualization of the
+	// history check, soak-<seed>-history.html.
+	HistoryDir string
+	// WorkerFailpoint, when set, builds the binaries with -tags failpoint
+	// and runs the workers with ONCEGATE_FAILPOINT set to it (the dev
+	// profile only): a deliberately broken build
+	// (worker.FailpointBrokenLostReply), for the test that proves the
+	// audit catches one.
+	WorkerFailpoint string
+	// Schedule, when set, replaces the schedule drawn from the seed (the
+	// broken build's test aims its faults).
+	Schedule []FaultEvent
 	// Logger receives the progress (default: discarded).
 	Logger *slog.Logger
 }
@@ -140,7 +153,7 @@ func Run(cfg Config) (*Report, error) {
 	var st *stack
 	switch cfg.Profile {
 	case ProfileDev:
-		st, err = startStack(dir, log)
+		st, err = startStack(dir, cfg.WorkerFailpoint, log)
 	case ProfileProd:
 		st, err = startProdStack(log)
 	default:
@@ -151,7 +164,9 @@ func Run(cfg Config) (*Report, error) {
 	}
 	defer func() {
 		r.FinishedAt = time.Now()
-		st.close()
+		if err := st.close(); err != nil {
+			r.Violations = append(r.Violations, violation("", checkHealed, "after the run: %v", err))
+		}
 		switch {
 		case st.profile == ProfileProd:
 			_ = os.RemoveAll(dir) // unused: the profile keeps its logs and data in its own folder
@@ -168,7 +183,11 @@ func Run(cfg Config) (*Report, error) {
 		return r, err
 	}
 	r.Schedule = schedule(st.faults, cfg.Seed, cfg.Duration)
+	if cfg.Schedule != nil {
+		r.Schedule = cfg.Schedule
+	}
 
+	st.netFaults.ready = func(ctx context.Context) bool { return gatewaysReady(ctx, c) }
 	led := newLedger()
 	in := newInjector(st, c, log)
 	log.Info("load and faults start", "duration", cfg.Duration, "agents", cfg.Agents, "seed", cfg.Seed, "faults", len(r.Schedule))
@@ -202,6 +221,10 @@ func Run(cfg Config) (*Report, error) {
 	<-faultsDone
 	faultsStopped := time.Now()
 	log.Info("faults stopped; bringing every component up")
+	if left := st.netFaults.left(); len(left) > 0 {
+		r.Violations = append(r.Violations, violation("", checkHealed, "toxics left on the hops after the faults ended: %v", left))
+		st.netFaults.resetHops()
+	}
 	if !in.clearSim(upTimeout) {
 		return r, errors.New("soak: the simulator's faults could not be cleared")
 	}
@@ -212,7 +235,8 @@ func Run(cfg Config) (*Report, error) {
 	<-agentsDone
 	r.Requests, r.Episodes, r.Answers = c.requests.Load(), led.episodes, led.statuses
 	r.LostAnswers, r.TransportErrors = led.lost, led.transport
-	r.Faults, r.FaultsSkipped, r.Restarts = in.applied, in.skipped, st.restarts()
+	r.Faults, r.FaultsSkipped, r.Restarts, r.NetFaults = in.applied, in.skipped, st.restarts(), in.byTarget
+	r.ConvergeSeconds, r.ConvergeFault = st.netFaults.longest.Seconds(), st.netFaults.longestFault
 
 	a, err := newAuditor(st, c)
 	if err != nil {
@@ -236,7 +260,22 @@ func Run(cfg Config) (*Report, error) {
 	if err := a.audit(led, r); err != nil {
 		return r, err
 	}
+	if err := a.checkHistory(led, r, cfg.HistoryDir); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// gatewaysReady reports whether every gateway answers GET /readyz with 200
+// and its fast path in use ("redis":"ok").
+func gatewaysReady(ctx context.Context, c *client) bool {
+	for _, gw := range c.gatewayURLs {
+		raw, code, err := c.do(ctx, http.MethodGet, gw+"/readyz", nil, 2*time.Second)
+		if err != nil || code != http.StatusOK || !bytes.Contains(raw, []byte(`"redis":"ok"`)) {
+			return false
+		}
+	}
+	return true
 }
 
 // loadCatalog reads the dev catalog the gateway runs with.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,12 +13,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	temporalclient "go.temporal.io/sdk/client"
 
+	"github.com/oncegate/oncegate/harness/netfault"
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/internal/catalog"
 )
@@ -84,6 +87,16 @@ type stack struct {
 	// onClose runs last in close (prod: stop the profile when the run
 	// started it).
 	onClose func()
+	// netFaults holds the Toxiproxy proxy of every hop and applies the
+	// network faults.
+	netFaults *netFaults
+	// opened are the addresses the run made listen (its servers and
+	// proxies): none may still accept a connection after close.
+	opened []string
+	// unproxy, when set, takes the processes off the hops before the
+	// proxies stop (prod: the overrides removed, the nodes announcing
+	// their own ports, the processes started again on direct addresses).
+	unproxy func() error
 }
 
 // tokens are a profile's bearer tokens.
@@ -93,15 +106,22 @@ type tokens struct {
 
 // startStack builds the binaries and starts the stack with its files in
 // dir, each component under a supervisor.
-func startStack(dir string, log *slog.Logger) (*stack, error) {
+func startStack(dir, workerFailpoint string, log *slog.Logger) (*stack, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
 	bin := filepath.Join(dir, "bin")
 	log.Info("building the binaries")
-	if err := testenv.BuildBinaries(bin); err != nil {
+	var tags []string
+	if workerFailpoint != "" {
+		tags = append(tags, "failpoint")
+	}
+	if err := testenv.BuildBinaries(bin, tags...); err != nil {
 		return nil, err
+	}
+	if workerFailpoint != "" {
+		log.Warn("a deliberately broken worker", "failpoint", workerFailpoint)
 	}
 	s := &stack{profile: ProfileDev, dir: dir, components: map[string]*component{}, faults: faultKinds,
 		tokens: tokens{alice: "dev-alice", bob: "dev-bob", ops: "dev-ops"}}
@@ -152,6 +172,27 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 	if s.cat, err = loadCatalog(s.downstreamURL); err != nil {
 		return nil, err
 	}
+	// Every hop through a proxy of its own (docs/reliability.md, network
+	// faults): the gateway and the worker reach Redis, PostgreSQL,
+	// Temporal and the simulator through them, the simulator's webhook
+	// the gateway.
+	net := netfault.New()
+	s.netFaults = &netFaults{net: net, parts: devParts}
+	hopEnv, webhookGatewayURL, err := testenv.ProxyHops(net, testenv.Upstreams{RedisURL: s.redis.URL, DatabaseURL: databaseURL,
+		TemporalAddress: s.tp.Address, DownstreamURL: s.downstreamURL, GatewayURL: gatewayURL})
+	if err != nil {
+		return nil, err
+	}
+	if got := net.Names(); !slices.Equal(got, slices.Sorted(slices.Values(devHops))) {
+		return nil, fmt.Errorf("soak: the stack's hops %v are not the fault menu's %v", got, devHops)
+	}
+	pgAddr := fmt.Sprintf("127.0.0.1:%d", s.pg.Port)
+	s.opened = []string{strings.TrimPrefix(gatewayURL, "http://"), strings.TrimPrefix(s.downstreamURL, "http://"),
+		fmt.Sprintf("127.0.0.1:%d", ports[2]), s.redis.Addr, pgAddr, s.tp.Address}
+	for _, h := range devHops {
+		hop, _ := net.Hop(h) // listed above
+		s.opened = append(s.opened, hop.Addr())
+	}
 	env := []string{
 		"ONCEGATE_ENV=dev",
 		"GATEWAY_URL=" + gatewayURL,
@@ -179,7 +220,7 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 	s.add(compRedis, s.redis.Restart, s.redis.Kill, s.redis.Running)
 	s.add(compTemporal, s.tp.Start, s.tp.Kill, s.tp.Running)
 	for _, name := range []string{compDownstream, compWorker, compGateway} {
-		p, err := testenv.StartProcess(name, filepath.Join(dir, "logs", name+".log"), []string{filepath.Join(bin, name)}, env, nil)
+		p, err := testenv.StartProcess(name, filepath.Join(dir, "logs", name+".log"), []string{filepath.Join(bin, name)}, processEnv(env, hopEnv[name], name, workerFailpoint), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -191,7 +232,7 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 			if hookScope != "" {
 				// The simulator keeps its webhook in its database.
 				c := newClient(s.gatewayURLs, s.downstreamURL, nil)
-				hook := map[string]string{"url": gatewayURL + "/v1/webhooks/" + hookScope, "secret": hookSecret}
+				hook := map[string]string{"url": webhookGatewayURL + "/v1/webhooks/" + hookScope, "secret": hookSecret}
 				if code, err := c.downstreamJSON(context.Background(), http.MethodPut, "/_sim/webhook", hook, nil); err != nil || code != http.StatusOK {
 					return nil, fmt.Errorf("set the simulator's webhook: HTTP %d %v", code, err)
 				}
@@ -204,6 +245,16 @@ func startStack(dir string, log *slog.Logger) (*stack, error) {
 	s.supervise(log)
 	ok = true
 	return s, nil
+}
+
+// processEnv is a process's environment: the stack's, its hops', and the
+// worker's failpoint.
+func processEnv(env, hops []string, name, workerFailpoint string) []string {
+	out := append(slices.Clone(env), hops...)
+	if name == compWorker && workerFailpoint != "" {
+		out = append(out, "ONCEGATE_FAILPOINT="+workerFailpoint)
+	}
+	return out
 }
 
 // supervise starts a supervisor for every component.
@@ -293,11 +344,20 @@ func (s *stack) restarts() map[string]int {
 }
 
 // close stops the supervisors and, for the dev profile, every component,
-// newest first; the production-like profile is left to onClose.
-func (s *stack) close() {
+// newest first; the production-like profile is left to onClose. It
+// returns what it could not clean: a proxy that could not be stopped, a
+// port the run opened that still accepts connections.
+func (s *stack) close() error {
 	if s.stopSupervise != nil {
 		s.stopSupervise()
 		s.wg.Wait()
+	}
+	var errs []error
+	if s.unproxy != nil {
+		errs = append(errs, s.unproxy())
+	}
+	if s.netFaults != nil {
+		errs = append(errs, s.netFaults.net.Close())
 	}
 	for i := len(s.order) - 1; i >= 0 && s.profile == ProfileDev; i-- {
 		c := s.components[s.order[i]]
@@ -320,4 +380,6 @@ func (s *stack) close() {
 	if s.onClose != nil {
 		s.onClose()
 	}
+	errs = append(errs, netfault.StillListening(s.opened))
+	return errors.Join(errs...)
 }

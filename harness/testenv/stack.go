@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oncegate/oncegate/harness/netfault"
 )
 
 var builtBinaries struct {
@@ -100,9 +102,20 @@ type Stack struct {
 	// for an InProcessWorker).
 	Gateway, Worker, Downstream *Process
 	// Env is the environment every binary got.
-	Env  []string
-	root string
-	dir  string
+	Env []string
+	// Net proxies every hop of the stack (StackOptions.NetFaults; nil
+	// without): the gateway's and the worker's connections to Redis,
+	// PostgreSQL, Temporal and the simulator, and the simulator's webhook
+	// to the gateway (WebhookGatewayURL).
+	Net *netfault.Net
+	// WebhookGatewayURL is the gateway's base URL as the simulator's
+	// webhook should reach it: through the webhook hop with NetFaults,
+	// else GatewayURL.
+	WebhookGatewayURL string
+	// hopEnv is each process's environment that points it at its hops.
+	hopEnv map[string][]string
+	root   string
+	dir    string
 }
 
 // StackOptions tunes StartStack.
@@ -121,6 +134,11 @@ type StackOptions struct {
 	Catalog string
 	// Worker is where the Temporal worker runs.
 	Worker WorkerShape
+	// NetFaults puts a Toxiproxy proxy on every hop (Stack.Net): the
+	// gateway and the worker reach Redis, PostgreSQL, Temporal and the
+	// simulator through their own hops, so a test can cut, delay or
+	// partition one of them.
+	NetFaults bool
 }
 
 // WorkerShape is where a stack runs its Temporal worker.
@@ -195,8 +213,22 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		"ONCEGATE_CATALOG=" + catalogPath,
 		"ONCEGATE_TOKENS=" + filepath.Join(root, "deployments", "tokens.dev.yaml"),
 	}
+	s.WebhookGatewayURL = s.GatewayURL
+	if opts.NetFaults {
+		s.Net = netfault.New()
+		t.Cleanup(func() {
+			if err := s.Net.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		if s.hopEnv, s.WebhookGatewayURL, err = ProxyHops(s.Net, Upstreams{RedisURL: withQuery(s.Redis.URL, opts.RedisURLParams),
+			DatabaseURL: withQuery(s.DatabaseURL, opts.DatabaseURLParams), TemporalAddress: tp.Address,
+			DownstreamURL: s.DownstreamURL, GatewayURL: s.GatewayURL}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	start := func(name string, extra []string) *Process {
-		p, err := StartProcess(name, filepath.Join(s.dir, name+".log"), []string{filepath.Join(bin, name)}, append(append([]string{}, s.Env...), extra...), nil)
+		p, err := StartProcess(name, filepath.Join(s.dir, name+".log"), []string{filepath.Join(bin, name)}, s.envOf(name, extra), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,6 +267,11 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		t.Fatalf("%s not polling %s: %v\n%s", workerProc.Name, s.TaskQueue, err, workerProc.Log())
 	}
 	return s
+}
+
+// envOf is the environment of process name: the stack's, its hops', extra.
+func (s *Stack) envOf(name string, extra []string) []string {
+	return append(append(append([]string{}, s.Env...), s.hopEnv[name]...), extra...)
 }
 
 // NewReceiptKeys returns an ONCEGATE_RECEIPT_KEYS value of one fresh
@@ -371,7 +408,7 @@ func (s *Stack) RestartGateway(t testing.TB) {
 func (s *Stack) RestartGatewayWith(t testing.TB, extraEnv []string) {
 	t.Helper()
 	s.Gateway.Kill()
-	s.Gateway.SetEnv(append(append([]string{}, s.Env...), extraEnv...))
+	s.Gateway.SetEnv(s.envOf(procGateway, extraEnv))
 	if err := s.Gateway.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,13 @@ func (HTTP) Execute(ctx context.Context, c Call) (Answer, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(HeaderIdempotencyKey, c.OperationID)
+	// Sent once: Go's http.Transport replays a request that carries an
+	// Idempotency-Key header (net/http's isReplayable) when its reply is
+	// lost on a reused keep-alive connection — a blind resend, a second
+	// execution at a downstream that ignores the key. Without GetBody the
+	// body cannot be rewound, so the transport never replays it; the
+	// workflow decides what follows an unknown outcome.
+	req.GetBody = nil
 	status, respBody, err := send(c.HTTP, req)
 	if err != nil {
 		return Answer{}, err
