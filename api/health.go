@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/api/auth"
 	"github.com/oncegate/oncegate/status"
 )
 
@@ -15,7 +16,8 @@ func (s *Server) healthz(c echo.Context) error {
 }
 
 // readyz answers readiness: 200 when the PostgreSQL truth is reachable
-// (with "redis":"degraded" when the fast path is bypassed), else 503.
+// (with "redis":"degraded" when the fast path is bypassed) and the
+// identity providers' keys are at hand (auth.Ready), else 503.
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
@@ -26,6 +28,10 @@ func (s *Server) readyz(c echo.Context) error {
 	if err := s.store.Ready(ctx); err != nil {
 		s.log.WarnContext(ctx, "not ready", "trace_id", traceIDOf(c), "err", err)
 		return s.render(c, readinessReply(false, redis))
+	}
+	if err := auth.Ready(ctx, s.authn); err != nil {
+		s.log.WarnContext(ctx, "not ready", "trace_id", traceIDOf(c), "err", err)
+		return s.render(c, keysNotReady(redis))
 	}
 	return s.render(c, readinessReply(true, redis))
 }

@@ -5,7 +5,6 @@
 package api
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -53,6 +52,11 @@ type Deps struct {
 	Temporal Temporal
 	// Authenticator turns bearer tokens into identities (required).
 	Authenticator auth.Authenticator
+	// MCPAuthenticator authenticates the MCP endpoint's bearer tokens: with
+	// OIDC, the identity providers' tokens issued for the MCP resource
+	// (OIDCConfig.MCPResource) instead of the REST API; nil means
+	// Authenticator.
+	MCPAuthenticator auth.Authenticator
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the gateway's metrics; nil means a new registry.
@@ -107,6 +111,10 @@ type Server struct {
 	store    idemstore.Store
 	temporal Temporal
 	authn    auth.Authenticator
+	// mcpAuthn authenticates the MCP endpoint's tokens, and mcpRes
+	// describes it as a resource server (nil without OIDC; mcpgate.go).
+	mcpAuthn auth.Authenticator
+	mcpRes   *mcpResource
 	log      *slog.Logger
 	now      func() time.Time
 	http     *http.Client
@@ -162,6 +170,10 @@ func New(deps Deps) (*Server, error) {
 	}
 	if s.limits == nil {
 		s.limits = &limits.Limits{}
+	}
+	s.mcpAuthn, s.mcpRes = deps.MCPAuthenticator, newMCPResource(s.cfg)
+	if s.mcpAuthn == nil {
+		s.mcpAuthn = s.authn
 	}
 	s.pollAfter, s.retryAfter = newWait(s.cfg.PollAfter), newWait(s.cfg.RetryAfter)
 	s.tools = make(map[string][2]string, len(s.cat.Actions))
@@ -297,11 +309,13 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	// group's middleware makes Echo register catch-all 404 routes under its
 	// prefix, which would answer a wrong method with 404 instead of 405. It
 	// is put in front of each handler once, here (behind).
-	authed, operator := s.authMiddleware, s.operatorOnly
+	// An agent's routes refuse an operator's token, the ops routes an
+	// agent's (routeFor, access.go).
+	authed, agent, operator := s.authMiddleware, s.routeFor(agentRoute), s.routeFor(opsRoute)
 	v1 := e.Group("/v1")
-	v1.POST("/actions/:scope/preview", behind(s.handlePreview, authed))
-	v1.POST("/actions/:scope/confirm", behind(s.handleConfirm, s.timeConfirm, authed))
-	v1.GET("/operations/:id", behind(s.handleStatus, authed))
+	v1.POST("/actions/:scope/preview", behind(s.handlePreview, authed, agent))
+	v1.POST("/actions/:scope/confirm", behind(s.handleConfirm, s.timeConfirm, authed, agent))
+	v1.GET("/operations/:id", behind(s.handleStatus, authed, agent))
 	v1.GET("/ops/operations", behind(s.handleOpsList, authed, operator))
 	v1.GET("/ops/operations/:id", behind(s.handleOpsGet, authed, operator))
 	v1.POST("/ops/operations/:id/resolve", behind(s.handleOpsResolve, authed, operator))
@@ -331,13 +345,10 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	// call goes through this very handler, so there is one implementation of
 	// preview, confirm and status), and the OpenAPI document.
 	v1.GET("/tools", behind(echo.WrapHandler(tools.Handler(s.cat)), authed))
-	e.Any("/mcp", echo.WrapHandler(mcpserver.New(s.cat, e, mcpserver.Options{
-		Logger: s.log,
-		Authenticate: func(ctx context.Context, token string) error {
-			_, err := s.authn.Authenticate(ctx, token)
-			return err
-		},
-	})))
+	// The MCP endpoint authenticates its own tokens (mcpGate, a resource
+	// server of its own with OIDC) and hands the identity to the tools.
+	e.Any("/mcp", behind(echo.WrapHandler(mcpserver.New(s.cat, e, mcpserver.Options{Logger: s.log})), s.mcpGate))
+	s.routeMCPResource(e)
 	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()))
 	// The receipts' public keys, for verifying a receipt offline.
 	e.GET(receipt.JWKSPath, s.handleJWKS)

@@ -3,6 +3,8 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // Reason is why a bearer token was refused: one fixed word that the log,
@@ -62,6 +64,9 @@ var descriptions = map[Reason]string{
 	ReasonNotYetValid: "the token is not valid yet",
 	ReasonClaims:      "the token lacks a claim the gateway needs",
 }
+
+// Reasons are every reason, sorted.
+func Reasons() []Reason { return slices.Sorted(maps.Keys(rank)) }
 
 // Description is the reason's error_description.
 func (r Reason) Description() string { return descriptions[r] }

@@ -115,7 +115,7 @@ func New(cat *catalog.Catalog, gateway http.Handler, opts Options) http.Handler 
 			SessionTimeout:             opts.SessionTimeout,
 			DisableLocalhostProtection: opts.DisableLocalhostProtection,
 		})
-	return &authGate{next: streamable, authenticate: opts.Authenticate, msgs: msgs}
+	return &authGate{next: carryIdentity(streamable), authenticate: opts.Authenticate, msgs: msgs}
 }
 
 // annotations returns the MCP hints of a tool: confirm tools are
@@ -152,6 +152,7 @@ type caller struct {
 // handler returns the MCP handler of tool t.
 func (c *caller) handler(t tools.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx = callerContext(ctx, req)
 		var header http.Header
 		if req.Extra != nil {
 			header = req.Extra.Header
