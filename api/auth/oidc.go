@@ -277,7 +277,7 @@ func (o *OIDC) identity(iss string, claims jwt.MapClaims) (Identity, error) {
 	if slices.Contains(id.Roles, o.cfg.OperatorRole) {
 		id.Role = RoleOperator
 	}
-	for _, c := range []string{"client_id", "azp"} {
+	for _, c := range clientClaims {
 		if v, ok := claims[c].(string); ok && v != "" {
 			id.Client = v
 			break
@@ -285,6 +285,10 @@ func (o *OIDC) identity(iss string, claims jwt.MapClaims) (Identity, error) {
 	}
 	return id, nil
 }
+
+// clientClaims name the acting client, in the order they are read: RFC
+// 9068's client_id, OIDC's azp, Okta's cid, Entra ID v1's appid.
+var clientClaims = []string{"client_id", "azp", "cid", "appid"}
 
 // claimAt returns the claim at a dotted path (realm_access.roles), or nil.
 // A claim whose own name has dots (https://example.com/roles) is found

@@ -245,8 +245,14 @@ func TestOIDCWithHydra(t *testing.T) {
 	})
 
 	t.Run("MCP through the go-sdk's OAuth client", func(t *testing.T) {
+		// A client of its own: the SDK authenticates with client_secret_post,
+		// which Hydra allows a client only when it is registered so.
+		desktop := hydra.MachineClient("mcp-desktop", "secret-mcp-desktop", []string{"payments", scopeMCP}, []string{o.mcpResource})
+		desktop.TokenEndpointAuthMethod = "client_secret_post"
+		desktop, err := o.h.CreateClient(ctx, desktop)
+		require.NoError(t, err)
 		handler, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
-			Credentials: &oauthex.ClientCredentials{ClientID: o.agent.ID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: o.agent.Secret}},
+			Credentials: &oauthex.ClientCredentials{ClientID: desktop.ID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: desktop.Secret}},
 			HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: &hydra.AudienceTransport{
 				TokenURL: o.h.Issuer + "/oauth2/token", Audience: []string{o.mcpResource}}},
 		})
