@@ -69,10 +69,10 @@ func (s *Server) routeFor(kind routeKind) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			a := decideAccess(identityOf(c), kind, operatorScope)
-			switch a.refusal {
-			case "":
+			if a.refusal == "" {
 				return next(c)
-			case status.InsufficientScope:
+			}
+			if a.refusal == status.InsufficientScope {
 				return s.render(c, insufficientScopeReply(c.Response().Header(), []string{a.scope}, ""))
 			}
 			r := newReply(a.refusal)
