@@ -225,6 +225,13 @@ func TestMCPResourceServer(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, res.IsError, string(raw))
 		assert.Contains(t, string(raw), `"status":"preview_ready"`, "the REST authenticator never saw the MCP token")
+		var out struct {
+			Fingerprint string `json:"fingerprint"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &out))
+		p, err := b.srv.keys.Parse(out.Fingerprint)
+		require.NoError(t, err)
+		assert.Equal(t, "alice", p.Subject, "the fingerprint is bound to the MCP token's subject")
 	})
 }
 
@@ -235,4 +242,24 @@ func (tok bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+string(tok))
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// unready is an authenticator whose identity provider's keys are missing.
+type unready struct{ authFunc }
+
+func (unready) Ready(context.Context) error {
+	return fmt.Errorf("%w: keys not fetched yet", auth.ErrProviderUnavailable)
+}
+
+func TestReadyzWaitsForTheIdentityProvidersKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(d *Deps) { d.Authenticator = auth.Chain{unready{tokenTable(nil, nil)}} })
+	r := b.do(t, "GET", "/readyz", "", "")
+	assert.Equal(t, http.StatusServiceUnavailable, r.code, r.raw)
+	assert.Equal(t, status.NotReady, r.status())
+	assert.Equal(t, "unreachable", r.str("identity_provider"))
+	assert.Equal(t, "ok", r.str("postgres"))
+	assert.Contains(t, r.str("meaning"), "keys of an identity provider")
+	r = setup(t).do(t, "GET", "/readyz", "", "")
+	assert.Equal(t, status.Ready, r.status(), "the token file needs no provider")
 }
