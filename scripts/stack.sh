@@ -210,15 +210,15 @@ if [ "${OIDC:-}" = 1 ]; then
   # The MCP endpoint's canonical URI: the gateway's public URL (localhost
   # for a loopback GATEWAY_URL) + /mcp, as the gateway derives it.
   ONCEGATE_MCP_RESOURCE=$(echo "$GATEWAY_URL" | sed -E 's#^(https?://)(127\.0\.0\.1|0\.0\.0\.0)#\1localhost#')/mcp
-  OIDC_AGENT_CLIENT_ID=agent-alice
-  OIDC_AGENT_CLIENT_SECRET=$(cat "$RUN/oidc-agent.secret")
-  OIDC_OPERATOR_CLIENT_ID=ops-olga
-  OIDC_OPERATOR_CLIENT_SECRET=$(cat "$RUN/oidc-operator.secret")
-  OIDC_CONSOLE_CLIENT_ID=ops-console
-  OIDC_CONSOLE_REDIRECT_URI=http://localhost:8976/callback
+  HYDRA_AGENT_CLIENT_ID=agent-alice
+  HYDRA_AGENT_CLIENT_SECRET=$(cat "$RUN/oidc-agent.secret")
+  HYDRA_OPERATOR_CLIENT_ID=ops-olga
+  HYDRA_OPERATOR_CLIENT_SECRET=$(cat "$RUN/oidc-operator.secret")
+  HYDRA_CONSOLE_CLIENT_ID=ops-console
+  HYDRA_CONSOLE_REDIRECT_URI=http://localhost:8976/callback
   ENV_KEYS+=(HYDRA_URL HYDRA_ADMIN_URL HYDRA_CONSENT_URL ONCEGATE_OIDC_ISSUER ONCEGATE_OIDC_AUDIENCE ONCEGATE_OIDC_ROLES_CLAIM
-    ONCEGATE_OIDC_OPERATOR_ROLE ONCEGATE_MCP_SCOPES ONCEGATE_MCP_RESOURCE OIDC_AGENT_CLIENT_ID OIDC_AGENT_CLIENT_SECRET
-    OIDC_OPERATOR_CLIENT_ID OIDC_OPERATOR_CLIENT_SECRET OIDC_CONSOLE_CLIENT_ID OIDC_CONSOLE_REDIRECT_URI)
+    ONCEGATE_OIDC_OPERATOR_ROLE ONCEGATE_MCP_SCOPES ONCEGATE_MCP_RESOURCE HYDRA_AGENT_CLIENT_ID HYDRA_AGENT_CLIENT_SECRET
+    HYDRA_OPERATOR_CLIENT_ID HYDRA_OPERATOR_CLIENT_SECRET HYDRA_CONSOLE_CLIENT_ID HYDRA_CONSOLE_REDIRECT_URI)
 fi
 
 shell_quote() { # value -> itself when plain, else in single quotes
@@ -335,7 +335,7 @@ start_hydra() {
   export ONCEGATE_RUN_DIR=$RUN # oidc-dev keeps Hydra's own log under it
   spawn hydra "$ROOT/bin/oidc-dev"
   wait_http "$HYDRA_URL/.well-known/openid-configuration" 120 hydra
-  wait_http "$HYDRA_ADMIN_URL/admin/clients/$OIDC_AGENT_CLIENT_ID" 60 hydra
+  wait_http "$HYDRA_ADMIN_URL/admin/clients/$HYDRA_AGENT_CLIENT_ID" 60 hydra
 }
 start_downstream() { start_binary downstream; wait_http "$DOWNSTREAM_URL/healthz" 30 downstream; }
 start_worker() {
@@ -421,7 +421,7 @@ oncegate is up: the stack in $RUN
   environment   $RUN/stack.env   logs: $RUN/<name>.log
 EOF
   if [ "${OIDC:-}" = 1 ]; then
-    echo "  Hydra         $HYDRA_URL (admin $HYDRA_ADMIN_URL): clients \$OIDC_AGENT_CLIENT_ID, \$OIDC_OPERATOR_CLIENT_ID (docs/identity.md)"
+    echo "  Hydra         $HYDRA_URL (admin $HYDRA_ADMIN_URL): clients \$HYDRA_AGENT_CLIENT_ID, \$HYDRA_OPERATOR_CLIENT_ID (docs/identity.md)"
   fi
 }
 

@@ -2,10 +2,10 @@
 // docs/identity.md): it runs Ory Hydra (./bin/hydra, in-memory storage, JWT
 // access tokens) on HYDRA_URL and HYDRA_ADMIN_URL, its login-and-consent
 // app on HYDRA_CONSENT_URL, and registers the dev clients: an agent
-// (OIDC_AGENT_CLIENT_ID/_SECRET: scopes payments and oncegate:mcp, for the
-// REST API and the MCP endpoint) and an operator (OIDC_OPERATOR_CLIENT_ID/
+// (HYDRA_AGENT_CLIENT_ID/_SECRET: scopes payments and oncegate:mcp, for the
+// REST API and the MCP endpoint) and an operator (HYDRA_OPERATOR_CLIENT_ID/
 // _SECRET: scope oncegate:operator), by client credentials, and a person's
-// console (OIDC_CONSOLE_CLIENT_ID, authorization code with PKCE). Part of the
+// console (HYDRA_CONSOLE_CLIENT_ID, authorization code with PKCE). Part of the
 // harness: dev and tests only. It runs until SIGINT or SIGTERM and stops
 // Hydra with it.
 package main
@@ -58,8 +58,8 @@ func run(logger *slog.Logger) error {
 	vars := map[string]string{}
 	var errs []error
 	for _, name := range []string{"HYDRA_URL", "HYDRA_ADMIN_URL", "HYDRA_CONSENT_URL", "ONCEGATE_OIDC_AUDIENCE", "ONCEGATE_MCP_RESOURCE",
-		"OIDC_AGENT_CLIENT_ID", "OIDC_AGENT_CLIENT_SECRET", "OIDC_OPERATOR_CLIENT_ID", "OIDC_OPERATOR_CLIENT_SECRET",
-		"OIDC_CONSOLE_CLIENT_ID", "OIDC_CONSOLE_REDIRECT_URI", "ONCEGATE_RUN_DIR"} {
+		"HYDRA_AGENT_CLIENT_ID", "HYDRA_AGENT_CLIENT_SECRET", "HYDRA_OPERATOR_CLIENT_ID", "HYDRA_OPERATOR_CLIENT_SECRET",
+		"HYDRA_CONSOLE_CLIENT_ID", "HYDRA_CONSOLE_REDIRECT_URI", "ONCEGATE_RUN_DIR"} {
 		v, err := env(name)
 		vars[name] = v
 		errs = append(errs, err)
@@ -71,6 +71,13 @@ func run(logger *slog.Logger) error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// Hydra reads its configuration from the environment too (OIDC is its
+	// oidc section, DSN its storage, ...): the stack's variables are named
+	// so that none is one of Hydra's, and OIDC=1 of `make up OIDC=1` is
+	// not passed on.
+	if err := os.Unsetenv("OIDC"); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -89,9 +96,9 @@ func run(logger *slog.Logger) error {
 	defer h.Stop()
 	audiences := []string{vars["ONCEGATE_OIDC_AUDIENCE"], vars["ONCEGATE_MCP_RESOURCE"]}
 	for _, c := range []hydra.Client{
-		hydra.MachineClient(vars["OIDC_AGENT_CLIENT_ID"], vars["OIDC_AGENT_CLIENT_SECRET"], []string{"payments", "oncegate:mcp"}, audiences),
-		hydra.MachineClient(vars["OIDC_OPERATOR_CLIENT_ID"], vars["OIDC_OPERATOR_CLIENT_SECRET"], []string{"oncegate:operator"}, audiences),
-		hydra.PersonClient(vars["OIDC_CONSOLE_CLIENT_ID"], vars["OIDC_CONSOLE_REDIRECT_URI"], []string{"openid", "oncegate:operator", "payments"}, audiences),
+		hydra.MachineClient(vars["HYDRA_AGENT_CLIENT_ID"], vars["HYDRA_AGENT_CLIENT_SECRET"], []string{"payments", "oncegate:mcp"}, audiences),
+		hydra.MachineClient(vars["HYDRA_OPERATOR_CLIENT_ID"], vars["HYDRA_OPERATOR_CLIENT_SECRET"], []string{"oncegate:operator"}, audiences),
+		hydra.PersonClient(vars["HYDRA_CONSOLE_CLIENT_ID"], vars["HYDRA_CONSOLE_REDIRECT_URI"], []string{"openid", "oncegate:operator", "payments"}, audiences),
 	} {
 		if _, err := h.CreateClient(startCtx, c); err != nil {
 			return err
