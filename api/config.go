@@ -107,6 +107,10 @@ type Config struct {
 	JWTPublicKeysPath string `env:"ONCEGATE_JWT_PUBLIC_KEYS"`
 	// JWTAudience, when set, must be in every JWT's aud.
 	JWTAudience string `env:"ONCEGATE_JWT_AUDIENCE"`
+	// OIDC accepts the access tokens of identity providers and makes the
+	// MCP endpoint an OAuth resource server (ONCEGATE_OIDC_*,
+	// ONCEGATE_MCP_RESOURCE, ONCEGATE_MCP_SCOPES; config_oidc.go).
+	OIDC OIDCConfig
 	// AlertWebhook receives security events as JSON.
 	AlertWebhook string `env:"ONCEGATE_ALERT_WEBHOOK"`
 	// OutcomeFeed makes a confirm that started its operation's workflow
@@ -134,6 +138,9 @@ func (c Config) withDefaults(g gateway.Config) Config {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.OIDC.Enabled() {
+		c.OIDC.MCPResource = c.OIDC.mcpResource(g.PublicURL)
 	}
 	return c
 }
@@ -191,7 +198,9 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 			errs = append(errs, fmt.Errorf("ONCEGATE_PUBLIC_URL=%q: want the http(s) URL a browser reaches the gateway at", c.Gateway.PublicURL))
 		}
 	}
+	c.OIDC = c.OIDC.trimmed()
 	d := c.Gateway.WithDefaults()
+	errs = append(errs, c.OIDC.check(d.PublicURL)...)
 	if cerr := ceremony.CheckConfig(d.WebAuthnRPID, d.WebAuthnOrigins); cerr != nil {
 		errs = append(errs, fmt.Errorf("ONCEGATE_WEBAUTHN_RP_ID=%q, ONCEGATE_WEBAUTHN_ORIGINS=%q (taken from ONCEGATE_PUBLIC_URL %s unless set): %w",
 			d.WebAuthnRPID, strings.Join(d.WebAuthnOrigins, ","), d.PublicURL, cerr))
@@ -230,9 +239,9 @@ func deploymentGuards(c Config) []error {
 			"set ONCEGATE_TOKENS to your own token file, or use JWTs (ONCEGATE_JWT_HS256_SECRET[_FILE] or ONCEGATE_JWT_PUBLIC_KEYS); "+
 			"for the dev stack set ONCEGATE_ENV=dev", c.TokensPath, env))
 	}
-	if c.TokensPath == "" && c.JWTHS256Secret == "" && c.JWTPublicKeysPath == "" {
-		errs = append(errs, fmt.Errorf("no authentication configured (ONCEGATE_ENV %s): set ONCEGATE_JWT_HS256_SECRET[_FILE], "+
-			"ONCEGATE_JWT_PUBLIC_KEYS or ONCEGATE_TOKENS", env))
+	if c.TokensPath == "" && c.JWTHS256Secret == "" && c.JWTPublicKeysPath == "" && !c.OIDC.Enabled() {
+		errs = append(errs, fmt.Errorf("no authentication configured (ONCEGATE_ENV %s): set ONCEGATE_OIDC_ISSUER and ONCEGATE_OIDC_AUDIENCE "+
+			"(your identity provider), ONCEGATE_JWT_HS256_SECRET[_FILE], ONCEGATE_JWT_PUBLIC_KEYS or ONCEGATE_TOKENS", env))
 	}
 	for _, keys := range []struct{ what, name, spec, form string }{
 		{"fingerprint", "ONCEGATE_FINGERPRINT_KEYS", c.FingerprintKeys, "kid:base64secret"},

@@ -21,9 +21,14 @@ type mcpTools struct{ s *Server }
 
 var _ mcpserver.Gateway = mcpTools{}
 
-// Authenticate implements mcpserver.Gateway.
+// Authenticate implements mcpserver.Gateway: the MCP resource's
+// authenticator judges the token, unless the gateway's gate in front of the
+// endpoint (mcpGate) verified it already.
 func (m mcpTools) Authenticate(ctx context.Context, token string) error {
-	_, err := m.s.authn.Authenticate(ctx, token)
+	if _, ok := auth.IdentityFrom(ctx); ok {
+		return nil
+	}
+	_, err := m.s.mcpAuthn.Authenticate(ctx, token)
 	return err
 }
 
@@ -58,25 +63,34 @@ func (m mcpTools) Status(ctx context.Context, header http.Header, opID string) m
 	})
 }
 
-// answer authenticates the call's bearer token, continues its trace, asks
-// use, and renders its answer (method and path name the REST route the
-// texts speak of).
+// answer continues the call's trace, takes its caller (the identity the
+// gate verified, else the bearer token judged again), lets only an agent's
+// identity act (decideAccess, as on the agent's routes), asks use, and
+// renders its answer (method and path name the REST route the texts speak
+// of).
 func (m mcpTools) answer(ctx context.Context, header http.Header, method, path string,
 	use func(ctx context.Context, caller gateway.Caller) gateway.Answer) mcpserver.Reply {
 	ctx = telemetry.Continue(ctx, header)
 	q := asked{ctx: ctx, traceID: telemetry.TraceID(ctx), lang: messages.ParseAcceptLanguage(header.Get("Accept-Language")),
 		method: method, path: path}
-	var a gateway.Answer
-	token, ok := bearerToken(header.Get("Authorization"))
-	var id auth.Identity
-	err := errNoBearer
-	if ok {
-		id, err = m.s.authn.Authenticate(ctx, token)
+	id, verified := auth.IdentityFrom(ctx)
+	var err error
+	if !verified {
+		token, ok := bearerToken(header.Get("Authorization"))
+		err = errNoBearer
+		if ok {
+			id, err = m.s.mcpAuthn.Authenticate(ctx, token)
+		}
 	}
-	if err != nil {
+	var a gateway.Answer
+	switch access := decideAccess(id, agentRoute, m.s.cfg.OIDC.OperatorScope()); {
+	case err != nil:
 		m.s.log.InfoContext(ctx, "unauthenticated", "trace_id", q.traceID, "err", fmt.Errorf("mcp tool call: %w", err))
 		a = gateway.NewAnswer(status.Unauthenticated)
-	} else {
+	case access.refusal != "":
+		a = gateway.NewAnswer(access.refusal)
+		a.Detail = access.detail
+	default:
 		a = use(ctx, callerFrom(id))
 	}
 	body := borrowBuffer()

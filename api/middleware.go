@@ -103,9 +103,16 @@ const headerTraceID = "X-Trace-Id"
 // (made once, not on every request).
 var errNoBearer = fmt.Errorf("%w: no bearer token", auth.ErrUnauthenticated)
 
-// authMiddleware authenticates the bearer token.
+// authMiddleware authenticates the bearer token; a refusal is answered by
+// refuseToken. A request the MCP endpoint makes for a tool call carries the
+// identity it verified (auth.WithIdentity: a Go value, which no client can
+// send) and is not authenticated again.
 func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if id, ok := auth.IdentityFrom(c.Request().Context()); ok {
+			c.Set(ctxIdentity, id)
+			return next(c)
+		}
 		token, ok := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
 		var id auth.Identity
 		err := errNoBearer
@@ -114,20 +121,9 @@ func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if err != nil {
 			s.log.InfoContext(c.Request().Context(), "unauthenticated", "trace_id", traceIDOf(c), "err", err)
-			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="oncegate"`)
-			return s.render(c, gateway.NewAnswer(status.Unauthenticated))
+			return s.render(c, refuseToken(c.Response().Header(), err, ok, ""))
 		}
 		c.Set(ctxIdentity, id)
-		return next(c)
-	}
-}
-
-// operatorOnly refuses non-operators.
-func (s *Server) operatorOnly(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if !identityOf(c).IsOperator() {
-			return s.render(c, gateway.NewAnswer(status.Forbidden))
-		}
 		return next(c)
 	}
 }

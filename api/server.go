@@ -34,6 +34,11 @@ import (
 type Options struct {
 	// Authenticator turns bearer tokens into identities (required).
 	Authenticator auth.Authenticator
+	// MCPAuthenticator authenticates the MCP endpoint's bearer tokens: with
+	// OIDC, the identity providers' tokens issued for the MCP resource
+	// (OIDCConfig.MCPResource) instead of the REST API; nil means
+	// Authenticator.
+	MCPAuthenticator auth.Authenticator
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the server's metrics; nil means a new registry.
@@ -63,6 +68,10 @@ type Server struct {
 	// tools holds each catalog scope's preview and confirm tool names
 	// (toolNames), made once for the texts of every answer.
 	tools map[string][2]string
+	// mcpAuthn authenticates the MCP endpoint's tokens, and mcpRes
+	// describes it as a resource server (nil without OIDC; mcpgate.go).
+	mcpAuthn auth.Authenticator
+	mcpRes   *mcpResource
 	// pollAfter and retryAfter are the service's PollAfter and RetryAfter
 	// as answers tell them, made once.
 	pollAfter, retryAfter wait
@@ -82,6 +91,10 @@ func New(svc *gateway.Service, opts Options) (*Server, error) {
 	}
 	s := &Server{svc: svc, authn: opts.Authenticator, log: opts.Logger, cfg: opts.Config.withDefaults(svc.Config()),
 		msgs: msgs, tracer: opts.TracerProvider}
+	s.mcpAuthn, s.mcpRes = opts.MCPAuthenticator, newMCPResource(s.cfg)
+	if s.mcpAuthn == nil {
+		s.mcpAuthn = s.authn
+	}
 	if s.tracer == nil {
 		s.tracer = sdktrace.NewTracerProvider()
 	}
@@ -152,11 +165,13 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	// group's middleware makes Echo register catch-all 404 routes under its
 	// prefix, which would answer a wrong method with 404 instead of 405. It
 	// is put in front of each handler once, here (behind).
-	authed, operator := s.authMiddleware, s.operatorOnly
+	// An agent's routes refuse an operator's token, the ops routes an
+	// agent's (routeFor, access.go).
+	authed, agent, operator := s.authMiddleware, s.routeFor(agentRoute), s.routeFor(opsRoute)
 	v1 := e.Group("/v1")
-	v1.POST("/actions/:scope/preview", behind(s.handlePreview, authed))
-	v1.POST("/actions/:scope/confirm", behind(s.handleConfirm, s.timeConfirm, authed))
-	v1.GET("/operations/:id", behind(s.handleStatus, authed))
+	v1.POST("/actions/:scope/preview", behind(s.handlePreview, authed, agent))
+	v1.POST("/actions/:scope/confirm", behind(s.handleConfirm, s.timeConfirm, authed, agent))
+	v1.GET("/operations/:id", behind(s.handleStatus, authed, agent))
 	v1.GET("/ops/operations", behind(s.handleOpsList, authed, operator))
 	v1.GET("/ops/operations/:id", behind(s.handleOpsGet, authed, operator))
 	v1.POST("/ops/operations/:id/resolve", behind(s.handleOpsResolve, authed, operator))
@@ -185,10 +200,13 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 
 	// The agent surface: tool definitions, the same tools over MCP (each
 	// tool call goes to the same use cases as its route, mcpTools), and the
-	// OpenAPI document.
+	// OpenAPI document. The MCP endpoint authenticates its own tokens
+	// (mcpGate, a resource server of its own with OIDC) and hands the
+	// identity to the tools.
 	cat := s.svc.Catalog()
 	v1.GET("/tools", behind(echo.WrapHandler(tools.Handler(cat)), authed))
-	e.Any("/mcp", echo.WrapHandler(mcpserver.New(cat, mcpTools{s}, mcpserver.Options{Logger: s.log})))
+	e.Any("/mcp", behind(echo.WrapHandler(mcpserver.New(cat, mcpTools{s}, mcpserver.Options{Logger: s.log})), s.mcpGate))
+	s.routeMCPResource(e)
 	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()))
 	// The receipts' public keys, for verifying a receipt offline.
 	e.GET(receipt.JWKSPath, s.handleJWKS)

@@ -24,6 +24,7 @@ var harnessBinaries = map[string]bool{
 	module + "/cmd/agentsim":   true,
 	module + "/cmd/bench-e2e":  true,
 	module + "/cmd/downstream": true,
+	module + "/cmd/oidc-dev":   true,
 	module + "/cmd/soak":       true,
 }
 

@@ -27,12 +27,24 @@ TAG=stack
 
 COMPONENTS=(postgres redis temporal downstream worker gateway)
 
+# OIDC=1 (make up OIDC=1) runs the stack against a real identity provider:
+# Ory Hydra, started by cmd/oidc-dev as the component hydra (before the
+# gateway), with the dev clients registered (docs/identity.md). The gateway
+# then accepts Hydra's tokens besides the dev tokens. A stack started so
+# stays so: its stack.env records HYDRA_URL.
+if [ -z "${OIDC:-}" ] && [ -s "$RUN/stack.env" ] && grep -q '^export HYDRA_URL=' "$RUN/stack.env"; then
+  OIDC=1
+fi
+if [ "${OIDC:-}" = 1 ]; then
+  COMPONENTS=(postgres redis temporal hydra downstream worker gateway)
+fi
+
 # ---------- configuration
 # The variables that say where a stack is (every port can be moved with the
 # variable of the same name). Each comes from, in order: the caller's
 # environment, the stack.env of the stack this run folder holds, the default.
 ADDRESS_KEYS=(GATEWAY_URL DOWNSTREAM_URL TEMPORAL_ADDRESS TEMPORAL_UI_URL TEMPORAL_NAMESPACE DATABASE_URL
-  SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL)
+  SIMULATOR_DATABASE_URL REDIS_URL WORKER_METRICS_URL HYDRA_URL HYDRA_ADMIN_URL HYDRA_CONSENT_URL)
 declare -A DEFAULT=(
   [GATEWAY_URL]=http://127.0.0.1:8080
   [DOWNSTREAM_URL]=http://127.0.0.1:8090
@@ -41,6 +53,9 @@ declare -A DEFAULT=(
   [TEMPORAL_NAMESPACE]=default
   [REDIS_URL]=redis://127.0.0.1:16379/0
   [WORKER_METRICS_URL]=http://127.0.0.1:9091/metrics
+  [HYDRA_URL]=http://127.0.0.1:4444
+  [HYDRA_ADMIN_URL]=http://127.0.0.1:4445
+  [HYDRA_CONSENT_URL]=http://127.0.0.1:4446
 )
 pg_url() { # port database -> the stack's PostgreSQL URL of that database
   echo "postgres://postgres@127.0.0.1:$1/$2?sslmode=disable"
@@ -181,6 +196,30 @@ ONCEGATE_CATALOG=$ROOT/deployments/catalog.dev.yaml
 ONCEGATE_TOKENS=$ROOT/deployments/tokens.dev.yaml
 # bob's spend budgets and request rates; alice has none (docs/operators.md, "Limits").
 ONCEGATE_LIMITS=${ONCEGATE_LIMITS:-$ROOT/deployments/limits.dev.yaml}
+if [ "${OIDC:-}" = 1 ]; then
+  # The gateway's OIDC settings for Hydra (operators are those granted the
+  # scope oncegate:operator; the MCP endpoint needs oncegate:mcp), and the
+  # dev clients' credentials (secrets made once).
+  keep_once "$RUN/oidc-agent.secret" random_b64url
+  keep_once "$RUN/oidc-operator.secret" random_b64url
+  ONCEGATE_OIDC_ISSUER=$HYDRA_URL
+  ONCEGATE_OIDC_AUDIENCE=$GATEWAY_URL/v1
+  ONCEGATE_OIDC_ROLES_CLAIM=scp
+  ONCEGATE_OIDC_OPERATOR_ROLE=oncegate:operator
+  ONCEGATE_MCP_SCOPES=oncegate:mcp
+  # The MCP endpoint's canonical URI: the gateway's public URL (localhost
+  # for a loopback GATEWAY_URL) + /mcp, as the gateway derives it.
+  ONCEGATE_MCP_RESOURCE=$(echo "$GATEWAY_URL" | sed -E 's#^(https?://)(127\.0\.0\.1|0\.0\.0\.0)#\1localhost#')/mcp
+  HYDRA_AGENT_CLIENT_ID=agent-alice
+  HYDRA_AGENT_CLIENT_SECRET=$(cat "$RUN/oidc-agent.secret")
+  HYDRA_OPERATOR_CLIENT_ID=ops-olga
+  HYDRA_OPERATOR_CLIENT_SECRET=$(cat "$RUN/oidc-operator.secret")
+  HYDRA_CONSOLE_CLIENT_ID=ops-console
+  HYDRA_CONSOLE_REDIRECT_URI=http://localhost:8976/callback
+  ENV_KEYS+=(HYDRA_URL HYDRA_ADMIN_URL HYDRA_CONSENT_URL ONCEGATE_OIDC_ISSUER ONCEGATE_OIDC_AUDIENCE ONCEGATE_OIDC_ROLES_CLAIM
+    ONCEGATE_OIDC_OPERATOR_ROLE ONCEGATE_MCP_SCOPES ONCEGATE_MCP_RESOURCE HYDRA_AGENT_CLIENT_ID HYDRA_AGENT_CLIENT_SECRET
+    HYDRA_OPERATOR_CLIENT_ID HYDRA_OPERATOR_CLIENT_SECRET HYDRA_CONSOLE_CLIENT_ID HYDRA_CONSOLE_REDIRECT_URI)
+fi
 
 shell_quote() { # value -> itself when plain, else in single quotes
   if [[ $1 =~ ^[A-Za-z0-9_./:@+=,%-]*$ ]]; then
@@ -290,6 +329,14 @@ start_binary() { # name
   spawn "$1" "$ROOT/bin/$1"
 }
 
+start_hydra() {
+  # shellcheck disable=SC1091
+  . "$RUN/stack.env"
+  export ONCEGATE_RUN_DIR=$RUN # oidc-dev keeps Hydra's own log under it
+  spawn hydra "$ROOT/bin/oidc-dev"
+  wait_http "$HYDRA_URL/.well-known/openid-configuration" 120 hydra
+  wait_http "$HYDRA_ADMIN_URL/admin/clients/$HYDRA_AGENT_CLIENT_ID" 60 hydra
+}
 start_downstream() { start_binary downstream; wait_http "$DOWNSTREAM_URL/healthz" 30 downstream; }
 start_worker() {
   start_binary worker
@@ -307,6 +354,7 @@ start_gateway() {
 build() {
   ./scripts/deps.sh
   go build -o bin/ ./cmd/gateway ./cmd/worker ./cmd/downstream ./cmd/oncegate-ops
+  if [ "${OIDC:-}" = 1 ]; then go build -o bin/ ./cmd/oidc-dev; fi
 }
 
 # say_which: tells which stack this command acts on, and why.
@@ -330,6 +378,11 @@ ports_of() {
     downstream) echo "$(port_of "$DOWNSTREAM_URL") DOWNSTREAM_URL $DOWNSTREAM_URL" ;;
     worker) echo "$(port_of "$WORKER_METRICS_URL") WORKER_METRICS_URL $WORKER_METRICS_URL" ;;
     gateway) echo "$(port_of "$GATEWAY_URL") GATEWAY_URL $GATEWAY_URL" ;;
+    hydra)
+      echo "$(port_of "$HYDRA_URL") HYDRA_URL $HYDRA_URL"
+      echo "$(port_of "$HYDRA_ADMIN_URL") HYDRA_ADMIN_URL $HYDRA_ADMIN_URL"
+      echo "$(port_of "$HYDRA_CONSENT_URL") HYDRA_CONSENT_URL $HYDRA_CONSENT_URL"
+      ;;
   esac
 }
 
@@ -367,6 +420,9 @@ oncegate is up: the stack in $RUN
   Temporal UI   $TEMPORAL_UI_URL
   environment   $RUN/stack.env   logs: $RUN/<name>.log
 EOF
+  if [ "${OIDC:-}" = 1 ]; then
+    echo "  Hydra         $HYDRA_URL (admin $HYDRA_ADMIN_URL): clients \$HYDRA_AGENT_CLIENT_ID, \$HYDRA_OPERATOR_CLIENT_ID (docs/identity.md)"
+  fi
 }
 
 # clean: stop the stack and forget everything it kept.

@@ -81,6 +81,7 @@ const (
 	RateLimited            Status = "rate_limited"
 	LimitsShown            Status = "limits_shown"
 	LimitsReset            Status = "limits_reset"
+	InsufficientScope      Status = "insufficient_scope"
 )
 
 // Audience is who receives an answer with a status.
@@ -233,7 +234,8 @@ var registry = map[Status]Info{
 	TemporarilyUnavailable: {Code: http.StatusServiceUnavailable, Retryable: true, Audience: Agent, Kind: Refusal, Class: ClassTemporarilyUnavailable, Carries: "`retry_after_ms`; header `Retry-After`", When: "the truth store, the workflow engine or (at preview) the quote endpoint cannot answer now; nothing was consumed: the same request may be sent again a bounded number of times", RetryAfter: true},
 	DownstreamRefused:      {Code: http.StatusUnprocessableEntity, Audience: Agent, Kind: Refusal, Class: ClassDownstreamRefused, Carries: "`reason`, `errors` when the downstream names fields", When: "at preview, the downstream's quote endpoint refused the params definitively (a 4xx other than 408/429): change the params, do not resend"},
 	UnknownOperation:       {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, Class: ClassUnknownOperation, When: "no such operation for the caller"},
-	Forbidden:              {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "an ops endpoint called without the operator role"},
+	Forbidden:              {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "an ops endpoint called without the operator role, or a preview, confirm or status called with an operator's token (an operator never acts for a subject)"},
+	InsufficientScope:      {Code: http.StatusForbidden, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, Carries: "header `WWW-Authenticate: Bearer error=\"insufficient_scope\", scope=\"…\"`", When: "the identity provider's token is valid but lacks the scope the request needs (RFC 6750); nothing was done: get a token with that scope"},
 	NotFound:               {Code: http.StatusNotFound, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "no such endpoint"},
 	MethodNotAllowed:       {Code: http.StatusMethodNotAllowed, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, Carries: "header `Allow`", When: "the endpoint does not accept the method"},
 	MalformedRequest:       {Code: http.StatusBadRequest, Audience: Agent, Kind: Refusal, Class: ClassBadRequest, When: "the body is not the endpoint's JSON (syntax, unknown member, a member twice, missing `params`)"},
@@ -266,7 +268,7 @@ var registry = map[Status]Info{
 	RateLimited:            {Code: http.StatusTooManyRequests, Retryable: true, Audience: Agent, Kind: Refusal, Class: ClassRateLimited, Carries: "`retry_after_ms`; header `Retry-After`", When: "too many previews or confirms from this subject; nothing was done: the same request may be sent again after the wait", RetryAfter: true},
 	LimitsShown:            {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`limits` (`budgets`: `name`, `window`, `currency`, `max`, `used`, `left`; the rates; `last_reset`)", When: "ops: a subject's budgets, what each window holds and what is left"},
 	LimitsReset:            {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`reset` (`subject`, `reset_at`, `reset_by`, `trace_id`)", When: "ops: the subject's budget windows start afresh; earlier reservations no longer count"},
-	NotReady:               {Code: http.StatusServiceUnavailable, Audience: Probe, Kind: Refusal, Carries: "`postgres`, `redis`, `retry_after_ms`; header `Retry-After`", When: "`GET /readyz`: the truth database cannot be reached; probes check again on their own schedule", RetryAfter: true},
+	NotReady:               {Code: http.StatusServiceUnavailable, Audience: Probe, Kind: Refusal, Carries: "`postgres`, `redis`, `identity_provider` (when its keys are missing), `retry_after_ms`; header `Retry-After`", When: "`GET /readyz`: the truth database cannot be reached, or an identity provider's keys were not fetched yet or are older than their maximum age; probes check again on their own schedule", RetryAfter: true},
 }
 
 // Lookup returns what the registry knows about s, or false for a status

@@ -55,10 +55,10 @@ func TestJWT(t *testing.T) {
 		token string
 		want  Identity
 	}{
-		{"HS256", sign(t, jwt.SigningMethodHS256, hsSecret, valid()), Identity{"carol", RoleAgent}},
-		{"ES256", sign(t, jwt.SigningMethodES256, trusted, valid()), Identity{"carol", RoleAgent}},
-		{"operator role", sign(t, jwt.SigningMethodES256, trusted, with("role", "operator")), Identity{"carol", RoleOperator}},
-		{"within leeway", sign(t, jwt.SigningMethodHS256, hsSecret, with("exp", now.Add(-10*time.Second).Unix())), Identity{"carol", RoleAgent}},
+		{"HS256", sign(t, jwt.SigningMethodHS256, hsSecret, valid()), Identity{Subject: "carol", Role: RoleAgent}},
+		{"ES256", sign(t, jwt.SigningMethodES256, trusted, valid()), Identity{Subject: "carol", Role: RoleAgent}},
+		{"operator role", sign(t, jwt.SigningMethodES256, trusted, with("role", "operator")), Identity{Subject: "carol", Role: RoleOperator}},
+		{"within leeway", sign(t, jwt.SigningMethodHS256, hsSecret, with("exp", now.Add(-10*time.Second).Unix())), Identity{Subject: "carol", Role: RoleAgent}},
 	}
 	for _, tc := range ok {
 		id, err := a.Authenticate(context.Background(), tc.token)
@@ -118,9 +118,9 @@ func TestTokensAndChain(t *testing.T) {
 	ctx := context.Background()
 
 	for tok, want := range map[string]Identity{
-		"dev-alice": {"alice", RoleAgent},
-		"dev-bob":   {"bob", RoleAgent},
-		"dev-ops":   {"ops", RoleOperator},
+		"dev-alice": {Subject: "alice", Role: RoleAgent},
+		"dev-bob":   {Subject: "bob", Role: RoleAgent},
+		"dev-ops":   {Subject: "ops", Role: RoleOperator},
 	} {
 		id, err := chain.Authenticate(ctx, tok)
 		require.NoError(t, err, tok)

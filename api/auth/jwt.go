@@ -113,17 +113,17 @@ type claims struct {
 func (j *JWT) Authenticate(_ context.Context, token string) (Identity, error) {
 	var c claims
 	if _, err := j.parser.ParseWithClaims(token, &c, j.key); err != nil {
-		return Identity{}, fmt.Errorf("%w: jwt: %w", ErrUnauthenticated, err)
+		return Identity{}, refuse(reasonOf(err), fmt.Errorf("jwt: %w", err))
 	}
 	if c.Subject == "" {
-		return Identity{}, fmt.Errorf("%w: jwt: no sub claim", ErrUnauthenticated)
+		return Identity{}, refuse(ReasonClaims, errors.New("jwt: no sub claim"))
 	}
 	role := c.Role
 	if role == "" {
 		role = RoleAgent
 	}
 	if role != RoleAgent && role != RoleOperator {
-		return Identity{}, fmt.Errorf("%w: jwt: unknown role %q", ErrUnauthenticated, role)
+		return Identity{}, refuse(ReasonClaims, fmt.Errorf("jwt: unknown role %q", role))
 	}
 	return Identity{Subject: c.Subject, Role: role}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 
@@ -66,7 +67,7 @@ func LoadTokens(path string) (*Tokens, error) {
 func (t *Tokens) Authenticate(_ context.Context, token string) (Identity, error) {
 	id, ok := t.byDigest[sha256.Sum256([]byte(token))]
 	if !ok {
-		return Identity{}, fmt.Errorf("%w: unknown token", ErrUnauthenticated)
+		return Identity{}, refuse(ReasonUnknown, errors.New("unknown token"))
 	}
 	return id, nil
 }

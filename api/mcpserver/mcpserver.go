@@ -131,7 +131,7 @@ func New(cat *catalog.Catalog, gw Gateway, opts Options) http.Handler {
 			SessionTimeout:             opts.SessionTimeout,
 			DisableLocalhostProtection: opts.DisableLocalhostProtection,
 		})
-	return &authGate{next: streamable, authenticate: gw.Authenticate, msgs: msgs}
+	return &authGate{next: carryIdentity(streamable), authenticate: gw.Authenticate, msgs: msgs}
 }
 
 // annotations returns the MCP hints of a tool: confirm tools are
@@ -168,6 +168,7 @@ type caller struct {
 // handler returns the MCP handler of tool t.
 func (c *caller) handler(t tools.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx = callerContext(ctx, req)
 		var header http.Header
 		if req.Extra != nil {
 			header = req.Extra.Header

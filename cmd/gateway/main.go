@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -86,7 +87,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("ONCEGATE_RECEIPT_KEYS: %w", err)
 	}
-	authn, err := authenticator(cfg)
+	authn, mcpAuthn, err := authenticators(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv, err := api.New(svc, api.Options{Authenticator: authn, Logger: logger, Registerer: reg, Gatherer: reg,
+	srv, err := api.New(svc, api.Options{Authenticator: authn, MCPAuthenticator: mcpAuthn, Logger: logger, Registerer: reg, Gatherer: reg,
 		TracerProvider: tracer, Config: cfg})
 	if err != nil {
 		return err
@@ -235,8 +236,31 @@ func startInProcessWorker(tc client.Client, truth *pgstore.Store, store idemstor
 	return func() { w.Stop(); stopReaper() }, nil
 }
 
-// authenticator chains the token file and the JWT verifier, whichever are configured.
-func authenticator(cfg api.Config) (auth.Authenticator, error) {
+// authenticators chain the token file, the JWT verifier and the OIDC
+// issuers, whichever are configured: one chain for the REST API and one
+// for the MCP endpoint, whose OIDC tokens are those issued for the MCP
+// resource (api.OIDCAuthenticators; the issuers' keys are discovered in
+// the background until ctx ends).
+func authenticators(ctx context.Context, cfg api.Config, logger *slog.Logger) (rest, mcp auth.Authenticator, err error) {
+	chain, err := staticAuthenticators(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	oidcREST, oidcMCP, err := api.OIDCAuthenticators(ctx, cfg, logger.With("component", "oidc"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if oidcREST == nil {
+		if len(chain) == 0 {
+			return nil, nil, errors.New("no authenticator: set ONCEGATE_OIDC_ISSUER, ONCEGATE_TOKENS or ONCEGATE_JWT_HS256_SECRET / ONCEGATE_JWT_PUBLIC_KEYS")
+		}
+		return chain, chain, nil
+	}
+	return append(slices.Clone(chain), oidcREST), append(slices.Clone(chain), oidcMCP), nil
+}
+
+// staticAuthenticators chains the token file and the JWT verifier, whichever are configured.
+func staticAuthenticators(cfg api.Config) (auth.Chain, error) {
 	var chain auth.Chain
 	if cfg.TokensPath != "" {
 		t, err := auth.LoadTokens(cfg.TokensPath)
@@ -259,9 +283,6 @@ func authenticator(cfg api.Config) (auth.Authenticator, error) {
 			return nil, fmt.Errorf("jwt: %w", err)
 		}
 		chain = append(chain, j)
-	}
-	if len(chain) == 0 {
-		return nil, errors.New("no authenticator: set ONCEGATE_TOKENS or ONCEGATE_JWT_HS256_SECRET / ONCEGATE_JWT_PUBLIC_KEYS")
 	}
 	return chain, nil
 }

@@ -159,6 +159,7 @@ func TestOnlyConfigStructsReadTheEnvironment(t *testing.T) {
 		"internal/downstream/mcp.go":      "the catalog's auth_env",
 		"internal/catalog/load.go":        "the catalog's ${NAME} expansions",
 		"cmd/soak/main.go":                "the soak harness: SOAK_* fall back for its flags (docs/faults.md, Chaos soak)",
+		"cmd/oidc-dev/main.go":            "the dev identity provider (harness): Hydra's own HYDRA_* settings",
 	}
 	var found []string
 	for _, dir := range []string{"api", "gateway", "engine", "operation", "approval", "receipt", "status", "cmd", "worker", "activities", "idemstore", "fingerprint", "workflows", "client", "internal"} {

@@ -152,6 +152,7 @@ type rawAction struct {
 	Spend                 *Spend               `yaml:"spend"`
 	Downstream            rawDownstream        `yaml:"downstream"`
 	Approval              *rawApproval         `yaml:"approval"`
+	Auth                  *Auth                `yaml:"auth"`
 }
 
 // rawDownstream is the downstream section as written: the plan's endpoint

@@ -153,6 +153,9 @@ type Action struct {
 	// Approval is when a person must approve an operation with a passkey
 	// before it may be confirmed (default: never).
 	Approval approval.Policy `yaml:"-" json:"approval"`
+	// Auth is the scope a scoped token needs for this action (default:
+	// none).
+	Auth Auth `yaml:"-" json:"auth,omitzero"`
 }
 
 // Spend names the bound fields that hold an operation's amount and its

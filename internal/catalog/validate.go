@@ -221,6 +221,7 @@ func buildAction(p problems, scope string, r rawAction, gatewayWait time.Duratio
 		fpForApproval = a.FingerprintTTL
 	}
 	a.Approval = buildApproval(p, r.Approval, a.Bind, fpForApproval)
+	a.Auth = buildAuth(p, r.Auth)
 	if fpOK && termOK && a.TerminalTTL < a.FingerprintTTL {
 		p.addf("terminal_ttl %s must be >= fingerprint_ttl %s (a result must be replayable as long as its fingerprint can be confirmed)",
 			fmtDur(a.TerminalTTL), fmtDur(a.FingerprintTTL))
