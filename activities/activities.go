@@ -94,9 +94,9 @@ func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operat
 		if claimedAt.IsZero() {
 			claimedAt = d.ClaimedAt
 		}
-		res := operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}, Owner: holder, ClaimedAt: claimedAt}
-		if rec.State == idemstore.StateNeedsReview {
-			res.State, res.Reason = idemstore.StateNeedsReview, rec.Reason
+		res := operation.ClaimResult{Final: operation.Final{State: operation.StateInFlight}, Owner: holder, ClaimedAt: claimedAt}
+		if rec.State == operation.StateNeedsReview {
+			res.State, res.Reason = operation.StateNeedsReview, rec.Reason
 		}
 		return res, nil
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
@@ -106,8 +106,8 @@ func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operat
 		// truth claim) and it no longer fits the subject's budget: it ends
 		// here, never sent.
 		a.logger().Warn("claim refused over budget", "operation_id", in.OperationID, "subject", in.Subject)
-		return operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateFailed, Reason: ReasonLimitExceeded,
-			FailureKind: idemstore.FailureNotSent}}, nil
+		return operation.ClaimResult{Final: operation.Final{State: operation.StateFailed, Reason: ReasonLimitExceeded,
+			FailureKind: operation.FailureNotSent}}, nil
 	case idemstore.OutcomeParamMismatch:
 		a.logger().Error("truth holds the operation with another param_hash", "operation_id", in.OperationID)
 		return operation.ClaimResult{}, temporal.NewNonRetryableApplicationError(
@@ -181,8 +181,8 @@ const finalizeDoneBudget = 5 * time.Second
 // It returns the outcome recorded, or nil when it could not record it
 // (any error, or the budget ran out): the workflow's finalize then does,
 // and answers what the truth holds.
-func (a *Activities) finalizeDone(ctx context.Context, in operation.Input, res operation.ExecuteResult, log *slog.Logger) *idemstore.Final {
-	final := idemstore.Final{State: idemstore.StateDone, Result: res.Result, ResultRef: res.ResultRef,
+func (a *Activities) finalizeDone(ctx context.Context, in operation.Input, res operation.ExecuteResult, log *slog.Logger) *operation.Final {
+	final := operation.Final{State: operation.StateDone, Result: res.Result, ResultRef: res.ResultRef,
 		CompletedAt: time.Now().UTC().Truncate(time.Millisecond)}
 	budget := finalizeDoneBudget
 	if activity.IsActivity(ctx) {

@@ -335,15 +335,15 @@ func TestClaimTruth(t *testing.T) {
 		wantType  string
 		retryable bool
 	}{
-		{"acquired", idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired}, nil, operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}}, "", false},
-		{"in flight", idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: idemstore.StateInFlight}}, nil,
-			operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}}, "", false},
-		{"needs review", idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: idemstore.StateNeedsReview, Reason: "status down"}}, nil,
-			operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateNeedsReview, Reason: "status down"}}, "", false},
-		{"done", idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone, Record: idemstore.Record{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}}, nil,
-			operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}}, "", false},
-		{"failed", idemstore.ClaimDecision{Outcome: idemstore.OutcomeFailed, Record: idemstore.Record{State: idemstore.StateFailed, Reason: "insufficient_funds"}}, nil,
-			operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateFailed, Reason: "insufficient_funds"}}, "", false},
+		{"acquired", idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired}, nil, operation.ClaimResult{Final: operation.Final{State: operation.StateInFlight}}, "", false},
+		{"in flight", idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: operation.StateInFlight}}, nil,
+			operation.ClaimResult{Final: operation.Final{State: operation.StateInFlight}}, "", false},
+		{"needs review", idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Record: idemstore.Record{State: operation.StateNeedsReview, Reason: "status down"}}, nil,
+			operation.ClaimResult{Final: operation.Final{State: operation.StateNeedsReview, Reason: "status down"}}, "", false},
+		{"done", idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone, Record: idemstore.Record{State: operation.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}}, nil,
+			operation.ClaimResult{Final: operation.Final{State: operation.StateDone, Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x"}}, "", false},
+		{"failed", idemstore.ClaimDecision{Outcome: idemstore.OutcomeFailed, Record: idemstore.Record{State: operation.StateFailed, Reason: "insufficient_funds"}}, nil,
+			operation.ClaimResult{Final: operation.Final{State: operation.StateFailed, Reason: "insufficient_funds"}}, "", false},
 		{"param mismatch", idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}, nil, operation.ClaimResult{}, operation.ErrTypeParamMismatch, false},
 		{"unavailable", idemstore.ClaimDecision{}, fmt.Errorf("acquire: %w", idemstore.ErrUnavailable), operation.ClaimResult{}, "", true},
 	}
@@ -403,7 +403,7 @@ func TestFinalize(t *testing.T) {
 			store := &fakeStore{finalizeErr: tt.err}
 			acts := &activities.Activities{Truth: store, Store: store}
 			env := newActivityEnv(acts)
-			in := operation.FinalizeInput{OperationID: opID, Ownership: operation.Takeover("gw-1/req-1"), Final: idemstore.Final{State: idemstore.StateDone,
+			in := operation.FinalizeInput{OperationID: opID, Ownership: operation.Takeover("gw-1/req-1"), Final: operation.Final{State: operation.StateDone,
 				Result: json.RawMessage(`{"id":"x"}`), ResultRef: "x", ResolvedBy: "ops", ResolutionNote: "n"}, TerminalTTL: time.Hour}
 
 			_, err := env.ExecuteActivity(acts.Finalize, in)
@@ -412,7 +412,7 @@ func TestFinalize(t *testing.T) {
 			f := store.finalized[0]
 			assert.Equal(t, opID, f.OperationID)
 			assert.Equal(t, "gw-1/req-1", f.Owner)
-			assert.Equal(t, idemstore.StateDone, f.State)
+			assert.Equal(t, operation.StateDone, f.State)
 			assert.Equal(t, "x", f.ResultRef)
 			assert.Equal(t, "ops", f.ResolvedBy)
 			assert.Equal(t, "n", f.ResolutionNote)
@@ -448,7 +448,7 @@ func TestMarkNeedsReview(t *testing.T) {
 
 func TestClaimTruthReportsAnotherOwner(t *testing.T) {
 	store := &fakeStore{decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Owner: "gw-2/req-9",
-		Record: idemstore.Record{State: idemstore.StateInFlight, Owner: "gw-2/req-9"}}}
+		Record: idemstore.Record{State: operation.StateInFlight, Owner: "gw-2/req-9"}}}
 	acts := &activities.Activities{Truth: store, Store: store}
 	env := newActivityEnv(acts)
 
@@ -457,7 +457,7 @@ func TestClaimTruthReportsAnotherOwner(t *testing.T) {
 	require.NoError(t, err)
 	var got operation.ClaimResult
 	require.NoError(t, val.Get(&got))
-	assert.Equal(t, idemstore.StateInFlight, got.State)
+	assert.Equal(t, operation.StateInFlight, got.State)
 	assert.Equal(t, "gw-2/req-9", got.Owner)
 }
 
@@ -468,11 +468,11 @@ func TestFinalizeAsTruthOwner(t *testing.T) {
 
 	_, err := env.ExecuteActivity(acts.Finalize, operation.FinalizeInput{OperationID: opID,
 		Ownership: operation.Takeover("gw-1/req-1").ClaimedAs("gw-2/req-9", time.Time{}),
-		Final:     idemstore.Final{State: idemstore.StateFailed, Reason: "insufficient_funds"}})
+		Final:     operation.Final{State: operation.StateFailed, Reason: "insufficient_funds"}})
 	require.NoError(t, err)
 	// An input recorded before the ownership value names the owners flat.
 	_, err = env.ExecuteActivity(acts.Finalize, operation.FinalizeInput{OperationID: opID, RecordedOwner: "gw-1/req-1",
-		RecordedTruthOwner: "gw-2/req-9", Final: idemstore.Final{State: idemstore.StateFailed, Reason: "insufficient_funds"}})
+		RecordedTruthOwner: "gw-2/req-9", Final: operation.Final{State: operation.StateFailed, Reason: "insufficient_funds"}})
 	require.NoError(t, err)
 
 	require.Len(t, store.finalized, 2)
@@ -502,7 +502,7 @@ func TestExecuteForwardsTraceparent(t *testing.T) {
 func TestClaimTruthCarriesWhatTheReceiptNames(t *testing.T) {
 	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	store := &fakeStore{decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone,
-		Record: idemstore.Record{State: idemstore.StateDone, ResultRef: "tr_1", CompletedAt: at}}}
+		Record: idemstore.Record{State: operation.StateDone, ResultRef: "tr_1", CompletedAt: at}}}
 	acts := &activities.Activities{Truth: store, Store: store}
 	env := newActivityEnv(acts)
 	in := input(&downstream{})
@@ -590,7 +590,7 @@ func TestExecuteFinalizesDone(t *testing.T) {
 		require.Len(t, store.finalized, 1)
 		fin := store.finalized[0]
 		assert.Equal(t, "gw-2/req-9", fin.Owner, "as the truth's owner")
-		assert.Equal(t, idemstore.StateDone, fin.State)
+		assert.Equal(t, operation.StateDone, fin.State)
 		assert.Equal(t, "tr_1", fin.ResultRef)
 		assert.JSONEq(t, `{"id":"tr_1"}`, string(fin.Result))
 		assert.Equal(t, time.Hour, fin.TerminalTTL)

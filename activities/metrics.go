@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/oncegate/oncegate/operation"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/oncegate/oncegate/idemstore"
 )
 
 // Metrics are the activities' Prometheus collectors. Labels are bounded:
@@ -67,7 +66,7 @@ func (m *Metrics) observeDownstream(action, call string, status int, took time.D
 }
 
 // observeRelease records a finalized outcome that releases the budget reservation.
-func (m *Metrics) observeRelease(action string, kind idemstore.FailureKind) {
+func (m *Metrics) observeRelease(action string, kind operation.FailureKind) {
 	if m == nil {
 		return
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/oncegate/oncegate/api/messages"
 	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/gateway"
-	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/status"
 )
 
@@ -62,17 +62,17 @@ func (s *Server) reasonsText(lang messages.Lang, reasons []approval.Reason) stri
 // passed to functions called through this map, would move every answer's
 // data to the heap.
 var bodyTexts = map[string]func(d messages.Data, v any) (messages.Data, bool){
-	"state":            shows(func(d messages.Data, v idemstore.State) messages.Data { d.State = string(v); return d }),
+	"state":            shows(func(d messages.Data, v operation.State) messages.Data { d.State = string(v); return d }),
 	"downstream_state": shows(func(d messages.Data, v string) messages.Data { d.State = v; return d }),
 	"result_ref":       shows(func(d messages.Data, v string) messages.Data { d.ResultRef = v; return d }),
 	"reason":           shows(func(d messages.Data, v string) messages.Data { d.Reason = v; return d }),
 	"failure_kind": shows(func(d messages.Data, v string) messages.Data {
-		d.FailureKind, d.NothingExecuted = v, idemstore.FailureKind(v).ProvesNothingExecuted()
+		d.FailureKind, d.NothingExecuted = v, operation.FailureKind(v).ProvesNothingExecuted()
 		return d
 	}),
 	"expires_at": shows(func(d messages.Data, v string) messages.Data { d.ExpiresAt = v; return d }),
 	"redis":      shows(func(d messages.Data, v string) messages.Data { d.Redis = v; return d }),
-	"operation":  shows(func(d messages.Data, v idemstore.Record) messages.Data { d.State = string(v.State); return d }),
+	"operation":  shows(func(d messages.Data, v stated) messages.Data { d.State = string(v.OperationState()); return d }),
 	"subject":    shows(func(d messages.Data, v string) messages.Data { d.Subject = v; return d }),
 	"passkey":    shows(func(d messages.Data, v approval.Passkey) messages.Data { d.Subject = v.Subject; return d }),
 	"approval": shows(func(d messages.Data, v gateway.ApprovalView) messages.Data {
@@ -119,6 +119,12 @@ var bodyTexts = map[string]func(d messages.Data, v any) (messages.Data, bool){
 		}
 		return d
 	}),
+}
+
+// stated is an operation's record as the texts read it: its state.
+type stated interface {
+	// OperationState is the operation's state.
+	OperationState() operation.State
 }
 
 // shows adapts a typed filler to bodyTexts; it reports false when the

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/gateway"
-	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/status"
 )
 
@@ -41,16 +41,16 @@ func TestEveryBodyCarriesTheRegistrysRetryable(t *testing.T) {
 }
 
 // TestFailedAnswersClaimNothingExecutedOnlyWhenProved renders the failed
-// answer of every failure kind: idemstore.FailureKind.ProvesNothingExecuted
+// answer of every failure kind: operation.FailureKind.ProvesNothingExecuted
 // decides whether the texts say that no money moved or warn the agent not
 // to claim it; only a refusal, reconciliation after the window and a
 // request never sent prove it.
 func TestFailedAnswersClaimNothingExecutedOnlyWhenProved(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for kind, proved := range map[idemstore.FailureKind]bool{
-		idemstore.FailureRefused: true, idemstore.FailureNotExecuted: true, idemstore.FailureNotSent: true,
-		idemstore.FailureOperator: false, "": false,
+	for kind, proved := range map[operation.FailureKind]bool{
+		operation.FailureRefused: true, operation.FailureNotExecuted: true, operation.FailureNotSent: true,
+		operation.FailureOperator: false, "": false,
 	} {
 		// The operation's record as its workflow left it: a status poll and
 		// a replay answer it.

@@ -14,6 +14,7 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // fakeAlert records alerts.
@@ -57,12 +58,12 @@ func (q *quoteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // failedOperation stores a FAILED operation of alice with failure kind
 // kind, as its workflow leaves it, and returns its id.
-func (b *bundle) failedOperation(t *testing.T, kind idemstore.FailureKind) string {
+func (b *bundle) failedOperation(t *testing.T, kind operation.FailureKind) string {
 	t.Helper()
 	opID := fingerprint.NewNonce()
 	now := b.clock.Now()
 	b.store.Put(idemstore.Record{OperationID: opID, Subject: "alice", Scope: "payments.transfer",
-		ParamHash: strings.Repeat("a", 64), State: idemstore.StateFailed, Reason: "r", FailureKind: kind, ClaimedAt: now,
+		ParamHash: strings.Repeat("a", 64), State: operation.StateFailed, Reason: "r", FailureKind: kind, ClaimedAt: now,
 		CreatedAt: now, UpdatedAt: now, CompletedAt: now})
 	return opID
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/memstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
 	"github.com/oncegate/oncegate/internal/limits"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/status"
 )
 
@@ -66,7 +67,7 @@ func TestOpsLimitsShowsABudgetWithoutCurrency(t *testing.T) {
 			// but no longer counted by any daily window.
 			for _, cur := range tt.currencies {
 				c := storetest.NewClaim(t, "gw:1")
-				c.Subject, c.Charge = "bob", &idemstore.Charge{Amount: *apd.New(1, 0), Currency: cur}
+				c.Subject, c.Charge = "bob", &operation.Charge{Amount: *apd.New(1, 0), Currency: cur}
 				d, err := b.store.Acquire(context.Background(), c)
 				require.NoError(t, err)
 				require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/status"
 )
 
@@ -28,7 +29,7 @@ type fakeFeed struct {
 
 // fakeWatch is one watch's channels.
 type fakeWatch struct {
-	outcome chan idemstore.Final
+	outcome chan operation.Final
 	lost    chan struct{}
 	stopped bool
 }
@@ -43,7 +44,7 @@ func (f *fakeFeed) Watch(opID string) (idemstore.OutcomeWatch, bool) {
 	if !f.ready {
 		return idemstore.OutcomeWatch{}, false
 	}
-	w := &fakeWatch{outcome: make(chan idemstore.Final, 1), lost: make(chan struct{})}
+	w := &fakeWatch{outcome: make(chan operation.Final, 1), lost: make(chan struct{})}
 	f.watches[opID] = w
 	return idemstore.OutcomeWatch{Outcome: w.outcome, Lost: w.lost, Stop: func() {
 		f.mu.Lock()

@@ -145,13 +145,13 @@ func (b *bundle) started() int { return len(b.engine.Starts()) }
 
 // exec is the fake workflow: payee "slow" waits for release, "review" needs
 // a person, an amount above 10000 fails, anything else succeeds.
-func (b *bundle) exec(_ context.Context, in operation.Input, review *gatewaytest.Review) idemstore.Final {
+func (b *bundle) exec(_ context.Context, in operation.Input, review *gatewaytest.Review) operation.Final {
 	var p struct {
 		Amount  json.Number `json:"amount"`
 		PayeeID string      `json:"payee_id"`
 	}
 	_ = json.Unmarshal(in.Params, &p)
-	var res idemstore.Final
+	var res operation.Final
 	switch {
 	case p.PayeeID == "slow":
 		<-b.release
@@ -161,12 +161,12 @@ func (b *bundle) exec(_ context.Context, in operation.Input, review *gatewaytest
 		sig := review.Wait()
 		b.decisions <- sig
 		if sig.Outcome == "completed" {
-			res = idemstore.Final{State: idemstore.StateDone, Result: sig.Result, ResultRef: "manual", ResolvedBy: sig.Operator}
+			res = operation.Final{State: operation.StateDone, Result: sig.Result, ResultRef: "manual", ResolvedBy: sig.Operator}
 		} else {
-			res = idemstore.Final{State: idemstore.StateFailed, Reason: sig.Reason, ResolvedBy: sig.Operator}
+			res = operation.Final{State: operation.StateFailed, Reason: sig.Reason, ResolvedBy: sig.Operator}
 		}
 	case strings.Compare(string(p.Amount), "10000") > 0 && len(p.Amount) >= 5:
-		res = idemstore.Final{State: idemstore.StateFailed, Reason: "insufficient_funds"}
+		res = operation.Final{State: operation.StateFailed, Reason: "insufficient_funds"}
 	default:
 		res = done(in.OperationID)
 	}
@@ -177,9 +177,9 @@ func (b *bundle) exec(_ context.Context, in operation.Input, review *gatewaytest
 	return res
 }
 
-func done(id string) idemstore.Final {
+func done(id string) operation.Final {
 	ref := "tr_" + id[:8]
-	return idemstore.Final{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"` + ref + `","status":"executed"}`), ResultRef: ref}
+	return operation.Final{State: operation.StateDone, Result: json.RawMessage(`{"id":"` + ref + `","status":"executed"}`), ResultRef: ref}
 }
 
 type resp struct {
@@ -967,7 +967,7 @@ func TestAmnesiaGuardTexts(t *testing.T) {
 
 	rec, err := b.store.Get(context.Background(), firstID)
 	require.NoError(t, err)
-	rec.State, rec.Reason, rec.FailureKind, rec.ResultRef = idemstore.StateFailed, "gateway_timeout", "", ""
+	rec.State, rec.Reason, rec.FailureKind, rec.ResultRef = operation.StateFailed, "gateway_timeout", "", ""
 	b.store.Put(rec)
 	pv = b.preview(t, "dev-alice", "payments.transfer", transferParams)
 	assert.Contains(t, pv.str("meaning"), "operation "+firstID+" (state failed), see recent_operation. That operation failed (gateway_timeout)")

@@ -12,6 +12,7 @@ import (
 	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // everyBodyTextKey is textData as it was: every key of bodyTexts in order,
@@ -36,14 +37,14 @@ func everyBodyTextKey(r gateway.Answer) (messages.Data, string) {
 func textFieldSamples() map[string]any {
 	resets := "2030-01-03T00:00:00Z"
 	return map[string]any{
-		"state":            idemstore.StateDone,
+		"state":            operation.StateDone,
 		"downstream_state": "pending",
 		"result_ref":       "tr_1",
 		"reason":           "insufficient_funds",
-		"failure_kind":     string(idemstore.FailureNotExecuted),
+		"failure_kind":     string(operation.FailureNotExecuted),
 		"expires_at":       "2030-01-01T00:00:00Z",
 		"redis":            "degraded",
-		"operation":        idemstore.Record{State: idemstore.StateFailed},
+		"operation":        idemstore.Record{State: operation.StateFailed},
 		"subject":          "alice",
 		"passkey":          approval.Passkey{Subject: "bob"},
 		"approval":         gateway.ApprovalView{URL: "https://a/approve", State: approval.StatePending, ExpiresAt: "2030-01-02T00:00:00Z"},

@@ -41,7 +41,7 @@ func TestWebhookReplayIsRefused(t *testing.T) {
 		Webhook: &catalog.Webhook{SecretEnv: "ONCEGATE_TEST_WEBHOOK_SECRET", SignatureHeader: "X-Signature",
 			Tolerance: 5 * time.Minute, ReferenceField: "data.client_reference", ObjectField: "data"},
 	}}
-	b.store.Put(idemstore.Record{OperationID: opID, Scope: scope, State: idemstore.StateInFlight})
+	b.store.Put(idemstore.Record{OperationID: opID, Scope: scope, State: operation.StateInFlight})
 	// Its workflow runs (payee "slow" waits for the test's end).
 	_, err := b.engine.Start(context.Background(), operation.Input{OperationID: opID, Params: json.RawMessage(`{"payee_id":"slow"}`)},
 		gateway.StartOptions{})

@@ -22,7 +22,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/oncegate/oncegate/gateway"
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -160,24 +159,24 @@ const historyTailRoom = time.Second + 250*time.Millisecond
 // empty one the SDK first asks the server for the current run. The long
 // poll's deadline lies historyTailRoom past the wait, and the wait ends by
 // cancel: a deadline the poll reaches spins (see historyTailRoom).
-func (t *Temporal) Await(ctx context.Context, opID, run string, deadline time.Time) (idemstore.Final, error) {
+func (t *Temporal) Await(ctx context.Context, opID, run string, deadline time.Time) (operation.Final, error) {
 	wctx, cancel := context.WithDeadline(ctx, deadline.Add(historyTailRoom))
 	defer cancel()
 	stop := time.AfterFunc(time.Until(deadline), cancel)
 	defer stop.Stop()
-	var res idemstore.Final
+	var res operation.Final
 	err := t.c.GetWorkflow(wctx, opID, run).Get(wctx, &res)
 	switch {
 	case err == nil && res.State.Terminal():
 		return res, nil
 	case err == nil:
-		return idemstore.Final{}, fmt.Errorf("await %s: state %s: %w", opID, res.State, gateway.ErrNoOutcome)
+		return operation.Final{}, fmt.Errorf("await %s: state %s: %w", opID, res.State, gateway.ErrNoOutcome)
 	case wctx.Err() != nil:
 		// Ended by the wait's own deadline or cancel (the SDK may say so as
 		// a gRPC status rather than the context's error).
-		return idemstore.Final{}, fmt.Errorf("await %s: %w", opID, gateway.ErrNoOutcome)
+		return operation.Final{}, fmt.Errorf("await %s: %w", opID, gateway.ErrNoOutcome)
 	}
-	return idemstore.Final{}, notFoundAs(err, opID, "await")
+	return operation.Final{}, notFoundAs(err, opID, "await")
 }
 
 // Resolve implements gateway.Engine with the resolve Update: accepted once

@@ -21,7 +21,6 @@ import (
 	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/gateway/gatewaytest"
 	"github.com/oncegate/oncegate/harness/testenv"
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -31,11 +30,11 @@ import (
 // resolve Update and the downstream_state signal as the operation
 // workflow does (its validator refuses a second decision, naming the
 // first, and one made while it does not await review).
-func scripted(ctx workflow.Context, in operation.Input) (idemstore.Final, error) {
-	state := idemstore.StateInFlight
+func scripted(ctx workflow.Context, in operation.Input) (operation.Final, error) {
+	state := operation.StateInFlight
 	var decision *operation.OperatorDecision
 	var res *operation.Resolution
-	var final *idemstore.Final
+	var final *operation.Final
 	err := workflow.SetUpdateHandlerWithOptions(ctx, workflows.UpdateResolve,
 		func(ctx workflow.Context, r operation.Resolution) (operation.ResolveAnswer, error) {
 			res = &r
@@ -50,14 +49,14 @@ func scripted(ctx workflow.Context, in operation.Input) (idemstore.Final, error)
 			switch {
 			case decision != nil:
 				return temporal.NewApplicationError("already resolved", workflows.ErrTypeAlreadyResolved, *decision)
-			case state != idemstore.StateNeedsReview:
+			case state != operation.StateNeedsReview:
 				return temporal.NewApplicationError("not awaiting review", workflows.ErrTypeNotAwaitingReview,
 					workflows.NotAwaitingReview{State: state})
 			}
 			return nil
 		}})
 	if err != nil {
-		return idemstore.Final{}, err
+		return operation.Final{}, err
 	}
 	events := workflow.GetSignalChannel(ctx, workflows.SignalDownstreamState)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -69,14 +68,14 @@ func scripted(ctx workflow.Context, in operation.Input) (idemstore.Final, error)
 	out := gatewaytest.ScriptOutcome(in, nil)
 	switch gatewaytest.ScriptOf(in) {
 	case gatewaytest.ScriptReview:
-		state = idemstore.StateNeedsReview
+		state = operation.StateNeedsReview
 		if err := workflow.Await(ctx, func() bool { return res != nil }); err != nil {
-			return idemstore.Final{}, err
+			return operation.Final{}, err
 		}
 		out = gatewaytest.ScriptOutcome(in, res)
 	case gatewaytest.ScriptRun:
 		if err := workflow.Sleep(ctx, gatewaytest.RunFor); err != nil {
-			return idemstore.Final{}, err
+			return operation.Final{}, err
 		}
 	}
 	out.CompletedAt = workflow.Now(ctx)
@@ -85,11 +84,11 @@ func scripted(ctx workflow.Context, in operation.Input) (idemstore.Final, error)
 		// Kept open a moment, as the operation workflow is, to refuse a
 		// late decision visibly.
 		if err := workflow.Sleep(ctx, 3*time.Second); err != nil {
-			return idemstore.Final{}, err
+			return operation.Final{}, err
 		}
 	}
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return idemstore.Final{}, err
+		return operation.Final{}, err
 	}
 	return out, nil
 }

@@ -36,11 +36,11 @@ func (r Answer) WithProblems(key string, problems []params.FieldProblem) Answer 
 // when it reported one. replay marks an operation an earlier call started.
 func (s *Service) answerFor(rec idemstore.Record, replay bool) Answer {
 	switch rec.State {
-	case idemstore.StateDone, idemstore.StateFailed:
+	case operation.StateDone, operation.StateFailed:
 		return s.finalAnswer(refOf(rec), rec.Final(), replay)
-	case idemstore.StateNeedsReview:
+	case operation.StateNeedsReview:
 		return opAnswer(status.NeedsManualReview, rec.OperationID)
-	case idemstore.StateInFlight:
+	case operation.StateInFlight:
 	}
 	// In flight, or a state this version does not know, which is answered
 	// as still moving: in_progress never makes the agent act twice.
@@ -52,18 +52,18 @@ func (s *Service) answerFor(rec idemstore.Record, replay bool) Answer {
 // Idempotent-Replayed when replay (an earlier call started the operation),
 // and the receipt this gateway signs over op and f (receipts.go). Every
 // terminal answer is built here.
-func (s *Service) finalAnswer(op operationRef, f idemstore.Final, replay bool) Answer {
+func (s *Service) finalAnswer(op operationRef, f operation.Final, replay bool) Answer {
 	opID := op.ID
 	var r Answer
 	switch f.State {
-	case idemstore.StateDone:
+	case operation.StateDone:
 		st := status.Completed
 		if replay {
 			st = status.AlreadyCompleted
 		}
 		// Decimals are strings in answers.
 		r = opAnswer(st, opID).With("result", s.results.of(f.Result)).With("result_ref", f.ResultRef)
-	case idemstore.StateFailed:
+	case operation.StateFailed:
 		st := status.Failed
 		if replay {
 			st = status.AlreadyFailed
@@ -72,7 +72,7 @@ func (s *Service) finalAnswer(op operationRef, f idemstore.Final, replay bool) A
 		if f.FailureKind != "" {
 			r = r.With("failure_kind", string(f.FailureKind))
 		}
-	case idemstore.StateInFlight, idemstore.StateNeedsReview:
+	case operation.StateInFlight, operation.StateNeedsReview:
 		return InternalErrorAnswer(opID, fmt.Errorf("answer %s: state %s is not an outcome", opID, f.State))
 	}
 	if f.ResolvedBy != "" {
@@ -118,7 +118,7 @@ func (s *Service) recentOperation(rec idemstore.Record) RecentView {
 	if rec.State.Terminal() && !rec.UpdatedAt.IsZero() {
 		out["completed_at"] = rec.UpdatedAt.UTC().Format(time.RFC3339)
 	}
-	if rec.State == idemstore.StateFailed {
+	if rec.State == operation.StateFailed {
 		out["reason"] = rec.Reason
 		if rec.FailureKind != "" {
 			out["failure_kind"] = string(rec.FailureKind)
@@ -251,7 +251,7 @@ func alreadyResolvedAnswer(opID string, d DecisionView) Answer {
 }
 
 // notAwaitingAnswer refuses a decision for an operation in state.
-func notAwaitingAnswer(opID string, state idemstore.State) Answer {
+func notAwaitingAnswer(opID string, state operation.State) Answer {
 	return opAnswer(status.NotAwaitingReview, opID).With("state", state)
 }
 
@@ -275,7 +275,7 @@ func resolutionSentAnswer(opID string, outcome operation.ResolutionOutcome) Answ
 // resolvedAnswer answers the first decision about the operation op: the
 // final state, the decision, and the outcome's own fields (result and
 // result_ref, or reason and failure_kind, and its receipt).
-func (s *Service) resolvedAnswer(op operationRef, res idemstore.Final, d DecisionView) Answer {
+func (s *Service) resolvedAnswer(op operationRef, res operation.Final, d DecisionView) Answer {
 	final := res
 	final.ResolvedBy = "" // the decision names the operator
 	r := opAnswer(status.Resolved, op.ID).With("state", res.State).With("decision", d)
@@ -296,7 +296,7 @@ func resolveUnreachableAnswer(opID string, err error) Answer {
 
 // operationsListedAnswer lists recs, the operations in state (empty: every
 // state).
-func operationsListedAnswer(recs []idemstore.Record, state idemstore.State) Answer {
+func operationsListedAnswer(recs []idemstore.Record, state operation.State) Answer {
 	if recs == nil {
 		recs = []idemstore.Record{}
 	}

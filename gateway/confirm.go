@@ -32,7 +32,7 @@ type confirmCall struct {
 	bound boundParams
 	// charge is what the operation spends of the subject's budgets (nil:
 	// the action declares no spend).
-	charge *idemstore.Charge
+	charge *operation.Charge
 	// payload is the verified fingerprint's payload (confirmAskVerify).
 	payload fingerprint.Payload
 	// approvalSHA256 is the approval evidence's hash the operation runs
@@ -401,7 +401,7 @@ func (s *Service) await(ctx context.Context, call *confirmCall, w waitPlan) awai
 // terminal outcome, or else the store's record of it.
 type watched struct {
 	// final is the workflow's outcome (terminal).
-	final idemstore.Final
+	final operation.Final
 	// terminal says final holds the workflow's terminal outcome.
 	terminal bool
 	// rec is the store's record (found).
@@ -458,7 +458,7 @@ func (s *Service) storeWatched(ctx context.Context, opID string) watched {
 // refill writes the terminal outcome to the fast path under refill.Owner's
 // claim when the gateway is its writer; NOT_OWNER (a newer owner) and an
 // already terminal record are fine.
-func (s *Service) refill(ctx context.Context, call *confirmCall, final idemstore.Final, refill fastPathRefill) {
+func (s *Service) refill(ctx context.Context, call *confirmCall, final operation.Final, refill fastPathRefill) {
 	switch refill.By {
 	case operation.RefillByWorkflow:
 		return // the workflow's Finalize writes the fast path under this very claim

@@ -202,7 +202,7 @@ type claimAnswer struct {
 	// Err is the store's error (claimFailed).
 	Err error
 	// Usage is what the charge's windows held (claimOverBudget).
-	Usage []idemstore.WindowUsage
+	Usage []operation.WindowUsage
 }
 
 // workflowKind is what the engine said about the operation's workflow.
@@ -306,7 +306,7 @@ type awaitAnswer struct {
 	// Kind is how it ended.
 	Kind awaitKind
 	// Final is the terminal outcome (awaitOutcome).
-	Final idemstore.Final
+	Final operation.Final
 	// Record is the store's record (awaitRecord).
 	Record idemstore.Record
 }
@@ -432,7 +432,7 @@ type confirmPlan struct {
 	// actAnswerRecord).
 	Record idemstore.Record
 	// Final is the waited-for outcome (actAnswerOutcome).
-	Final idemstore.Final
+	Final operation.Final
 	// Approval is the approval gate's answer (actApprovalRequired,
 	// actApprovalDeclined).
 	Approval approvalAnswer
@@ -447,7 +447,7 @@ type confirmPlan struct {
 	// on the holder's workflow instead of taking the claim over.
 	Ignored error
 	// Usage is what the charge's windows held (actOverBudget).
-	Usage []idemstore.WindowUsage
+	Usage []operation.WindowUsage
 }
 
 // decideConfirm says what a confirm asks next, or what it does. It does no I/O.
@@ -695,9 +695,9 @@ func claimAnswerOf(owner string, d idemstore.ClaimDecision, err error, now time.
 		if d.TruthFound && d.Record.Owner != "" && d.Record.Owner != owner {
 			return recordAnswerOf(d.Record, nil, now, grace)
 		}
-		return claimAnswer{Kind: claimAcquired, Ownership: operation.ConfirmClaim(owner, d)}
+		return claimAnswer{Kind: claimAcquired, Ownership: confirmOwnership(owner, d)}
 	case idemstore.OutcomeInFlight:
-		if d.Record.State == idemstore.StateNeedsReview {
+		if d.Record.State == operation.StateNeedsReview {
 			return claimAnswer{Kind: claimReview, Record: d.Record}
 		}
 		return held(d.Owner, d.ClaimedAt, now, grace)
@@ -721,11 +721,11 @@ func recordAnswerOf(rec idemstore.Record, err error, now time.Time, grace time.D
 		return claimAnswer{Kind: claimFailed, Err: err}
 	}
 	switch rec.State {
-	case idemstore.StateDone, idemstore.StateFailed:
+	case operation.StateDone, operation.StateFailed:
 		return claimAnswer{Kind: claimFinished, Record: rec}
-	case idemstore.StateNeedsReview:
+	case operation.StateNeedsReview:
 		return claimAnswer{Kind: claimReview, Record: rec}
-	case idemstore.StateInFlight:
+	case operation.StateInFlight:
 	}
 	// Claimed before exp and still in flight (or a state this version does
 	// not know): the same handling as any in-flight claim, orphan takeover
@@ -764,4 +764,15 @@ func startAnswerOf(run string, err error) startAnswer {
 		return startAnswer{Kind: startAttached}
 	}
 	return startAnswer{Kind: startFailed, Err: err}
+}
+
+// confirmOwnership is the ownership of a workflow started under the claim
+// d, which the confirm of owner took: the truth is counted as claimed only
+// when d is ACQUIRED by owner and says that the truth holds the record as
+// owner's (the combined store's claim, TruthFound); any other decision
+// leaves the truth to the workflow's ClaimTruth.
+func confirmOwnership(owner string, d idemstore.ClaimDecision) operation.Ownership {
+	claimed := d.Outcome == idemstore.OutcomeAcquired && d.Owner == owner && d.TruthFound &&
+		(d.Record.Owner == "" || d.Record.Owner == owner)
+	return operation.ConfirmClaim(owner, claimed, d.ClaimedAt)
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,15 +29,15 @@ var (
 	confirmNow   = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	confirmGrace = 30 * time.Second
 	// confirmMine is the ownership of this confirm's own claim.
-	confirmMine = operation.ConfirmClaim(confirmMe, idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired,
+	confirmMine = confirmOwnership(confirmMe, idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired,
 		Owner: confirmMe, ClaimedAt: confirmNow, TruthFound: true})
-	confirmReviewRec = idemstore.Record{OperationID: "op-1", State: idemstore.StateNeedsReview, Owner: confirmHolder, Reason: "status down"}
-	confirmDoneRec   = idemstore.Record{OperationID: "op-1", State: idemstore.StateDone, ResultRef: "tr_1"}
-	confirmFinal     = idemstore.Final{State: idemstore.StateDone, ResultRef: "tr_1"}
+	confirmReviewRec = idemstore.Record{OperationID: "op-1", State: operation.StateNeedsReview, Owner: confirmHolder, Reason: "status down"}
+	confirmDoneRec   = idemstore.Record{OperationID: "op-1", State: operation.StateDone, ResultRef: "tr_1"}
+	confirmFinal     = operation.Final{State: operation.StateDone, ResultRef: "tr_1"}
 	errStoreDown     = fmt.Errorf("acquire: %w", idemstore.ErrUnavailable)
 	errEngineDown    = errors.New("temporal: deadline exceeded")
 	errBug           = errors.New("a bug")
-	confirmUsage     = []idemstore.WindowUsage{{FreesAt: confirmNow.Add(time.Hour)}}
+	confirmUsage     = []operation.WindowUsage{{FreesAt: confirmNow.Add(time.Hour)}}
 	confirmProblems  = []params.FieldProblem{{Field: "amount", Rule: params.RuleRequired}}
 	approvedRec      = approval.Record{State: approval.StateApproved, EvidenceSHA256: "e"}
 	declinedRec      = approval.Record{State: approval.StateDeclined}
@@ -211,9 +212,9 @@ type want struct {
 	holder    string
 	wait      waitPlan
 	record    idemstore.Record
-	final     idemstore.Final
+	final     operation.Final
 	err       error
-	usage     []idemstore.WindowUsage
+	usage     []operation.WindowUsage
 	approval  approvalAnswer
 	problems  []params.FieldProblem
 	retry     time.Duration
@@ -500,7 +501,7 @@ func TestApprovalAnswerOf(t *testing.T) {
 func TestClaimAnswerOf(t *testing.T) {
 	t.Parallel()
 	inFlight := func(owner string, claimedAt time.Time) idemstore.Record {
-		return idemstore.Record{State: idemstore.StateInFlight, Owner: owner, ClaimedAt: claimedAt}
+		return idemstore.Record{State: operation.StateInFlight, Owner: owner, ClaimedAt: claimedAt}
 	}
 	recent, old := confirmNow.Add(-time.Second), confirmNow.Add(-confirmGrace)
 	acquired := idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: confirmMe, ClaimedAt: recent}
@@ -522,9 +523,9 @@ func TestClaimAnswerOf(t *testing.T) {
 		want claimAnswer
 	}{
 		{"acquired on the truth: the workflow's claim", truthAcquired, nil,
-			claimAnswer{Kind: claimAcquired, Ownership: operation.ConfirmClaim(confirmMe, truthAcquired)}},
+			claimAnswer{Kind: claimAcquired, Ownership: confirmOwnership(confirmMe, truthAcquired)}},
 		{"acquired without the truth: the workflow claims it", acquired, nil,
-			claimAnswer{Kind: claimAcquired, Ownership: operation.ConfirmClaim(confirmMe, acquired)}},
+			claimAnswer{Kind: claimAcquired, Ownership: confirmOwnership(confirmMe, acquired)}},
 		{"acquired, the truth another owner's", earlier, nil,
 			claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: old}},
 		{"acquired, the truth another owner's in review", earlierReview, nil,
@@ -537,8 +538,8 @@ func TestClaimAnswerOf(t *testing.T) {
 			Record: confirmReviewRec, TruthFound: true}, nil, claimAnswer{Kind: claimReview, Record: confirmReviewRec}},
 		{"done", idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone, Record: confirmDoneRec}, nil,
 			claimAnswer{Kind: claimFinished, Record: confirmDoneRec}},
-		{"failed", idemstore.ClaimDecision{Outcome: idemstore.OutcomeFailed, Record: idemstore.Record{State: idemstore.StateFailed}}, nil,
-			claimAnswer{Kind: claimFinished, Record: idemstore.Record{State: idemstore.StateFailed}}},
+		{"failed", idemstore.ClaimDecision{Outcome: idemstore.OutcomeFailed, Record: idemstore.Record{State: operation.StateFailed}}, nil,
+			claimAnswer{Kind: claimFinished, Record: idemstore.Record{State: operation.StateFailed}}},
 		{"param mismatch", idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}, nil, claimAnswer{Kind: claimMismatch}},
 		{"over budget", idemstore.ClaimDecision{Outcome: idemstore.OutcomeLimitExceeded, TruthFound: true, Usage: confirmUsage}, nil,
 			claimAnswer{Kind: claimOverBudget, Usage: confirmUsage}},
@@ -572,9 +573,9 @@ func TestRecordAnswerOf(t *testing.T) {
 		{"store down", idemstore.Record{}, errStoreDown, claimAnswer{Kind: claimFailed, Err: errStoreDown}},
 		{"done", confirmDoneRec, nil, claimAnswer{Kind: claimFinished, Record: confirmDoneRec}},
 		{"review", confirmReviewRec, nil, claimAnswer{Kind: claimReview, Record: confirmReviewRec}},
-		{"in flight past grace", idemstore.Record{State: idemstore.StateInFlight, Owner: confirmHolder, ClaimedAt: old}, nil,
+		{"in flight past grace", idemstore.Record{State: operation.StateInFlight, Owner: confirmHolder, ClaimedAt: old}, nil,
 			claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: old}},
-		{"in flight, just claimed", idemstore.Record{State: idemstore.StateInFlight, Owner: confirmHolder, ClaimedAt: confirmNow}, nil,
+		{"in flight, just claimed", idemstore.Record{State: operation.StateInFlight, Owner: confirmHolder, ClaimedAt: confirmNow}, nil,
 			claimAnswer{Kind: claimHeld, Holder: confirmHolder, ClaimedAt: confirmNow}},
 	}
 	for _, tt := range tests {
@@ -598,4 +599,44 @@ func TestEngineAndStoreAnswers(t *testing.T) {
 	assert.Equal(t, startAnswer{Kind: startStarted, Run: "r"}, startAnswerOf("r", nil))
 	assert.Equal(t, startAnswer{Kind: startAttached}, startAnswerOf("", fmt.Errorf("start: %w", ErrAlreadyStarted)))
 	assert.Equal(t, startAnswer{Kind: startFailed, Err: errEngineDown}, startAnswerOf("", errEngineDown))
+}
+
+// TestConfirmOwnership: only an ACQUIRED claim that the truth holds
+// as the confirm's own counts the truth as claimed; a takeover never does.
+func TestConfirmOwnership(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	mine := idemstore.Record{State: operation.StateInFlight, Owner: "gw-1:a"}
+	for name, tt := range map[string]struct {
+		d       idemstore.ClaimDecision
+		claimed bool
+	}{
+		"acquired on the truth":        {idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: "gw-1:a", ClaimedAt: at, Record: mine, TruthFound: true}, true},
+		"acquired, record unknown":     {idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: "gw-1:a", ClaimedAt: at, TruthFound: true}, true},
+		"acquired on the fast path":    {idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: "gw-1:a", ClaimedAt: at}, false},
+		"acquired by another owner":    {idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: "gw-2:b", ClaimedAt: at, TruthFound: true}, false},
+		"the truth another owner's":    {idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: "gw-1:a", ClaimedAt: at, Record: idemstore.Record{Owner: "gw-2:b"}, TruthFound: true}, false},
+		"in flight (a takeover's)":     {idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Owner: "gw-1:a", ClaimedAt: at, Record: mine, TruthFound: true}, false},
+		"done (no confirm starts it)":  {idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone, Owner: "gw-1:a", TruthFound: true}, false},
+		"param mismatch (never start)": {idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch, Owner: "gw-1:a", TruthFound: true}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			own := confirmOwnership("gw-1:a", tt.d)
+			assert.Equal(t, "gw-1:a", own.Owner())
+			assert.Equal(t, tt.claimed, own.TruthClaimed())
+			if tt.claimed {
+				assert.Equal(t, operation.RefillByWorkflow, own.Refiller())
+				assert.Equal(t, at, own.ClaimedAt())
+			} else {
+				assert.Equal(t, operation.RefillByGateway, own.Refiller())
+				assert.Equal(t, operation.TruthClaimedByWorkflow, own.Truth())
+			}
+		})
+	}
+
+	takeover := operation.Takeover("gw-3:c")
+	assert.False(t, takeover.TruthClaimed(), "a takeover never counts the truth as claimed")
+	assert.Equal(t, operation.RefillByGateway, takeover.Refiller())
+	b, err := json.Marshal(takeover)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"owner":"gw-3:c","truth":"workflow"}`, string(b))
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/cockroachdb/apd/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/iso4217"
 	"github.com/oncegate/oncegate/internal/limits"
+	"github.com/oncegate/oncegate/operation"
 
 	"github.com/oncegate/oncegate/status"
 )
@@ -59,7 +59,7 @@ const rateTimeout = 150 * time.Millisecond
 
 // charge is what an operation of caller with params bp spends of its budgets:
 // nil when action declares no spend.
-func (s *Service) charge(caller Caller, action *catalog.Action, bp boundParams) (*idemstore.Charge, error) {
+func (s *Service) charge(caller Caller, action *catalog.Action, bp boundParams) (*operation.Charge, error) {
 	if action.Spend == nil {
 		return nil, nil
 	}
@@ -125,7 +125,7 @@ func limitExceededAnswer(scope, opID string, r *limits.Refusal) Answer {
 
 // overBudget decides the truth's refusal of call's claim over the windows'
 // usage, counting it.
-func (s *Service) overBudget(ctx context.Context, call *confirmCall, usage []idemstore.WindowUsage) Answer {
+func (s *Service) overBudget(ctx context.Context, call *confirmCall, usage []operation.WindowUsage) Answer {
 	nonce := call.opID()
 	if call.charge == nil {
 		return InternalErrorAnswer(nonce, fmt.Errorf("confirm %s: refused over budget without a charge", nonce))
@@ -146,7 +146,7 @@ func (s *Service) overBudget(ctx context.Context, call *confirmCall, usage []ide
 // previewWarning is the refusal a confirm of c would meet now, read from the
 // truth without locking (nil when it fits, or when it cannot be read: the
 // confirm checks again).
-func (s *Service) previewWarning(ctx context.Context, subject string, c *idemstore.Charge) *limits.Refusal {
+func (s *Service) previewWarning(ctx context.Context, subject string, c *operation.Charge) *limits.Refusal {
 	if c == nil || len(c.Windows) == 0 || s.budgets == nil {
 		return nil
 	}

@@ -27,13 +27,13 @@ const (
 )
 
 // stateFilters maps the ?state= values to store states.
-var stateFilters = map[string]idemstore.State{
-	"in_flight":           idemstore.StateInFlight,
-	"in_progress":         idemstore.StateInFlight,
-	"needs_manual_review": idemstore.StateNeedsReview,
-	"needs_review":        idemstore.StateNeedsReview,
-	"completed":           idemstore.StateDone,
-	"failed":              idemstore.StateFailed,
+var stateFilters = map[string]operation.State{
+	"in_flight":           operation.StateInFlight,
+	"in_progress":         operation.StateInFlight,
+	"needs_manual_review": operation.StateNeedsReview,
+	"needs_review":        operation.StateNeedsReview,
+	"completed":           operation.StateDone,
+	"failed":              operation.StateFailed,
 }
 
 // ListOperations lists operations by state and age for operators.
@@ -128,7 +128,7 @@ func (s *Service) timeline(ctx context.Context, rec idemstore.Record) ([]operati
 		return operation.TimelineEntry{At: at, Source: "truth", Event: event, Detail: detail}
 	}
 	out := []operation.TimelineEntry{truth(rec.ClaimedAt, "claimed", "claimed IN_FLIGHT by "+rec.Owner)}
-	if rec.State == idemstore.StateNeedsReview {
+	if rec.State == operation.StateNeedsReview {
 		// Terminal records keep the outcome's reason; the history shows MarkNeedsReview.
 		out = append(out, truth(rec.UpdatedAt, "needs_review", "waiting for a person: "+rec.Reason))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/telemetry"
+	"github.com/oncegate/oncegate/operation"
 
 	"github.com/oncegate/oncegate/status"
 )
@@ -105,7 +106,7 @@ func (s *Service) Limits(ctx context.Context, subject, role string) Answer {
 }
 
 // windowOf is window w in currency as the ops view shows it, with usage u.
-func windowOf(w idemstore.Window, currency string, u idemstore.WindowUsage) windowView {
+func windowOf(w operation.Window, currency string, u operation.WindowUsage) windowView {
 	v := windowView{Name: w.Name, Window: w.Kind, Action: w.Scope, Currency: currency, Max: money(w.Max, currency),
 		Used: money(u.Used, currency)}
 	var left apd.Decimal

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/receipt"
 )
 
@@ -30,9 +31,9 @@ func refOf(rec idemstore.Record) operationRef {
 }
 
 // receiptClaims is what the receipt of op's terminal outcome f states.
-func receiptClaims(op operationRef, f idemstore.Final) receipt.Claims {
+func receiptClaims(op operationRef, f operation.Final) receipt.Claims {
 	outcome := receipt.OutcomeFailed
-	if f.State == idemstore.StateDone {
+	if f.State == operation.StateDone {
 		outcome = receipt.OutcomeCompleted
 	}
 	return receipt.Claims{
@@ -48,7 +49,7 @@ func receiptClaims(op operationRef, f idemstore.Final) receipt.Claims {
 // bug: every terminal record names its subject, scope, param_hash and
 // time) is answered without one, and logged: a receipt never states what
 // is not known.
-func (s *Service) withReceipt(r Answer, op operationRef, f idemstore.Final) Answer {
+func (s *Service) withReceipt(r Answer, op operationRef, f operation.Final) Answer {
 	jws, err := s.signed.Sign(s.receipts, receiptClaims(op, f))
 	if err != nil {
 		s.log.Error("receipt not issued", "operation_id", op.ID, "err", err)

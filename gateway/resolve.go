@@ -23,7 +23,7 @@ func decisionOfRecord(rec idemstore.Record) (DecisionView, bool) {
 		return DecisionView{}, false
 	}
 	outcome := operation.ResolutionFailed
-	if rec.State == idemstore.StateDone {
+	if rec.State == operation.StateDone {
 		outcome = operation.ResolutionCompleted
 	}
 	at := rec.ResolvedAt
@@ -55,7 +55,7 @@ func (s *Service) Resolve(ctx context.Context, req ResolveRequest) Answer {
 	case err != nil:
 		return s.storeErrorAnswer("", opID, fmt.Errorf("resolve %s: %w", opID, err))
 	}
-	if rec.State != idemstore.StateNeedsReview {
+	if rec.State != operation.StateNeedsReview {
 		// The truth already tells: no need to ask the workflow.
 		if d, ok := decisionOfRecord(rec); ok && rec.State.Terminal() {
 			return alreadyResolvedAnswer(opID, d)

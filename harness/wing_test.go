@@ -113,12 +113,21 @@ func TestTheBinariesCarryNoHarness(t *testing.T) {
 // forbids the packages below it, any other the package and those below
 // it): the core (gateway) knows no HTTP framework and no adapter; the HTTP
 // adapter (api) reaches the stores and the workflow engine only through
-// the core's ports.
+// the core's ports, and knows no store's types.
 var forbidden = map[string][]string{
 	module + "/gateway": {"github.com/labstack/echo", module + "/api", module + "/workflows", module + "/engine",
 		module + "/idemstore/", "go.temporal.io/"},
-	module + "/api": {module + "/workflows", module + "/engine", module + "/idemstore/", module + "/activities",
+	module + "/api": {module + "/workflows", module + "/engine", module + "/idemstore", module + "/activities",
 		module + "/worker", "go.temporal.io/"},
+	// The domain and the storage boundary run down only: the operation's
+	// values import no store, the store's boundary no configuration, the
+	// approval no catalog, the Redis backend its own settings.
+	module + "/operation":            {module + "/idemstore", module + "/internal/catalog", module + "/workflows", module + "/gateway"},
+	module + "/idemstore":            {module + "/internal/", module + "/workflows", module + "/gateway", module + "/approval"},
+	module + "/approval":             {module + "/internal/catalog", module + "/idemstore", module + "/gateway"},
+	module + "/idemstore/redisstore": {module + "/internal/"},
+	module + "/internal/catalog":     {module + "/idemstore", module + "/gateway", module + "/api"},
+	module + "/internal/limits":      {module + "/idemstore", module + "/gateway", module + "/api"},
 }
 
 // TestImportsRunOneWay: adapters import the core, the core imports the

@@ -19,56 +19,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/cockroachdb/apd/v3"
+	"github.com/oncegate/oncegate/operation"
 )
-
-// State is the state of one operation.
-type State string
-
-const (
-	// StateInFlight means the operation was claimed and its outcome is not known yet.
-	StateInFlight State = "IN_FLIGHT"
-	// StateDone means the operation executed and Record.Result holds its result.
-	StateDone State = "DONE"
-	// StateFailed means the operation ended without executing downstream, as
-	// far as it can be known: Record.Reason says why, Record.FailureKind how
-	// that is known.
-	StateFailed State = "FAILED"
-	// StateNeedsReview means the outcome cannot be determined automatically and
-	// an operator must resolve it. Only the PostgreSQL truth holds this state;
-	// the Redis fast path keeps such an operation IN_FLIGHT.
-	StateNeedsReview State = "NEEDS_REVIEW"
-)
-
-// Terminal reports whether s is DONE or FAILED.
-func (s State) Terminal() bool { return s == StateDone || s == StateFailed }
-
-// FailureKind says how a FAILED outcome is known: its provenance. An agent is
-// told "nothing was executed" only for the kinds that prove it.
-type FailureKind string
-
-const (
-	// FailureRefused is a definite refusal by the downstream (a 4xx such as
-	// 422 insufficient_funds): it executed nothing. A business refusal.
-	FailureRefused FailureKind = "downstream_refused"
-	// FailureNotExecuted is "not executed" proved by reconciliation: the
-	// status endpoint had no record of the operation when asked after the
-	// downstream's whole processing window (and status lag) had passed
-	// since the last send.
-	FailureNotExecuted FailureKind = "not_executed"
-	// FailureNotSent means the request could not even be built, so it was
-	// never sent.
-	FailureNotSent FailureKind = "not_sent"
-	// FailureOperator is an operator's decision after manual review.
-	FailureOperator FailureKind = "operator_decision"
-)
-
-// ProvesNothingExecuted reports whether k proves by itself that the
-// downstream executed nothing (an operator's decision is the operator's
-// word; an unrecorded kind, from before kinds were recorded, proves nothing).
-func (k FailureKind) ProvesNothingExecuted() bool {
-	return k == FailureRefused || k == FailureNotExecuted || k == FailureNotSent
-}
 
 // ClaimOutcome is what an Acquire decided. It is not a State: a claim's
 // outcome says what the caller must do (start, wait, replay, refuse), and
@@ -95,13 +47,13 @@ const (
 // OutcomeOf is what a claim that finds a record in state s (with the
 // claim's param_hash) decides: DONE and FAILED replay it, IN_FLIGHT and
 // NEEDS_REVIEW are OutcomeInFlight (Record.State tells NEEDS_REVIEW).
-func OutcomeOf(s State) ClaimOutcome {
+func OutcomeOf(s operation.State) ClaimOutcome {
 	switch s {
-	case StateDone:
+	case operation.StateDone:
 		return OutcomeDone
-	case StateFailed:
+	case operation.StateFailed:
 		return OutcomeFailed
-	case StateInFlight, StateNeedsReview:
+	case operation.StateInFlight, operation.StateNeedsReview:
 	}
 	return OutcomeInFlight
 }
@@ -149,57 +101,17 @@ type Claim struct {
 	BoundParams json.RawMessage
 	// IntentWindow is the action's duplicate_intent_window: how long the
 	// claim counts for the amnesia guard, and so how long the fast path's
-	// recent-intent index keeps it (DefaultIntentWindow when not positive).
+	// recent-intent index keeps it (operation.DefaultIntentWindow when not positive).
 	IntentWindow time.Duration
 	// Charge is what the operation spends of its subject's budgets; nil for
 	// an action that spends nothing countable. The truth reserves it in the
 	// claim's own transaction, or refuses the claim (OutcomeLimitExceeded).
-	Charge *Charge
+	Charge *operation.Charge
 	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
 	// operation was confirmed under (empty when its action asked for none);
 	// stored with the claim (the truth and the fast path) and read back, so
 	// that every receipt of the operation names it.
 	ApprovalSHA256 string
-}
-
-// Charge is what one operation spends: its amount in its currency, and the
-// windows of the subject's budgets it must fit, checked and reserved by the
-// truth atomically with the claim. A reservation is released only when the
-// operation fails with a proof that nothing was executed.
-type Charge struct {
-	// Amount is the operation's amount, in Currency's scale.
-	Amount apd.Decimal `json:"amount"`
-	// Currency is an ISO 4217 code.
-	Currency string `json:"currency"`
-	// Windows are the maxima the amount must fit, in the limits file's order.
-	Windows []Window `json:"windows,omitempty"`
-}
-
-// Window is one maximum of a budget: the reservations of the subject in the
-// currency (of Scope only, when set) within Period, plus the new amount,
-// must not exceed Max. Period zero is a per-operation maximum.
-type Window struct {
-	// Name is the budget's name in the limits file.
-	Name string `json:"name"`
-	// Kind is per_operation, daily or monthly.
-	Kind string `json:"kind"`
-	// Scope restricts the window to one action's spending; empty counts every action.
-	Scope string `json:"scope,omitempty"`
-	// Period is how far back the window reaches (rolling); zero: this operation alone.
-	Period time.Duration `json:"period"`
-	// Max is the most the window may hold.
-	Max apd.Decimal `json:"max"`
-}
-
-// WindowUsage is what a window held when the truth looked, before the new
-// amount.
-type WindowUsage struct {
-	// Used is the sum of the window's reservations.
-	Used apd.Decimal `json:"used"`
-	// FreesAt is when enough of them leave the window for the amount asked
-	// to fit; zero when it never can (the amount alone exceeds Max) or the
-	// window is per operation.
-	FreesAt time.Time `json:"frees_at,omitzero"`
 }
 
 // ClaimDecision is the answer of Acquire.
@@ -220,7 +132,7 @@ type ClaimDecision struct {
 	// Usage is, for a claim with a Charge that the truth decided on
 	// (OutcomeAcquired, OutcomeLimitExceeded), what each of its windows
 	// held before it, in the Charge's order.
-	Usage []WindowUsage
+	Usage []operation.WindowUsage
 }
 
 // Finalization moves an IN_FLIGHT (or NEEDS_REVIEW) operation to DONE or FAILED.
@@ -230,7 +142,7 @@ type Finalization struct {
 	// Owner must equal the record's owner, or ErrNotOwner is returned.
 	Owner string
 	// Final is the outcome to record: its State is StateDone or StateFailed.
-	Final
+	operation.Final
 	// TerminalTTL is how long the result is replayed from the fast path.
 	TerminalTTL time.Duration
 }
@@ -246,7 +158,7 @@ type Record struct {
 	// ParamHash binds the canonical params.
 	ParamHash string `json:"param_hash,omitempty"`
 	// State is the current state.
-	State State `json:"state"`
+	State operation.State `json:"state"`
 	// Owner is the current claim's owner.
 	Owner string `json:"owner,omitempty"`
 	// Result is the downstream result when DONE.
@@ -257,7 +169,7 @@ type Record struct {
 	Reason string `json:"reason,omitempty"`
 	// FailureKind says how a FAILED outcome is known (empty for records
 	// finalized before kinds were recorded).
-	FailureKind FailureKind `json:"failure_kind,omitempty"`
+	FailureKind operation.FailureKind `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator who resolved a NEEDS_REVIEW operation.
 	ResolvedBy string `json:"resolved_by,omitempty"`
 	// ResolutionNote is the operator's note.
@@ -318,13 +230,13 @@ const ReservationRetention = 31 * 24 * time.Hour
 // failed (after manual review the operator states that no money moved;
 // resolving completed keeps the reservation). Every other outcome keeps it.
 func (f Finalization) ReleasesBudget() bool {
-	return f.State == StateFailed && (f.FailureKind.ProvesNothingExecuted() || f.FailureKind == FailureOperator)
+	return f.State == operation.StateFailed && (f.FailureKind.ProvesNothingExecuted() || f.FailureKind == operation.FailureOperator)
 }
 
 // ListFilter selects the records an operator lists.
 type ListFilter struct {
 	// State keeps only records in this state; empty means every state.
-	State State
+	State operation.State
 	// OlderThan keeps only records that entered their current state at
 	// least this long ago (updated_at: for IN_FLIGHT, when it was claimed or
 	// taken over; for NEEDS_REVIEW, when it was marked); zero means any age.
@@ -466,7 +378,7 @@ type Store interface {
 // OutcomeFeed the moment the fast path records it.
 type OutcomeWatch struct {
 	// Outcome receives the terminal outcome, once.
-	Outcome <-chan Final
+	Outcome <-chan operation.Final
 	// Lost is closed when the feed may have missed the outcome (its
 	// subscription broke and was made again): the waiter then waits
 	// another way.

@@ -14,10 +14,6 @@ import (
 // has), and warms the subject's index again. See docs/ARCHITECTURE.md,
 // "The amnesia guard from Redis".
 
-// DefaultIntentWindow is how long an operation counts for the amnesia guard
-// when its action declares no duplicate_intent_window.
-const DefaultIntentWindow = 24 * time.Hour
-
 // IntentEntry is one intent in the recent-intent index: the newest operation
 // of (subject, Scope, ParamHash) the index knows, and when it was created.
 type IntentEntry struct {

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/oncegate/oncegate/idemstore"
 )
 
 // ClaimResult is what the ClaimTruth activity found or created in the truth.
@@ -15,7 +13,7 @@ type ClaimResult struct {
 	// NEEDS_REVIEW with its Reason (wait for an operator), or DONE/FAILED
 	// with the first outcome (answered without executing). Its fields are
 	// inlined in the JSON, as in every recorded history.
-	idemstore.Final
+	Final
 	// ClaimedAt is when the truth record was claimed (zero in histories
 	// recorded before it was returned).
 	ClaimedAt time.Time `json:"claimed_at,omitzero"`
@@ -37,7 +35,7 @@ type ExecuteResult struct {
 	// Finalized is the DONE outcome the activity recorded in the truth and
 	// the fast path (Input.ExecuteFinalizes), nil when it recorded none:
 	// the workflow then finalizes.
-	Finalized *idemstore.Final `json:"finalized,omitempty"`
+	Finalized *Final `json:"finalized,omitempty"`
 }
 
 // BusinessRefusal is the details payload of an ErrTypeBusinessRefusal error.
@@ -101,7 +99,7 @@ type FinalizeInput struct {
 	Ownership Ownership `json:"ownership,omitzero"`
 	// Final is the outcome to write (its fields are inlined in the JSON,
 	// as in every recorded history).
-	idemstore.Final
+	Final
 	// Scope is the action (a metrics label).
 	Scope string `json:"scope,omitempty"`
 	// TerminalTTL is how long the fast path replays the outcome.

@@ -2,7 +2,7 @@
 // and its activities (package activities) exchange: the workflow's input
 // with its Ownership, the activities' inputs and answers, the application
 // error types the workflow tells apart, and the pure helpers both sides
-// use. It is a leaf: it imports only idemstore and internal/plan, so the
+// use. It is a leaf: it imports only internal/plan, so the
 // workflow calls its activities by method value (workflows imports
 // activities) and internal/downstream reads the refusal's shape without
 // either.
@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/plan"
 )
 
@@ -44,7 +43,7 @@ type Input struct {
 	// Charge is what the operation spends of its subject's budgets; a
 	// ClaimTruth (the takeover of a claim the truth never saw) reserves it,
 	// or refuses the claim over budget.
-	Charge *idemstore.Charge `json:"charge,omitempty"`
+	Charge *Charge `json:"charge,omitempty"`
 	// FingerprintExp is the fingerprint's expiry.
 	FingerprintExp time.Time `json:"fingerprint_exp"`
 	// InFlightTTL is the action's in_flight_ttl.

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/operation"
@@ -85,44 +84,25 @@ func TestResolvedReadsTheOwnershipOfARecordedInput(t *testing.T) {
 	}
 }
 
-// TestOwnershipByConstruction: only an ACQUIRED claim that the truth holds
-// as the confirm's own counts the truth as claimed; a takeover never does.
+// TestOwnershipByConstruction: a confirm's claim counts the truth as
+// claimed only when its store said so (the gateway reads that: its
+// confirmOwnership), at the time it claimed; a takeover never does.
 func TestOwnershipByConstruction(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	mine := idemstore.Record{State: idemstore.StateInFlight, Owner: "gw-1:a"}
-	for name, tt := range map[string]struct {
-		d       idemstore.ClaimDecision
-		claimed bool
-	}{
-		"acquired on the truth":        {idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: "gw-1:a", ClaimedAt: at, Record: mine, TruthFound: true}, true},
-		"acquired, record unknown":     {idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: "gw-1:a", ClaimedAt: at, TruthFound: true}, true},
-		"acquired on the fast path":    {idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: "gw-1:a", ClaimedAt: at}, false},
-		"acquired by another owner":    {idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: "gw-2:b", ClaimedAt: at, TruthFound: true}, false},
-		"the truth another owner's":    {idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: "gw-1:a", ClaimedAt: at, Record: idemstore.Record{Owner: "gw-2:b"}, TruthFound: true}, false},
-		"in flight (a takeover's)":     {idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Owner: "gw-1:a", ClaimedAt: at, Record: mine, TruthFound: true}, false},
-		"done (no confirm starts it)":  {idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone, Owner: "gw-1:a", TruthFound: true}, false},
-		"param mismatch (never start)": {idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch, Owner: "gw-1:a", TruthFound: true}, false},
+	claimed := operation.ConfirmClaim("gw-1:a", true, at)
+	assert.Equal(t, "gw-1:a", claimed.Owner())
+	assert.True(t, claimed.TruthClaimed())
+	assert.Equal(t, operation.RefillByWorkflow, claimed.Refiller())
+	assert.Equal(t, at, claimed.ClaimedAt())
+	for name, own := range map[string]operation.Ownership{
+		"the workflow claims the truth": operation.ConfirmClaim("gw-1:a", false, at),
+		"a takeover":                    operation.Takeover("gw-1:a"),
 	} {
-		t.Run(name, func(t *testing.T) {
-			own := operation.ConfirmClaim("gw-1:a", tt.d)
-			assert.Equal(t, "gw-1:a", own.Owner())
-			assert.Equal(t, tt.claimed, own.TruthClaimed())
-			if tt.claimed {
-				assert.Equal(t, operation.RefillByWorkflow, own.Refiller())
-				assert.Equal(t, at, own.ClaimedAt())
-			} else {
-				assert.Equal(t, operation.RefillByGateway, own.Refiller())
-				assert.Equal(t, operation.TruthClaimedByWorkflow, own.Truth())
-			}
-		})
+		assert.Equal(t, "gw-1:a", own.Owner(), name)
+		assert.False(t, own.TruthClaimed(), name)
+		assert.Equal(t, operation.RefillByGateway, own.Refiller(), name)
+		assert.Equal(t, operation.TruthClaimedByWorkflow, own.Truth(), name)
 	}
-
-	takeover := operation.Takeover("gw-3:c")
-	assert.False(t, takeover.TruthClaimed(), "a takeover never counts the truth as claimed")
-	assert.Equal(t, operation.RefillByGateway, takeover.Refiller())
-	b, err := json.Marshal(takeover)
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"owner":"gw-3:c","truth":"workflow"}`, string(b))
 }
 
 // TestOwnershipClaimedAs: the truth owner ClaimTruth names is the one
@@ -158,5 +138,5 @@ func TestFinalizeInputOwnersOfARecordedInput(t *testing.T) {
 	assert.Equal(t, "gw-1:a", own.Owner())
 	assert.Equal(t, "gw-2:b", own.TruthOwner())
 	assert.Equal(t, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), own.ClaimedAt())
-	assert.Equal(t, idemstore.StateDone, in.State)
+	assert.Equal(t, operation.StateDone, in.State)
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/oncegate/oncegate/idemstore"
 )
 
 // TruthClaim says who claims an operation's truth record (PostgreSQL).
@@ -35,7 +33,7 @@ const (
 	// the owner's claim: the gateway that waits does not refill.
 	RefillByWorkflow Refiller = "workflow"
 	// RefillByGateway means the gateway that waited for the outcome refills
-	// it too (idemstore.Store.FinalizeFast, owner-checked), since the
+	// it too (the store's FinalizeFast, owner-checked), since the
 	// workflow may finalize the fast path under another claim.
 	RefillByGateway Refiller = "gateway"
 )
@@ -54,18 +52,16 @@ type Ownership struct {
 	truthOwner string
 }
 
-// ConfirmClaim is the ownership of a workflow started under the claim d,
-// which the confirm of owner took: the truth is counted as claimed only
-// when d is ACQUIRED by owner and says that the truth holds the record as
-// owner's (the combined store's claim, TruthFound); any other decision
-// leaves the truth to the workflow's ClaimTruth.
-func ConfirmClaim(owner string, d idemstore.ClaimDecision) Ownership {
-	o := Ownership{owner: owner, truth: TruthClaimedByWorkflow}
-	if d.Outcome == idemstore.OutcomeAcquired && d.Owner == owner && d.TruthFound &&
-		(d.Record.Owner == "" || d.Record.Owner == owner) {
-		o.truth, o.claimedAt = TruthClaimedByConfirm, d.ClaimedAt
+// ConfirmClaim is the ownership of a workflow started under the claim the
+// confirm of owner took: truthClaimed when the store said that the truth
+// holds the record as owner's (claimed then, at claimedAt); otherwise the
+// truth is left to the workflow's ClaimTruth. The gateway reads the
+// store's answer (its confirm table's claimAnswerOf).
+func ConfirmClaim(owner string, truthClaimed bool, claimedAt time.Time) Ownership {
+	if !truthClaimed {
+		return Ownership{owner: owner, truth: TruthClaimedByWorkflow}
 	}
-	return o
+	return Ownership{owner: owner, truth: TruthClaimedByConfirm, claimedAt: claimedAt}
 }
 
 // Takeover is the ownership of a workflow started by owner after it took

@@ -3,8 +3,6 @@ package operation
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/oncegate/oncegate/idemstore"
 )
 
 // This file holds what a person decides about an operation and what the
@@ -14,7 +12,7 @@ import (
 // them; the gateway (package gateway) sends and shows them.
 
 // ResolutionOutcome is what an operator decides for an operation waiting
-// for review: a person's word, not a claim's outcome (idemstore.ClaimOutcome)
+// for review: a person's word, not a claim's outcome
 // nor a state, though it leads to one.
 type ResolutionOutcome string
 
@@ -83,7 +81,7 @@ type OperatorDecision struct {
 // state and the decision that made it.
 type ResolveAnswer struct {
 	// Result is the terminal outcome the workflow recorded.
-	Result idemstore.Final `json:"result"`
+	Result Final `json:"result"`
 	// Decision is the accepted decision.
 	Decision OperatorDecision `json:"decision"`
 }

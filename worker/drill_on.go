@@ -42,16 +42,16 @@ var drillMaxVersion = func() workflow.Version {
 func operationWorkflow() any { return drillOperation }
 
 // drillOperation is workflows.Operation preceded by the drill's change.
-func drillOperation(ctx workflow.Context, in operation.Input) (idemstore.Final, error) {
+func drillOperation(ctx workflow.Context, in operation.Input) (operation.Final, error) {
 	v := workflow.GetVersion(ctx, ChangeUpgradeDrill, workflow.DefaultVersion, drillMaxVersion)
 	if v >= 1 {
 		if err := workflow.UpsertMemo(ctx, map[string]any{"upgrade_drill": int(v)}); err != nil {
-			return idemstore.Final{}, err
+			return operation.Final{}, err
 		}
 	}
 	if v >= 2 {
 		if err := workflow.Sleep(ctx, time.Millisecond); err != nil {
-			return idemstore.Final{}, err
+			return operation.Final{}, err
 		}
 	}
 	return workflows.Operation(ctx, in)

@@ -6,7 +6,6 @@
 package workflows
 
 import (
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/operation"
 )
 
@@ -76,7 +75,7 @@ const (
 // StateView is the answer of the state query.
 type StateView struct {
 	// State is the current state.
-	State idemstore.State `json:"state"`
+	State operation.State `json:"state"`
 	// Reason explains NEEDS_REVIEW or FAILED.
 	Reason string `json:"reason,omitempty"`
 	// ResultRef is set once DONE.

@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/activities"
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/operation"
@@ -130,7 +129,7 @@ func changeVersion(ctx workflow.Context, change string) workflow.Version {
 // started with: IdemState=IN_FLIGHT, IdemScope and IdemSubject.
 func StartSearchAttributes(in operation.Input) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
-		StateKey.ValueSet(string(idemstore.StateInFlight)),
+		StateKey.ValueSet(string(operation.StateInFlight)),
 		ScopeKey.ValueSet(in.Scope),
 		SubjectKey.ValueSet(in.Subject),
 	)
@@ -142,10 +141,10 @@ func StartSearchAttributes(in operation.Input) temporal.SearchAttributes {
 // the status endpoint, waits for an operator when the outcome cannot be
 // determined, and records the terminal outcome. Its workflow ID is the
 // operation_id, so Temporal runs at most one of it.
-func Operation(ctx workflow.Context, in operation.Input) (idemstore.Final, error) {
+func Operation(ctx workflow.Context, in operation.Input) (operation.Final, error) {
 	in, err := in.Resolved(catalog.PlanOf)
 	if err != nil {
-		return idemstore.Final{}, err
+		return operation.Final{}, err
 	}
 	ds := in.Downstream
 	// The truth (PostgreSQL) must be written: retried until it answers.
@@ -169,32 +168,32 @@ func Operation(ctx workflow.Context, in operation.Input) (idemstore.Final, error
 		RetryPolicy:         retryPolicy(ds.StatusQuery, operation.ErrTypeNoStatusEndpoint),
 	})
 
-	view := StateView{State: idemstore.StateInFlight}
+	view := StateView{State: operation.StateInFlight}
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (StateView, error) {
 		return view, nil
 	}); err != nil {
-		return idemstore.Final{}, fmt.Errorf("register query %s: %w", QueryState, err)
+		return operation.Final{}, fmt.Errorf("register query %s: %w", QueryState, err)
 	}
 	res := &resolver{in: in, view: &view}
 	if err := res.register(ctx); err != nil {
-		return idemstore.Final{}, err
+		return operation.Final{}, err
 	}
 	out, err := run(ctx, in, &view, res, truthCtx, executeCtx, reconcileCtx)
 	if err != nil {
-		return idemstore.Final{}, err
+		return operation.Final{}, err
 	}
 	if err := res.finish(ctx, out); err != nil {
-		return idemstore.Final{}, err
+		return operation.Final{}, err
 	}
 	return out, nil
 }
 
 // run is the operation up to its terminal outcome.
 func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolver,
-	truthCtx, executeCtx, reconcileCtx workflow.Context) (idemstore.Final, error) {
+	truthCtx, executeCtx, reconcileCtx workflow.Context) (operation.Final, error) {
 	logger := workflow.GetLogger(ctx)
 	if err := upsertStart(ctx, in); err != nil {
-		return idemstore.Final{}, err
+		return operation.Final{}, err
 	}
 	setDetails(ctx, in, *view)
 
@@ -205,10 +204,10 @@ func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolve
 		// IN_FLIGHT under own.Owner() just before starting this workflow,
 		// and no one else can have changed it (only this workflow moves it
 		// on). A takeover never gets here (operation.Takeover).
-		claim.State = idemstore.StateInFlight
+		claim.State = operation.StateInFlight
 	} else {
 		if err := workflow.ExecuteActivity(truthCtx, a.ClaimTruth, in).Get(ctx, &claim); err != nil {
-			return idemstore.Final{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
+			return operation.Final{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
 		}
 		own = own.ClaimedAs(claim.Owner, claim.ClaimedAt)
 	}
@@ -216,33 +215,33 @@ func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolve
 		// Already decided: answer the first outcome, never execute again.
 		logger.Info("Operation already terminal in the truth", "State", claim.State)
 		if err := transition(ctx, in, view, claim.State, claim.Reason, claim.ResultRef); err != nil {
-			return idemstore.Final{}, err
+			return operation.Final{}, err
 		}
 		return claim.Final, nil
 	}
 
 	var (
-		out          idemstore.Final
+		out          operation.Final
 		reviewReason string
 		marked       bool
 	)
-	if claim.State == idemstore.StateNeedsReview {
+	if claim.State == operation.StateNeedsReview {
 		reviewReason, marked = claim.Reason, true
 	} else {
 		v, err := execute(ctx, executeCtx, reconcileCtx, in, own)
 		if err != nil {
-			return idemstore.Final{}, err
+			return operation.Final{}, err
 		}
 		if v.finalized {
 			// Execute recorded the outcome in the truth and the fast path.
 			if err := transition(ctx, in, view, v.result.State, v.result.Reason, v.result.ResultRef); err != nil {
-				return idemstore.Final{}, err
+				return operation.Final{}, err
 			}
 			return v.result, nil
 		}
 		if v.pending != nil {
 			if v, err = awaitFinal(ctx, reconcileCtx, truthCtx, in, view, v.pending); err != nil {
-				return idemstore.Final{}, err
+				return operation.Final{}, err
 			}
 		}
 		out, reviewReason = v.result, v.unknown
@@ -259,16 +258,16 @@ func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolve
 				return readTerminal(ctx, truthCtx, in, view)
 			}
 			if err != nil {
-				return idemstore.Final{}, fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
+				return operation.Final{}, fmt.Errorf("mark needs review %s: %w", in.OperationID, err)
 			}
 		}
 		logger.Warn("Operation needs manual review", "Reason", reviewReason)
-		if err := transition(ctx, in, view, idemstore.StateNeedsReview, reviewReason, ""); err != nil {
-			return idemstore.Final{}, err
+		if err := transition(ctx, in, view, operation.StateNeedsReview, reviewReason, ""); err != nil {
+			return operation.Final{}, err
 		}
 		var err error
 		if out, err = res.wait(ctx); err != nil {
-			return idemstore.Final{}, err
+			return operation.Final{}, err
 		}
 	}
 	// The outcome's time is decided here, once, and written to the truth and
@@ -289,10 +288,10 @@ func run(ctx workflow.Context, in operation.Input, view *StateView, res *resolve
 		return readTerminal(ctx, truthCtx, in, view)
 	}
 	if err != nil {
-		return idemstore.Final{}, fmt.Errorf("finalize %s: %w", in.OperationID, err)
+		return operation.Final{}, fmt.Errorf("finalize %s: %w", in.OperationID, err)
 	}
 	if err := transition(ctx, in, view, out.State, out.Reason, out.ResultRef); err != nil {
-		return idemstore.Final{}, err
+		return operation.Final{}, err
 	}
 	return out, nil
 }
@@ -335,7 +334,7 @@ func truthRetryPolicy() *temporal.RetryPolicy {
 // reason a person must look at it, or pending: accepted by the downstream,
 // whose answer (kept here) says the outcome comes later.
 type verdict struct {
-	result    idemstore.Final
+	result    operation.Final
 	finalized bool
 	unknown   string
 	pending   *pendingAnswer
@@ -382,9 +381,9 @@ func execute(ctx, executeCtx, reconcileCtx workflow.Context, in operation.Input,
 			if refusal.Code == "" && refusal.Message == "" && refusal.StatusCode == 0 {
 				refusal.Message = appErr.Message()
 			}
-			return verdict{result: failed(idemstore.FailureRefused, refusal.Reason())}, nil
+			return verdict{result: failed(operation.FailureRefused, refusal.Reason())}, nil
 		case operation.ErrTypeNotSent:
-			return verdict{result: failed(idemstore.FailureNotSent, "not sent: "+appErr.Message())}, nil
+			return verdict{result: failed(operation.FailureNotSent, "not sent: "+appErr.Message())}, nil
 		}
 	}
 	if temporal.IsCanceledError(err) {
@@ -421,15 +420,15 @@ func keyRetentionRanOut(err error) bool {
 func interpret(ctx workflow.Context, in operation.Input, record json.RawMessage, resultRef string) verdict {
 	business := in.Downstream.Business
 	if business == nil {
-		return verdict{result: idemstore.Final{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
+		return verdict{result: operation.Final{State: operation.StateDone, Result: record, ResultRef: resultRef}}
 	}
 	_ = changeVersion(ctx, ChangeBusinessState)
 	state, phase, reason := business.State.Classify(record)
 	switch phase {
 	case plan.PhaseSucceeded:
-		return verdict{result: idemstore.Final{State: idemstore.StateDone, Result: record, ResultRef: resultRef}}
+		return verdict{result: operation.Final{State: operation.StateDone, Result: record, ResultRef: resultRef}}
 	case plan.PhaseFailed:
-		return verdict{result: failed(idemstore.FailureRefused, reason)}
+		return verdict{result: failed(operation.FailureRefused, reason)}
 	case plan.PhasePending:
 		return verdict{pending: &pendingAnswer{record: record, at: workflow.Now(ctx)}}
 	case plan.PhaseUnknown:
@@ -513,10 +512,10 @@ func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in operation.Input
 		st, phase, reason := ds.Business.State.Classify(record)
 		switch phase {
 		case plan.PhaseSucceeded:
-			return verdict{result: idemstore.Final{State: idemstore.StateDone, Result: record,
+			return verdict{result: operation.Final{State: operation.StateDone, Result: record,
 				ResultRef: operation.ExtractResultRef(record, ds.ResultRef)}}, nil
 		case plan.PhaseFailed:
-			return verdict{result: failed(idemstore.FailureRefused, reason)}, nil
+			return verdict{result: failed(operation.FailureRefused, reason)}, nil
 		case plan.PhasePending:
 			if st != state {
 				state = st
@@ -531,8 +530,8 @@ func awaitFinal(ctx, reconcileCtx, truthCtx workflow.Context, in operation.Input
 }
 
 // failed is a FAILED result known in the way kind says.
-func failed(kind idemstore.FailureKind, reason string) idemstore.Final {
-	return idemstore.Final{State: idemstore.StateFailed, Reason: reason, FailureKind: kind}
+func failed(kind operation.FailureKind, reason string) operation.Final {
+	return operation.Final{State: operation.StateFailed, Reason: reason, FailureKind: kind}
 }
 
 // reconcile asks the status endpoint, after the settle delay, whether the
@@ -571,12 +570,12 @@ func reconcile(ctx, reconcileCtx workflow.Context, in operation.Input, why strin
 		switch {
 		case version == workflow.DefaultVersion:
 			// Recorded before the processing window existed.
-			return verdict{result: failed(idemstore.FailureNotExecuted, operation.ReasonNotExecuted)}, nil
+			return verdict{result: failed(operation.FailureNotExecuted, operation.ReasonNotExecuted)}, nil
 		case !ds.ProvesNotExecuted():
 			return verdict{unknown: why + "; the status endpoint has no record of it, but the downstream declares no " +
 				"max_processing_time, so it may still commit it later: not found proves nothing"}, nil
 		case !askedAt.Before(provesAt):
-			return verdict{result: failed(idemstore.FailureNotExecuted, fmt.Sprintf(
+			return verdict{result: failed(operation.FailureNotExecuted, fmt.Sprintf(
 				"%s: asked %s after the last send, past its processing window (max_processing_time %s + status_lag %s)",
 				operation.ReasonNotExecuted, askedAt.Sub(lastSent).Round(time.Millisecond), ds.MaxProcessingTime, ds.StatusLag))}, nil
 		}
@@ -598,38 +597,38 @@ func reconcile(ctx, reconcileCtx workflow.Context, in operation.Input, why strin
 
 // resolutionOutcome turns an operator's resolution into the terminal result,
 // or says why it is malformed.
-func resolutionOutcome(r operation.Resolution, resultRefField string) (idemstore.Final, error) {
-	var out idemstore.Final
+func resolutionOutcome(r operation.Resolution, resultRefField string) (operation.Final, error) {
+	var out operation.Final
 	switch r.Outcome {
 	case operation.ResolutionCompleted:
 		if len(r.Result) > 0 && !json.Valid(r.Result) {
-			return idemstore.Final{}, errors.New("result is not valid JSON")
+			return operation.Final{}, errors.New("result is not valid JSON")
 		}
-		out = idemstore.Final{State: idemstore.StateDone, Result: r.Result, ResultRef: operation.ExtractResultRef(r.Result, resultRefField)}
+		out = operation.Final{State: operation.StateDone, Result: r.Result, ResultRef: operation.ExtractResultRef(r.Result, resultRefField)}
 	case operation.ResolutionFailed:
 		reason := r.Reason
 		if reason == "" {
 			reason = "failed: resolved by an operator"
 		}
-		out = failed(idemstore.FailureOperator, reason)
+		out = failed(operation.FailureOperator, reason)
 	default:
-		return idemstore.Final{}, fmt.Errorf("outcome %q is neither %q nor %q", r.Outcome, operation.ResolutionCompleted, operation.ResolutionFailed)
+		return operation.Final{}, fmt.Errorf("outcome %q is neither %q nor %q", r.Outcome, operation.ResolutionCompleted, operation.ResolutionFailed)
 	}
 	out.ResolvedBy, out.ResolutionNote, out.EvidenceURL = r.Operator, r.Note, r.EvidenceURL
 	return out, nil
 }
 
 // readTerminal answers the outcome the truth already holds.
-func readTerminal(ctx, truthCtx workflow.Context, in operation.Input, view *StateView) (idemstore.Final, error) {
+func readTerminal(ctx, truthCtx workflow.Context, in operation.Input, view *StateView) (operation.Final, error) {
 	var claim operation.ClaimResult
 	if err := workflow.ExecuteActivity(truthCtx, a.ClaimTruth, in).Get(ctx, &claim); err != nil {
-		return idemstore.Final{}, fmt.Errorf("read truth %s: %w", in.OperationID, err)
+		return operation.Final{}, fmt.Errorf("read truth %s: %w", in.OperationID, err)
 	}
 	if !claim.State.Terminal() {
-		return idemstore.Final{}, fmt.Errorf("read truth %s: state %s is not terminal", in.OperationID, claim.State)
+		return operation.Final{}, fmt.Errorf("read truth %s: state %s is not terminal", in.OperationID, claim.State)
 	}
 	if err := transition(ctx, in, view, claim.State, claim.Reason, claim.ResultRef); err != nil {
-		return idemstore.Final{}, err
+		return operation.Final{}, err
 	}
 	return claim.Final, nil
 }
@@ -643,7 +642,7 @@ func upsertStart(ctx workflow.Context, in operation.Input) error {
 		key  temporal.SearchAttributeKeyKeyword
 		want string
 	}{
-		{StateKey, string(idemstore.StateInFlight)},
+		{StateKey, string(operation.StateInFlight)},
 		{ScopeKey, in.Scope},
 		{SubjectKey, in.Subject},
 	} {
@@ -661,7 +660,7 @@ func upsertStart(ctx workflow.Context, in operation.Input) error {
 }
 
 // transition records a new state: the query view, IdemState and the UI details.
-func transition(ctx workflow.Context, in operation.Input, view *StateView, state idemstore.State, reason, resultRef string) error {
+func transition(ctx workflow.Context, in operation.Input, view *StateView, state operation.State, reason, resultRef string) error {
 	view.State, view.Reason, view.ResultRef = state, reason, resultRef
 	if err := workflow.UpsertTypedSearchAttributes(ctx, StateKey.ValueSet(string(state))); err != nil {
 		return fmt.Errorf("upsert %s %s: %w", SearchAttrState, in.OperationID, err)

@@ -22,7 +22,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/activities"
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/operation"
@@ -33,7 +32,7 @@ import (
 var a *activities.Activities
 
 // inFlight is ClaimTruth's answer for a truth record this workflow holds IN_FLIGHT.
-var inFlight = operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}}
+var inFlight = operation.ClaimResult{Final: operation.Final{State: operation.StateInFlight}}
 
 // mockNeverCalled mocks each activity of fns with an answer the workflow
 // can go on with: the SDK records the calls of mocked activities only, so
@@ -138,18 +137,18 @@ func guardLoops(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 }
 
 // finalized matches a FinalizeInput of the given state.
-func finalized(state idemstore.State, check func(operation.FinalizeInput) bool) any {
+func finalized(state operation.State, check func(operation.FinalizeInput) bool) any {
 	return mock.MatchedBy(func(f operation.FinalizeInput) bool {
 		return f.State == state && f.OperationID == input(true).OperationID && f.Ownership.Owner() == "gw-1/req-1" && check(f)
 	})
 }
 
 // result reads the completed workflow's result.
-func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) idemstore.Final {
+func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) operation.Final {
 	t.Helper()
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var out idemstore.Final
+	var out operation.Final
 	require.NoError(t, env.GetWorkflowResult(&out))
 	return out
 }
@@ -160,7 +159,7 @@ func TestOperation_HonouringHappyPath(t *testing.T) {
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil).Once()
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
 	var written time.Time
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateDone, func(f operation.FinalizeInput) bool {
 		written = f.CompletedAt
 		return string(f.Result) == string(transfer) && f.ResultRef == "tr_1" && f.TerminalTTL == 24*time.Hour
 	})).Return(nil).Once()
@@ -168,7 +167,7 @@ func TestOperation_HonouringHappyPath(t *testing.T) {
 	env.ExecuteWorkflow(workflows.Operation, input(true))
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, operation.StateDone, out.State)
 	assert.Equal(t, "tr_1", out.ResultRef)
 	assert.JSONEq(t, string(transfer), string(out.Result))
 	// The workflow decides the outcome's time once: what it writes to the
@@ -191,7 +190,7 @@ func TestOperation_HonouringRetriesThenSucceeds(t *testing.T) {
 	env.ExecuteWorkflow(workflows.Operation, input(true))
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, operation.StateDone, out.State)
 	assert.Equal(t, "tr_2", out.ResultRef)
 	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 3)
 }
@@ -199,15 +198,15 @@ func TestOperation_HonouringRetriesThenSucceeds(t *testing.T) {
 func TestOperation_TruthAlreadyTerminal(t *testing.T) {
 	env, states := newEnv(t)
 	first := time.Date(2026, 5, 1, 10, 0, 0, 123_000_000, time.UTC)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: idemstore.Final{
-		State: idemstore.StateDone, Result: json.RawMessage(`{"id":"tr_0"}`), ResultRef: "tr_0", CompletedAt: first,
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: operation.Final{
+		State: operation.StateDone, Result: json.RawMessage(`{"id":"tr_0"}`), ResultRef: "tr_0", CompletedAt: first,
 	}}, nil).Once()
 	mockNeverCalled(env, a.Execute, a.Finalize)
 
 	env.ExecuteWorkflow(workflows.Operation, input(true))
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, operation.StateDone, out.State)
 	assert.Equal(t, "tr_0", out.ResultRef)
 	assert.True(t, first.Equal(out.CompletedAt), "the truth's completed time, answered %s", out.CompletedAt)
 	env.AssertActivityNotCalled(t, workflows.ActivityExecute, mock.Anything, mock.Anything)
@@ -223,7 +222,7 @@ func TestOperation_BusinessRefusal(t *testing.T) {
 			env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{},
 				temporal.NewNonRetryableApplicationError("refused", operation.ErrTypeBusinessRefusal, nil,
 					operation.BusinessRefusal{StatusCode: 422, Code: "insufficient_funds", Message: "balance too low"}))
-			env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
+			env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateFailed, func(f operation.FinalizeInput) bool {
 				return f.Reason == "insufficient_funds"
 			})).Return(nil).Once()
 			mockNeverCalled(env, a.Reconcile)
@@ -231,9 +230,9 @@ func TestOperation_BusinessRefusal(t *testing.T) {
 			env.ExecuteWorkflow(workflows.Operation, input(honours))
 
 			out := result(t, env)
-			assert.Equal(t, idemstore.StateFailed, out.State)
+			assert.Equal(t, operation.StateFailed, out.State)
 			assert.Equal(t, "insufficient_funds", out.Reason)
-			assert.Equal(t, idemstore.FailureRefused, out.FailureKind, "a refusal is known from the downstream itself")
+			assert.Equal(t, operation.FailureRefused, out.FailureKind, "a refusal is known from the downstream itself")
 			env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
 			env.AssertActivityNotCalled(t, workflows.ActivityReconcile, mock.Anything, mock.Anything)
 			assert.Equal(t, []string{"IN_FLIGHT", "FAILED"}, *states)
@@ -257,14 +256,14 @@ func TestOperation_NonHonouringTimeoutReconcileFound(t *testing.T) {
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Run(func(mock.Arguments) { reconciledAt = env.Now() }).
 		Return(operation.ReconcileResult{Found: true, Result: transfer, ResultRef: "lt_9"}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResultRef == "lt_9"
 	})).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(false))
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, operation.StateDone, out.State)
 	assert.Equal(t, "lt_9", out.ResultRef)
 	assert.JSONEq(t, string(transfer), string(out.Result))
 	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
@@ -284,15 +283,15 @@ func TestOperation_NonHonouring5xxNotFoundProvesOnlyAfterTheWindow(t *testing.T)
 		Return(operation.ExecuteResult{}, temporal.NewApplicationError("HTTP 503", operation.ErrTypeDownstreamUnavailable))
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Run(func(mock.Arguments) { asked = append(asked, env.Now()) }).
 		Return(operation.ReconcileResult{Found: false}, nil)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
-		return strings.HasPrefix(f.Reason, operation.ReasonNotExecuted) && f.FailureKind == idemstore.FailureNotExecuted
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateFailed, func(f operation.FinalizeInput) bool {
+		return strings.HasPrefix(f.Reason, operation.ReasonNotExecuted) && f.FailureKind == operation.FailureNotExecuted
 	})).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(false))
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateFailed, out.State)
-	assert.Equal(t, idemstore.FailureNotExecuted, out.FailureKind)
+	assert.Equal(t, operation.StateFailed, out.State)
+	assert.Equal(t, operation.FailureNotExecuted, out.FailureKind)
 	assert.Contains(t, out.Reason, "max_processing_time 2m0s + status_lag 10s")
 	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
 	// Asked after the settle delay (30s), then 30s, 60s (doubling, capped at
@@ -326,14 +325,14 @@ func TestOperation_NonHonouringLateCommitFoundInsideTheWindow(t *testing.T) {
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: false}, nil).Twice()
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: transfer, ResultRef: "lt_late"}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResultRef == "lt_late"
 	})).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(false))
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateDone, out.State, "a commit after the timeout is found, never reported failed")
+	assert.Equal(t, operation.StateDone, out.State, "a commit after the timeout is found, never reported failed")
 	assert.Equal(t, "lt_late", out.ResultRef)
 	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
 	env.AssertActivityNumberOfCalls(t, workflows.ActivityReconcile, 3)
@@ -361,8 +360,8 @@ func TestOperation_NotFoundWithoutWindowNeedsReview(t *testing.T) {
 
 	env.ExecuteWorkflow(workflows.Operation, in)
 
-	assert.Equal(t, idemstore.StateNeedsReview, waiting.State, "not found without a window proves nothing")
-	assert.NotContains(t, *states, string(idemstore.StateFailed))
+	assert.Equal(t, operation.StateNeedsReview, waiting.State, "not found without a window proves nothing")
+	assert.NotContains(t, *states, string(operation.StateFailed))
 	env.AssertActivityNotCalled(t, workflows.ActivityFinalize, mock.Anything, mock.Anything)
 	env.AssertExpectations(t)
 }
@@ -406,7 +405,7 @@ func TestOperation_StatusDownNeedsReviewThenResolved(t *testing.T) {
 	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.MatchedBy(func(in operation.MarkNeedsReviewInput) bool {
 		return in.OperationID == input(false).OperationID && in.Reason != ""
 	})).Return(nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResolvedBy == "ops" && f.ResolutionNote == "checked with the bank" && f.ResultRef == "lt_42"
 	})).Return(nil).Once()
 
@@ -426,10 +425,10 @@ func TestOperation_StatusDownNeedsReviewThenResolved(t *testing.T) {
 
 	env.ExecuteWorkflow(workflows.Operation, input(false))
 
-	assert.Equal(t, idemstore.StateNeedsReview, waiting.State)
+	assert.Equal(t, operation.StateNeedsReview, waiting.State)
 	assert.NotEmpty(t, waiting.Reason)
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, operation.StateDone, out.State)
 	assert.Equal(t, "ops", out.ResolvedBy)
 	assert.Equal(t, "lt_42", out.ResultRef)
 	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 1)
@@ -444,7 +443,7 @@ func TestOperation_HonouringExhaustedWithoutStatusNeedsReview(t *testing.T) {
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{},
 		temporal.NewApplicationError("HTTP 503", operation.ErrTypeDownstreamUnavailable))
 	env.OnActivity(a.MarkNeedsReview, mock.Anything, mock.Anything).Return(nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateFailed, func(f operation.FinalizeInput) bool {
 		return f.Reason == "bank confirmed it never arrived" && f.ResolvedBy == "ops"
 	})).Return(nil).Once()
 	env.RegisterDelayedCallback(func() {
@@ -457,7 +456,7 @@ func TestOperation_HonouringExhaustedWithoutStatusNeedsReview(t *testing.T) {
 	env.ExecuteWorkflow(workflows.Operation, input(true))
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateFailed, out.State)
+	assert.Equal(t, operation.StateFailed, out.State)
 	env.AssertActivityNumberOfCalls(t, workflows.ActivityExecute, 4)
 	env.AssertActivityNotCalled(t, workflows.ActivityReconcile, mock.Anything, mock.Anything)
 	assert.Equal(t, []string{"IN_FLIGHT", "NEEDS_REVIEW", "FAILED"}, *states)
@@ -466,7 +465,7 @@ func TestOperation_HonouringExhaustedWithoutStatusNeedsReview(t *testing.T) {
 
 func TestOperation_AlreadyNeedsReviewWaitsForSignal(t *testing.T) {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateNeedsReview, Reason: "status endpoint down"}}, nil)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: operation.Final{State: operation.StateNeedsReview, Reason: "status endpoint down"}}, nil)
 	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(nil).Once()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(workflows.SignalResolve, operation.Resolution{Outcome: operation.ResolutionFailed, Reason: "never sent", Operator: "ops"})
@@ -476,7 +475,7 @@ func TestOperation_AlreadyNeedsReviewWaitsForSignal(t *testing.T) {
 	env.ExecuteWorkflow(workflows.Operation, input(false))
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateFailed, out.State)
+	assert.Equal(t, operation.StateFailed, out.State)
 	env.AssertActivityNotCalled(t, workflows.ActivityExecute, mock.Anything, mock.Anything)
 	env.AssertActivityNotCalled(t, workflows.ActivityMarkNeedsReview, mock.Anything, mock.Anything)
 }
@@ -487,26 +486,26 @@ func TestOperation_FinalizeFindsAnotherOutcome(t *testing.T) {
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 200, Result: json.RawMessage(`{"id":"tr_1"}`), ResultRef: "tr_1"}, nil)
 	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).Return(
 		temporal.NewNonRetryableApplicationError("already terminal", operation.ErrTypeAlreadyTerminal, nil))
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateFailed, Reason: "resolved by ops"}}, nil).Once()
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: operation.Final{State: operation.StateFailed, Reason: "resolved by ops"}}, nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(true))
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateFailed, out.State)
+	assert.Equal(t, operation.StateFailed, out.State)
 	assert.Equal(t, "resolved by ops", out.Reason)
 }
 
 func TestOperation_FinalizesTruthAsItsOwner(t *testing.T) {
 	env, _ := newEnv(t)
-	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}, Owner: "gw-2/req-9"}, nil)
+	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{Final: operation.Final{State: operation.StateInFlight}, Owner: "gw-2/req-9"}, nil)
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 200}, nil)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateDone, func(f operation.FinalizeInput) bool {
 		return f.Ownership.TruthOwner() == "gw-2/req-9"
 	})).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, input(true))
 
-	assert.Equal(t, idemstore.StateDone, result(t, env).State)
+	assert.Equal(t, operation.StateDone, result(t, env).State)
 	env.AssertExpectations(t)
 }
 
@@ -525,12 +524,12 @@ func TestOperation_QueryInFlight(t *testing.T) {
 
 	env.ExecuteWorkflow(workflows.Operation, input(false))
 
-	assert.Equal(t, idemstore.StateInFlight, during.State)
+	assert.Equal(t, operation.StateInFlight, during.State)
 	v, err := env.QueryWorkflow(workflows.QueryState)
 	require.NoError(t, err)
 	var end workflows.StateView
 	require.NoError(t, v.Get(&end))
-	assert.Equal(t, idemstore.StateFailed, end.State)
+	assert.Equal(t, operation.StateFailed, end.State)
 }
 
 func TestOperation_StartedWithSearchAttributesUpsertsOnlyTransitions(t *testing.T) {
@@ -544,7 +543,7 @@ func TestOperation_StartedWithSearchAttributesUpsertsOnlyTransitions(t *testing.
 
 	env.ExecuteWorkflow(workflows.Operation, in)
 
-	assert.Equal(t, idemstore.StateDone, result(t, env).State)
+	assert.Equal(t, operation.StateDone, result(t, env).State)
 	assert.Equal(t, []string{"DONE"}, *states)
 }
 
@@ -598,7 +597,7 @@ func TestOperation_PendingPolledUntilPaid(t *testing.T) {
 	}).Return(nil)
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: payoutPending}, nil).Twice()
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: payoutPaid}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResultRef == "po_1" && string(f.Result) == string(payoutPaid)
 	})).Return(nil).Once()
 	var during workflows.StateView
@@ -611,10 +610,10 @@ func TestOperation_PendingPolledUntilPaid(t *testing.T) {
 	env.ExecuteWorkflow(workflows.Operation, payoutInput())
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateDone, out.State, "a 2xx that says pending is not done; paid is")
+	assert.Equal(t, operation.StateDone, out.State, "a 2xx that says pending is not done; paid is")
 	assert.Equal(t, "po_1", out.ResultRef)
 	assert.Equal(t, []string{"pending"}, recorded)
-	assert.Equal(t, idemstore.StateInFlight, during.State)
+	assert.Equal(t, operation.StateInFlight, during.State)
 	assert.Equal(t, "pending", during.DownstreamState)
 	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states, "IdemState stays IN_FLIGHT while pending")
 	env.AssertExpectations(t)
@@ -628,8 +627,8 @@ func TestOperation_PendingWebhookFailsBeforeTheNextPoll(t *testing.T) {
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 202, Result: payoutPending, ResultRef: "po_1"}, nil).Once()
 	env.OnActivity(a.RecordDownstreamState, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
-		return f.Reason == "account_closed" && f.FailureKind == idemstore.FailureRefused
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateFailed, func(f operation.FinalizeInput) bool {
+		return f.Reason == "account_closed" && f.FailureKind == operation.FailureRefused
 	})).Return(nil).Once()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(workflows.SignalDownstreamState, operation.DownstreamEvent{Record: payoutFailed, EventType: "payout.failed"})
@@ -639,7 +638,7 @@ func TestOperation_PendingWebhookFailsBeforeTheNextPoll(t *testing.T) {
 	env.ExecuteWorkflow(workflows.Operation, in)
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateFailed, out.State)
+	assert.Equal(t, operation.StateFailed, out.State)
 	assert.Equal(t, "account_closed", out.Reason)
 	env.AssertActivityNotCalled(t, workflows.ActivityReconcile, mock.Anything, mock.Anything)
 	env.AssertExpectations(t)
@@ -696,13 +695,13 @@ func TestOperation_PendingIgnoresAnUnlistedState(t *testing.T) {
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true,
 		Result: json.RawMessage(`{"id":"po_1","status":"on_hold"}`)}, nil).Once()
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: payoutPaid}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateDone, func(f operation.FinalizeInput) bool {
 		return string(f.Result) == string(payoutPaid)
 	})).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, payoutInput())
 
-	assert.Equal(t, idemstore.StateDone, result(t, env).State)
+	assert.Equal(t, operation.StateDone, result(t, env).State)
 	env.AssertExpectations(t)
 }
 
@@ -711,14 +710,14 @@ func TestOperation_ReconciledFailedStateIsFailed(t *testing.T) {
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{Found: true, Result: payoutFailed, ResultRef: "po_1"}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateFailed, func(f operation.FinalizeInput) bool {
 		return f.Reason == "account_closed"
 	})).Return(nil).Once()
 
 	env.ExecuteWorkflow(workflows.Operation, payoutInput())
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateFailed, out.State, "a record that says failed is never completed")
+	assert.Equal(t, operation.StateFailed, out.State, "a record that says failed is never completed")
 	env.AssertExpectations(t)
 }
 
@@ -726,18 +725,17 @@ func TestOperation_TheGatewaysClaimIsTheClaim(t *testing.T) {
 	env, states := newEnv(t)
 	in := input(true)
 	claimedAt := env.Now().Add(-time.Second)
-	in.Ownership = operation.ConfirmClaim("gw-1/req-1", idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired,
-		Owner: "gw-1/req-1", ClaimedAt: claimedAt, TruthFound: true})
+	in.Ownership = operation.ConfirmClaim("gw-1/req-1", true, claimedAt)
 	transfer := json.RawMessage(`{"id":"tr_1"}`)
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201, Result: transfer, ResultRef: "tr_1"}, nil).Once()
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResultRef == "tr_1" && f.Ownership.TruthOwner() == "gw-1/req-1" && f.Ownership.ClaimedAt().Equal(claimedAt)
 	})).Return(nil).Once()
 	mockNeverCalled(env, a.ClaimTruth)
 
 	env.ExecuteWorkflow(workflows.Operation, in)
 
-	assert.Equal(t, idemstore.StateDone, result(t, env).State)
+	assert.Equal(t, operation.StateDone, result(t, env).State)
 	env.AssertActivityNotCalled(t, workflows.ActivityClaimTruth, mock.Anything, mock.Anything)
 	assert.Equal(t, []string{"IN_FLIGHT", "DONE"}, *states)
 	env.AssertExpectations(t)
@@ -754,7 +752,7 @@ func TestOperation_ATakeoverClaimsTheTruth(t *testing.T) {
 	claimedAt := env.Now().Add(-time.Minute)
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.MatchedBy(func(in operation.Input) bool {
 		return in.Ownership.Owner() == "gw-3/req-2"
-	})).Return(operation.ClaimResult{Final: idemstore.Final{State: idemstore.StateInFlight}, Owner: "gw-3/req-2", ClaimedAt: claimedAt}, nil).Once()
+	})).Return(operation.ClaimResult{Final: operation.Final{State: operation.StateInFlight}, Owner: "gw-3/req-2", ClaimedAt: claimedAt}, nil).Once()
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{StatusCode: 201}, nil).Once()
 	env.OnActivity(a.Finalize, mock.Anything, mock.MatchedBy(func(f operation.FinalizeInput) bool {
 		return f.Ownership.Owner() == "gw-3/req-2" && f.Ownership.TruthOwner() == "gw-3/req-2" &&
@@ -763,7 +761,7 @@ func TestOperation_ATakeoverClaimsTheTruth(t *testing.T) {
 
 	env.ExecuteWorkflow(workflows.Operation, in)
 
-	assert.Equal(t, idemstore.StateDone, result(t, env).State)
+	assert.Equal(t, operation.StateDone, result(t, env).State)
 	env.AssertExpectations(t)
 }
 
@@ -836,15 +834,14 @@ func firstConfirmFinalizing(t *testing.T, env *testsuite.TestWorkflowEnvironment
 	changeVersions []any, localActivities int, executeIn operation.Input) {
 	t.Helper()
 	in := input(true)
-	in.Ownership = operation.ConfirmClaim("gw-1/req-1", idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired,
-		Owner: "gw-1/req-1", ClaimedAt: env.Now().Add(-time.Second), TruthFound: true})
+	in.Ownership = operation.ConfirmClaim("gw-1/req-1", true, env.Now().Add(-time.Second))
 	require.NoError(t, env.SetTypedSearchAttributesOnStart(workflows.StartSearchAttributes(in)))
 	env.SetWorkerOptions(opts)
 	env.OnUpsertSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		changeVersions = append(changeVersions, args.Get(0).(map[string]any)[temporalChangeVersion])
 	}).Return(nil)
 	env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { localActivities++ })
-	finalized := &idemstore.Final{State: idemstore.StateDone, Result: json.RawMessage(`{"id":"tr_f"}`), ResultRef: "tr_f",
+	finalized := &operation.Final{State: operation.StateDone, Result: json.RawMessage(`{"id":"tr_f"}`), ResultRef: "tr_f",
 		CompletedAt: env.Now().Add(time.Second).UTC().Truncate(time.Millisecond)}
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(func(_ context.Context, got operation.Input) (operation.ExecuteResult, error) {
 		executeIn = got
@@ -928,8 +925,8 @@ func TestOperation_ATakeoverExecuteFinalizesAsTheTruthsOwner(t *testing.T) {
 	in := input(true)
 	in.Ownership = operation.Takeover("gw-3/req-2")
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(operation.ClaimResult{
-		Final: idemstore.Final{State: idemstore.StateInFlight}, Owner: "gw-9/req-1", ClaimedAt: env.Now()}, nil).Once()
-	done := &idemstore.Final{State: idemstore.StateDone, ResultRef: "tr_t"}
+		Final: operation.Final{State: operation.StateInFlight}, Owner: "gw-9/req-1", ClaimedAt: env.Now()}, nil).Once()
+	done := &operation.Final{State: operation.StateDone, ResultRef: "tr_t"}
 	env.OnActivity(a.Execute, mock.Anything, mock.MatchedBy(func(in operation.Input) bool {
 		return in.ExecuteFinalizes && in.Ownership.TruthOwner() == "gw-9/req-1"
 	})).Return(operation.ExecuteResult{StatusCode: 201, ResultRef: "tr_t", Finalized: done}, nil).Once()

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -39,7 +38,7 @@ func TestRecordedPayloadsKeepTheirShape(t *testing.T) {
 			}
 			if c := ev.GetWorkflowExecutionCompletedEventAttributes(); c != nil {
 				for _, p := range c.GetResult().GetPayloads() {
-					assertRoundTrip[idemstore.Final](t, name, p.GetData())
+					assertRoundTrip[operation.Final](t, name, p.GetData())
 					results++
 				}
 			}

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/operation"
 )
 
@@ -51,7 +50,7 @@ type RefusedResolution struct {
 // NotAwaitingReview is the details payload of an ErrTypeNotAwaitingReview error.
 type NotAwaitingReview struct {
 	// State is the workflow's current state.
-	State idemstore.State `json:"state"`
+	State operation.State `json:"state"`
 }
 
 // resolver applies the first well-formed decision made while the operation
@@ -61,8 +60,8 @@ type resolver struct {
 	in       operation.Input
 	view     *StateView
 	decision *operation.OperatorDecision
-	outcome  idemstore.Final
-	final    *idemstore.Final
+	outcome  operation.Final
+	final    *operation.Final
 }
 
 // register installs the resolve Update (with its validator) and the
@@ -116,7 +115,7 @@ func (r *resolver) check(res operation.Resolution) error {
 		return temporal.NewApplicationError(fmt.Sprintf("already resolved: %s decided %s at %s via %s",
 			d.Operator, d.Outcome, d.DecidedAt.UTC().Format(time.RFC3339), d.Via), ErrTypeAlreadyResolved, *d)
 	}
-	if r.view.State != idemstore.StateNeedsReview {
+	if r.view.State != operation.StateNeedsReview {
 		return temporal.NewApplicationError(fmt.Sprintf("not awaiting review: the operation is %s", r.view.State),
 			ErrTypeNotAwaitingReview, NotAwaitingReview{State: r.view.State})
 	}
@@ -168,9 +167,9 @@ func (r *resolver) refuse(ctx workflow.Context, res operation.Resolution, via st
 }
 
 // wait blocks until a decision is accepted and returns its result.
-func (r *resolver) wait(ctx workflow.Context) (idemstore.Final, error) {
+func (r *resolver) wait(ctx workflow.Context) (operation.Final, error) {
 	if err := workflow.Await(ctx, func() bool { return r.decision != nil }); err != nil {
-		return idemstore.Final{}, fmt.Errorf("wait for %s: %w", SignalResolve, err)
+		return operation.Final{}, fmt.Errorf("wait for %s: %w", SignalResolve, err)
 	}
 	return r.outcome, nil
 }
@@ -178,7 +177,7 @@ func (r *resolver) wait(ctx workflow.Context) (idemstore.Final, error) {
 // finish records the final state, answers the Updates waiting for it and,
 // when a person decided (from ChangeResolveOnce version 1 on), keeps the
 // workflow open for ResolutionGrace to refuse late decisions visibly.
-func (r *resolver) finish(ctx workflow.Context, out idemstore.Final) error {
+func (r *resolver) finish(ctx workflow.Context, out operation.Final) error {
 	r.final = &out
 	if r.decision != nil && changeVersion(ctx, ChangeResolveOnce) >= 1 {
 		// Canceled during the grace: the outcome is recorded, close normally.

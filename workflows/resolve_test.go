@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -57,7 +56,7 @@ func reviewEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 
 func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	env := reviewEnv(t)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateFailed, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateFailed, func(f operation.FinalizeInput) bool {
 		return f.ResolvedBy == "bob" && f.ResolutionNote == "bank: never arrived" &&
 			f.EvidenceURL == "https://tickets.example/7" && !f.ResolvedAt.IsZero()
 	})).After(time.Minute).Return(nil).Once()
@@ -90,8 +89,8 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	env.ExecuteWorkflow(workflows.Operation, input(false))
 
 	out := result(t, env)
-	assert.Equal(t, idemstore.StateFailed, out.State)
-	assert.Equal(t, idemstore.FailureOperator, out.FailureKind)
+	assert.Equal(t, operation.StateFailed, out.State)
+	assert.Equal(t, operation.FailureOperator, out.FailureKind)
 	assert.Equal(t, "bob", out.ResolvedBy)
 
 	// Refused by the validator: rejected before anything is written to the
@@ -100,7 +99,7 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 	assertRefused(t, early.rejected, workflows.ErrTypeNotAwaitingReview)
 	require.True(t, first.accepted)
 	require.NoError(t, first.err)
-	assert.Equal(t, idemstore.StateFailed, first.result.Result.State, "the Update answers the final state")
+	assert.Equal(t, operation.StateFailed, first.result.Result.State, "the Update answers the final state")
 	assert.Equal(t, "bob", first.result.Decision.Operator)
 	assert.Equal(t, operation.ViaUpdate, first.result.Decision.Via)
 	// Admitted in the same workflow task as the first, the second may pass
@@ -111,7 +110,7 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 
 	require.NotNil(t, lateSignal.Decision)
 	assert.Equal(t, "bob", lateSignal.Decision.Operator)
-	assert.Equal(t, idemstore.StateFailed, lateSignal.State)
+	assert.Equal(t, operation.StateFailed, lateSignal.State)
 	var signal *workflows.RefusedResolution
 	for i, r := range lateSignal.Refused {
 		if r.Via == operation.ViaSignal {
@@ -133,7 +132,7 @@ func TestResolve_FirstUpdateWinsSecondRefused(t *testing.T) {
 
 func TestResolve_SignalFirstThenUpdateRefusedNamingTheDecision(t *testing.T) {
 	env := reviewEnv(t)
-	env.OnActivity(a.Finalize, mock.Anything, finalized(idemstore.StateDone, func(f operation.FinalizeInput) bool {
+	env.OnActivity(a.Finalize, mock.Anything, finalized(operation.StateDone, func(f operation.FinalizeInput) bool {
 		return f.ResolvedBy == "web-ui-op" && f.ResultRef == "tr_5"
 	})).After(time.Minute).Return(nil).Once()
 	late := &updateCallback{}

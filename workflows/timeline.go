@@ -9,7 +9,6 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/operation"
 )
 
@@ -129,7 +128,7 @@ func HistoryTimeline(events []*historypb.HistoryEvent) []operation.TimelineEntry
 			}
 			add(ev, "update_completed", detail)
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
-			var res idemstore.Final
+			var res operation.Final
 			detail := "workflow completed"
 			if err := dc.FromPayloads(ev.GetWorkflowExecutionCompletedEventAttributes().GetResult(), &res); err == nil {
 				detail = "workflow completed: " + string(res.State)

@@ -70,13 +70,13 @@ type Data struct {
 	ResultRef string
 	// Reason says why an operation failed.
 	Reason string
-	// FailureKind says how a failure is known (idemstore.FailureKind:
+	// FailureKind says how a failure is known (operation.FailureKind:
 	// downstream_refused, not_executed, not_sent, operator_decision, or
 	// empty when not recorded); the texts claim "nothing was executed" only
 	// for the kinds that prove it.
 	FailureKind string
 	// NothingExecuted reports that FailureKind proves by itself that the
-	// downstream executed nothing (idemstore.FailureKind.ProvesNothingExecuted):
+	// downstream executed nothing (operation.FailureKind.ProvesNothingExecuted):
 	// only then do the texts tell the user that no money moved.
 	NothingExecuted bool
 	// DecidedBy is the operator whose decision was first.

@@ -100,7 +100,7 @@ func run(logger *slog.Logger) error {
 		return fmt.Errorf("open truth database: %w", err)
 	}
 	defer truth.Close()
-	rdb, err := redisstore.Connect(cfg.Config)
+	rdb, err := redisstore.Connect(cfg.Config.Redis())
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func run(logger *slog.Logger) error {
 	}
 	defer stopPprof()
 
-	rdb, err := redisstore.Connect(cfg.Config)
+	rdb, err := redisstore.Connect(cfg.Config.Redis())
 	if err != nil {
 		return err
 	}

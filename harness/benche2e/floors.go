@@ -178,7 +178,7 @@ func RunFloors(configPath string) error {
 		}
 		cert = &c
 	}
-	rdb, err := redisstore.Connect(cfg.Store)
+	rdb, err := redisstore.Connect(cfg.Store.Redis())
 	if err != nil {
 		return fmt.Errorf("floors: %w", err)
 	}

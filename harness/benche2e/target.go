@@ -157,7 +157,7 @@ func openProd(opts Options) (*target, error) {
 		close: func() {},
 	}
 	t.store = storeconn.Config{DatabaseURL: env["DATABASE_URL"], RedisURL: env["REDIS_URL"], RedisAddrs: env["REDIS_ADDRS"], RedisTLSCAFile: env["REDIS_TLS_CA_FILE"]}
-	t.newRedis = func() (redis.UniversalClient, error) { return redisstore.Connect(t.store) }
+	t.newRedis = func() (redis.UniversalClient, error) { return redisstore.Connect(t.store.Redis()) }
 	for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TLS_CA_FILE", "TEMPORAL_TLS_CERT_FILE", "TEMPORAL_TLS_KEY_FILE"} {
 		t.temporalEnv = append(t.temporalEnv, k+"="+env[k])
 	}

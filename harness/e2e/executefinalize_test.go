@@ -12,7 +12,7 @@ import (
 
 	"github.com/oncegate/oncegate/client"
 	"github.com/oncegate/oncegate/harness/testenv"
-	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -52,9 +52,9 @@ func TestExecuteFinalizedSurvivesACrashBeforeItsCompletion(t *testing.T) {
 	require.NoError(t, s.Worker.Start())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var out idemstore.Final
+	var out operation.Final
 	require.NoError(t, tc.GetWorkflow(ctx, id, "").Get(ctx, &out))
-	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, operation.StateDone, out.State)
 	assert.Equal(t, first.str("result_ref"), out.ResultRef)
 
 	var executeAttempts int

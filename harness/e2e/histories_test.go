@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/harness/testenv"
-	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -191,7 +191,7 @@ func recordHistory(t *testing.T, s *testenv.Stack, id, path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// The gateway may answer from the truth before the workflow has closed.
-	var out idemstore.Final
+	var out operation.Final
 	require.NoError(t, tc.GetWorkflow(ctx, id, "").Get(ctx, &out))
 
 	hist := &historypb.History{}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/worker"
 	"github.com/oncegate/oncegate/workflows"
 )
@@ -36,9 +37,9 @@ func TestLocalFinalizeRerunsAfterACrashBeforeItsMarker(t *testing.T) {
 	tc := s.Temporal.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var out idemstore.Final
+	var out operation.Final
 	require.NoError(t, tc.GetWorkflow(ctx, id, "").Get(ctx, &out))
-	assert.Equal(t, idemstore.StateDone, out.State)
+	assert.Equal(t, operation.StateDone, out.State)
 	assert.Equal(t, first.ResultRef, out.ResultRef, "the rerun recorded the outcome the first run wrote")
 
 	events := history(t, tc, id)
@@ -105,7 +106,7 @@ func finalizeCrashThenRerun(t *testing.T, s *testenv.Stack, amount string) (stri
 
 	s.Worker.SetEnv(s.Env)
 	require.NoError(t, s.Worker.Start())
-	return id, idemstore.Record{OperationID: id, State: idemstore.StateDone, ResultRef: st.str("result_ref")}
+	return id, idemstore.Record{OperationID: id, State: operation.StateDone, ResultRef: st.str("result_ref")}
 }
 
 // history reads workflow id's events so far.

@@ -19,7 +19,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/oncegate/oncegate/harness/testenv"
-	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -209,7 +209,7 @@ budgets:
 		require.Equal(t, "completed", done.str("status"), done.String())
 		wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		var result idemstore.Final
+		var result operation.Final
 		require.NoError(t, tc.GetWorkflow(wctx, id, "").Get(wctx, &result), "the workflow (and its finalize) is done")
 		monitored = len(c.monitored(t))
 		after := c.read(t, false)

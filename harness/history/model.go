@@ -42,7 +42,7 @@ const (
 	statusRepeat           = "repeat_unacknowledged"
 )
 
-// Truth states a KindFinal event carries (idemstore.State).
+// Truth states a KindFinal event carries (operation.State).
 const (
 	finalDone   = "DONE"
 	finalFailed = "FAILED"
@@ -51,7 +51,7 @@ const (
 )
 
 // provesNothing are the failure kinds that prove the downstream executed
-// nothing (idemstore.FailureKind.ProvesNothingExecuted; the harness keeps
+// nothing (operation.FailureKind.ProvesNothingExecuted; the harness keeps
 // its own copy so that a broken product cannot move the bar).
 var provesNothing = map[string]bool{"downstream_refused": true, "not_executed": true, "not_sent": true}
 

@@ -18,10 +18,10 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	oncegate "github.com/oncegate/oncegate/client"
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/plan"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -99,7 +99,7 @@ type temporalView struct {
 	found     bool
 	status    enums.WorkflowExecutionStatus
 	idemState string
-	result    idemstore.Final
+	result    operation.Final
 	resultErr error
 }
 
@@ -193,20 +193,20 @@ func checkOperation(e evidence) []Violation {
 		add(checkExecutions, "executed %d times downstream, want at most 1", e.executions)
 	case !e.inTruth && e.executions != 0:
 		add(checkExecutions, "executed %d times downstream without a truth record", e.executions)
-	case e.truth.state == string(idemstore.StateDone) && e.executions != 1:
+	case e.truth.state == string(operation.StateDone) && e.executions != 1:
 		add(checkExecutions, "DONE in the truth but executed %d times downstream, want 1", e.executions)
-	case e.truth.state == string(idemstore.StateFailed) && e.executions != 0 && e.verdict != verdictFailed:
+	case e.truth.state == string(operation.StateFailed) && e.executions != 0 && e.verdict != verdictFailed:
 		add(checkExecutions, "FAILED (%s) in the truth but executed %d times downstream, want 0", e.truth.failureKind, e.executions)
-	case e.truth.state == string(idemstore.StateDone) && e.transferID != e.truth.resultRef:
+	case e.truth.state == string(operation.StateDone) && e.transferID != e.truth.resultRef:
 		add(checkExecutions, "DONE with result_ref %q but the downstream's record is %q", e.truth.resultRef, e.transferID)
-	case e.truth.state == string(idemstore.StateDone) && e.verdict != "" && e.verdict != verdictSucceeded:
+	case e.truth.state == string(operation.StateDone) && e.verdict != "" && e.verdict != verdictSucceeded:
 		add(checkExecutions, "DONE in the truth but the downstream's record says %s", e.verdict)
 	}
 	if e.op.Intent == intentUnacknowledgedRepeat && e.inTruth {
 		add(checkAmnesia, "an unacknowledged repeat of %s has a truth record (%s); it must never run", e.op.RepeatOf, e.truth.state)
 	}
 	// Settled.
-	if e.inTruth && !idemstore.State(e.truth.state).Terminal() {
+	if e.inTruth && !operation.State(e.truth.state).Terminal() {
 		add(checkSettled, "still %s in the truth after the settle bound and the audit's resolutions", e.truth.state)
 	}
 	out = append(out, checkRedisView(e)...)
@@ -226,7 +226,7 @@ func checkRedisView(e evidence) []Violation {
 	var out []Violation
 	add := func(format string, args ...any) { out = append(out, violation(e.op.ID, checkRedis, format, args...)) }
 	if !e.inTruth {
-		if e.redis.state != string(idemstore.StateInFlight) {
+		if e.redis.state != string(operation.StateInFlight) {
 			add("the hash says %s but the truth has no record", e.redis.state)
 		}
 		return out
@@ -234,7 +234,7 @@ func checkRedisView(e evidence) []Violation {
 	if e.redis.paramHash != e.truth.paramHash {
 		add("param_hash %q in the hash, %q in the truth", e.redis.paramHash, e.truth.paramHash)
 	}
-	if e.redis.state != string(idemstore.StateInFlight) {
+	if e.redis.state != string(operation.StateInFlight) {
 		if e.redis.state != e.truth.state {
 			add("state %s in the hash, %s in the truth", e.redis.state, e.truth.state)
 		} else if e.redis.resultRef != e.truth.resultRef {
@@ -246,8 +246,8 @@ func checkRedisView(e evidence) []Violation {
 
 // staleRedis reports a hash still IN_FLIGHT while the truth is terminal.
 func staleRedis(e evidence) bool {
-	return e.redis.found && e.inTruth && e.redis.state == string(idemstore.StateInFlight) &&
-		idemstore.State(e.truth.state).Terminal()
+	return e.redis.found && e.inTruth && e.redis.state == string(operation.StateInFlight) &&
+		operation.State(e.truth.state).Terminal()
 }
 
 // checkTemporalView compares the workflow with the truth: every truth
@@ -269,7 +269,7 @@ func checkTemporalView(e evidence) []Violation {
 	case !t.found:
 		add("the truth says %s but Temporal has no workflow of this id", e.truth.state)
 		return out
-	case !idemstore.State(e.truth.state).Terminal():
+	case !operation.State(e.truth.state).Terminal():
 		return out // reported by checkSettled
 	case t.status != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		add("the truth says %s but the workflow is %s", e.truth.state, t.status)
@@ -301,13 +301,13 @@ func checkAnswers(e evidence) []Violation {
 	for _, s := range e.op.Answers {
 		switch {
 		case succeeded(s.Status):
-			if e.truth.state != string(idemstore.StateDone) {
+			if e.truth.state != string(operation.StateDone) {
 				add(s, "the operation ended %q", e.truth.state)
 			} else if s.ResultRef != e.truth.resultRef {
 				add(s, "result_ref %q, the final one is %q", s.ResultRef, e.truth.resultRef)
 			}
 		case s.Status == "failed" || s.Status == "already_failed":
-			if e.truth.state != string(idemstore.StateFailed) {
+			if e.truth.state != string(operation.StateFailed) {
 				add(s, "the operation ended %q", e.truth.state)
 			} else if s.FailureKind != "" && s.FailureKind != e.truth.failureKind {
 				add(s, "failure_kind %q, the final one is %q", s.FailureKind, e.truth.failureKind)

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/plan"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // done is a consistent completed operation: the truth, Redis and Temporal
@@ -31,7 +31,7 @@ func done() evidence {
 		truth:      truthRow{state: "DONE", paramHash: "h", resultRef: "tr_1"},
 		redis:      redisView{found: true, state: "DONE", paramHash: "h", resultRef: "tr_1"},
 		temporal: temporalView{found: true, status: enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, idemState: "DONE",
-			result: idemstore.Final{State: "DONE", ResultRef: "tr_1"}},
+			result: operation.Final{State: "DONE", ResultRef: "tr_1"}},
 	}
 }
 
@@ -42,7 +42,7 @@ func failed() evidence {
 	e.truth = truthRow{state: "FAILED", paramHash: "h", failureKind: "downstream_refused"}
 	e.redis = redisView{found: true, state: "FAILED", paramHash: "h"}
 	e.temporal.idemState = "FAILED"
-	e.temporal.result = idemstore.Final{State: "FAILED", FailureKind: "downstream_refused"}
+	e.temporal.result = operation.Final{State: "FAILED", FailureKind: "downstream_refused"}
 	e.op.Answers = []seen{{Request: "confirm", answer: answer{Status: "failed", FailureKind: "downstream_refused"}}}
 	return e
 }

@@ -82,11 +82,11 @@ func startProdStack(log *slog.Logger) (*stack, error) {
 		return nil, err
 	}
 	storeCfg := storeconn.Config{RedisURL: env["REDIS_URL"], RedisAddrs: env["REDIS_ADDRS"], RedisTLSCAFile: env["REDIS_TLS_CA_FILE"]}
-	if _, err := redisstore.Connect(storeCfg); err != nil {
+	if _, err := redisstore.Connect(storeCfg.Redis()); err != nil {
 		return nil, err
 	}
 	s.newRedis = func() redis.UniversalClient {
-		rdb, _ := redisstore.Connect(storeCfg) // checked above
+		rdb, _ := redisstore.Connect(storeCfg.Redis()) // checked above
 		return rdb
 	}
 	if s.cat, err = loadCatalog(s.downstreamURL); err != nil {
@@ -111,7 +111,7 @@ func startProdStack(log *slog.Logger) (*stack, error) {
 	// One node's own client (the cluster client routes by key, and a
 	// CLUSTER NODES must reach whichever node still answers).
 	node := func(addr string) (redis.UniversalClient, error) {
-		return redisstore.Connect(storeconn.Config{RedisURL: "rediss://" + addr + "/0", RedisTLSCAFile: env["REDIS_TLS_CA_FILE"]})
+		return redisstore.Connect(redisstore.ConnConfig{URL: "rediss://" + addr + "/0", TLSCAFile: env["REDIS_TLS_CA_FILE"]})
 	}
 	// Every hop through a proxy of its own (netfaults.go, prodnet.go).
 	menu, parts := prodMenu(len(nodes))

@@ -32,8 +32,8 @@ import (
 	oncegate "github.com/oncegate/oncegate/client"
 	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/harness/testenv"
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -406,7 +406,7 @@ const settlePoll = time.Second
 // reports whether it got there.
 func (a *auditor) settle(deadline time.Time) (bool, error) {
 	for {
-		n, err := a.countState(idemstore.StateInFlight)
+		n, err := a.countState(operation.StateInFlight)
 		if err != nil {
 			return false, err
 		}
@@ -421,7 +421,7 @@ func (a *auditor) settle(deadline time.Time) (bool, error) {
 }
 
 // countState counts the truth records in state.
-func (a *auditor) countState(state idemstore.State) (int, error) {
+func (a *auditor) countState(state operation.State) (int, error) {
 	var n int
 	if err := a.pool.QueryRow(context.Background(), `SELECT count(*) FROM write_record WHERE state = $1 AND created_at >= $2`,
 		string(state), a.since).Scan(&n); err != nil {
@@ -435,7 +435,7 @@ func (a *auditor) countState(state idemstore.State) (int, error) {
 func (a *auditor) resolveReviews(log *slog.Logger) (map[string]int, error) {
 	ctx := context.Background()
 	rows, err := a.pool.Query(ctx, `SELECT idem_key, scope FROM write_record WHERE state = $1 AND created_at >= $2`,
-		string(idemstore.StateNeedsReview), a.since)
+		string(operation.StateNeedsReview), a.since)
 	if err != nil {
 		return nil, fmt.Errorf("soak: list reviews: %w", err)
 	}
@@ -470,7 +470,7 @@ func (a *auditor) resolveReviews(log *slog.Logger) (map[string]int, error) {
 	// has no review left and every resolved workflow has closed.
 	deadline := time.Now().Add(workflows.ResolutionGrace + reviewTimeout)
 	for time.Now().Before(deadline) {
-		n, err := a.countState(idemstore.StateNeedsReview)
+		n, err := a.countState(operation.StateNeedsReview)
 		if err != nil {
 			return out, err
 		}
@@ -546,7 +546,7 @@ func (a *auditor) audit(led *ledger, r *Report) error {
 			final = e.truth.state
 		}
 		r.FinalStates[final]++
-		if final == string(idemstore.StateFailed) {
+		if final == string(operation.StateFailed) {
 			r.FailureKinds[e.truth.failureKind]++
 		}
 		if e.redis.found {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // This file is Acquire's merge of the fast path's answer with the truth, as
@@ -92,7 +93,7 @@ type truthAnswer struct {
 	Err error
 	// Usage is what the claim's budget windows held (truthClaimed,
 	// truthRefused; none without a charge).
-	Usage []idemstore.WindowUsage
+	Usage []operation.WindowUsage
 }
 
 // plan is what Acquire answers and what it repairs on the fast path.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // finalizeCall is the next call of Finalize.
@@ -119,7 +120,7 @@ func finalizeFromFastClaim(f idemstore.Finalization, in finalizeFacts) finalizeP
 		return finalizePlan{Err: fmt.Errorf("fast path: %w", in.FastClaim.Err)}
 	}
 	claim := in.FastClaim.Record
-	if claim.State != idemstore.StateInFlight || claim.Owner != f.Owner {
+	if claim.State != operation.StateInFlight || claim.Owner != f.Owner {
 		return finalizePlan{Err: fmt.Errorf("finalize %s: %w", f.OperationID, idemstore.ErrNotOwner)}
 	}
 	switch in.ClaimTruth.Reply {

@@ -9,11 +9,12 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/decidetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // finalizeCase is the Finalization of the Finalize tables: owner me.
 var finalizeCase = idemstore.Finalization{OperationID: "op-1", Owner: "gw-1:me",
-	Final: idemstore.Final{State: idemstore.StateDone, ResultRef: "ref-1"}, TerminalTTL: time.Hour}
+	Final: operation.Final{State: operation.StateDone, ResultRef: "ref-1"}, TerminalTTL: time.Hour}
 
 // finalizeNames names the calls of Finalize in the tables' paths.
 var finalizeNames = map[finalizeCall]string{
@@ -28,8 +29,8 @@ var finalizeNames = map[finalizeCall]string{
 
 // The records the backends answer in the Finalize tables.
 var (
-	finalizeTruthRec = idemstore.Record{OperationID: "op-1", State: idemstore.StateDone, Owner: "gw-2:earlier", ResultRef: "ref-truth"}
-	finalizeFastMine = idemstore.Record{OperationID: "op-1", ParamHash: "hash-1", State: idemstore.StateInFlight, Owner: "gw-1:me",
+	finalizeTruthRec = idemstore.Record{OperationID: "op-1", State: operation.StateDone, Owner: "gw-2:earlier", ResultRef: "ref-truth"}
+	finalizeFastMine = idemstore.Record{OperationID: "op-1", ParamHash: "hash-1", State: operation.StateInFlight, Owner: "gw-1:me",
 		Subject: "agent-1", Scope: "payments.transfer", FingerprintExp: time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC),
 		ApprovalSHA256: "approval-1"}
 )
@@ -63,7 +64,7 @@ func TestDecideFinalize(t *testing.T) {
 	f := finalizeCase
 	another, mineDone := finalizeFastMine, finalizeFastMine
 	another.Owner = "gw-3:other"
-	mineDone.State = idemstore.StateDone
+	mineDone.State = operation.StateDone
 	paths := decidetest.Explore(t,
 		func(in finalizeFacts) (finalizeCall, bool) {
 			p := decideFinalize(f, in)

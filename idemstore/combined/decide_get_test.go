@@ -9,14 +9,15 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/decidetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // TestDecideGet covers every path of Get: every answer of the truth, and
 // every answer of Redis where the truth leads to it.
 func TestDecideGet(t *testing.T) {
 	t.Parallel()
-	truthRec := idemstore.Record{OperationID: "op-1", State: idemstore.StateDone, Owner: "gw-1", ResultRef: "ref-truth"}
-	fastRec := idemstore.Record{OperationID: "op-1", State: idemstore.StateInFlight, Owner: "gw-2"}
+	truthRec := idemstore.Record{OperationID: "op-1", State: operation.StateDone, Owner: "gw-1", ResultRef: "ref-truth"}
+	fastRec := idemstore.Record{OperationID: "op-1", State: operation.StateInFlight, Owner: "gw-2"}
 	names := map[getCall]string{getAskTruth: "truth.Get", getAskFast: "fast.Get"}
 	paths := decidetest.Explore(t,
 		func(in getFacts) (getCall, bool) { p := decideGet(in); return p.Ask, p.Ask == getDecided },

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // recentCall is the next call of FindRecent.
@@ -160,11 +161,11 @@ func reportable(rec idemstore.Record, opID string, intent idemstore.FindRecentPa
 		return false
 	}
 	switch rec.State {
-	case idemstore.StateDone:
+	case operation.StateDone:
 		return true
-	case idemstore.StateFailed:
-		return rec.FailureKind != idemstore.FailureRefused
-	case idemstore.StateInFlight, idemstore.StateNeedsReview:
+	case operation.StateFailed:
+		return rec.FailureKind != operation.FailureRefused
+	case operation.StateInFlight, operation.StateNeedsReview:
 	}
 	return false
 }

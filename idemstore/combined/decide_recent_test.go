@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/decidetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // recentAnswer is one answer of a FindRecent call in the walk: a
@@ -26,14 +27,14 @@ func TestDecideRecent(t *testing.T) {
 	intent := idemstore.FindRecentParams{Subject: "alice", Scope: "payments.transfer", ParamHash: "ph", Since: now.Add(-24 * time.Hour)}
 	warm := &idemstore.IndexMarker{Epoch: 3, Horizon: now.Add(-48 * time.Hour)}
 	entry := &idemstore.IntentEntry{Scope: intent.Scope, ParamHash: intent.ParamHash, OperationID: "op-1", CreatedAt: now.Add(-time.Hour)}
-	record := func(state idemstore.State, kind idemstore.FailureKind) idemstore.Record {
+	record := func(state operation.State, kind operation.FailureKind) idemstore.Record {
 		return idemstore.Record{OperationID: "op-1", Subject: "alice", Scope: intent.Scope, ParamHash: "ph", State: state, FailureKind: kind, ResultRef: "ref-fast"}
 	}
-	done, notExecuted := record(idemstore.StateDone, ""), record(idemstore.StateFailed, idemstore.FailureNotExecuted)
-	refused, inFlight := record(idemstore.StateFailed, idemstore.FailureRefused), record(idemstore.StateInFlight, "")
+	done, notExecuted := record(operation.StateDone, ""), record(operation.StateFailed, operation.FailureNotExecuted)
+	refused, inFlight := record(operation.StateFailed, operation.FailureRefused), record(operation.StateInFlight, "")
 	otherSubject := done
 	otherSubject.Subject = "bob"
-	truthRec := idemstore.Record{OperationID: "op-0", State: idemstore.StateNeedsReview, ResultRef: "ref-truth"}
+	truthRec := idemstore.Record{OperationID: "op-0", State: operation.StateNeedsReview, ResultRef: "ref-truth"}
 	read := func(m *idemstore.IndexMarker, e *idemstore.IntentEntry) recentAnswer {
 		return recentAnswer{answer: answer{Reply: replyOK}, read: idemstore.IntentRead{Marker: m, Entry: e}}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/decidetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // TestDecideTakeover covers every path of Takeover: every answer of the
@@ -16,7 +17,7 @@ import (
 func TestDecideTakeover(t *testing.T) {
 	t.Parallel()
 	p := idemstore.TakeoverParams{OperationID: "op-1", FromOwner: "gw-1", ToOwner: "gw-2"}
-	truthRec := idemstore.Record{OperationID: p.OperationID, State: idemstore.StateInFlight, Owner: p.FromOwner}
+	truthRec := idemstore.Record{OperationID: p.OperationID, State: operation.StateInFlight, Owner: p.FromOwner}
 	names := map[takeoverCall]string{takeoverAskTruthRecord: "truth.Get", takeoverAskTruth: "truth.Takeover", takeoverAskFast: "fast.Takeover"}
 	paths := decidetest.Explore(t,
 		func(in takeoverFacts) (takeoverCall, bool) {

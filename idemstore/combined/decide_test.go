@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // TestQueryFor checks what the truth is asked after each fast-path answer.
@@ -37,33 +38,33 @@ func TestDecide(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC) // the truth's claimed_at
 	t1 := t0.Add(time.Second)                           // Redis's claimed_at
 	c := idemstore.Claim{OperationID: "op-1", ParamHash: "hash-1", Owner: me, InFlightTTL: time.Minute, TerminalTTL: time.Hour}
-	rec := func(state idemstore.State, hash, owner string) idemstore.Record {
+	rec := func(state operation.State, hash, owner string) idemstore.Record {
 		return idemstore.Record{OperationID: c.OperationID, ParamHash: hash, State: state, Owner: owner, ClaimedAt: t0, ResultRef: "ref-" + string(state)}
 	}
 	truths := map[string]truthAnswer{
 		"not asked":            {Kind: truthNotAsked},
-		"claimed":              {Kind: truthClaimed, Record: rec(idemstore.StateInFlight, c.ParamHash, me)},
+		"claimed":              {Kind: truthClaimed, Record: rec(operation.StateInFlight, c.ParamHash, me)},
 		"absent":               {Kind: truthAbsent},
-		"other hash, terminal": {Kind: truthFound, Record: rec(idemstore.StateDone, "hash-2", earlier)},
-		"other hash, running":  {Kind: truthFound, Record: rec(idemstore.StateInFlight, "hash-2", earlier)},
-		"done":                 {Kind: truthFound, Record: rec(idemstore.StateDone, c.ParamHash, earlier)},
-		"failed":               {Kind: truthFound, Record: rec(idemstore.StateFailed, c.ParamHash, earlier)},
-		"in flight, earlier":   {Kind: truthFound, Record: rec(idemstore.StateInFlight, c.ParamHash, earlier)},
-		"in flight, mine":      {Kind: truthFound, Record: rec(idemstore.StateInFlight, c.ParamHash, me)},
-		"needs review":         {Kind: truthFound, Record: rec(idemstore.StateNeedsReview, c.ParamHash, earlier)},
+		"other hash, terminal": {Kind: truthFound, Record: rec(operation.StateDone, "hash-2", earlier)},
+		"other hash, running":  {Kind: truthFound, Record: rec(operation.StateInFlight, "hash-2", earlier)},
+		"done":                 {Kind: truthFound, Record: rec(operation.StateDone, c.ParamHash, earlier)},
+		"failed":               {Kind: truthFound, Record: rec(operation.StateFailed, c.ParamHash, earlier)},
+		"in flight, earlier":   {Kind: truthFound, Record: rec(operation.StateInFlight, c.ParamHash, earlier)},
+		"in flight, mine":      {Kind: truthFound, Record: rec(operation.StateInFlight, c.ParamHash, me)},
+		"needs review":         {Kind: truthFound, Record: rec(operation.StateNeedsReview, c.ParamHash, earlier)},
 		"unavailable":          {Kind: truthFailed, Err: fmt.Errorf("get: %w", idemstore.ErrUnavailable)},
-		"over budget":          {Kind: truthRefused, Usage: []idemstore.WindowUsage{{FreesAt: t0}}},
+		"over budget":          {Kind: truthRefused, Usage: []operation.WindowUsage{{FreesAt: t0}}},
 	}
-	fastRec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: fastOwner, ClaimedAt: t1}
+	fastRec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateInFlight, Owner: fastOwner, ClaimedAt: t1}
 	fasts := map[string]fastAnswer{
 		"unavailable": {Unavailable: true},
 		"ACQUIRED": {Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: me, ClaimedAt: t1,
-			Record: idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: me}}},
+			Record: idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateInFlight, Owner: me}}},
 		"IN_FLIGHT": {Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Owner: fastOwner, ClaimedAt: t1, Record: fastRec}},
 		"DONE": {Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone,
-			Record: idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateDone, ResultRef: "ref-fast"}}},
+			Record: idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateDone, ResultRef: "ref-fast"}}},
 		"FAILED": {Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeFailed,
-			Record: idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateFailed, Reason: "refused"}}},
+			Record: idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateFailed, Reason: "refused"}}},
 		"PARAM_MISMATCH": {Decision: idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}},
 	}
 

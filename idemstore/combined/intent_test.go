@@ -17,6 +17,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // guardAnswers reads oncegate_amnesia_guard_answers_total{by}.
@@ -156,7 +157,7 @@ func TestAmnesiaGuardFromRedis(t *testing.T) {
 		rec, err, by := g.find(t)
 		require.NoError(t, err)
 		assert.Equal(t, "index", by)
-		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, operation.StateDone, rec.State)
 		assert.Equal(t, "tr_123", rec.ResultRef)
 		assert.False(t, rec.UpdatedAt.IsZero(), "when it completed")
 

@@ -13,6 +13,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // readCountingTruth is the real PostgreSQL truth, counting its Gets.
@@ -65,13 +66,13 @@ func TestOutcome(t *testing.T) {
 	before = truth.gets.Load()
 	got, err = s.Outcome(ctx, review.OperationID)
 	require.NoError(t, err)
-	assert.Equal(t, idemstore.StateNeedsReview, got.State, "Redis's IN_FLIGHT claim hides the truth's NEEDS_REVIEW")
+	assert.Equal(t, operation.StateNeedsReview, got.State, "Redis's IN_FLIGHT claim hides the truth's NEEDS_REVIEW")
 	assert.Greater(t, truth.gets.Load(), before)
 
 	require.NoError(t, b.rdb.FlushAll(ctx).Err())
 	got, err = s.Outcome(ctx, done.OperationID)
 	require.NoError(t, err)
-	assert.Equal(t, idemstore.StateDone, got.State, "the truth answers what Redis lost")
+	assert.Equal(t, operation.StateDone, got.State, "the truth answers what Redis lost")
 
 	_, err = s.Outcome(ctx, storetest.NewKey(t))
 	require.ErrorIs(t, err, idemstore.ErrNotFound)

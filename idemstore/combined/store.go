@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 const (
@@ -52,7 +53,7 @@ type Options struct {
 	// IntentHorizon is how far back a warm-up of the recent-intent index
 	// loads a subject's intents from the truth: the longest
 	// duplicate_intent_window of the catalog. Default
-	// idemstore.DefaultIntentWindow.
+	// operation.DefaultIntentWindow.
 	IntentHorizon time.Duration
 	// FastPathLease is how long a claim made on the truth alone (Redis
 	// unavailable, or its recent-intent index not written) keeps every
@@ -105,7 +106,7 @@ func New(fast idemstore.FastPath, truth idemstore.Truth, opts Options) *Store {
 		opts.RedisBudget = DefaultRedisBudget
 	}
 	if opts.IntentHorizon <= 0 {
-		opts.IntentHorizon = idemstore.DefaultIntentWindow
+		opts.IntentHorizon = operation.DefaultIntentWindow
 	}
 	if opts.FastPathLease <= 0 {
 		opts.FastPathLease = DefaultFastPathLease

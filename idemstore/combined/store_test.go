@@ -19,6 +19,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -151,7 +152,7 @@ func TestCombined(t *testing.T) {
 		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")))
 		rec, err := b.store.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, operation.StateDone, rec.State)
 		for range 3 {
 			d, err = b.store.Acquire(ctx, dup)
 			require.NoError(t, err)
@@ -231,7 +232,7 @@ func TestCombined(t *testing.T) {
 		assert.Equal(t, idemstore.OutcomeInFlight, d.Outcome, "the truth holds the running claim: the caller waits on its workflow")
 		assert.True(t, d.TruthFound)
 		assert.Equal(t, "owner-a", d.Owner)
-		assert.Equal(t, idemstore.StateInFlight, d.Record.State)
+		assert.Equal(t, operation.StateInFlight, d.Record.State)
 		// Redis mirrors the truth's owner again...
 		owner, err := b.rdb.HGet(ctx, redisstore.Key(c.OperationID), "owner").Result()
 		require.NoError(t, err)
@@ -275,12 +276,12 @@ func TestCombined(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.OutcomeInFlight, d.Outcome)
 		assert.True(t, d.TruthFound)
-		assert.Equal(t, idemstore.StateNeedsReview, d.Record.State)
+		assert.Equal(t, operation.StateNeedsReview, d.Record.State)
 
 		rec, err := b.store.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateNeedsReview, rec.State)
-		list, err := b.store.List(ctx, idemstore.ListFilter{State: idemstore.StateNeedsReview, Limit: 10})
+		assert.Equal(t, operation.StateNeedsReview, rec.State)
+		list, err := b.store.List(ctx, idemstore.ListFilter{State: operation.StateNeedsReview, Limit: 10})
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 	})
@@ -321,7 +322,7 @@ func TestCombined(t *testing.T) {
 		require.NoError(t, b.store.Finalize(ctx, storetest.Done(c, "owner-a")))
 		rec, err := b.truth.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, operation.StateDone, rec.State)
 		assert.Equal(t, "owner-a", rec.Owner)
 		assert.Equal(t, c.Subject, rec.Subject)
 		assert.Equal(t, "tr_123", rec.ResultRef)
@@ -329,7 +330,7 @@ func TestCombined(t *testing.T) {
 		require.ErrorIs(t, b.store.Finalize(ctx, storetest.Failed(c, "owner-a")), idemstore.ErrAlreadyTerminal)
 		fast, err := b.fast.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateDone, fast.State)
+		assert.Equal(t, operation.StateDone, fast.State)
 	})
 
 	t.Run("ReleaseOfAClaimOnlyInRedis", func(t *testing.T) {
@@ -372,7 +373,7 @@ func TestCombined(t *testing.T) {
 		require.NoError(t, err)
 		rec, err := b.store.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateInFlight, rec.State, "from Redis before the truth claim")
+		assert.Equal(t, operation.StateInFlight, rec.State, "from Redis before the truth claim")
 		assert.True(t, rec.CreatedAt.IsZero())
 
 		_, err = b.truth.Acquire(ctx, c)

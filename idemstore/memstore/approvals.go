@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/approval"
-	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // invite is an enrolment invite as the store keeps it.
@@ -146,7 +146,7 @@ func (s *Store) PayeeKnown(_ context.Context, subject, scope, payee string) (boo
 		return false, fmt.Errorf("payee known: %w", err)
 	}
 	for _, rec := range s.records {
-		if rec.Subject == subject && rec.Scope == scope && rec.State == idemstore.StateDone && payeeOf(rec.BoundParams) == payee {
+		if rec.Subject == subject && rec.Scope == scope && rec.State == operation.StateDone && payeeOf(rec.BoundParams) == payee {
 			return true, nil
 		}
 	}

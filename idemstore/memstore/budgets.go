@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // reservation is what one claimed operation spends of its subject's
@@ -46,8 +47,8 @@ func (s *Store) release(opID, kind string, now time.Time) {
 // released, made after both its period's start and the subject's last
 // reset, of its scope when it has one; a per-operation window (no period)
 // holds nothing and never frees.
-func (s *Store) usage(subject string, c idemstore.Charge, now time.Time) []idemstore.WindowUsage {
-	out := make([]idemstore.WindowUsage, len(c.Windows))
+func (s *Store) usage(subject string, c operation.Charge, now time.Time) []operation.WindowUsage {
+	out := make([]operation.WindowUsage, len(c.Windows))
 	for i, w := range c.Windows {
 		if w.Period <= 0 {
 			continue
@@ -86,7 +87,7 @@ func (s *Store) usage(subject string, c idemstore.Charge, now time.Time) []idems
 }
 
 // fits reports whether c.Amount fits every window of c given usage.
-func fits(c idemstore.Charge, usage []idemstore.WindowUsage) bool {
+func fits(c operation.Charge, usage []operation.WindowUsage) bool {
 	for i, w := range c.Windows {
 		if !fitsWindow(&usage[i].Used, &c.Amount, &w.Max) {
 			return false
@@ -113,7 +114,7 @@ func sub(d, x *apd.Decimal) { _, _ = apd.BaseContext.Sub(d, d, x) }
 // Usage reads what each window of c holds of subject's reservations in
 // c.Currency and when c.Amount would fit it, without writing (nil without
 // windows).
-func (s *Store) Usage(_ context.Context, subject string, c idemstore.Charge) ([]idemstore.WindowUsage, error) {
+func (s *Store) Usage(_ context.Context, subject string, c operation.Charge) ([]operation.WindowUsage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.answer(uncounted); err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // Store is the in-memory truth. The zero value is not usable: call New.
@@ -200,7 +201,7 @@ func (s *Store) Acquire(_ context.Context, c idemstore.Claim) (idemstore.ClaimDe
 		return idemstore.DecideExisting(c, cloneRecord(rec.Record)), nil
 	}
 	now := s.now()
-	var usage []idemstore.WindowUsage
+	var usage []operation.WindowUsage
 	if c.Charge != nil && len(c.Charge.Windows) > 0 {
 		usage = s.usage(c.Subject, *c.Charge, now)
 		if !fits(*c.Charge, usage) {
@@ -212,7 +213,7 @@ func (s *Store) Acquire(_ context.Context, c idemstore.Claim) (idemstore.ClaimDe
 		exp = now
 	}
 	rec := &record{seq: s.nextSeq(), terminalTTL: max(c.TerminalTTL, 0), Record: idemstore.Record{
-		OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash, State: idemstore.StateInFlight,
+		OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash, State: operation.StateInFlight,
 		Owner: c.Owner, BoundParams: bytes.Clone(c.BoundParams), ApprovalSHA256: c.ApprovalSHA256, FingerprintExp: exp,
 		ClaimedAt: now, CreatedAt: now, UpdatedAt: now,
 	}}
@@ -265,7 +266,7 @@ func (s *Store) Takeover(_ context.Context, p idemstore.TakeoverParams) error {
 		return fmt.Errorf("takeover %s: %w", p.OperationID, err)
 	}
 	rec, ok := s.records[p.OperationID]
-	if !ok || rec.Owner != p.FromOwner || rec.State != idemstore.StateInFlight {
+	if !ok || rec.Owner != p.FromOwner || rec.State != operation.StateInFlight {
 		return fmt.Errorf("takeover %s: %w", p.OperationID, idemstore.ErrNotOwner)
 	}
 	now := s.now()
@@ -286,7 +287,7 @@ func (s *Store) Release(_ context.Context, p idemstore.ReleaseParams) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("release %s: %w", p.OperationID, idemstore.ErrNotFound)
-	case rec.Owner != p.Owner || rec.State != idemstore.StateInFlight:
+	case rec.Owner != p.Owner || rec.State != operation.StateInFlight:
 		return fmt.Errorf("release %s: %w", p.OperationID, idemstore.ErrNotOwner)
 	}
 	delete(s.records, p.OperationID)
@@ -362,8 +363,8 @@ func (s *Store) MarkNeedsReview(_ context.Context, p idemstore.MarkNeedsReviewPa
 		return fmt.Errorf("mark needs review %s: %w", p.OperationID, idemstore.ErrNotFound)
 	case rec.State.Terminal():
 		return fmt.Errorf("mark needs review %s: %w", p.OperationID, idemstore.ErrAlreadyTerminal)
-	case rec.State == idemstore.StateInFlight:
-		rec.State, rec.Reason, rec.UpdatedAt = idemstore.StateNeedsReview, p.Reason, s.now()
+	case rec.State == operation.StateInFlight:
+		rec.State, rec.Reason, rec.UpdatedAt = operation.StateNeedsReview, p.Reason, s.now()
 	}
 	return nil
 }
@@ -380,7 +381,7 @@ func (s *Store) RecordDownstreamState(_ context.Context, p idemstore.DownstreamS
 	if !ok {
 		return fmt.Errorf("record downstream state %s: %w", p.OperationID, idemstore.ErrNotFound)
 	}
-	if rec.State == idemstore.StateInFlight {
+	if rec.State == operation.StateInFlight {
 		rec.DownstreamState, rec.UpdatedAt = p.State, s.now()
 	}
 	return nil
@@ -399,7 +400,7 @@ func (s *Store) FindRecent(_ context.Context, p idemstore.FindRecentParams) (ide
 	var found *record
 	for _, rec := range s.records {
 		if rec.Subject != p.Subject || rec.Scope != p.Scope || rec.ParamHash != p.ParamHash || rec.CreatedAt.Before(p.Since) ||
-			rec.State == idemstore.StateFailed && rec.FailureKind == idemstore.FailureRefused {
+			rec.State == operation.StateFailed && rec.FailureKind == operation.FailureRefused {
 			continue
 		}
 		if found == nil || newerFirst(rec, found) < 0 {

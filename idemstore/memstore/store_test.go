@@ -14,6 +14,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/memstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 var (
@@ -83,7 +84,7 @@ func TestSetUnavailable(t *testing.T) {
 		},
 		"Release": func() error { return s.Release(ctx, idemstore.ReleaseParams{OperationID: "op-1", Owner: "o"}) },
 		"Finalize": func() error {
-			return s.Finalize(ctx, idemstore.Finalization{OperationID: "op-1", Owner: "o", Final: idemstore.Final{State: idemstore.StateDone}})
+			return s.Finalize(ctx, idemstore.Finalization{OperationID: "op-1", Owner: "o", Final: operation.Final{State: operation.StateDone}})
 		},
 		"FinalizeFast": func() error { return s.FinalizeFast(ctx, idemstore.Finalization{OperationID: "op-1"}) },
 		"MarkNeedsReview": func() error {
@@ -112,7 +113,7 @@ func TestSetUnavailable(t *testing.T) {
 		"Passkeys":       func() error { _, err := s.Passkeys(ctx, "", true); return err },
 		"Revoke":         func() error { _, err := s.Revoke(ctx, approval.Revocation{ID: "k"}); return err },
 		"Usage": func() error {
-			_, err := s.Usage(ctx, "alice", idemstore.Charge{Windows: []idemstore.Window{{Period: time.Hour}}})
+			_, err := s.Usage(ctx, "alice", operation.Charge{Windows: []operation.Window{{Period: time.Hour}}})
 			return err
 		},
 		"Currencies":  func() error { _, err := s.Currencies(ctx, "alice", time.Time{}); return err },
@@ -129,7 +130,7 @@ func TestSetUnavailable(t *testing.T) {
 	require.NoError(t, s.Ready(ctx))
 	rec, err := s.Get(ctx, "op-1")
 	require.NoError(t, err)
-	assert.Equal(t, idemstore.StateInFlight, rec.State, "nothing changed while off")
+	assert.Equal(t, operation.StateInFlight, rec.State, "nothing changed while off")
 	assert.Equal(t, "o", rec.Owner)
 	_, err = s.Get(ctx, "op-2")
 	require.ErrorIs(t, err, idemstore.ErrNotFound)
@@ -183,7 +184,7 @@ func TestWithClock(t *testing.T) {
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	s := memstore.New(memstore.WithClock(func() time.Time { return now }))
 	c := claim("op-1", "o")
-	c.Charge = &idemstore.Charge{Amount: *apdInt(10), Currency: "EUR", Windows: []idemstore.Window{{Name: "d", Kind: "daily",
+	c.Charge = &operation.Charge{Amount: *apdInt(10), Currency: "EUR", Windows: []operation.Window{{Name: "d", Kind: "daily",
 		Period: 24 * time.Hour, Max: *apdInt(10)}}}
 	d, err := s.Acquire(ctx, c)
 	require.NoError(t, err)
@@ -217,13 +218,13 @@ func TestPut(t *testing.T) {
 
 	rec, err := s.Get(ctx, "op-1")
 	require.NoError(t, err)
-	rec.State, rec.Reason, rec.ResultRef, rec.Result = idemstore.StateFailed, "gateway_timeout", "", nil
+	rec.State, rec.Reason, rec.ResultRef, rec.Result = operation.StateFailed, "gateway_timeout", "", nil
 	s.Put(rec)
 	got, err := s.Get(ctx, "op-1")
 	require.NoError(t, err)
 	assert.Equal(t, rec, got)
 
-	other := idemstore.Record{OperationID: "op-2", Scope: "payments.payout", State: idemstore.StateDone,
+	other := idemstore.Record{OperationID: "op-2", Scope: "payments.payout", State: operation.StateDone,
 		Result: json.RawMessage(`{}`), CompletedAt: time.Now().Add(-48 * time.Hour)}
 	s.Put(other)
 	finished := claim("op-3", "o")

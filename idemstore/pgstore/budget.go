@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // windowArg is one window as claim_operation and budget_usage read it.
@@ -22,7 +23,7 @@ type windowArg struct {
 
 // chargeArgs are the SQL arguments of c: the amount, the currency and the
 // windows as JSON (all nil without a charge).
-func chargeArgs(c *idemstore.Charge) (amount, currency, windows any, err error) {
+func chargeArgs(c *operation.Charge) (amount, currency, windows any, err error) {
 	if c == nil {
 		return nil, nil, nil, nil
 	}
@@ -44,7 +45,7 @@ type usageRow struct {
 }
 
 // decodeUsage decodes claim_operation's usage: one entry per window of c.
-func decodeUsage(raw []byte, c *idemstore.Charge) ([]idemstore.WindowUsage, error) {
+func decodeUsage(raw []byte, c *operation.Charge) ([]operation.WindowUsage, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
@@ -55,7 +56,7 @@ func decodeUsage(raw []byte, c *idemstore.Charge) ([]idemstore.WindowUsage, erro
 	if c == nil || len(rows) != len(c.Windows) {
 		return nil, errors.New("decode usage: not one entry per window")
 	}
-	out := make([]idemstore.WindowUsage, len(rows))
+	out := make([]operation.WindowUsage, len(rows))
 	for i, r := range rows {
 		if _, _, err := out[i].Used.SetString(r.Used); err != nil {
 			return nil, fmt.Errorf("decode usage: used %q: %w", r.Used, err)
@@ -70,7 +71,7 @@ func decodeUsage(raw []byte, c *idemstore.Charge) ([]idemstore.WindowUsage, erro
 // Usage reads what each window of c holds of subject's reservations in
 // c.Currency and when c.Amount would fit it, without locking or writing
 // (the preview's warning and the ops view; the claim checks again).
-func (s *Store) Usage(ctx context.Context, subject string, c idemstore.Charge) ([]idemstore.WindowUsage, error) {
+func (s *Store) Usage(ctx context.Context, subject string, c operation.Charge) ([]operation.WindowUsage, error) {
 	if len(c.Windows) == 0 {
 		return nil, nil
 	}
@@ -83,8 +84,8 @@ func (s *Store) Usage(ctx context.Context, subject string, c idemstore.Charge) (
 	if err != nil {
 		return nil, fmt.Errorf("usage %s: %w", subject, interpretError(err))
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (idemstore.WindowUsage, error) {
-		var u idemstore.WindowUsage
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (operation.WindowUsage, error) {
+		var u operation.WindowUsage
 		var used string
 		var frees *time.Time
 		if err := row.Scan(&used, &frees); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // The budgets' behaviour is storetest.ExerciseBudgets' (TestBudgets);
@@ -22,7 +23,7 @@ func TestBudgetSpecifics(t *testing.T) {
 	charged := func(subject, amount, max string) idemstore.Claim {
 		c := storetest.NewClaim(t, "owner-"+storetest.NewKey(t)[:8])
 		c.Subject = subject
-		c.Charge = &idemstore.Charge{Amount: dec(t, amount), Currency: "EUR", Windows: []idemstore.Window{
+		c.Charge = &operation.Charge{Amount: dec(t, amount), Currency: "EUR", Windows: []operation.Window{
 			{Name: "daily-eur", Kind: "daily", Period: 24 * time.Hour, Max: dec(t, max)},
 		}}
 		return c
@@ -69,7 +70,7 @@ func TestBudgetSpecifics(t *testing.T) {
 		r, err = s.GetReservation(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.False(t, r.ReleasedAt.IsZero())
-		assert.Equal(t, string(idemstore.FailureRefused), r.ReleasedBy)
+		assert.Equal(t, string(operation.FailureRefused), r.ReleasedBy)
 
 		unstarted := charged("audit", "10", "10")
 		_, err = s.Acquire(ctx, unstarted)

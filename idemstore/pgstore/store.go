@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // Store is the PostgreSQL truth: an idemstore.Store without a fast path.
@@ -190,7 +191,7 @@ func claimedRecord(c idemstore.Claim, claimedAt time.Time) idemstore.Record {
 		exp = claimedAt
 	}
 	return idemstore.Record{OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash,
-		State: idemstore.StateInFlight, Owner: c.Owner, BoundParams: c.BoundParams, FingerprintExp: exp, ApprovalSHA256: c.ApprovalSHA256,
+		State: operation.StateInFlight, Owner: c.Owner, BoundParams: c.BoundParams, FingerprintExp: exp, ApprovalSHA256: c.ApprovalSHA256,
 		ClaimedAt: claimedAt, CreatedAt: claimedAt, UpdatedAt: claimedAt}
 }
 
@@ -310,7 +311,7 @@ func (s *Store) MarkNeedsReview(ctx context.Context, p idemstore.MarkNeedsReview
 	switch {
 	case err != nil:
 		return fmt.Errorf("mark needs review %s: %w", opID, err)
-	case rec.State == idemstore.StateNeedsReview:
+	case rec.State == operation.StateNeedsReview:
 		return nil
 	case rec.State.Terminal():
 		return fmt.Errorf("mark needs review %s: %w", opID, idemstore.ErrAlreadyTerminal)
@@ -403,7 +404,7 @@ func (s *Store) List(ctx context.Context, f idemstore.ListFilter) ([]idemstore.R
 // the oldest of them has been in it.
 type StateAge struct {
 	// State is the state.
-	State idemstore.State
+	State operation.State
 	// Scope is the action.
 	Scope string
 	// Count is the number of records.
@@ -443,7 +444,7 @@ func (s *Store) FindRecent(ctx context.Context, p idemstore.FindRecentParams) (i
 	rec, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM write_record
 		WHERE subject = $1 AND scope = $2 AND param_hash = $3 AND created_at >= $4
 			AND (state IN ('IN_FLIGHT', 'DONE', 'NEEDS_REVIEW') OR (state = 'FAILED' AND failure_kind <> $5))
-		ORDER BY created_at DESC, id DESC LIMIT 1`, subject, scope, paramHash, since, string(idemstore.FailureRefused)))
+		ORDER BY created_at DESC, id DESC LIMIT 1`, subject, scope, paramHash, since, string(operation.FailureRefused)))
 	if err != nil {
 		return idemstore.Record{}, fmt.Errorf("find recent %s %s: %w", subject, scope, interpretError(err))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/operation"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -96,7 +97,7 @@ func TestPostgresSpecifics(t *testing.T) {
 		require.NoError(t, err, "a collision is never an error")
 		assert.Equal(t, idemstore.OutcomeInFlight, d.Outcome)
 		assert.Equal(t, "owner-a", d.Owner)
-		assert.Equal(t, idemstore.StateInFlight, d.Record.State)
+		assert.Equal(t, operation.StateInFlight, d.Record.State)
 		assert.True(t, d.TruthFound)
 		assert.False(t, d.ClaimedAt.IsZero())
 
@@ -127,11 +128,11 @@ func TestPostgresSpecifics(t *testing.T) {
 		require.Len(t, all, 4)
 		assert.Equal(t, []string{keys[3], keys[2], keys[1], keys[0]}, recordKeys(all), "newest first")
 
-		inFlight, err := s.List(ctx, idemstore.ListFilter{State: idemstore.StateInFlight, Limit: 10})
+		inFlight, err := s.List(ctx, idemstore.ListFilter{State: operation.StateInFlight, Limit: 10})
 		require.NoError(t, err)
 		assert.Equal(t, []string{keys[3], keys[0]}, recordKeys(inFlight))
 
-		review, err := s.List(ctx, idemstore.ListFilter{State: idemstore.StateNeedsReview, Limit: 10})
+		review, err := s.List(ctx, idemstore.ListFilter{State: operation.StateNeedsReview, Limit: 10})
 		require.NoError(t, err)
 		assert.Equal(t, []string{keys[2]}, recordKeys(review))
 
@@ -151,17 +152,17 @@ func TestPostgresSpecifics(t *testing.T) {
 		_, err := s.Pool().Exec(ctx, `UPDATE write_record SET updated_at = now() - interval '10 minutes' WHERE idem_key = $1`, old.OperationID)
 		require.NoError(t, err)
 
-		stuck, err := s.List(ctx, idemstore.ListFilter{State: idemstore.StateInFlight, OlderThan: 5 * time.Minute})
+		stuck, err := s.List(ctx, idemstore.ListFilter{State: operation.StateInFlight, OlderThan: 5 * time.Minute})
 		require.NoError(t, err)
 		assert.Equal(t, []string{old.OperationID}, recordKeys(stuck))
-		none, err := s.List(ctx, idemstore.ListFilter{State: idemstore.StateInFlight, OlderThan: time.Hour})
+		none, err := s.List(ctx, idemstore.ListFilter{State: operation.StateInFlight, OlderThan: time.Hour})
 		require.NoError(t, err)
 		assert.Empty(t, none)
 
 		ages, err := s.StateAges(ctx)
 		require.NoError(t, err)
 		require.Len(t, ages, 1, "one action, one non-terminal state")
-		assert.Equal(t, idemstore.StateInFlight, ages[0].State)
+		assert.Equal(t, operation.StateInFlight, ages[0].State)
 		assert.Equal(t, 2, ages[0].Count)
 		assert.WithinDuration(t, time.Now().Add(-10*time.Minute), ages[0].Oldest, time.Minute)
 	})
@@ -205,9 +206,9 @@ func TestPostgresSpecifics(t *testing.T) {
 			require.NoError(t, err)
 			return c
 		}
-		finalize := func(c idemstore.Claim, state idemstore.State) {
+		finalize := func(c idemstore.Claim, state operation.State) {
 			f := storetest.Done(c, "owner-a")
-			if state == idemstore.StateFailed {
+			if state == operation.StateFailed {
 				f = storetest.Failed(c, "owner-a")
 			}
 			f.TerminalTTL = c.TerminalTTL
@@ -216,10 +217,10 @@ func TestPostgresSpecifics(t *testing.T) {
 
 		// terminal_ttl 2h, exp in 1h: reapable after 2h.
 		ttlLonger := claim(now.Add(time.Hour), 2*time.Hour)
-		finalize(ttlLonger, idemstore.StateDone)
+		finalize(ttlLonger, operation.StateDone)
 		// terminal_ttl 1h, exp in 5h: reapable only after exp.
 		expLonger := claim(now.Add(5*time.Hour), time.Hour)
-		finalize(expLonger, idemstore.StateFailed)
+		finalize(expLonger, operation.StateFailed)
 		// Never reaped, however old: IN_FLIGHT and NEEDS_REVIEW.
 		inFlight := claim(now.Add(-time.Hour), time.Minute)
 		review := claim(now.Add(-time.Hour), time.Minute)

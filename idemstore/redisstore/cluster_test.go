@@ -18,7 +18,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
-	"github.com/oncegate/oncegate/internal/storeconn"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // scriptKeys is a go-redis hook that records the keys of every EVAL and
@@ -80,7 +80,7 @@ func (h *scriptKeys) all() [][]string {
 func startCluster(t *testing.T) (*testenv.RedisCluster, redis.UniversalClient) {
 	t.Helper()
 	cluster := testenv.StartRedisCluster(t, 3, 0)
-	rdb, err := redisstore.Connect(storeconn.Config{RedisAddrs: strings.Join(cluster.Addrs, ",")})
+	rdb, err := redisstore.Connect(redisstore.ConnConfig{Addrs: strings.Join(cluster.Addrs, ",")})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rdb.Close() })
 	return cluster, rdb
@@ -281,7 +281,7 @@ func callsSince(before, after map[string]int64) map[string]int64 {
 func TestClusterReplayCost(t *testing.T) {
 	t.Parallel()
 	cluster := testenv.StartRedisCluster(t, 3, 1)
-	rdb, err := redisstore.Connect(storeconn.Config{RedisAddrs: strings.Join(cluster.Addrs, ",")})
+	rdb, err := redisstore.Connect(redisstore.ConnConfig{Addrs: strings.Join(cluster.Addrs, ",")})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rdb.Close() })
 	var nodes []*redis.Client
@@ -354,7 +354,7 @@ func TestClusterOutcomes(t *testing.T) {
 		c := claimed(t, s, "owner-a")
 		w := watch(t, o, c.OperationID)
 		require.NoError(t, s.Finalize(ctx, storetest.Done(c, "owner-a")))
-		assert.Equal(t, idemstore.StateDone, told(t, w).State)
+		assert.Equal(t, operation.StateDone, told(t, w).State)
 		node, err := rdb.(*redis.ClusterClient).MasterForKey(ctx, redisstore.Key(c.OperationID))
 		require.NoError(t, err)
 		nodes[node.Options().Addr] = true

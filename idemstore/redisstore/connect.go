@@ -9,9 +9,20 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/oncegate/oncegate/internal/storeconn"
 )
+
+// ConnConfig is where Redis is and how to reach it: what the gateway's and
+// the worker's configuration say (internal/storeconn's Redis).
+type ConnConfig struct {
+	// URL is REDIS_URL: one server, or the credentials and TLS of a
+	// cluster's nodes.
+	URL string
+	// Addrs is REDIS_ADDRS: Redis Cluster nodes, host:port comma-separated.
+	Addrs string
+	// TLSCAFile is REDIS_TLS_CA_FILE: a PEM of the CAs that sign the
+	// servers' certificates, trusted besides the system's roots.
+	TLSCAFile string
+}
 
 // Connect builds the Redis client the gateway and the worker use.
 //
@@ -21,11 +32,11 @@ import (
 // username, password and TLS (rediss://) of redisURL when redisURL is set
 // too; a cluster has only database 0, so any other database in redisURL is
 // refused. Otherwise it returns a single-node client on redisURL (REDIS_URL).
-// With c.RedisTLSCAFile set, its CAs are trusted besides the system's roots.
+// With c.TLSCAFile set, its CAs are trusted besides the system's roots.
 // The caller closes the client.
-func Connect(c storeconn.Config) (redis.UniversalClient, error) {
-	redisURL := c.RedisURL
-	nodes := splitAddrs(c.RedisAddrs)
+func Connect(c ConnConfig) (redis.UniversalClient, error) {
+	redisURL := c.URL
+	nodes := splitAddrs(c.Addrs)
 	if len(nodes) == 0 {
 		if strings.TrimSpace(redisURL) == "" {
 			return nil, errors.New("connect redis: set REDIS_URL (one server) or REDIS_ADDRS (Redis Cluster nodes)")
@@ -34,7 +45,7 @@ func Connect(c storeconn.Config) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 		}
-		if err := trustCA(opts.TLSConfig, c.RedisTLSCAFile); err != nil {
+		if err := trustCA(opts.TLSConfig, c.TLSCAFile); err != nil {
 			return nil, err
 		}
 		return redis.NewClient(opts), nil
@@ -55,7 +66,7 @@ func Connect(c storeconn.Config) (redis.UniversalClient, error) {
 			u.TLSConfig.ServerName = ""
 		}
 	}
-	if err := trustCA(u.TLSConfig, c.RedisTLSCAFile); err != nil {
+	if err := trustCA(u.TLSConfig, c.TLSCAFile); err != nil {
 		return nil, err
 	}
 	return redis.NewUniversalClient(u), nil

@@ -12,20 +12,19 @@ import (
 
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
-	"github.com/oncegate/oncegate/internal/storeconn"
 )
 
 func TestConnect(t *testing.T) {
 	t.Parallel()
-	_, err := redisstore.Connect(storeconn.Config{RedisAddrs: " , "})
+	_, err := redisstore.Connect(redisstore.ConnConfig{Addrs: " , "})
 	assert.ErrorContains(t, err, "REDIS_ADDRS")
 
-	single, err := redisstore.Connect(storeconn.Config{RedisURL: "redis://127.0.0.1:1/3"})
+	single, err := redisstore.Connect(redisstore.ConnConfig{URL: "redis://127.0.0.1:1/3"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = single.Close() })
 	assert.IsType(t, &redis.Client{}, single)
 
-	cluster, err := redisstore.Connect(storeconn.Config{RedisURL: "rediss://u:secret@ignored:1/0", RedisAddrs: "127.0.0.1:1, 127.0.0.1:2"})
+	cluster, err := redisstore.Connect(redisstore.ConnConfig{URL: "rediss://u:secret@ignored:1/0", Addrs: "127.0.0.1:1, 127.0.0.1:2"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cluster.Close() })
 	cc, ok := cluster.(*redis.ClusterClient)
@@ -37,14 +36,14 @@ func TestConnect(t *testing.T) {
 	require.NotNil(t, opts.TLSConfig, "rediss:// turns TLS on")
 	assert.Empty(t, opts.TLSConfig.ServerName, "each node is verified against its own address, not REDIS_URL's host")
 
-	oneSeed, err := redisstore.Connect(storeconn.Config{RedisAddrs: "127.0.0.1:1"})
+	oneSeed, err := redisstore.Connect(redisstore.ConnConfig{Addrs: "127.0.0.1:1"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = oneSeed.Close() })
 	assert.IsType(t, &redis.ClusterClient{}, oneSeed, "one seed node is still a cluster")
 
-	_, err = redisstore.Connect(storeconn.Config{RedisURL: "redis://127.0.0.1:1/2", RedisAddrs: "127.0.0.1:1"})
+	_, err = redisstore.Connect(redisstore.ConnConfig{URL: "redis://127.0.0.1:1/2", Addrs: "127.0.0.1:1"})
 	assert.ErrorContains(t, err, "only database 0")
-	_, err = redisstore.Connect(storeconn.Config{RedisURL: "http://x"})
+	_, err = redisstore.Connect(redisstore.ConnConfig{URL: "http://x"})
 	assert.ErrorContains(t, err, "REDIS_URL")
 }
 
@@ -56,9 +55,9 @@ func TestConnectPrivateCA(t *testing.T) {
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.pem")
 	require.NoError(t, os.WriteFile(ca, testenv.NewSelfSigned(t, "test CA").CertPEM, 0o600))
-	for _, c := range []storeconn.Config{
-		{RedisURL: "rediss://127.0.0.1:1/0", RedisTLSCAFile: ca},
-		{RedisURL: "rediss://127.0.0.1:1/0", RedisAddrs: "127.0.0.1:1", RedisTLSCAFile: ca},
+	for _, c := range []redisstore.ConnConfig{
+		{URL: "rediss://127.0.0.1:1/0", TLSCAFile: ca},
+		{URL: "rediss://127.0.0.1:1/0", Addrs: "127.0.0.1:1", TLSCAFile: ca},
 	} {
 		rdb, err := redisstore.Connect(c)
 		require.NoError(t, err)
@@ -73,12 +72,12 @@ func TestConnectPrivateCA(t *testing.T) {
 		require.NotNil(t, tc)
 		assert.NotNil(t, tc.RootCAs, "the CA file's pool, %+v", c)
 	}
-	_, err := redisstore.Connect(storeconn.Config{RedisURL: "redis://127.0.0.1:1/0", RedisTLSCAFile: ca})
+	_, err := redisstore.Connect(redisstore.ConnConfig{URL: "redis://127.0.0.1:1/0", TLSCAFile: ca})
 	assert.ErrorContains(t, err, "REDIS_TLS_CA_FILE")
-	_, err = redisstore.Connect(storeconn.Config{RedisURL: "rediss://127.0.0.1:1/0", RedisTLSCAFile: filepath.Join(dir, "missing.pem")})
+	_, err = redisstore.Connect(redisstore.ConnConfig{URL: "rediss://127.0.0.1:1/0", TLSCAFile: filepath.Join(dir, "missing.pem")})
 	assert.ErrorContains(t, err, "REDIS_TLS_CA_FILE")
 	empty := filepath.Join(dir, "empty.pem")
 	require.NoError(t, os.WriteFile(empty, []byte("no certificate here"), 0o600))
-	_, err = redisstore.Connect(storeconn.Config{RedisURL: "rediss://127.0.0.1:1/0", RedisTLSCAFile: empty})
+	_, err = redisstore.Connect(redisstore.ConnConfig{URL: "rediss://127.0.0.1:1/0", TLSCAFile: empty})
 	assert.ErrorContains(t, err, "no PEM certificate")
 }

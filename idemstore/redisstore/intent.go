@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // The recent-intent index (idemstore/intent.go): one hash per subject,
@@ -167,7 +168,7 @@ func entryValue(opID string, created, expires time.Time) string {
 func recordIntent(c idemstore.Claim, now time.Time) scriptCall {
 	window := c.IntentWindow
 	if window <= 0 {
-		window = idemstore.DefaultIntentWindow
+		window = operation.DefaultIntentWindow
 	}
 	created := intentStamp(c, now)
 	expires := created.Add(window)

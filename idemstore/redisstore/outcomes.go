@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // OutcomesChannel is the Redis Pub/Sub channel on which the finalize and
@@ -48,7 +49,7 @@ var _ idemstore.OutcomeFeed = (*Outcomes)(nil)
 
 // outcomeWatch is one Watch's channels.
 type outcomeWatch struct {
-	outcome chan idemstore.Final
+	outcome chan operation.Final
 	lost    chan struct{}
 }
 
@@ -68,7 +69,7 @@ func (s *Store) WatchOutcomes(logger *slog.Logger) *Outcomes {
 // Watch starts watching opID's outcome; false while the subscription is
 // not confirmed or is broken.
 func (o *Outcomes) Watch(opID string) (idemstore.OutcomeWatch, bool) {
-	w := &outcomeWatch{outcome: make(chan idemstore.Final, 1), lost: make(chan struct{})}
+	w := &outcomeWatch{outcome: make(chan operation.Final, 1), lost: make(chan struct{})}
 	o.mu.Lock()
 	if !o.ready.Load() {
 		o.mu.Unlock()
@@ -178,17 +179,17 @@ func (o *Outcomes) deliver(payload string) {
 
 // splitOutcome reads an outcome message, "<key>\n<state>\n<result blob>"
 // (see finalizeScript and refillScript), without decoding the blob.
-func splitOutcome(payload string) (opID string, state idemstore.State, blob string, ok bool) {
+func splitOutcome(payload string) (opID string, state operation.State, blob string, ok bool) {
 	key, rest, ok := strings.Cut(payload, "\n")
 	if !ok {
 		return "", "", "", false
 	}
 	st, blob, ok := strings.Cut(rest, "\n")
 	opID, isKey := opIDOfKey(key)
-	if !ok || !isKey || !idemstore.State(st).Terminal() {
+	if !ok || !isKey || !operation.State(st).Terminal() {
 		return "", "", "", false
 	}
-	return opID, idemstore.State(st), blob, true
+	return opID, operation.State(st), blob, true
 }
 
 // loseAll marks the subscription broken, closes every watch's Lost and

@@ -12,6 +12,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // outcomeWait bounds a wait for a published outcome (one local round trip).
@@ -45,7 +46,7 @@ func watch(t *testing.T, o *redisstore.Outcomes, opID string) idemstore.OutcomeW
 }
 
 // told waits for w's outcome.
-func told(t *testing.T, w idemstore.OutcomeWatch) idemstore.Final {
+func told(t *testing.T, w idemstore.OutcomeWatch) operation.Final {
 	t.Helper()
 	select {
 	case f := <-w.Outcome:
@@ -55,7 +56,7 @@ func told(t *testing.T, w idemstore.OutcomeWatch) idemstore.Final {
 	case <-time.After(outcomeWait):
 		require.FailNow(t, "no outcome was told")
 	}
-	return idemstore.Final{}
+	return operation.Final{}
 }
 
 // untold asserts that w holds no outcome. Messages on one channel arrive in
@@ -89,7 +90,7 @@ func TestOutcomes(t *testing.T) {
 		require.NoError(t, s.Finalize(ctx, f))
 		for _, w := range []idemstore.OutcomeWatch{w1, w2} {
 			got := told(t, w)
-			assert.Equal(t, idemstore.StateDone, got.State)
+			assert.Equal(t, operation.StateDone, got.State)
 			assert.JSONEq(t, string(f.Result), string(got.Result))
 			assert.Equal(t, f.ResultRef, got.ResultRef)
 			assert.True(t, f.CompletedAt.Equal(got.CompletedAt), "completed_at %s, told %s", f.CompletedAt, got.CompletedAt)
@@ -104,7 +105,7 @@ func TestOutcomes(t *testing.T) {
 		failed := storetest.Failed(other, "owner-a")
 		require.NoError(t, s.Finalize(ctx, failed))
 		got := told(t, wOther)
-		assert.Equal(t, idemstore.StateFailed, got.State)
+		assert.Equal(t, operation.StateFailed, got.State)
 		assert.Equal(t, failed.Reason, got.Reason)
 		assert.Equal(t, failed.FailureKind, got.FailureKind)
 		untold(t, w3)
@@ -140,11 +141,11 @@ func TestOutcomes(t *testing.T) {
 	t.Run("RefillTells", func(t *testing.T) {
 		c := claimed(t, s, "owner-a")
 		w := watch(t, o, c.OperationID)
-		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateDone,
+		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateDone,
 			Subject: c.Subject, Scope: c.Scope, Result: []byte(`{"transfer_id":"tr_9"}`), ResultRef: "tr_9"}
 		require.NoError(t, s.Refill(ctx, idemstore.RefillParams{Record: rec, TTL: time.Hour}))
 		got := told(t, w)
-		assert.Equal(t, idemstore.StateDone, got.State)
+		assert.Equal(t, operation.StateDone, got.State)
 		assert.Equal(t, "tr_9", got.ResultRef)
 	})
 }
@@ -173,7 +174,7 @@ func TestOutcomesSubscriptionBroken(t *testing.T) {
 		"the feed subscribes again")
 	w = watch(t, o, c.OperationID)
 	require.NoError(t, s.Finalize(ctx, storetest.Done(c, "owner-a")))
-	assert.Equal(t, idemstore.StateDone, told(t, w).State)
+	assert.Equal(t, operation.StateDone, told(t, w).State)
 }
 
 // TestOutcomesRedisDown: a Redis that stops loses every watch and the feed

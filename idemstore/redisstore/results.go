@@ -8,6 +8,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // resultsSize is how many decoded result blobs a store keeps (the outcomes
@@ -46,7 +47,7 @@ func (r *results) decode(s string, rec *idemstore.Record) error {
 		}
 		r.blobs.Add(s, b)
 	}
-	rec.Result, rec.ResultRef, rec.Reason, rec.FailureKind = b.Result, b.ResultRef, b.Reason, idemstore.FailureKind(b.FailureKind)
+	rec.Result, rec.ResultRef, rec.Reason, rec.FailureKind = b.Result, b.ResultRef, b.Reason, operation.FailureKind(b.FailureKind)
 	rec.ResolvedBy, rec.ResolutionNote = b.ResolvedBy, b.ResolutionNote
 	if b.CompletedAt > 0 {
 		rec.CompletedAt = time.UnixMilli(b.CompletedAt)

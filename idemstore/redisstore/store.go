@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // Store is the Redis fast path: an idemstore.FastPath.
@@ -105,7 +106,7 @@ func (s *Store) decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (id
 		claimedAt := time.UnixMilli(now.UnixMilli())
 		return idemstore.ClaimDecision{Outcome: outcome, Owner: c.Owner, ClaimedAt: claimedAt, Record: idemstore.Record{
 			OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash,
-			State: idemstore.StateInFlight, Owner: c.Owner, ClaimedAt: claimedAt, FingerprintExp: c.FingerprintExp,
+			State: operation.StateInFlight, Owner: c.Owner, ClaimedAt: claimedAt, FingerprintExp: c.FingerprintExp,
 			ApprovalSHA256: c.ApprovalSHA256,
 		}}, nil
 	case idemstore.OutcomeParamMismatch:
@@ -120,7 +121,7 @@ func (s *Store) decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (id
 	case idemstore.OutcomeInFlight:
 		claimedAt := parseMillis(str(2))
 		return idemstore.ClaimDecision{Outcome: outcome, Owner: str(1), ClaimedAt: claimedAt, Record: idemstore.Record{
-			OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateInFlight, Owner: str(1), ClaimedAt: claimedAt,
+			OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateInFlight, Owner: str(1), ClaimedAt: claimedAt,
 		}}, nil
 	case idemstore.OutcomeLimitExceeded: // budgets are the truth's alone; the script never answers it
 		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)
@@ -233,7 +234,7 @@ func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) 
 	}
 	rec := idemstore.Record{
 		OperationID: opID, Subject: h["subject"], Scope: h["scope"], ParamHash: h["param_hash"],
-		State: idemstore.State(h["state"]), Owner: h["owner"], ClaimedAt: parseMillis(h["claimed_at"]),
+		State: operation.State(h["state"]), Owner: h["owner"], ClaimedAt: parseMillis(h["claimed_at"]),
 		ApprovalSHA256: h["approval_sha256"],
 	}
 	if exp, err := strconv.ParseInt(h["exp"], 10, 64); err == nil && exp > 0 {
@@ -300,9 +301,9 @@ func parseMillis(s string) time.Time {
 
 // terminalState is the state of the record a DONE or FAILED acquire reply
 // replays.
-func terminalState(o idemstore.ClaimOutcome) idemstore.State {
+func terminalState(o idemstore.ClaimOutcome) operation.State {
 	if o == idemstore.OutcomeDone {
-		return idemstore.StateDone
+		return operation.StateDone
 	}
-	return idemstore.StateFailed
+	return operation.StateFailed
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/operation"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -125,7 +126,7 @@ func TestRedisSpecifics(t *testing.T) {
 		s := redisstore.New(rdb)
 		c := storetest.NewClaim(t, "owner-a")
 		rec := idemstore.Record{
-			OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateDone, Owner: "owner-a",
+			OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateDone, Owner: "owner-a",
 			Subject: "alice", Scope: "payments.transfer", Result: []byte(`{"id":"tr_9"}`), ResultRef: "tr_9",
 			FingerprintExp: c.FingerprintExp,
 		}
@@ -203,7 +204,7 @@ func TestRecentIntentIndex(t *testing.T) {
 		assert.Contains(t, h[c.Scope+"|"+c.ParamHash], c.OperationID+"|")
 		ttl, err := rdb.PTTL(ctx, "recent:{bob}").Result()
 		require.NoError(t, err)
-		assert.InDelta(t, idemstore.DefaultIntentWindow.Seconds(), ttl.Seconds(), 60, "it lives as long as its entry counts")
+		assert.InDelta(t, operation.DefaultIntentWindow.Seconds(), ttl.Seconds(), 60, "it lives as long as its entry counts")
 	})
 
 	t.Run("AFlushCancelsTheWarmUp", func(t *testing.T) {

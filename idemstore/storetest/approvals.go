@@ -14,6 +14,7 @@ import (
 
 	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // ApprovalStore is a backend that keeps approvals, passkeys and invites
@@ -371,7 +372,7 @@ func ExerciseApprovals(t *testing.T, newStore func(t *testing.T) ApprovalStore) 
 		t.Parallel()
 		s := newStore(t)
 		subject, payee := newSubject(t), "p-"+NewKey(t)[:8]
-		pay := func(state idemstore.State) {
+		pay := func(state operation.State) {
 			t.Helper()
 			c := NewClaim(t, "owner-a")
 			c.Subject, c.Scope = subject, "payments.wire"
@@ -380,13 +381,13 @@ func ExerciseApprovals(t *testing.T, newStore func(t *testing.T) ApprovalStore) 
 			require.NoError(t, err)
 			require.Equal(t, idemstore.OutcomeAcquired, d.Outcome)
 			switch state {
-			case idemstore.StateDone:
+			case operation.StateDone:
 				require.NoError(t, s.Finalize(ctx, Done(c, "owner-a")))
-			case idemstore.StateFailed:
+			case operation.StateFailed:
 				require.NoError(t, s.Finalize(ctx, Failed(c, "owner-a")))
-			case idemstore.StateNeedsReview:
+			case operation.StateNeedsReview:
 				require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: c.OperationID, Reason: "unknown"}))
-			case idemstore.StateInFlight:
+			case operation.StateInFlight:
 			}
 		}
 		known := func(subject, scope, payee string) bool {
@@ -395,11 +396,11 @@ func ExerciseApprovals(t *testing.T, newStore func(t *testing.T) ApprovalStore) 
 			require.NoError(t, err)
 			return k
 		}
-		for _, state := range []idemstore.State{idemstore.StateInFlight, idemstore.StateNeedsReview, idemstore.StateFailed} {
+		for _, state := range []operation.State{operation.StateInFlight, operation.StateNeedsReview, operation.StateFailed} {
 			pay(state)
 			assert.False(t, known(subject, "payments.wire", payee), "%s is not paid", state)
 		}
-		pay(idemstore.StateDone)
+		pay(operation.StateDone)
 		assert.True(t, known(subject, "payments.wire", payee))
 		assert.False(t, known(newSubject(t), "payments.wire", payee), "another subject")
 		assert.False(t, known(subject, "payments.transfer", payee), "another action")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // BudgetStore is a backend whose claims reserve what their Charge spends
@@ -21,7 +22,7 @@ type BudgetStore interface {
 	idemstore.Store
 	// Usage is what each window of c holds of subject's reservations in
 	// c.Currency, and when c.Amount would fit it; it writes nothing.
-	Usage(ctx context.Context, subject string, c idemstore.Charge) ([]idemstore.WindowUsage, error)
+	Usage(ctx context.Context, subject string, c operation.Charge) ([]operation.WindowUsage, error)
 	// Currencies lists the currencies subject holds reservations in since since.
 	Currencies(ctx context.Context, subject string, since time.Time) ([]string, error)
 	// ResetBudget starts r.Subject's windows afresh, now, and returns the reset as recorded.
@@ -61,7 +62,7 @@ func ExerciseBudgets(t *testing.T, newStore func(t *testing.T) BudgetStore) {
 		assertDec(t, "0", usedOf(t, s, subject), "reaped after it")
 		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateInFlight, rec.State, "the operation itself is never reaped in flight")
+		assert.Equal(t, operation.StateInFlight, rec.State, "the operation itself is never reaped in flight")
 	})
 
 	t.Run("ConcurrentClaimsNeverOverspend", func(t *testing.T) {
@@ -135,7 +136,7 @@ func ExerciseBudgets(t *testing.T, newStore func(t *testing.T) BudgetStore) {
 	t.Run("PerOperationWindow", func(t *testing.T) {
 		t.Parallel()
 		s, subject := setup(t)
-		perOp := idemstore.Window{Name: "per-op", Kind: "per_operation", Max: dec(t, "500")}
+		perOp := operation.Window{Name: "per-op", Kind: "per_operation", Max: dec(t, "500")}
 		c := charged(t, subject, "500.01", "1000")
 		c.Charge.Windows = append(c.Charge.Windows, perOp)
 		d, err := s.Acquire(ctx, c)
@@ -160,17 +161,17 @@ func ExerciseBudgets(t *testing.T, newStore func(t *testing.T) BudgetStore) {
 		s := newStore(t)
 		for _, tc := range []struct {
 			review   bool
-			state    idemstore.State
-			kind     idemstore.FailureKind
+			state    operation.State
+			kind     operation.FailureKind
 			released bool
 		}{
-			{false, idemstore.StateDone, "", false},
-			{false, idemstore.StateFailed, idemstore.FailureRefused, true},
-			{false, idemstore.StateFailed, idemstore.FailureNotExecuted, true},
-			{false, idemstore.StateFailed, idemstore.FailureNotSent, true},
-			{false, idemstore.StateFailed, "", false},
-			{true, idemstore.StateFailed, idemstore.FailureOperator, true},
-			{true, idemstore.StateDone, "", false},
+			{false, operation.StateDone, "", false},
+			{false, operation.StateFailed, operation.FailureRefused, true},
+			{false, operation.StateFailed, operation.FailureNotExecuted, true},
+			{false, operation.StateFailed, operation.FailureNotSent, true},
+			{false, operation.StateFailed, "", false},
+			{true, operation.StateFailed, operation.FailureOperator, true},
+			{true, operation.StateDone, "", false},
 		} {
 			name := fmt.Sprintf("review=%t %s %q", tc.review, tc.state, tc.kind)
 			subject := newSubject(t)
@@ -180,9 +181,9 @@ func ExerciseBudgets(t *testing.T, newStore func(t *testing.T) BudgetStore) {
 				require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: c.OperationID, Reason: "unknown"}))
 			}
 			f := Done(c, c.Owner)
-			if tc.state == idemstore.StateFailed {
+			if tc.state == operation.StateFailed {
 				f = idemstore.Finalization{OperationID: c.OperationID, Owner: c.Owner,
-					Final: idemstore.Final{State: tc.state, Reason: "no", FailureKind: tc.kind}}
+					Final: operation.Final{State: tc.state, Reason: "no", FailureKind: tc.kind}}
 			}
 			require.NoError(t, s.Finalize(ctx, f), name)
 			require.NoError(t, s.Finalize(ctx, f), "%s: a retried finalize", name)
@@ -341,7 +342,7 @@ func ExerciseBudgets(t *testing.T, newStore func(t *testing.T) BudgetStore) {
 		d := acquired(t, s, c)
 		assert.Empty(t, d.Usage, "no window to report")
 		assertDec(t, "5000", usedOf(t, s, subject), "what it spent counts in windows declared later")
-		u, err := s.Usage(ctx, subject, idemstore.Charge{Amount: dec(t, "1"), Currency: "EUR"})
+		u, err := s.Usage(ctx, subject, operation.Charge{Amount: dec(t, "1"), Currency: "EUR"})
 		require.NoError(t, err)
 		assert.Empty(t, u, "no window, no usage")
 	})
@@ -353,7 +354,7 @@ func charged(t *testing.T, subject, amount, max string) idemstore.Claim {
 	t.Helper()
 	c := NewClaim(t, "owner-"+NewKey(t)[:8])
 	c.Subject = subject
-	c.Charge = &idemstore.Charge{Amount: dec(t, amount), Currency: "EUR", Windows: []idemstore.Window{
+	c.Charge = &operation.Charge{Amount: dec(t, amount), Currency: "EUR", Windows: []operation.Window{
 		{Name: "daily-eur", Kind: "daily", Period: 24 * time.Hour, Max: dec(t, max)},
 	}}
 	return c

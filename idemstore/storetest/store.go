@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // exerciseStore runs the tests of idemstore.Store beyond the state machine.
@@ -126,13 +127,13 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 			return out
 		}
 		assert.Equal(t, []string{keys[2], keys[1], keys[0]}, ours(idemstore.ListFilter{Limit: 10_000}), "newest first")
-		assert.Equal(t, []string{keys[0]}, ours(idemstore.ListFilter{State: idemstore.StateInFlight, Limit: 10_000}))
-		assert.Equal(t, []string{keys[1]}, ours(idemstore.ListFilter{State: idemstore.StateDone, Limit: 10_000}))
-		assert.Equal(t, []string{keys[2]}, ours(idemstore.ListFilter{State: idemstore.StateNeedsReview, Limit: 10_000}))
+		assert.Equal(t, []string{keys[0]}, ours(idemstore.ListFilter{State: operation.StateInFlight, Limit: 10_000}))
+		assert.Equal(t, []string{keys[1]}, ours(idemstore.ListFilter{State: operation.StateDone, Limit: 10_000}))
+		assert.Equal(t, []string{keys[2]}, ours(idemstore.ListFilter{State: operation.StateNeedsReview, Limit: 10_000}))
 		recs, err := s.List(ctx, idemstore.ListFilter{Limit: 2})
 		require.NoError(t, err)
 		assert.Len(t, recs, 2)
-		assert.Empty(t, ours(idemstore.ListFilter{State: idemstore.StateInFlight, OlderThan: time.Hour, Limit: 10_000}),
+		assert.Empty(t, ours(idemstore.ListFilter{State: operation.StateInFlight, OlderThan: time.Hour, Limit: 10_000}),
 			"none of ours is an hour old")
 	})
 
@@ -149,21 +150,21 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.OutcomeInFlight, d.Outcome)
 		assert.True(t, d.TruthFound)
-		assert.Equal(t, idemstore.StateNeedsReview, d.Record.State)
+		assert.Equal(t, operation.StateNeedsReview, d.Record.State)
 		assert.Equal(t, "status endpoint unavailable", d.Record.Reason)
 		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateNeedsReview, rec.State)
+		assert.Equal(t, operation.StateNeedsReview, rec.State)
 		require.ErrorIs(t, s.Takeover(ctx, takeover(c.OperationID, "owner-a", "owner-b")), idemstore.ErrNotOwner)
 
 		// An operator resolves it through the workflow, which finalizes as its owner.
 		f := Failed(c, "owner-a")
 		f.ResolvedBy, f.ResolutionNote, f.EvidenceURL = "ops", "bank says no", "https://tickets.example/1"
-		f.FailureKind, f.ResolvedAt = idemstore.FailureOperator, time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
+		f.FailureKind, f.ResolvedAt = operation.FailureOperator, time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
 		require.NoError(t, s.Finalize(ctx, f))
 		rec, err = s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateFailed, rec.State)
+		assert.Equal(t, operation.StateFailed, rec.State)
 		assert.Equal(t, "ops", rec.ResolvedBy)
 		assert.Equal(t, "bank says no", rec.ResolutionNote)
 		assert.Equal(t, "https://tickets.example/1", rec.EvidenceURL)
@@ -191,7 +192,7 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 			"a late report on a finished record is ignored")
 		rec, err = s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, operation.StateDone, rec.State)
 		assert.Equal(t, "pending", rec.DownstreamState)
 		missing := idemstore.DownstreamStateParams{OperationID: NewKey(t), State: "pending"}
 		require.ErrorIs(t, s.RecordDownstreamState(ctx, missing), idemstore.ErrNotFound)
@@ -224,10 +225,10 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 		rec, err := find(intent)
 		require.NoError(t, err)
 		assert.Equal(t, done.OperationID, rec.OperationID, "a failure refused by the downstream is not a recent intent")
-		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, operation.StateDone, rec.State)
 
 		// Every other failure is reported: the user should hear of it first.
-		for _, kind := range []idemstore.FailureKind{idemstore.FailureNotExecuted, idemstore.FailureOperator, ""} {
+		for _, kind := range []operation.FailureKind{operation.FailureNotExecuted, operation.FailureOperator, ""} {
 			c := claim("owner-a")
 			f := Failed(c, "owner-a")
 			f.Reason, f.FailureKind = "not executed", kind
@@ -297,7 +298,7 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 		c := NewClaim(t, "owner-a")
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
-		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: idemstore.StateDone, Owner: "owner-b",
+		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateDone, Owner: "owner-b",
 			Subject: c.Subject, Scope: c.Scope, Result: []byte(`{"transfer_id":"tr_9"}`), ResultRef: "tr_9",
 			ApprovalSHA256: "approval-9", CompletedAt: time.Now().Add(-time.Hour).Truncate(time.Millisecond)}
 		// It replaces whatever the key holds, an in-flight claim included.
@@ -316,7 +317,7 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 		}
 
 		inFlight := rec
-		inFlight.State = idemstore.StateInFlight
+		inFlight.State = operation.StateInFlight
 		require.Error(t, s.Refill(ctx, idemstore.RefillParams{Record: inFlight, TTL: time.Hour}), "only terminal records")
 		require.Error(t, s.Refill(ctx, idemstore.RefillParams{Record: rec}), "a TTL is required")
 	})

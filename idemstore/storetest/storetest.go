@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // NewKey returns a random operation id shaped like a nonce (32 hex chars).
@@ -51,8 +52,8 @@ func NewClaim(t testing.TB, owner string) idemstore.Claim {
 // Done returns a DONE finalization of c by owner.
 func Done(c idemstore.Claim, owner string) idemstore.Finalization {
 	return idemstore.Finalization{
-		OperationID: c.OperationID, Owner: owner, TerminalTTL: time.Hour, Final: idemstore.Final{
-			State:     idemstore.StateDone,
+		OperationID: c.OperationID, Owner: owner, TerminalTTL: time.Hour, Final: operation.Final{
+			State:     operation.StateDone,
 			Result:    json.RawMessage(`{"transfer_id":"tr_123","amount":"12.5","currency":"USD"}`),
 			ResultRef: "tr_123",
 		},
@@ -62,8 +63,8 @@ func Done(c idemstore.Claim, owner string) idemstore.Finalization {
 // Failed returns a FAILED finalization of c by owner.
 func Failed(c idemstore.Claim, owner string) idemstore.Finalization {
 	return idemstore.Finalization{
-		OperationID: c.OperationID, Owner: owner, TerminalTTL: time.Hour, Final: idemstore.Final{
-			State: idemstore.StateFailed, Reason: "insufficient_funds", FailureKind: idemstore.FailureRefused,
+		OperationID: c.OperationID, Owner: owner, TerminalTTL: time.Hour, Final: operation.Final{
+			State: operation.StateFailed, Reason: "insufficient_funds", FailureKind: operation.FailureRefused,
 		},
 	}
 }
@@ -151,7 +152,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 
 		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateInFlight, rec.State)
+		assert.Equal(t, operation.StateInFlight, rec.State)
 		assert.Equal(t, "owner-a", rec.Owner)
 		assert.Equal(t, c.ParamHash, rec.ParamHash)
 	})
@@ -196,13 +197,13 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		d, err := s.Acquire(ctx, retry)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
-		assert.Equal(t, idemstore.StateDone, d.Record.State)
+		assert.Equal(t, operation.StateDone, d.Record.State)
 		assert.JSONEq(t, string(f.Result), string(d.Record.Result))
 		assert.Equal(t, "tr_123", d.Record.ResultRef)
 
 		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, operation.StateDone, rec.State)
 		assert.Equal(t, "tr_123", rec.ResultRef)
 		assert.JSONEq(t, string(f.Result), string(rec.Result))
 		assert.Equal(t, "owner-a", rec.Owner)
@@ -220,9 +221,9 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		d, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.OutcomeFailed, d.Outcome)
-		assert.Equal(t, idemstore.StateFailed, d.Record.State)
+		assert.Equal(t, operation.StateFailed, d.Record.State)
 		assert.Equal(t, "insufficient_funds", d.Record.Reason)
-		assert.Equal(t, idemstore.FailureRefused, d.Record.FailureKind, "how the failure is known is replayed with it")
+		assert.Equal(t, operation.FailureRefused, d.Record.FailureKind, "how the failure is known is replayed with it")
 		assert.Empty(t, d.Record.Result)
 	})
 
@@ -292,7 +293,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 
 		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, operation.StateDone, rec.State)
 		assert.Equal(t, "tr_123", rec.ResultRef)
 	})
 
@@ -309,7 +310,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 
 		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateInFlight, rec.State)
+		assert.Equal(t, operation.StateInFlight, rec.State)
 		assert.Equal(t, "owner-a", rec.Owner)
 		assert.Empty(t, rec.ResultRef)
 	})
@@ -347,7 +348,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 
 		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, operation.StateDone, rec.State)
 		assert.Equal(t, "owner-b", rec.Owner)
 		assert.Equal(t, "tr_123", rec.ResultRef)
 		assert.Empty(t, rec.Reason)
@@ -368,7 +369,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		require.ErrorIs(t, s.Finalize(ctx, Done(c, "owner-a")), idemstore.ErrNotOwner)
 		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateInFlight, rec.State)
+		assert.Equal(t, operation.StateInFlight, rec.State)
 		assert.Equal(t, "owner-b", rec.Owner)
 
 		require.NoError(t, s.Finalize(ctx, Failed(c, "owner-b")))
@@ -406,7 +407,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		require.ErrorIs(t, s.Release(ctx, idemstore.ReleaseParams{OperationID: c.OperationID, Owner: "owner-a"}), idemstore.ErrNotOwner)
 		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
-		assert.Equal(t, idemstore.StateDone, rec.State)
+		assert.Equal(t, operation.StateDone, rec.State)
 	})
 
 	t.Run("GetNotFound", func(t *testing.T) {

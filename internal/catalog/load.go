@@ -11,15 +11,15 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/plan"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // Defaults applied when the catalog leaves a setting out.
 const (
 	// DefaultDuplicateIntentWindow is the amnesia guard's default look-back.
-	DefaultDuplicateIntentWindow = idemstore.DefaultIntentWindow
+	DefaultDuplicateIntentWindow = operation.DefaultIntentWindow
 	// DefaultAttempts is the default maximum number of downstream calls.
 	DefaultAttempts = 1
 	// DefaultReconcileDelay is the default wait before asking the status endpoint.

@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/apd/v3"
-
-	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // Refusal names the limit an amount does not fit: the body's `limit`.
@@ -33,7 +32,7 @@ type Refusal struct {
 // the truth answered each window holds (in c's order): nil when it fits,
 // else the refusal that binds longest (a window that never frees first,
 // then the latest to free; the first in c's order on a tie). It does no I/O.
-func Decide(c idemstore.Charge, usage []idemstore.WindowUsage) (*Refusal, error) {
+func Decide(c operation.Charge, usage []operation.WindowUsage) (*Refusal, error) {
 	if len(usage) != len(c.Windows) {
 		return nil, fmt.Errorf("decide budget: %d usages for %d windows", len(usage), len(c.Windows))
 	}
@@ -51,7 +50,7 @@ func Decide(c idemstore.Charge, usage []idemstore.WindowUsage) (*Refusal, error)
 }
 
 // refusal is w's refusal of c's amount with usage u, or nil when it fits.
-func refusal(c idemstore.Charge, w idemstore.Window, u idemstore.WindowUsage) *Refusal {
+func refusal(c operation.Charge, w operation.Window, u operation.WindowUsage) *Refusal {
 	var after apd.Decimal
 	_, _ = apd.BaseContext.Add(&after, &u.Used, &c.Amount) // exact: no rounding in additions of finite decimals
 	if after.Cmp(&w.Max) <= 0 {

@@ -13,8 +13,7 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/go-redis/redis_rate/v10"
-
-	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // Window is the span of one maximum of a budget.
@@ -101,8 +100,8 @@ func applies(ruleSubject, ruleRole, subject, role string) bool {
 // Charge is what an operation of subject (with role) in scope spending
 // amount in currency must fit: every applicable budget's windows, in the
 // file's order. It has no windows when no budget applies.
-func (l *Limits) Charge(subject, role, scope string, amount apd.Decimal, currency string) idemstore.Charge {
-	c := idemstore.Charge{Amount: amount, Currency: currency}
+func (l *Limits) Charge(subject, role, scope string, amount apd.Decimal, currency string) operation.Charge {
+	c := operation.Charge{Amount: amount, Currency: currency}
 	if l == nil {
 		return c
 	}
@@ -113,7 +112,7 @@ func (l *Limits) Charge(subject, role, scope string, amount apd.Decimal, currenc
 		}
 		for _, w := range Windows {
 			if m, ok := b.Max[w]; ok {
-				c.Windows = append(c.Windows, idemstore.Window{Name: b.Name, Kind: string(w), Scope: b.Action, Period: w.Period(), Max: m})
+				c.Windows = append(c.Windows, operation.Window{Name: b.Name, Kind: string(w), Scope: b.Action, Period: w.Period(), Max: m})
 			}
 		}
 	}

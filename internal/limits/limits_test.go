@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
+	"github.com/oncegate/oncegate/operation"
 )
 
 func dec(t testing.TB, s string) apd.Decimal {
@@ -104,7 +104,7 @@ rates:
   - {subject: carol, confirm: 1/hour}
 `), cat)
 	require.NoError(t, err)
-	names := func(c idemstore.Charge) []string {
+	names := func(c operation.Charge) []string {
 		var out []string
 		for _, w := range c.Windows {
 			out = append(out, w.Name+"/"+w.Kind+"/"+w.Scope)
@@ -126,36 +126,36 @@ rates:
 
 func TestDecide(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	daily := idemstore.Window{Name: "daily", Kind: string(Daily), Period: Daily.Period(), Max: dec(t, "1000")}
-	monthly := idemstore.Window{Name: "monthly", Kind: string(Monthly), Period: Monthly.Period(), Max: dec(t, "5000")}
-	perOp := idemstore.Window{Name: "per-op", Kind: string(PerOperation), Max: dec(t, "500")}
-	use := func(used string, frees time.Time) idemstore.WindowUsage {
-		return idemstore.WindowUsage{Used: dec(t, used), FreesAt: frees}
+	daily := operation.Window{Name: "daily", Kind: string(Daily), Period: Daily.Period(), Max: dec(t, "1000")}
+	monthly := operation.Window{Name: "monthly", Kind: string(Monthly), Period: Monthly.Period(), Max: dec(t, "5000")}
+	perOp := operation.Window{Name: "per-op", Kind: string(PerOperation), Max: dec(t, "500")}
+	use := func(used string, frees time.Time) operation.WindowUsage {
+		return operation.WindowUsage{Used: dec(t, used), FreesAt: frees}
 	}
 	for _, tt := range []struct {
 		name     string
 		amount   string
-		windows  []idemstore.Window
-		usage    []idemstore.WindowUsage
+		windows  []operation.Window
+		usage    []operation.WindowUsage
 		want     string // refusing window's name, "" when it fits
 		left     string
 		resetsAt time.Time
 	}{
 		{"no windows", "100", nil, nil, "", "", time.Time{}},
-		{"fits", "100", []idemstore.Window{daily}, []idemstore.WindowUsage{use("900", time.Time{})}, "", "", time.Time{}},
-		{"exactly fits", "100.00", []idemstore.Window{daily}, []idemstore.WindowUsage{use("900.00", time.Time{})}, "", "", time.Time{}},
-		{"one cent over", "100.01", []idemstore.Window{daily}, []idemstore.WindowUsage{use("900", t0)}, "daily", "100", t0},
-		{"over and over-used", "1", []idemstore.Window{daily}, []idemstore.WindowUsage{use("1200", t0)}, "daily", "0", t0},
-		{"per operation", "500.01", []idemstore.Window{perOp}, []idemstore.WindowUsage{use("0", time.Time{})}, "per-op", "500", time.Time{}},
-		{"the one never freeing binds", "600", []idemstore.Window{daily, perOp},
-			[]idemstore.WindowUsage{use("900", t0), use("0", time.Time{})}, "per-op", "500", time.Time{}},
-		{"the later freeing binds", "200", []idemstore.Window{daily, monthly},
-			[]idemstore.WindowUsage{use("900", t0), use("4900", t0.Add(48*time.Hour))}, "monthly", "100", t0.Add(48 * time.Hour)},
-		{"tie: the first", "200", []idemstore.Window{daily, monthly},
-			[]idemstore.WindowUsage{use("900", t0), use("4900", t0)}, "daily", "100", t0},
+		{"fits", "100", []operation.Window{daily}, []operation.WindowUsage{use("900", time.Time{})}, "", "", time.Time{}},
+		{"exactly fits", "100.00", []operation.Window{daily}, []operation.WindowUsage{use("900.00", time.Time{})}, "", "", time.Time{}},
+		{"one cent over", "100.01", []operation.Window{daily}, []operation.WindowUsage{use("900", t0)}, "daily", "100", t0},
+		{"over and over-used", "1", []operation.Window{daily}, []operation.WindowUsage{use("1200", t0)}, "daily", "0", t0},
+		{"per operation", "500.01", []operation.Window{perOp}, []operation.WindowUsage{use("0", time.Time{})}, "per-op", "500", time.Time{}},
+		{"the one never freeing binds", "600", []operation.Window{daily, perOp},
+			[]operation.WindowUsage{use("900", t0), use("0", time.Time{})}, "per-op", "500", time.Time{}},
+		{"the later freeing binds", "200", []operation.Window{daily, monthly},
+			[]operation.WindowUsage{use("900", t0), use("4900", t0.Add(48*time.Hour))}, "monthly", "100", t0.Add(48 * time.Hour)},
+		{"tie: the first", "200", []operation.Window{daily, monthly},
+			[]operation.WindowUsage{use("900", t0), use("4900", t0)}, "daily", "100", t0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := idemstore.Charge{Amount: dec(t, tt.amount), Currency: "CHF", Windows: tt.windows}
+			c := operation.Charge{Amount: dec(t, tt.amount), Currency: "CHF", Windows: tt.windows}
 			r, err := Decide(c, tt.usage)
 			require.NoError(t, err)
 			if tt.want == "" {
@@ -169,7 +169,7 @@ func TestDecide(t *testing.T) {
 			assert.Equal(t, "CHF", r.Currency)
 		})
 	}
-	_, err := Decide(idemstore.Charge{Windows: []idemstore.Window{daily}}, nil)
+	_, err := Decide(operation.Charge{Windows: []operation.Window{daily}}, nil)
 	assert.Error(t, err, "one usage per window")
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/harness/testenv"
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
 	"github.com/oncegate/oncegate/operation"
@@ -35,21 +34,21 @@ func TestInsertKeepsApprovalCompletedTimeAndReservation(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = max.SetString("10.00") // below the amount: a check would refuse
 	require.NoError(t, err)
-	charge := &idemstore.Charge{Amount: amount, Currency: "USD", Windows: []idemstore.Window{
+	charge := &operation.Charge{Amount: amount, Currency: "USD", Windows: []operation.Window{
 		{Name: "daily", Kind: "daily", Period: 24 * time.Hour, Max: max}}}
 	completed := time.Date(2026, 11, 30, 12, 0, 0, 123_000_000, time.UTC)
-	final := idemstore.Final{State: idemstore.StateDone, Result: json.RawMessage(`{"ok":true}`), ResultRef: "r-1", CompletedAt: completed}
+	final := operation.Final{State: operation.StateDone, Result: json.RawMessage(`{"ok":true}`), ResultRef: "r-1", CompletedAt: completed}
 	h := history{
 		input: operation.Input{OperationID: id, Subject: "s-rebuild", Scope: "payments.transfer", ParamHash: "h",
 			FingerprintExp: time.Now().Add(time.Hour), TerminalTTL: time.Hour, Charge: charge,
 			ApprovalSHA256: strings.Repeat("ab", 32)},
 		claimOwner: "owner-1", final: final, completed: true,
 	}
-	require.NoError(t, act(ctx, store, ActionInsert, id, Workflow{State: idemstore.StateDone, Final: final}, h, Truth{}))
+	require.NoError(t, act(ctx, store, ActionInsert, id, Workflow{State: operation.StateDone, Final: final}, h, Truth{}))
 
 	rec, err := store.Get(ctx, id)
 	require.NoError(t, err)
-	assert.Equal(t, idemstore.StateDone, rec.State)
+	assert.Equal(t, operation.StateDone, rec.State)
 	assert.Equal(t, h.input.ApprovalSHA256, rec.ApprovalSHA256, "the approval the receipts name")
 	assert.True(t, completed.Equal(rec.CompletedAt), "the completed time the receipts name: %s", rec.CompletedAt)
 	used, err := store.Usage(ctx, "s-rebuild", *charge)

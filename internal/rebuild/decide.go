@@ -8,7 +8,10 @@
 // truth is never overwritten: a disagreement is reported for a person.
 package rebuild
 
-import "github.com/oncegate/oncegate/idemstore"
+import (
+	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
+)
 
 // Action is what the rebuild does for one operation.
 type Action string
@@ -40,9 +43,9 @@ const (
 // when it closed without an outcome — and, once completed, its outcome.
 type Workflow struct {
 	// State is the operation's state by the workflow.
-	State idemstore.State
+	State operation.State
 	// Final is the outcome of a completed workflow.
-	Final idemstore.Final
+	Final operation.Final
 }
 
 // Truth is what the restored truth holds of the operation: nothing
@@ -64,7 +67,7 @@ func Decide(w Workflow, t Truth) Action {
 		return ActionInsert
 	}
 	switch t.Record.State {
-	case idemstore.StateDone, idemstore.StateFailed:
+	case operation.StateDone, operation.StateFailed:
 		if !w.State.Terminal() {
 			// Finalized; the workflow is closing (it records its outcome
 			// in the truth before it completes).
@@ -74,15 +77,15 @@ func Decide(w Workflow, t Truth) Action {
 			return ActionConflict
 		}
 		return ActionNone
-	case idemstore.StateInFlight:
+	case operation.StateInFlight:
 		switch {
 		case w.State.Terminal():
 			return ActionFinalize
-		case w.State == idemstore.StateNeedsReview:
+		case w.State == operation.StateNeedsReview:
 			return ActionMarkReview
 		}
 		return ActionNone
-	case idemstore.StateNeedsReview:
+	case operation.StateNeedsReview:
 		if w.State.Terminal() {
 			return ActionFinalize
 		}

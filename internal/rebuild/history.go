@@ -8,7 +8,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
@@ -29,7 +28,7 @@ type history struct {
 	review       bool
 	reviewReason string
 	// final is a completed workflow's outcome; completed says there is one.
-	final     idemstore.Final
+	final     operation.Final
 	completed bool
 }
 
@@ -88,7 +87,7 @@ func readHistory(ctx context.Context, tc Temporal, id, runID string) (history, e
 					return h, fmt.Errorf("history of %s: its claim: %w", id, err)
 				}
 				h.claimOwner = claim.Owner
-				if claim.State == idemstore.StateNeedsReview {
+				if claim.State == operation.StateNeedsReview {
 					h.review, h.reviewReason = true, claim.Reason
 				}
 			case workflows.ActivityMarkNeedsReview:
@@ -118,9 +117,9 @@ func workflowOf(status enumspb.WorkflowExecutionStatus, h history) Workflow {
 	switch status {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
 		if h.review {
-			return Workflow{State: idemstore.StateNeedsReview}
+			return Workflow{State: operation.StateNeedsReview}
 		}
-		return Workflow{State: idemstore.StateInFlight}
+		return Workflow{State: operation.StateInFlight}
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		if h.completed && h.final.State.Terminal() {
 			return Workflow{State: h.final.State, Final: h.final}

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/workflows"
 )
 
@@ -162,7 +163,7 @@ func act(ctx context.Context, truth TruthStore, action Action, id string, w Work
 			return fmt.Errorf("the truth got a record meanwhile (%s): run the rebuild again", d.Outcome)
 		}
 		switch {
-		case w.State == idemstore.StateNeedsReview:
+		case w.State == operation.StateNeedsReview:
 			return truth.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: id, Reason: h.reviewReason})
 		case w.State.Terminal():
 			return truth.Finalize(ctx, finalization(id, owner, w.Final, in.TerminalTTL))
@@ -182,7 +183,7 @@ func act(ctx context.Context, truth TruthStore, action Action, id string, w Work
 // the operation was claimed within its budgets before the truth was lost, so
 // its amount is reserved again (and released by Finalize when its outcome
 // proves nothing was executed) but never refused over budget now.
-func reserveOnly(c *idemstore.Charge) *idemstore.Charge {
+func reserveOnly(c *operation.Charge) *operation.Charge {
 	if c == nil {
 		return nil
 	}
@@ -191,6 +192,6 @@ func reserveOnly(c *idemstore.Charge) *idemstore.Charge {
 	return &r
 }
 
-func finalization(id, owner string, f idemstore.Final, terminalTTL time.Duration) idemstore.Finalization {
+func finalization(id, owner string, f operation.Final, terminalTTL time.Duration) idemstore.Finalization {
 	return idemstore.Finalization{OperationID: id, Owner: owner, Final: f, TerminalTTL: terminalTTL}
 }

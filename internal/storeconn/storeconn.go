@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/oncegate/oncegate/idemstore/redisstore"
 )
 
 // Config names the stores. Both binaries embed it, so its fields read as
@@ -40,4 +42,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("REDIS_TLS_CA_FILE=%s needs TLS on: a rediss:// REDIS_URL (with REDIS_ADDRS it gives username, password and TLS)", c.RedisTLSCAFile)
 	}
 	return nil
+}
+
+// Redis is where the Redis fast path is, as redisstore.Connect takes it.
+func (c Config) Redis() redisstore.ConnConfig {
+	return redisstore.ConnConfig{URL: c.RedisURL, Addrs: c.RedisAddrs, TLSCAFile: c.RedisTLSCAFile}
 }
