@@ -268,3 +268,37 @@ func TestReadyzWaitsForTheIdentityProvidersKeys(t *testing.T) {
 	r = setup(t).do(t, "GET", "/readyz", "", "")
 	assert.Equal(t, status.Ready, r.status(), "the token file needs no provider")
 }
+
+// TestActionScopes: an action that names a scope (catalog auth.scope) is
+// refused insufficient_scope, with the challenge naming the scope, to a
+// token granted other scopes, on preview, confirm and status alike, and
+// nothing is read or written; a token granted it, or one without scopes
+// (the token file), goes on.
+func TestActionScopes(t *testing.T) {
+	t.Parallel()
+	granted := auth.Identity{Subject: "alice", Role: auth.RoleAgent, Issuer: "https://idp.example", Scopes: []string{"payments:transfer"}}
+	other := auth.Identity{Subject: "alice", Role: auth.RoleAgent, Issuer: "https://idp.example", Scopes: []string{"payments:read"}}
+	b := setupWith(t, func(o *Options) {
+		o.Authenticator = auth.Chain{tokenTable(map[string]auth.Identity{"granted": granted, "other": other}, nil), o.Authenticator}
+	})
+	b.cat.Actions["payments.transfer"].Auth.Scope = "payments:transfer"
+	refused := func(r resp) {
+		t.Helper()
+		assert.Equal(t, http.StatusForbidden, r.code, r.raw)
+		assert.Equal(t, status.InsufficientScope, r.status())
+		assert.Contains(t, r.header.Get("WWW-Authenticate"), `error="insufficient_scope"`)
+		assert.Contains(t, r.header.Get("WWW-Authenticate"), `scope="payments:transfer"`)
+	}
+	before := b.store.Counts()
+	refused(b.do(t, "POST", "/v1/actions/payments.transfer/preview", "other", `{"params":`+transferParams+`}`))
+	pv := b.preview(t, "granted", "payments.transfer", transferParams)
+	refused(b.confirm(t, "other", "payments.transfer", pv.str("fingerprint"), transferParams))
+	assert.Equal(t, before.Writes, b.store.Counts().Writes, "a refused scope claims nothing")
+	assert.Zero(t, b.started())
+	r := b.confirm(t, "granted", "payments.transfer", pv.str("fingerprint"), transferParams)
+	require.Equal(t, status.Completed, r.status(), r.raw)
+	refused(b.do(t, "GET", "/v1/operations/"+pv.str("operation_id"), "other", ""))
+	assert.Equal(t, status.Completed, b.do(t, "GET", "/v1/operations/"+pv.str("operation_id"), "granted", "").status())
+	assert.Equal(t, status.PreviewReady, b.preview(t, "dev-alice", "payments.transfer", `{"amount":"1.00","currency":"USD","payee_id":"p-9"}`).status(),
+		"a token without scopes is not checked")
+}

@@ -57,7 +57,7 @@ func callerOf(c echo.Context) gateway.Caller { return callerFrom(identityOf(c)) 
 
 // callerFrom is id as the service's caller.
 func callerFrom(id auth.Identity) gateway.Caller {
-	return gateway.Caller{Subject: id.Subject, Role: id.Role}
+	return gateway.Caller{Subject: id.Subject, Role: id.Role, Scoped: id.Scoped(), Scopes: id.Scopes, Client: id.Client}
 }
 
 // continueTrace stands for otelecho's middleware and traceMiddleware when

@@ -132,6 +132,10 @@ func (s *Server) renderInto(body *bytes.Buffer, h http.Header, r gateway.Answer,
 		bodyOpID = ""
 	}
 	orderedBody(body, string(r.Status), meaning, instruction, info.Retryable, traceID, bodyOpID, r.Fields)
+	if r.Status == status.InsufficientScope && h.Get(echo.HeaderWWWAuthenticate) == "" {
+		// The service's refusal of an action's scope: the challenge names it (RFC 6750 §3.1).
+		h.Set(echo.HeaderWWWAuthenticate, challenge("", "insufficient_scope", "the token lacks the scope this request needs", r.Words.Expected))
+	}
 	setAnswerHeaders(h, r, info, lang)
 	s.responses.WithLabelValues(string(r.Status)).Inc()
 	return info.Code

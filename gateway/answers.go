@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/downstream"
 	"github.com/oncegate/oncegate/internal/params"
 	"github.com/oncegate/oncegate/operation"
@@ -349,4 +350,22 @@ func readinessAnswer(truthReachable bool, redis string) Answer {
 		return r
 	}
 	return NewAnswer(status.Ready).With("postgres", "ok").With("redis", redis)
+}
+
+// scopeOf is whether caller's token was granted the scope action needs.
+func scopeOf(caller Caller, action *catalog.Action) scopeAnswer {
+	a := scopeAnswer{Checked: true}
+	if !caller.Allows(action.Auth.Scope) {
+		a.Missing = action.Auth.Scope
+	}
+	return a
+}
+
+// insufficientScopeAnswer refuses a call of action scope whose token lacks
+// the OAuth scope want: nothing was read or written; the transport names
+// want in its challenge (RFC 6750).
+func insufficientScopeAnswer(scope, want string) Answer {
+	a := scopedAnswer(status.InsufficientScope, scope)
+	a.Words.Expected = want
+	return a
 }

@@ -94,6 +94,8 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) Answer {
 // ask makes the call plan names and adds its classified answer to f.
 func (s *Service) ask(ctx context.Context, call *confirmCall, plan confirmPlan, f confirmFacts) confirmFacts {
 	switch plan.Ask {
+	case confirmAskScope:
+		f.Scope = scopeOf(call.req.Caller, call.action)
 	case confirmAskRate:
 		f.Rate = s.rate(ctx, call.req.Caller, limits.KindConfirm)
 	case confirmAskBind:
@@ -156,6 +158,8 @@ func (s *Service) ask(ctx context.Context, call *confirmCall, plan confirmPlan, 
 func (s *Service) act(ctx context.Context, call *confirmCall, p confirmPlan) Answer {
 	opID := call.opID()
 	switch p.Action {
+	case actInsufficientScope:
+		return insufficientScopeAnswer(call.action.Scope, p.Scope)
 	case actRateLimited:
 		return rateLimitedAnswer(call.action.Scope, p.RetryAfter)
 	case actInvalidParams:

@@ -16,7 +16,8 @@ import (
 // decideConfirm names, adds its answer, classified by the *AnswerOf
 // functions below, to the facts, and asks again until the decision is
 // made; then it does what the decision names, and nothing else decides.
-// The facts, in the order they are asked: the subject's rate, the params,
+// The facts, in the order they are asked: the caller's scope, the
+// subject's rate, the params,
 // the fingerprint's verdict (with the amnesia guard's acknowledgement),
 // the approval, the claim (with the budget, reserved in the truth's
 // statement), the workflow's existence and the takeover of an orphan, the
@@ -29,6 +30,9 @@ type confirmAsk int
 const (
 	// confirmDecided: confirmPlan holds the action.
 	confirmDecided confirmAsk = iota
+	// confirmAskScope: whether the caller's token was granted the scope
+	// the action needs.
+	confirmAskScope
 	// confirmAskRate: the subject's confirm rate (the limiter).
 	confirmAskRate
 	// confirmAskBind: the params against the action's catalog entry, and
@@ -63,6 +67,14 @@ const (
 	// confirmAskAwait: the wait for the outcome (confirmPlan.Wait).
 	confirmAskAwait
 )
+
+// scopeAnswer is whether the caller may act on the action.
+type scopeAnswer struct {
+	// Checked says the caller's scopes were read.
+	Checked bool
+	// Missing is the scope the caller's token lacks (empty: none lacking).
+	Missing string
+}
 
 // rateKind is what the limiter said of the subject's confirm rate.
 type rateKind int
@@ -315,6 +327,8 @@ type awaitAnswer struct {
 type confirmFacts struct {
 	// Owner is this confirm's owner (gateway instance and request).
 	Owner string
+	// Scope is whether the caller's token was granted the action's scope.
+	Scope scopeAnswer
 	// Rate is the limiter's answer.
 	Rate rateAnswer
 	// Bind is the params' binding.
@@ -346,6 +360,9 @@ type confirmAction int
 const (
 	// actAsk: no action yet, confirmPlan.Ask names the next call.
 	actAsk confirmAction = iota
+	// actInsufficientScope: insufficient_scope naming the scope
+	// (confirmPlan.Scope); nothing is read or written.
+	actInsufficientScope
 	// actRateLimited: rate_limited, with the limiter's wait.
 	actRateLimited
 	// actInvalidParams: invalid_params, with the params' problems.
@@ -438,6 +455,8 @@ type confirmPlan struct {
 	Approval approvalAnswer
 	// Problems are the params' problems (actInvalidParams).
 	Problems []params.FieldProblem
+	// Scope is the scope the caller lacks (actInsufficientScope).
+	Scope string
 	// RetryAfter is the limiter's wait (actRateLimited).
 	RetryAfter time.Duration
 	// Err is the error the action answers or logs (actUnavailable,
@@ -483,10 +502,16 @@ func decideConfirm(f confirmFacts) confirmPlan {
 	return decided(confirmPlan{Action: actUnavailable, Err: c.Err})
 }
 
-// decideAdmission decides what comes before a claim: the rate, the params,
-// the fingerprint, the amnesia guard and the approval. It reports false
-// when the confirm may claim.
+// decideAdmission decides what comes before a claim: the caller's scope,
+// the rate, the params, the fingerprint, the amnesia guard and the
+// approval. It reports false when the confirm may claim.
 func decideAdmission(f confirmFacts) (confirmPlan, bool) {
+	switch {
+	case !f.Scope.Checked:
+		return confirmPlan{Ask: confirmAskScope}, true
+	case f.Scope.Missing != "":
+		return decided(confirmPlan{Action: actInsufficientScope, Scope: f.Scope.Missing}), true
+	}
 	switch f.Rate.Kind {
 	case rateNotAsked:
 		return confirmPlan{Ask: confirmAskRate}, true

@@ -46,6 +46,7 @@ var (
 
 // confirmAnswer is one answer of a confirm's call, added to the facts.
 type confirmAnswer struct {
+	scope      scopeAnswer
 	rate       rateAnswer
 	bind       bindAnswer
 	verify     verifyAnswer
@@ -78,6 +79,11 @@ func confirmOptions(c confirmAsk) (string, []decidetest.Option[confirmAnswer]) {
 		return approvalAnswer{Asked: true, Gate: approval.GateDecision{Verdict: v}, Record: rec}
 	}
 	switch c {
+	case confirmAskScope:
+		return "Scope", []decidetest.Option[confirmAnswer]{
+			opt("granted", confirmAnswer{scope: scopeAnswer{Checked: true}}),
+			opt("missing", confirmAnswer{scope: scopeAnswer{Checked: true, Missing: "payments:wire"}}),
+		}
 	case confirmAskRate:
 		return "Rate", []decidetest.Option[confirmAnswer]{
 			opt("allowed", confirmAnswer{rate: rateAnswer{Kind: rateAllowed}}),
@@ -165,6 +171,8 @@ func confirmOptions(c confirmAsk) (string, []decidetest.Option[confirmAnswer]) {
 // recordConfirmAnswer adds a call's answer to the facts.
 func recordConfirmAnswer(f confirmFacts, c confirmAsk, a confirmAnswer) confirmFacts {
 	switch c {
+	case confirmAskScope:
+		f.Scope = a.scope
 	case confirmAskRate:
 		f.Rate = a.rate
 	case confirmAskBind:
@@ -201,7 +209,7 @@ func askOf(f confirmFacts) (confirmAsk, bool) {
 // admitted are the facts of a confirm whose rate, params and fingerprint
 // passed and that needs no approval: what the claim's table starts from.
 func admitted(expired bool) confirmFacts {
-	return confirmFacts{Owner: confirmMe, Rate: rateAnswer{Kind: rateAllowed}, Bind: bindAnswer{Kind: bindOK},
+	return confirmFacts{Owner: confirmMe, Scope: scopeAnswer{Checked: true}, Rate: rateAnswer{Kind: rateAllowed}, Bind: bindAnswer{Kind: bindOK},
 		Verify: verifyAnswer{Kind: verifyValid, Expired: expired}}
 }
 
@@ -218,6 +226,7 @@ type want struct {
 	approval  approvalAnswer
 	problems  []params.FieldProblem
 	retry     time.Duration
+	scope     string
 }
 
 // check asserts that the decision over f is w.
@@ -236,9 +245,11 @@ func check(t *testing.T, f confirmFacts, w want) {
 	assert.Equal(t, w.approval, p.Approval, "approval")
 	assert.Equal(t, w.problems, p.Problems, "problems")
 	assert.Equal(t, w.retry, p.RetryAfter, "retry after")
+	assert.Equal(t, w.scope, p.Scope, "scope")
 }
 
-// TestDecideConfirmAdmission covers every path before the claim: the rate,
+// TestDecideConfirmAdmission covers every path before the claim: the
+// caller's scope, the rate,
 // the params, the fingerprint's verdict and the amnesia guard, the
 // approval. A path that reaches the claim is answered there by a finished
 // record (a replay), the claim's own table being the next test's.
@@ -254,18 +265,19 @@ func TestDecideConfirmAdmission(t *testing.T) {
 	paths := decidetest.ExploreFrom(t, confirmFacts{Owner: confirmMe}, askOf, recordConfirmAnswer, claimsFinished)
 	replay := want{action: actReplay, record: confirmDoneRec}
 	unavailable := want{action: actUnavailable, err: errStoreDown}
-	const ok = "Rate=allowed → Bind=ok"
+	const ok = "Scope=granted → Rate=allowed → Bind=ok"
 	tests := map[string]want{
-		"Rate=limited":                            {action: actRateLimited, retry: time.Second},
-		"Rate=allowed → Bind=invalid":             {action: actInvalidParams, problems: confirmProblems},
-		"Rate=allowed → Bind=broken":              {action: actInternal, err: errBug},
-		ok + " → Verify=invalid":                  {action: actFingerprintInvalid},
-		ok + " → Verify=subject":                  {action: actSubjectMismatch},
-		ok + " → Verify=scope":                    {action: actScopeMismatch},
-		ok + " → Verify=params":                   {action: actParamMismatch},
-		ok + " → Verify=broken":                   {action: actInternal, err: errBug},
-		ok + " → Verify=unacknowledged":           {action: actRepeatUnacknowledged},
-		ok + " → Verify=valid → Acquire=finished": replay,
+		"Scope=missing":                               {action: actInsufficientScope, scope: "payments:wire"},
+		"Scope=granted → Rate=limited":                {action: actRateLimited, retry: time.Second},
+		"Scope=granted → Rate=allowed → Bind=invalid": {action: actInvalidParams, problems: confirmProblems},
+		"Scope=granted → Rate=allowed → Bind=broken":  {action: actInternal, err: errBug},
+		ok + " → Verify=invalid":                      {action: actFingerprintInvalid},
+		ok + " → Verify=subject":                      {action: actSubjectMismatch},
+		ok + " → Verify=scope":                        {action: actScopeMismatch},
+		ok + " → Verify=params":                       {action: actParamMismatch},
+		ok + " → Verify=broken":                       {action: actInternal, err: errBug},
+		ok + " → Verify=unacknowledged":               {action: actRepeatUnacknowledged},
+		ok + " → Verify=valid → Acquire=finished":     replay,
 		// Past its exp a fingerprint replays what it started: no approval asked.
 		ok + " → Verify=valid past exp → Get=finished":                                replay,
 		ok + " → Verify=valid past exp asking approval → Get=finished":                replay,
@@ -423,7 +435,8 @@ func TestDecideConfirmStartsOnlyWhatIsAdmittedAndClaimed(t *testing.T) {
 		require.Equal(t, confirmDecided, p.Ask, key)
 		if f.Start.Kind != startNotAsked {
 			v := f.Verify
-			assert.True(t, f.Rate.Kind == rateAllowed && f.Bind.Kind == bindOK && v.Kind == verifyValid && !v.Unacknowledged,
+			assert.True(t, f.Scope.Checked && f.Scope.Missing == "" && f.Rate.Kind == rateAllowed && f.Bind.Kind == bindOK &&
+				v.Kind == verifyValid && !v.Unacknowledged,
 				"%s: started without admission", key)
 			switch {
 			case f.Claim.Kind == claimAcquired:

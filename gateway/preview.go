@@ -57,6 +57,9 @@ func (s *Service) Preview(ctx context.Context, req PreviewRequest) Answer {
 	if !ok {
 		return UnknownActionAnswer(req.Scope)
 	}
+	if sc := scopeOf(req.Caller, action); sc.Missing != "" {
+		return insufficientScopeAnswer(action.Scope, sc.Missing)
+	}
 	if r := s.rate(ctx, req.Caller, limits.KindPreview); r.Kind == rateLimited {
 		return rateLimitedAnswer(action.Scope, r.RetryAfter)
 	}

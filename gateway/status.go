@@ -31,7 +31,11 @@ func (s *Service) Status(ctx context.Context, req StatusRequest) Answer {
 		return s.storeErrorAnswer("", opID, fmt.Errorf("status %s: %w", opID, err))
 	}
 	rec.OperationID = opID
-	if action, ok := s.cat.Actions[rec.Scope]; ok && !known {
+	action, ok := s.cat.Actions[rec.Scope]
+	if ok && !req.Caller.Allows(action.Auth.Scope) {
+		return insufficientScopeAnswer(rec.Scope, action.Auth.Scope)
+	}
+	if ok && !known {
 		s.finals.keep(rec, action.TerminalTTL)
 	}
 	r := s.answerFor(rec, false)
