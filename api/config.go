@@ -24,8 +24,6 @@ import (
 const (
 	// DefaultRequestTimeout bounds one request.
 	DefaultRequestTimeout = 30 * time.Second
-	// DefaultShutdownTimeout bounds the drain of in-flight requests at SIGTERM.
-	DefaultShutdownTimeout = 30 * time.Second
 )
 
 // EnvFinalCache is the variable of gateway.Config.FinalCache.
@@ -70,8 +68,6 @@ type Config struct {
 	Pprof pprofserver.Config
 	// Telemetry exports traces when an OTLP endpoint is set.
 	Telemetry telemetry.Config
-	// TaskQueue is the workflows' task queue.
-	TaskQueue string `env:"ONCEGATE_TASK_QUEUE" envDefault:"oncegate"`
 	// FingerprintKeys is the keyring spec kid:base64secret[,...]
 	// (ONCEGATE_FINGERPRINT_KEYS, or the file ONCEGATE_FINGERPRINT_KEYS_FILE
 	// names, such as a mounted secret; one of them required).
@@ -135,9 +131,6 @@ func (c Config) withDefaults(g gateway.Config) Config {
 	}
 	if c.RequestTimeout <= g.ConfirmWait {
 		c.RequestTimeout = g.ConfirmWait + 10*time.Second
-	}
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.OIDC.Enabled() {
 		c.OIDC.MCPResource = c.OIDC.mcpResource(g.PublicURL)
@@ -285,7 +278,7 @@ func serverTLS(c Config) (*tls.Config, error) {
 func listenAddr(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("GATEWAY_URL=%q: want a URL such as %s", raw, gateway.DefaultGatewayURL)
+		return "", fmt.Errorf("GATEWAY_URL=%q: want a URL such as %s", raw, gateway.Defaults().GatewayURL)
 	}
 	if u.Port() != "" {
 		return u.Host, nil

@@ -5,38 +5,43 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/harness/testenv"
-	"github.com/oncegate/oncegate/workflows"
 )
 
-// TestConfigDefaultsAreTheConstants: the envDefault tags of Config, which
-// cannot name a Go constant, are the Default* constants that withDefaults
-// and the tests use; the parsed defaults are exactly withDefaults'.
-func TestConfigDefaultsAreTheConstants(t *testing.T) {
+// TestConfigDefaultsAreTheTags: each default is declared once, in its
+// envDefault tag: a configuration parsed from an empty environment holds
+// them (the values docs/reference.md names), and a Config built in Go gets
+// the same from WithDefaults (gateway.Defaults reads the tags).
+func TestConfigDefaultsAreTheTags(t *testing.T) {
 	t.Parallel()
 	c, err := ConfigFromEnv(map[string]string{
 		"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x", "ONCEGATE_FINGERPRINT_KEYS": "k:abc", "ONCEGATE_RECEIPT_KEYS": "r:abc", "ONCEGATE_ENV": gateway.EnvDev,
 	})
 	require.NoError(t, err)
-	assert.Equal(t, gateway.DefaultGatewayURL, c.Gateway.GatewayURL)
-	assert.Equal(t, workflows.TaskQueue, c.TaskQueue)
-	assert.Equal(t, gateway.DefaultConfirmWait, c.Gateway.ConfirmWait)
-	assert.Equal(t, gateway.DefaultClaimGrace, c.Gateway.ClaimGrace)
-	assert.Equal(t, gateway.DefaultPollAfter, c.Gateway.PollAfter)
-	assert.Equal(t, DefaultShutdownTimeout, c.ShutdownTimeout)
+	assert.Equal(t, "http://127.0.0.1:8080", c.Gateway.GatewayURL)
+	assert.Equal(t, "oncegate", c.Temporal.TaskQueue)
+	assert.Equal(t, 2*time.Second, c.Gateway.ConfirmWait)
+	assert.Equal(t, 30*time.Second, c.Gateway.ClaimGrace)
+	assert.Equal(t, 2*time.Second, c.Gateway.PollAfter)
+	assert.Equal(t, 30*time.Second, c.ShutdownTimeout)
 	assert.Equal(t, gateway.DefaultRetryAfter, c.Gateway.RetryAfter)
 	assert.Equal(t, DefaultRequestTimeout, c.RequestTimeout)
-	assert.Equal(t, gateway.DefaultFinalCache, c.Gateway.FinalCache)
+	assert.Equal(t, 4096, c.Gateway.FinalCache)
 	zero := gateway.Config{}.WithDefaults()
-	assert.Equal(t, zero.ConfirmWait, c.Gateway.ConfirmWait)
-	assert.Equal(t, zero.ClaimGrace, c.Gateway.ClaimGrace)
-	assert.Equal(t, zero.PollAfter, c.Gateway.PollAfter)
-	assert.Equal(t, Config{}.withDefaults(zero).ShutdownTimeout, c.ShutdownTimeout)
+	assert.Equal(t, c.Gateway.ConfirmWait, zero.ConfirmWait)
+	assert.Equal(t, c.Gateway.ClaimGrace, zero.ClaimGrace)
+	assert.Equal(t, c.Gateway.PollAfter, zero.PollAfter)
+	assert.Equal(t, c.Gateway.MaxWatchers, zero.MaxWatchers)
+	assert.Equal(t, c.Gateway.EnrolmentTTL, zero.EnrolmentTTL)
+	assert.Equal(t, c.Gateway.GatewayURL, zero.GatewayURL)
+	assert.Zero(t, zero.FinalCache, "a Config built in Go keeps no finished records unless asked")
+	assert.Equal(t, c.Gateway.FinalCache, gateway.Defaults().FinalCache)
 }
 
 // TestConfigNamesTheBadValue: a malformed or non-positive duration and a

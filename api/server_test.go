@@ -887,7 +887,7 @@ func TestConfigFromEnv(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:9999", c.ListenAddr)
 	assert.Equal(t, 3*time.Second, c.Gateway.ConfirmWait)
 	assert.Equal(t, 30*time.Second, c.Gateway.ClaimGrace)
-	assert.Equal(t, "oncegate", c.TaskQueue)
+	assert.Equal(t, "oncegate", c.Temporal.TaskQueue)
 	assert.Equal(t, "deployments/catalog.dev.yaml", c.CatalogPath)
 	assert.Equal(t, "deployments/tokens.dev.yaml", c.TokensPath)
 	assert.Equal(t, "127.0.0.1:7233", c.Temporal.Address)

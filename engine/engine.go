@@ -57,12 +57,9 @@ type Temporal struct {
 
 var _ gateway.Engine = (*Temporal)(nil)
 
-// New returns the engine on c, starting workflows on taskQueue (empty:
-// workflows.TaskQueue); log nil means slog.Default().
+// New returns the engine on c, starting workflows on taskQueue (the
+// configuration's ONCEGATE_TASK_QUEUE); log nil means slog.Default().
 func New(c Client, taskQueue string, log *slog.Logger) *Temporal {
-	if taskQueue == "" {
-		taskQueue = workflows.TaskQueue
-	}
 	if log == nil {
 		log = slog.Default()
 	}

@@ -134,12 +134,12 @@ func TestStartRetriesOnlyWhatTheSDKDoesNot(t *testing.T) {
 	in := operation.Input{OperationID: fingerprint.NewNonce(), Subject: "alice", Scope: "payments.transfer",
 		Summary: "payments.transfer 12.5 USD to p-1"}
 	fc := &fakeClient{refusals: []error{serviceerror.NewNamespaceNotFound("default"), serviceerror.NewNamespaceNotFound("default")}}
-	_, err := engine.New(fc, "", nil).Start(context.Background(), in, gateway.StartOptions{TraceID: "t-1", Eager: true})
+	_, err := engine.New(fc, "oncegate", nil).Start(context.Background(), in, gateway.StartOptions{TraceID: "t-1", Eager: true})
 	require.ErrorIs(t, err, gateway.ErrAlreadyStarted, "retried past two transient refusals, to the server's answer")
 	require.Len(t, fc.starts, 3)
 	o := fc.starts[0]
 	assert.Equal(t, in.OperationID, o.ID, "the workflow ID is the operation id")
-	assert.Equal(t, workflows.TaskQueue, o.TaskQueue)
+	assert.Equal(t, "oncegate", o.TaskQueue)
 	assert.Equal(t, in.Summary, o.StaticSummary)
 	assert.Equal(t, "t-1", o.Memo["trace_id"])
 	assert.True(t, o.EnableEagerStart)

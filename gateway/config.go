@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/oncegate/oncegate/internal/envconfig"
 )
 
 // EnvDev is the ONCEGATE_ENV of the dev stack and the tests. Unset or any
@@ -73,53 +77,46 @@ type Config struct {
 	Failpoint string `env:"ONCEGATE_FAILPOINT"`
 }
 
-// Defaults of Config.
-const (
-	// DefaultConfirmWait is how long a confirm waits for the outcome.
-	DefaultConfirmWait = 2 * time.Second
-	// DefaultClaimGrace is the age after which an IN_FLIGHT claim with no
-	// workflow and no truth record is an orphan.
-	DefaultClaimGrace = 30 * time.Second
-	// DefaultPollAfter is the poll_after_ms told to an agent.
-	DefaultPollAfter = 2 * time.Second
-	// DefaultRetryAfter is the retry_after_ms of temporarily_unavailable.
-	DefaultRetryAfter = time.Second
-	// DefaultGatewayURL is where the gateway listens by default.
-	DefaultGatewayURL = "http://127.0.0.1:8080"
-	// DefaultMaxWatchers bounds the operations whose outcome the gateway
-	// waits for at once (each on the outcome feed or a Temporal long poll).
-	DefaultMaxWatchers = 256
-	// DefaultEnrolmentTTL is how long a passkey enrolment link works.
-	DefaultEnrolmentTTL = 15 * time.Minute
-	// DefaultFinalCache is how many finished operations' records a gateway
-	// keeps to answer their replays and status polls without the store.
-	DefaultFinalCache = 4096
-)
+// DefaultRetryAfter is the retry_after_ms of temporarily_unavailable (no
+// variable sets it).
+const DefaultRetryAfter = time.Second
 
-// WithDefaults fills the zero fields with their defaults (FinalCache
-// excepted: 0 turns the cache off) and derives PublicURL, the relying
-// party ID and the origins.
+// Defaults is Config with every default of its envDefault tags: the one
+// place each default is declared (the configuration's table in
+// docs/reference.md is read from the same tags). Read once.
+var Defaults = sync.OnceValue(func() Config {
+	c, err := envconfig.Parse[Config](map[string]string{})
+	if err != nil {
+		panic(fmt.Sprintf("gateway: Config's envDefault tags do not parse: %v", err)) // a bug, caught by every test
+	}
+	return c
+})
+
+// WithDefaults fills the zero fields with their defaults (Defaults;
+// FinalCache excepted: 0 turns the cache off, as in a Config built in Go)
+// and derives PublicURL, the relying party ID and the origins.
 func (c Config) WithDefaults() Config {
+	d := Defaults()
 	if c.ConfirmWait <= 0 {
-		c.ConfirmWait = DefaultConfirmWait
+		c.ConfirmWait = d.ConfirmWait
 	}
 	if c.ClaimGrace <= 0 {
-		c.ClaimGrace = DefaultClaimGrace
+		c.ClaimGrace = d.ClaimGrace
 	}
 	if c.PollAfter <= 0 {
-		c.PollAfter = DefaultPollAfter
+		c.PollAfter = d.PollAfter
 	}
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = DefaultRetryAfter
 	}
 	if c.MaxWatchers <= 0 {
-		c.MaxWatchers = DefaultMaxWatchers
+		c.MaxWatchers = d.MaxWatchers
 	}
 	if c.EnrolmentTTL <= 0 {
-		c.EnrolmentTTL = DefaultEnrolmentTTL
+		c.EnrolmentTTL = d.EnrolmentTTL
 	}
 	if c.GatewayURL == "" {
-		c.GatewayURL = DefaultGatewayURL
+		c.GatewayURL = d.GatewayURL
 	}
 	if c.PublicURL == "" {
 		c.PublicURL = publicURLOf(c.GatewayURL)

@@ -74,7 +74,7 @@ func Build(c client.Client, cfg Config, p Parts) (w sdkworker.Worker, stopReaper
 		Logger:  p.Logger,
 		Metrics: actMetrics,
 	}
-	w = New(c, cfg.TaskQueue, acts, cfg.Options())
+	w = New(c, cfg.Temporal.TaskQueue, acts, cfg.Options())
 	switch cfg.Failpoint {
 	case FailpointAfterFinalize:
 		armAfterFinalize(w, acts)

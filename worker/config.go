@@ -34,8 +34,6 @@ type Config struct {
 	Pprof pprofserver.Config
 	// Telemetry exports traces when an OTLP endpoint is set.
 	Telemetry telemetry.Config
-	// TaskQueue is the workflows' task queue (workflows.TaskQueue by default).
-	TaskQueue string `env:"ONCEGATE_TASK_QUEUE" envDefault:"oncegate"`
 	// MetricsURL is where Prometheus metrics are served (DefaultMetricsURL).
 	MetricsURL string `env:"WORKER_METRICS_URL" envDefault:"http://127.0.0.1:9091/metrics"`
 	// ReapInterval is how often expired terminal truth records are

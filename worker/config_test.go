@@ -10,14 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/internal/envconfig"
-	"github.com/oncegate/oncegate/workflows"
 )
 
 func TestConfigFromEnv(t *testing.T) {
 	base := map[string]string{"DATABASE_URL": "postgres://x", "REDIS_URL": "redis://x"}
 	c, err := ConfigFromEnv(base)
 	require.NoError(t, err)
-	assert.Equal(t, workflows.TaskQueue, c.TaskQueue, "the tag's default is the constant")
+	assert.Equal(t, "oncegate", c.Temporal.TaskQueue, "the tag's default")
 	assert.Equal(t, DefaultMetricsURL, c.MetricsURL, "the tag's default is the constant")
 	assert.Equal(t, 10*time.Minute, c.ReapInterval)
 	assert.Equal(t, 30*time.Second, c.StopTimeout)

@@ -40,7 +40,7 @@ func TestNew(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 
-	w := worker.New(c, workflows.TaskQueue, &activities.Activities{}, sdkworker.Options{})
+	w := worker.New(c, "oncegate", &activities.Activities{}, sdkworker.Options{})
 
 	assert.NotNil(t, w)
 }

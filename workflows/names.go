@@ -10,8 +10,6 @@ import (
 )
 
 const (
-	// TaskQueue is the default task queue of the worker and the gateway.
-	TaskQueue = "oncegate"
 	// OperationWorkflowName is the registered name of the operation workflow.
 	OperationWorkflowName = "Operation"
 	// SignalResolve is the signal an operator sends to resolve NEEDS_REVIEW

@@ -559,7 +559,7 @@ func TestExtractResultRef(t *testing.T) {
 func startOptions(in operation.Input) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
 		ID:                    in.OperationID,
-		TaskQueue:             workflows.TaskQueue,
+		TaskQueue:             "oncegate",
 		TypedSearchAttributes: workflows.StartSearchAttributes(in),
 		StaticSummary:         in.Summary,
 	}

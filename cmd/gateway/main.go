@@ -161,7 +161,7 @@ func run(logger *slog.Logger) error {
 		alert = gateway.NewWebhookAlert(cfg.AlertWebhook, nil, logger)
 	}
 	svc, err := gateway.New(gateway.Deps{
-		Catalog: cat, Keyring: keys, Receipts: receipts, Claims: store, Engine: engine.New(tc, cfg.TaskQueue, logger),
+		Catalog: cat, Keyring: keys, Receipts: receipts, Claims: store, Engine: engine.New(tc, cfg.Temporal.TaskQueue, logger),
 		Logger: logger, Registerer: reg, AlertHook: alert, Config: cfg.Gateway,
 		Limits: lims, Rates: redis_rate.NewLimiter(rdb), Budgets: truth,
 		Approvals: truth, // approvals and passkeys live in the truth
@@ -188,7 +188,7 @@ func run(logger *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() {
 		logger.Info("gateway listening", "addr", cfg.ListenAddr, "https", cfg.TLS != nil, "instance", svc.InstanceID(),
-			"task_queue", cfg.TaskQueue, "temporal", cfg.Temporal.Address, "env", cfg.Gateway.Env)
+			"task_queue", cfg.Temporal.TaskQueue, "temporal", cfg.Temporal.Address, "env", cfg.Gateway.Env)
 		if cfg.TLS != nil {
 			errc <- hs.ServeTLS(ln, "", "") // the certificate is in hs.TLSConfig
 			return
@@ -232,7 +232,7 @@ func startInProcessWorker(tc client.Client, truth *pgstore.Store, store idemstor
 		stopReaper()
 		return nil, fmt.Errorf("start the in-process worker: %w", err)
 	}
-	logger.Info("in-process worker started", "task_queue", wcfg.TaskQueue)
+	logger.Info("in-process worker started", "task_queue", wcfg.Temporal.TaskQueue)
 	return func() { w.Stop(); stopReaper() }, nil
 }
 

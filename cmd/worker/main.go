@@ -112,7 +112,7 @@ func run(logger *slog.Logger) error {
 	// At SIGTERM the worker stops polling and lets the activities it runs
 	// finish (a downstream call in flight gets its answer recorded) for up to
 	// cfg.StopTimeout; then they are cancelled and Temporal retries or reconciles.
-	logger.Info("worker starting", "task_queue", cfg.TaskQueue)
+	logger.Info("worker starting", "task_queue", cfg.Temporal.TaskQueue)
 	if err := w.Run(sdkworker.InterruptCh()); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}

@@ -92,7 +92,7 @@ func WriteReport(w io.Writer, r *Results, in ReportInput) error {
 	}
 	p("- the replay and status phases ask about one finished operation, which the gateway keeps after the first answer (`ONCEGATE_FINAL_CACHE`: a finished record never changes) and answers without a store round trip; ")
 	if prod {
-		p("the two gateways keep it each (the default, %d operations)\n", ogate.DefaultFinalCache)
+		p("the two gateways keep it each (the default, %d operations)\n", ogate.Defaults().FinalCache)
 	} else {
 		p("the dev stack's gateway keeps %d (`%s=%d`), and the degraded pair replays %d finished operations in turn, so that each of its replays is one the gateway does not keep and reads the store (Redis, or PostgreSQL alone), as a replay on a gateway that has not answered the operation before does\n",
 			devFinalCache, api.EnvFinalCache, devFinalCache, unkeptReplays)

@@ -45,6 +45,8 @@ var unreachable = map[status.Status]string{
 	status.ApprovalDeclined: "a passkey's decline",
 	status.PasskeyEnrolled:  "a passkey's registration",
 	status.PasskeyRevoked:   "revoking needs an enrolled passkey",
+	// Only an identity provider's token carries scopes (TestOIDCWithHydra, api.TestActionScopes).
+	status.InsufficientScope: "a scoped token from an identity provider",
 }
 
 // stackKeys are the variables a shell may carry from another stack's

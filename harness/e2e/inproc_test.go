@@ -106,7 +106,7 @@ func startInproc(t *testing.T) *inprocStack {
 	t.Cleanup(w.Stop)
 
 	// The gateway.
-	cat, err := catalog.Load(filepath.Join(root, "deployments", "catalog.dev.yaml"), gateway.DefaultConfirmWait)
+	cat, err := catalog.Load(filepath.Join(root, "deployments", "catalog.dev.yaml"), gateway.Defaults().ConfirmWait)
 	require.NoError(t, err)
 	keys, err := fingerprint.ParseKeyring("inproc:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	require.NoError(t, err)

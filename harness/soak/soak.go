@@ -288,7 +288,7 @@ func loadCatalog(downstreamURL string) (*catalog.Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("soak: read the catalog: %w", err)
 	}
-	cat, err := catalog.Parse(bytes.ReplaceAll(raw, []byte("${DOWNSTREAM_URL}"), []byte(downstreamURL)), gateway.DefaultConfirmWait)
+	cat, err := catalog.Parse(bytes.ReplaceAll(raw, []byte("${DOWNSTREAM_URL}"), []byte(downstreamURL)), gateway.Defaults().ConfirmWait)
 	if err != nil {
 		return nil, fmt.Errorf("soak: %w", err)
 	}

@@ -21,6 +21,9 @@ type Config struct {
 	Address string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
 	// Namespace is the namespace.
 	Namespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
+	// TaskQueue is the operation workflows' task queue, the gateway's and
+	// the worker's alike: declared once, here.
+	TaskQueue string `env:"ONCEGATE_TASK_QUEUE" envDefault:"oncegate"`
 	// TLSEnabled turns TLS on with the system's roots (TEMPORAL_TLS=true);
 	// any of the other TLS fields turns it on too.
 	TLSEnabled bool `env:"TEMPORAL_TLS"`

@@ -33,7 +33,7 @@ func writeCert(t *testing.T) (certFile, keyFile string) {
 func TestPlaintextByDefault(t *testing.T) {
 	c, err := fromEnv(nil)
 	require.NoError(t, err)
-	assert.Equal(t, Config{Address: "127.0.0.1:7233", Namespace: "default"}, c)
+	assert.Equal(t, Config{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "oncegate"}, c)
 	o := c.Apply(client.Options{})
 	assert.Nil(t, o.ConnectionOptions.TLS)
 	assert.Equal(t, "127.0.0.1:7233", o.HostPort)
