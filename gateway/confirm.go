@@ -22,6 +22,13 @@ import (
 // when the agent hangs up (starting the workflow, refilling the fast path).
 const startTimeout = 10 * time.Second
 
+// startCheckTimeout bounds the engine's Describe after a failed start. The
+// start already spent up to startTimeout; an engine that did not answer it
+// rarely answers this, and without an answer the claim is kept (the
+// workflow may run) and the agent told to retry: the agent's wait stays
+// near startTimeout instead of twice it.
+const startCheckTimeout = 3 * time.Second
+
 // confirmCall is one confirm in progress: what its calls learnt that the
 // next calls and the action need besides the facts.
 type confirmCall struct {
@@ -133,7 +140,7 @@ func (s *Service) ask(ctx context.Context, call *confirmCall, plan confirmPlan, 
 	case confirmAskStart:
 		f.Start = s.start(ctx, call, plan.Ownership)
 	case confirmAskStartCheck:
-		dctx, cancel := detached(ctx)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startCheckTimeout)
 		f.StartCheck = workflowAnswerOf(s.engine.Describe(dctx, call.opID()))
 		cancel()
 	case confirmAskRelease:

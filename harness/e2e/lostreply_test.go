@@ -36,7 +36,7 @@ import (
 
 // lossClient is an agent's HTTP client for the lost-reply tests: it tells
 // an answer from a request that got none.
-var lossClient = &http.Client{Timeout: 20 * time.Second}
+var lossClient = &http.Client{Timeout: 30 * time.Second}
 
 // recorder sends an agent's requests and keeps every answer with the
 // times it was sent and received, as history events.

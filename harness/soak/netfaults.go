@@ -140,7 +140,7 @@ func (n *netFaults) apply(ctx context.Context, ev FaultEvent) error {
 			}
 			hs = append(hs, h)
 		}
-		if !n.take(hops) {
+		if !n.awaitTake(ctx, hops) {
 			return errHopBusy
 		}
 		defer n.release(hops)
@@ -159,7 +159,7 @@ func (n *netFaults) apply(ctx context.Context, ev FaultEvent) error {
 	if err != nil {
 		return err
 	}
-	if !n.take([]string{ev.Target}) {
+	if !n.awaitTake(ctx, []string{ev.Target}) {
 		return errHopBusy
 	}
 	defer n.release([]string{ev.Target})
@@ -253,6 +253,25 @@ func resetAll(hs []*netfault.Hop) {
 // at a time, so that toxics never stack on a hop (and its healing resets
 // only its own).
 var errHopBusy = errors.New("its hop is under another network fault")
+
+// busyWait bounds the wait of a fault for its hops while another fault
+// holds one: longer than the longest hold of any kind and the wait for
+// convergence after it, so that a fault drawn onto a held hop runs once
+// the hop is free instead of being skipped (the CI slice asserts a fault
+// on every hop).
+const busyWait = convergeBound + 30*time.Second
+
+// awaitTake takes hops as soon as no other fault holds one of them, for up
+// to busyWait or until ctx ends; false when it could not.
+func (n *netFaults) awaitTake(ctx context.Context, hops []string) bool {
+	deadline := time.Now().Add(busyWait)
+	for !n.take(hops) {
+		if time.Now().After(deadline) || !sleep(ctx, 100*time.Millisecond) {
+			return false
+		}
+	}
+	return true
+}
 
 // take marks hops as held by a fault, all or none; false when one is held.
 func (n *netFaults) take(hops []string) bool {
