@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/oncegate/oncegate/api/messages"
@@ -76,7 +77,8 @@ var bodyTexts = map[string]func(d messages.Data, v any) (messages.Data, bool){
 	"subject":    shows(func(d messages.Data, v string) messages.Data { d.Subject = v; return d }),
 	"passkey":    shows(func(d messages.Data, v approval.Passkey) messages.Data { d.Subject = v.Subject; return d }),
 	"approval": shows(func(d messages.Data, v gateway.ApprovalView) messages.Data {
-		d.ApprovalURL = v.URL
+		d.ApprovalURL, d.ApprovalRole, d.ApprovalNeeded, d.ApprovalGiven = v.URL, v.Role, v.Needed, v.Given
+		d.ApprovedBy = strings.Join(v.ApprovedBy, ", ")
 		if v.State != "" {
 			d.State = string(v.State)
 		}

@@ -273,6 +273,8 @@ func (s *Server) handleEnrolFinish(c echo.Context) error {
 type inviteBody struct {
 	// Subject is who enrols.
 	Subject string `json:"subject"`
+	// Roles are the roles the enrolled passkey will have.
+	Roles []string `json:"roles"`
 }
 
 // handleOpsInvite serves POST /v1/ops/passkeys/invites.
@@ -281,7 +283,7 @@ func (s *Server) handleOpsInvite(c echo.Context) error {
 	if r, ok := decodeBody(c, &body); !ok {
 		return s.render(c, r)
 	}
-	return s.render(c, s.svc.Invite(c.Request().Context(), callerOf(c), body.Subject))
+	return s.render(c, s.svc.Invite(c.Request().Context(), callerOf(c), gateway.InviteRequest{Subject: body.Subject, Roles: body.Roles}))
 }
 
 // handleOpsPasskeys serves GET /v1/ops/passkeys?subject=&revoked=true.

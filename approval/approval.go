@@ -68,6 +68,9 @@ type Policy struct {
 	// confirm: it caps the fingerprint's expiry of an operation that needs
 	// approval. At most the action's fingerprint_ttl.
 	TTL time.Duration `json:"ttl,omitempty"`
+	// Approvers names who approves instead of the subject alone (nil: the
+	// subject's own passkey, one decision).
+	Approvers *Approvers `json:"approvers,omitempty"`
 }
 
 // Asks reports whether the policy can ask for approval at all (the zero

@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -24,15 +25,26 @@ type Record struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	// State is PENDING, APPROVED or DECLINED.
 	State State `json:"state"`
+	// Approvers is who approves, as the action's policy named them when the
+	// request was first recorded (nil: the subject alone).
+	Approvers *Approvers `json:"approvers,omitempty"`
+	// Needed is how many distinct people must approve.
+	Needed int `json:"needed"`
+	// Given is how many have approved.
+	Given int `json:"given"`
+	// Decisions are each person's decision, in the order they came.
+	Decisions []ApproverDecision `json:"decisions,omitempty"`
 	// RequestedAt is when the request was first recorded.
 	RequestedAt time.Time `json:"requested_at,omitzero"`
 	// DecidedAt is when the person decided (zero while pending).
 	DecidedAt time.Time `json:"decided_at,omitzero"`
-	// CredentialID is the passkey that decided (base64url).
+	// CredentialID is the passkey that decided (base64url; empty for an
+	// approval of several people: each decision names its own).
 	CredentialID string `json:"credential_id,omitempty"`
 	// Statement is the canonical statement the passkey signed.
 	Statement json.RawMessage `json:"statement,omitempty"`
-	// Evidence is the stored assertion (see ceremony.Evidence).
+	// Evidence is the stored assertion (see ceremony.Evidence), or, for an
+	// approval of several people, their JointEvidence.
 	Evidence json.RawMessage `json:"evidence,omitempty"`
 	// EvidenceSHA256 is the lowercase hex SHA-256 of Evidence: what the
 	// workflow's input and the receipt carry.
@@ -53,6 +65,8 @@ type Request struct {
 	Reasons []Reason
 	// ExpiresAt is the fingerprint's expiry.
 	ExpiresAt time.Time
+	// Approvers is who approves (nil: the subject alone).
+	Approvers *Approvers
 	// TraceID is the asking request's trace.
 	TraceID string
 	// At is now.
@@ -65,6 +79,9 @@ type Request struct {
 type Decided struct {
 	// Request is the operation the decision is about.
 	Request Request
+	// Approver is the person who decided: the subject of the deciding
+	// passkey (empty: the request's subject).
+	Approver string
 	// State is StateApproved or StateDeclined.
 	State State
 	// CredentialID is the deciding passkey (base64url).
@@ -92,8 +109,11 @@ func SignCountAdvances(stored, presented uint32) bool {
 type Passkey struct {
 	// ID is the credential id, base64url without padding.
 	ID string `json:"id"`
-	// Subject is whose passkey it is.
+	// Subject is whose passkey it is: the person.
 	Subject string `json:"subject"`
+	// Roles are the roles it was enrolled with (its invite's): what
+	// Approvers.Role asks of an approver's passkey.
+	Roles []string `json:"roles,omitempty"`
 	// Credential is go-webauthn's credential record (public key, flags,
 	// authenticator), as JSON.
 	Credential json.RawMessage `json:"-"`
@@ -120,6 +140,8 @@ type Invite struct {
 	TokenSHA256 string
 	// Subject is who enrols.
 	Subject string
+	// Roles are the roles the passkey enrolled with it will have.
+	Roles []string
 	// CreatedBy is the operator who invited.
 	CreatedBy string
 	// ExpiresAt ends the link.
@@ -175,6 +197,69 @@ type Store interface {
 	Passkeys(ctx context.Context, subject string, withRevoked bool) ([]Passkey, error)
 	// Revoke revokes a passkey; ErrNotFound, or ErrRevoked when it was already.
 	Revoke(ctx context.Context, r Revocation) (Passkey, error)
+	// PasskeysWithRole lists the active passkeys enrolled with role.
+	PasskeysWithRole(ctx context.Context, role string) ([]Passkey, error)
+}
+
+// ApproverName is who decided d: its Approver, or the request's subject.
+func (d Decided) ApproverName() string {
+	if d.Approver != "" {
+		return d.Approver
+	}
+	return d.Request.Subject
+}
+
+// Pending is the record a request starts: PENDING, nothing given.
+func (r Request) Pending() Record {
+	return Record{
+		OperationID: r.OperationID, Subject: r.Subject, Scope: r.Scope, ParamHash: r.ParamHash,
+		BoundParams: r.BoundParams, Reasons: r.Reasons, ExpiresAt: r.ExpiresAt, State: StatePending,
+		Approvers: r.Approvers, Needed: r.Approvers.Needed(), RequestedAt: r.At, TraceID: r.TraceID,
+	}
+}
+
+// Apply records decision d on rec, the operation's approval as it stands
+// (Request.Pending when none is stored): ErrAlreadyDecided when rec is
+// decided or d's approver decided it before (the first decision of each
+// person stands); otherwise rec with d's ApproverDecision appended and
+// tallied. An approval decided by one decision carries that decision's
+// evidence; one approved by several people their JointEvidence. Pure:
+// every Store decides with it, in the step that advances the passkey's
+// counter.
+func Apply(rec Record, d Decided) (Record, error) {
+	who := d.ApproverName()
+	if rec.State != StatePending {
+		return rec, ErrAlreadyDecided
+	}
+	for _, prior := range rec.Decisions {
+		if prior.Approver == who {
+			return rec, ErrAlreadyDecided
+		}
+	}
+	rec.Decisions = append(slices.Clone(rec.Decisions), ApproverDecision{
+		Approver: who, State: d.State, CredentialID: d.CredentialID, DecidedAt: d.Request.At,
+		EvidenceSHA256: d.EvidenceSHA256, TraceID: d.Request.TraceID,
+	})
+	if rec.Needed < 1 {
+		rec.Needed = rec.Approvers.Needed()
+	}
+	state, given := Tally(rec.Needed, rec.Decisions)
+	rec.Given = given
+	if state == StatePending {
+		return rec, nil
+	}
+	rec.State, rec.DecidedAt, rec.TraceID = state, d.Request.At, d.Request.TraceID
+	if rec.BoundParams == nil {
+		rec.BoundParams = d.Request.BoundParams
+	}
+	rec.Statement = d.Statement
+	if state == StateApproved && len(rec.Decisions) > 1 {
+		rec.CredentialID = ""
+		rec.Evidence, rec.EvidenceSHA256 = JointEvidence(rec.OperationID, rec.Decisions)
+		return rec, nil
+	}
+	rec.CredentialID, rec.Evidence, rec.EvidenceSHA256 = d.CredentialID, d.Evidence, d.EvidenceSHA256
+	return rec, nil
 }
 
 // DefaultListLimit bounds Store.Approvals when no limit is given.

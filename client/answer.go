@@ -120,6 +120,14 @@ type Approval struct {
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	// State is PENDING, APPROVED or DECLINED once something is recorded.
 	State string `json:"state,omitempty"`
+	// Needed is how many distinct people must approve (1: the subject).
+	Needed int `json:"needed"`
+	// Given is how many have approved so far.
+	Given int `json:"given"`
+	// ApprovedBy names who has approved so far.
+	ApprovedBy []string `json:"approved_by,omitempty"`
+	// Role is the role the approvers hold (empty: the subject approves).
+	Role string `json:"role,omitempty"`
 }
 
 // PollAfter is PollAfterMS as a duration.

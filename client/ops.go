@@ -147,10 +147,14 @@ func (o *Ops) Passkeys(ctx context.Context, f PasskeyFilter) (*PasskeyList, erro
 }
 
 // InvitePasskey asks for a one-time enrolment link for subject (status
-// passkey_invited): whoever opens it enrols a passkey as subject, so it
-// goes to subject only.
-func (o *Ops) InvitePasskey(ctx context.Context, subject string) (*PasskeyInvite, error) {
-	return call[PasskeyInvite](ctx, o, http.MethodPost, "/v1/ops/passkeys/invites", map[string]string{"subject": subject})
+// passkey_invited): whoever opens it enrols a passkey as subject, with
+// roles (a named approver's, such as finance), so it goes to subject only.
+func (o *Ops) InvitePasskey(ctx context.Context, subject string, roles ...string) (*PasskeyInvite, error) {
+	body := map[string]any{"subject": subject}
+	if len(roles) > 0 {
+		body["roles"] = roles
+	}
+	return call[PasskeyInvite](ctx, o, http.MethodPost, "/v1/ops/passkeys/invites", body)
 }
 
 // RevokePasskey revokes passkey id (status passkey_revoked): it decides

@@ -220,8 +220,10 @@ type LimitsReset struct {
 type Passkey struct {
 	// ID is the passkey's credential id.
 	ID string `json:"id"`
-	// Subject is whose passkey it is.
+	// Subject is whose passkey it is: the person.
 	Subject string `json:"subject"`
+	// Roles are the roles it was enrolled with (a named approver's).
+	Roles []string `json:"roles,omitempty"`
 	// SignCount is the authenticator's signature counter last seen.
 	SignCount uint32 `json:"sign_count"`
 	// CreatedAt is when it was enrolled.
@@ -252,6 +254,8 @@ type PasskeyInvite struct {
 	Answer
 	// Subject is who may enrol with the link.
 	Subject string `json:"subject"`
+	// Roles are the roles the enrolled passkey will have.
+	Roles []string `json:"roles"`
 	// URL is the one-time enrolment link, for the subject only.
 	URL string `json:"url"`
 	// ExpiresAt is when the link stops working.

@@ -28,6 +28,32 @@ type ApprovalView struct {
 	State approval.State `json:"state,omitempty"`
 	// DecidedAt is when the person decided.
 	DecidedAt string `json:"decided_at,omitempty"`
+	// Needed is how many distinct people must approve (1: the subject).
+	Needed int `json:"needed"`
+	// Given is how many have approved so far.
+	Given int `json:"given"`
+	// ApprovedBy names who has approved so far.
+	ApprovedBy []string `json:"approved_by,omitempty"`
+	// Role is the role the approvers hold (absent: the subject approves).
+	Role string `json:"role,omitempty"`
+	// SubjectMayApprove says whether the subject's own passkey counts
+	// (absent: the subject approves).
+	SubjectMayApprove *bool `json:"subject_may_approve,omitempty"`
+}
+
+// withApprovers fills who approves under a (nil: the subject alone) and
+// how far decisions went.
+func (v ApprovalView) withApprovers(a *approval.Approvers, given int, decisions []approval.ApproverDecision) ApprovalView {
+	v.Needed, v.Given = a.Needed(), given
+	if a != nil {
+		v.Role, v.SubjectMayApprove = a.Role, &a.SubjectMayApprove
+	}
+	for _, d := range decisions {
+		if d.State == approval.StateApproved {
+			v.ApprovedBy = append(v.ApprovedBy, d.Approver)
+		}
+	}
+	return v
 }
 
 // viewOf is the view of a recorded approval (url: the page's link, kept
@@ -42,6 +68,10 @@ func viewOf(rec approval.Record, url string) ApprovalView {
 	}
 	if v.Reasons == nil {
 		v.Reasons = []approval.Reason{}
+	}
+	v = v.withApprovers(rec.Approvers, rec.Given, rec.Decisions)
+	if rec.Needed > 0 {
+		v.Needed = rec.Needed
 	}
 	return v
 }
@@ -83,8 +113,11 @@ func passkeyEnrolledAnswer(pk approval.Passkey) Answer {
 }
 
 // passkeyInvitedAnswer answers an invitation with its link.
-func passkeyInvitedAnswer(subject, url string, expires time.Time) Answer {
-	return NewAnswer(status.PasskeyInvited).With("subject", subject).With("url", url).
+func passkeyInvitedAnswer(subject string, roles []string, url string, expires time.Time) Answer {
+	if roles == nil {
+		roles = []string{}
+	}
+	return NewAnswer(status.PasskeyInvited).With("subject", subject).With("roles", roles).With("url", url).
 		With("expires_at", expires.UTC().Format(time.RFC3339))
 }
 

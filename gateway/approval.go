@@ -73,7 +73,7 @@ func (s *Service) approvalLink(fp, opID string, canonical []byte) string {
 func (s *Service) approvalRequired(ctx context.Context, call *confirmCall, a approvalAnswer) Answer {
 	p := call.payload
 	traceID := call.trace(ctx)
-	asked, err := s.approvals.RequestApproval(ctx, s.approvalRequest(p, call.bound.canonical, traceID))
+	asked, err := s.approvals.RequestApproval(ctx, s.approvalRequest(p, call.bound.canonical, call.action.Approval.Approvers, traceID))
 	if err != nil {
 		return s.storeErrorAnswer(call.action.Scope, p.Nonce, fmt.Errorf("request approval of %s: %w", p.Nonce, err))
 	}
@@ -89,11 +89,12 @@ func (s *Service) approvalRequired(ctx context.Context, call *confirmCall, a app
 }
 
 // approvalRequest is the request to approve the operation of fingerprint
-// payload p with its canonical bound params.
-func (s *Service) approvalRequest(p fingerprint.Payload, canonical []byte, traceID string) approval.Request {
+// payload p with its canonical bound params, by approvers (nil: the
+// subject alone).
+func (s *Service) approvalRequest(p fingerprint.Payload, canonical []byte, approvers *approval.Approvers, traceID string) approval.Request {
 	return approval.Request{
 		OperationID: p.Nonce, Subject: p.Subject, Scope: p.Scope, ParamHash: p.ParamHash, BoundParams: canonical,
-		Reasons: approval.SplitReasons(p.Approval), ExpiresAt: p.ExpiresAt(), TraceID: traceID, At: s.now(),
+		Reasons: approval.SplitReasons(p.Approval), ExpiresAt: p.ExpiresAt(), Approvers: approvers, TraceID: traceID, At: s.now(),
 	}
 }
 

@@ -108,6 +108,12 @@ type ApprovalPage struct {
 	DecidedAt time.Time
 	// Open reports that a decision can still be made.
 	Open bool
+	// Approvers are who decide (nil: the subject alone).
+	Approvers *approval.Approvers
+	// Needed is how many distinct people must approve; Given how many have.
+	Needed, Given int
+	// ApprovedBy names who has approved so far.
+	ApprovedBy []string
 	// Fingerprint and Params are the link's signed request, posted back
 	// with the decision.
 	Fingerprint, Params string
@@ -141,7 +147,17 @@ func (s *Service) ApprovalPage(ctx context.Context, l ApprovalLink) (ApprovalPag
 		return ApprovalPage{}, &PageError{Code: http.StatusBadRequest, Why: err.Error()}
 	}
 	page := approvePage(link)
+	page.Approvers = link.action.Approval.Approvers
 	rec, err := s.approvals.Approval(ctx, link.payload.Nonce)
+	if err == nil {
+		page.Approvers, page.Given = rec.Approvers, rec.Given
+		for _, d := range rec.Decisions {
+			if d.State == approval.StateApproved {
+				page.ApprovedBy = append(page.ApprovedBy, d.Approver)
+			}
+		}
+	}
+	page.Needed = page.Approvers.Needed()
 	switch {
 	case err == nil && rec.State != approval.StatePending:
 		page.State, page.DecidedAt = strings.ToLower(string(rec.State)), rec.DecidedAt
@@ -202,17 +218,21 @@ func withScale(n, currency string) string {
 	return out.Text('f')
 }
 
-// decisionCall is a verified decision request: its link, statement and the
-// subject's passkeys.
+// decisionCall is a verified decision request: its link, statement, who
+// approves it, and the passkeys that may decide it.
 type decisionCall struct {
-	link verifiedLink
-	st   approval.Statement
-	keys []approval.Passkey
+	link      verifiedLink
+	st        approval.Statement
+	approvers *approval.Approvers
+	keys      []approval.Passkey
+	// rec is the approval as recorded (nil: nothing recorded yet).
+	rec *approval.Record
 }
 
 // prepareDecision verifies a decision request up to the passkeys: the link,
-// the decision, the expiry, that nothing was decided yet, and that the
-// subject has passkeys. It returns the answer to send when refused.
+// the decision, the expiry, that nothing was decided yet, and the passkeys
+// that may decide it (approval.MayDecide: the subject's, or the named
+// approvers'). It returns the answer to send when refused.
 func (s *Service) prepareDecision(ctx context.Context, req DecisionRequest) (decisionCall, Answer, bool) {
 	opID := req.Link.OperationID
 	link, err := s.verifyLink(opID, req.Link.Fingerprint, req.Link.Params)
@@ -225,21 +245,61 @@ func (s *Service) prepareDecision(ctx context.Context, req DecisionRequest) (dec
 	if !s.now().Before(link.payload.ExpiresAt()) {
 		return decisionCall{}, ceremonyRefusedAnswer(opID, "the approval expired at "+link.payload.ExpiresAt().Format(time.RFC3339), nil), false
 	}
+	call := decisionCall{link: link, st: approval.StatementOf(link.payload, req.Decision), approvers: link.action.Approval.Approvers}
 	rec, err := s.approvals.Approval(ctx, link.payload.Nonce)
 	switch {
 	case err == nil && rec.State != approval.StatePending:
 		return decisionCall{}, ceremonyRefusedAnswer(opID, "this operation was already "+strings.ToLower(string(rec.State)), &rec), false
-	case err != nil && !errors.Is(err, approval.ErrNotFound):
+	case err == nil:
+		// Who approves is what the policy said when the request was first
+		// recorded: a catalog changed since changes nothing asked before.
+		call.rec, call.approvers = &rec, rec.Approvers
+	case !errors.Is(err, approval.ErrNotFound):
 		return decisionCall{}, s.storeErrorAnswer(link.payload.Scope, opID, fmt.Errorf("approval of %s: %w", opID, err)), false
 	}
-	keys, err := s.approvals.Passkeys(ctx, link.payload.Subject, false)
+	if call.keys, err = s.decidingKeys(ctx, link.payload.Subject, call.approvers); err != nil {
+		return decisionCall{}, s.storeErrorAnswer(link.payload.Scope, opID, err), false
+	}
+	if len(call.keys) == 0 {
+		return decisionCall{}, ceremonyRefusedAnswer(opID, noDecidingKeys(link.payload.Subject, call.approvers), nil), false
+	}
+	return call, Answer{}, true
+}
+
+// decidingKeys lists the active passkeys that may decide an operation of
+// subject under approvers (approval.MayDecide): the subject's own, and,
+// when approvers are named, every passkey enrolled with their role.
+func (s *Service) decidingKeys(ctx context.Context, subject string, approvers *approval.Approvers) ([]approval.Passkey, error) {
+	candidates, err := s.approvals.Passkeys(ctx, subject, false)
 	if err != nil {
-		return decisionCall{}, s.storeErrorAnswer(link.payload.Scope, opID, fmt.Errorf("passkeys of %s: %w", link.payload.Subject, err)), false
+		return nil, fmt.Errorf("passkeys of %s: %w", subject, err)
 	}
-	if len(keys) == 0 {
-		return decisionCall{}, ceremonyRefusedAnswer(opID, link.payload.Subject+" has no passkey: an operator makes an enrolment link (oncegate-ops passkey invite)", nil), false
+	if approvers != nil {
+		withRole, err := s.approvals.PasskeysWithRole(ctx, approvers.Role)
+		if err != nil {
+			return nil, fmt.Errorf("passkeys with the role %s: %w", approvers.Role, err)
+		}
+		candidates = append(candidates, withRole...)
 	}
-	return decisionCall{link: link, st: approval.StatementOf(link.payload, req.Decision), keys: keys}, Answer{}, true
+	var keys []approval.Passkey
+	seen := map[string]bool{}
+	for _, k := range candidates {
+		if !seen[k.ID] && approval.MayDecide(approvers, subject, k) {
+			seen[k.ID] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// noDecidingKeys says why nobody can decide an operation of subject under
+// approvers, and what an operator does about it.
+func noDecidingKeys(subject string, approvers *approval.Approvers) string {
+	if approvers == nil {
+		return subject + " has no passkey: an operator makes an enrolment link (oncegate-ops passkey invite)"
+	}
+	return "no passkey is enrolled with the role " + approvers.Role +
+		": an operator makes an enrolment link for each approver (oncegate-ops passkey invite --person NAME --role " + approvers.Role + ")"
 }
 
 // ApproveOptions answers the assertion options over the statement of the
@@ -280,17 +340,19 @@ func (s *Service) ApproveDecision(ctx context.Context, req DecisionRequest) Answ
 		state = approval.StateDeclined
 	}
 	rec, err := s.approvals.Decide(ctx, approval.Decided{
-		Request: s.approvalRequest(call.link.payload, call.link.canonical, traceID), State: state,
-		CredentialID: v.CredentialID, SignCount: v.SignCount, Statement: call.st.Canonical(),
+		Request: s.approvalRequest(call.link.payload, call.link.canonical, call.approvers, traceID), Approver: v.Person,
+		State: state, CredentialID: v.CredentialID, SignCount: v.SignCount, Statement: call.st.Canonical(),
 		Evidence: v.Evidence, EvidenceSHA256: v.EvidenceSHA256,
 	})
 	switch {
+	case errors.Is(err, approval.ErrAlreadyDecided) && rec.State == approval.StatePending:
+		return refuse(alreadyDecidedBy(v.Person, rec), &rec)
 	case errors.Is(err, approval.ErrAlreadyDecided):
 		return refuse("this operation was already decided", &rec)
 	case errors.Is(err, approval.ErrSignCount):
 		return refuse("the passkey's signature counter did not advance (a replayed answer)", nil)
 	case errors.Is(err, approval.ErrRevoked), errors.Is(err, approval.ErrNotFound):
-		return refuse("the passkey is not an active passkey of "+subject, nil)
+		return refuse("the passkey is not an active passkey of "+v.Person, nil)
 	case err != nil:
 		return s.storeErrorAnswer(call.link.payload.Scope, opID, err)
 	}
@@ -298,6 +360,14 @@ func (s *Service) ApproveDecision(ctx context.Context, req DecisionRequest) Answ
 	if state == approval.StateDeclined {
 		event = eventDeclined
 	}
-	s.approvalEvent(ctx, event, subject, opID, v.CredentialID, traceID, "evidence_sha256="+v.EvidenceSHA256)
+	s.approvalEvent(ctx, event, subject, opID, v.CredentialID, traceID,
+		"approver="+v.Person+" evidence_sha256="+v.EvidenceSHA256)
 	return approvalRecordedAnswer(rec)
+}
+
+// alreadyDecidedBy refuses a second decision of person on an approval that
+// still waits for others: the first decision of each person stands.
+func alreadyDecidedBy(person string, rec approval.Record) string {
+	return fmt.Sprintf("%s already decided this operation (the first decision of each person stands); "+
+		"%d of %d approvals given: another approver decides", person, rec.Given, rec.Needed)
 }

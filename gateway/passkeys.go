@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -96,7 +97,7 @@ func (s *Service) EnrolFinish(ctx context.Context, token string, credential json
 		s.approvalEvent(ctx, eventCeremonyRefused, inv.Subject, "", "", traceID, err.Error())
 		return ceremonyRefusedAnswer("", "the passkey's registration does not verify: "+err.Error(), nil)
 	}
-	pk.EnrolTraceID = traceID
+	pk.EnrolTraceID, pk.Roles = traceID, inv.Roles
 	switch err := s.approvals.Enrol(ctx, inv.TokenSHA256, pk, s.now()); {
 	case errors.Is(err, approval.ErrInviteInvalid):
 		return ceremonyRefusedAnswer("", "the enrolment link is unknown, expired or used", nil)
@@ -122,25 +123,51 @@ func validSubject(s string) bool {
 	return true
 }
 
-// Invite makes a one-time enrolment link for subject, by the operator
-// caller.
-func (s *Service) Invite(ctx context.Context, caller Caller, subject string) Answer {
+// Invite makes a one-time enrolment link for req's person, whose passkey
+// will have req's roles, by the operator caller.
+func (s *Service) Invite(ctx context.Context, caller Caller, req InviteRequest) Answer {
 	traceID := telemetry.TraceID(ctx)
+	subject := req.Subject
+	var problems []params.FieldProblem
 	if !validSubject(subject) {
-		return invalidResolutionAnswer("", []params.FieldProblem{{Field: "subject", Rule: params.RuleRequired,
-			Problem: "must be the subject's name: 1 to 128 printable characters, no spaces"}}, "")
+		problems = append(problems, params.FieldProblem{Field: "subject", Rule: params.RuleRequired,
+			Problem: "must be the subject's name: 1 to 128 printable characters, no spaces"})
+	}
+	roles, problem := inviteRoles(req.Roles)
+	if problem != "" {
+		problems = append(problems, params.FieldProblem{Field: "roles", Rule: params.RuleType, Problem: problem})
+	}
+	if len(problems) > 0 {
+		return invalidResolutionAnswer("", problems, "")
 	}
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw) // crypto/rand.Read never fails (Go 1.24+)
 	token := base64.RawURLEncoding.EncodeToString(raw)
 	expires := s.now().Add(s.cfg.EnrolmentTTL)
 	by := caller.Subject
-	if err := s.approvals.CreateInvite(ctx, approval.Invite{TokenSHA256: tokenHash(token), Subject: subject, CreatedBy: by,
-		ExpiresAt: expires, TraceID: traceID}); err != nil {
+	if err := s.approvals.CreateInvite(ctx, approval.Invite{TokenSHA256: tokenHash(token), Subject: subject, Roles: roles,
+		CreatedBy: by, ExpiresAt: expires, TraceID: traceID}); err != nil {
 		return s.storeErrorAnswer("", "", err)
 	}
-	s.approvalEvent(ctx, eventPasskeyInvited, subject, "", "", traceID, "by "+by)
-	return passkeyInvitedAnswer(subject, s.cfg.PublicURL+"/enrol/"+token, expires)
+	s.approvalEvent(ctx, eventPasskeyInvited, subject, "", "", traceID, "by "+by+" roles="+strings.Join(roles, ","))
+	return passkeyInvitedAnswer(subject, roles, s.cfg.PublicURL+"/enrol/"+token, expires)
+}
+
+// inviteRoles checks an invite's roles and returns them sorted without
+// repeats, or the problem with them.
+func inviteRoles(roles []string) ([]string, string) {
+	out := slices.Clone(roles)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > approval.MaxRoles {
+		return nil, fmt.Sprintf("at most %d roles", approval.MaxRoles)
+	}
+	for _, r := range out {
+		if !approval.ValidRole(r) {
+			return nil, fmt.Sprintf("%q is not a role name (letters, digits, ., _, -; 1 to 64)", r)
+		}
+	}
+	return out, ""
 }
 
 // Passkeys lists subject's passkeys (every subject's when empty), the

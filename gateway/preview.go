@@ -118,8 +118,9 @@ func (s *Service) Preview(ctx context.Context, req PreviewRequest) Answer {
 	preview := PreviewView{Scope: action.Scope, Params: bp.normalized, Free: bp.free, Quote: quote}
 	var view *ApprovalView
 	if offer != nil {
-		view = &ApprovalView{Required: true, Reasons: offer.reasons, URL: s.approvalLink(fp, p.Nonce, bp.canonical),
-			ExpiresAt: p.ExpiresAt().Format(time.RFC3339)}
+		v := ApprovalView{Required: true, Reasons: offer.reasons, URL: s.approvalLink(fp, p.Nonce, bp.canonical),
+			ExpiresAt: p.ExpiresAt().Format(time.RFC3339)}.withApprovers(action.Approval.Approvers, 0, nil)
+		view = &v
 	}
 	var ready Answer
 	if !found {

@@ -146,3 +146,13 @@ type DecisionRequest struct {
 	// Credential is the browser's assertion (the decision only).
 	Credential json.RawMessage
 }
+
+// InviteRequest asks for a one-time enrolment link: the person who enrols
+// and the roles their passkey will have (a named approver's, such as
+// finance; docs/contract.md §7b).
+type InviteRequest struct {
+	// Subject is who enrols: the person.
+	Subject string
+	// Roles are the roles the enrolled passkey will have.
+	Roles []string
+}

@@ -79,6 +79,15 @@ type Data struct {
 	// downstream executed nothing (operation.FailureKind.ProvesNothingExecuted):
 	// only then do the texts tell the user that no money moved.
 	NothingExecuted bool
+	// ApprovalRole is the role an operation's named approvers hold (empty:
+	// the subject approves alone).
+	ApprovalRole string
+	// ApprovalNeeded is how many distinct people must approve.
+	ApprovalNeeded int
+	// ApprovalGiven is how many have approved so far.
+	ApprovalGiven int
+	// ApprovedBy names who has approved so far (comma-separated).
+	ApprovedBy string
 	// DecidedBy is the operator whose decision was first.
 	DecidedBy string
 	// DecidedOutcome is that decision's outcome (completed or failed).

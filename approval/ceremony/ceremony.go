@@ -188,10 +188,11 @@ func (c *Ceremony) FinishEnrolment(subject string, session, response []byte) (ap
 }
 
 // AssertionOptions returns the options for navigator.credentials.get that
-// sign st with one of keys (the subject's passkeys): the challenge is
+// sign st with one of keys (the passkeys that may decide it: the
+// subject's, or the approvers' of several people): the challenge is
 // st.Challenge(), user verification is required.
 func (c *Ceremony) AssertionOptions(st approval.Statement, keys []approval.Passkey) (json.RawMessage, error) {
-	assertion, _, _, err := c.beginLogin(st, keys)
+	assertion, _, _, err := c.beginLogin(st, st.Subject, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -202,8 +203,11 @@ func (c *Ceremony) AssertionOptions(st approval.Statement, keys []approval.Passk
 	return out, nil
 }
 
-func (c *Ceremony) beginLogin(st approval.Statement, keys []approval.Passkey) (*protocol.CredentialAssertion, *webauthn.SessionData, user, error) {
-	u, err := userOf(st.Subject, keys)
+// beginLogin begins an assertion over st by person's account holding keys
+// (the options list every key; only the challenge and the keys matter to
+// the browser).
+func (c *Ceremony) beginLogin(st approval.Statement, person string, keys []approval.Passkey) (*protocol.CredentialAssertion, *webauthn.SessionData, user, error) {
+	u, err := userOf(person, keys)
 	if err != nil {
 		return nil, nil, user{}, err
 	}
@@ -216,6 +220,30 @@ func (c *Ceremony) beginLogin(st approval.Statement, keys []approval.Passkey) (*
 		return nil, nil, user{}, fmt.Errorf("assertion options: %w", err)
 	}
 	return assertion, sd, u, nil
+}
+
+// signer finds the person of the passkey that answered (its credential id
+// among keys) and that person's keys: an assertion is verified against its
+// own person's account, whose user handle the authenticator returns.
+func signer(parsed *protocol.ParsedCredentialAssertionData, keys []approval.Passkey) (string, []approval.Passkey, error) {
+	id := base64.RawURLEncoding.EncodeToString(parsed.RawID)
+	person := ""
+	for _, k := range keys {
+		if k.ID == id {
+			person = k.Subject
+			break
+		}
+	}
+	if person == "" {
+		return "", nil, fmt.Errorf("%w: the passkey that answered is not one that may decide this operation", ErrRefused)
+	}
+	var theirs []approval.Passkey
+	for _, k := range keys {
+		if k.Subject == person {
+			theirs = append(theirs, k)
+		}
+	}
+	return person, theirs, nil
 }
 
 // Evidence is what is kept of a verified assertion: the statement it signed
@@ -240,6 +268,9 @@ type Evidence struct {
 type Verified struct {
 	// CredentialID is the passkey that signed (base64url).
 	CredentialID string
+	// Person is whose passkey it is (the subject it was enrolled for): the
+	// approver who decided.
+	Person string
 	// SignCount is its new signature counter.
 	SignCount uint32
 	// Evidence is the Evidence as stored (JSON).
@@ -249,15 +280,20 @@ type Verified struct {
 }
 
 // Verify checks the browser's assertion response: it must sign st (the
-// challenge), come from one of keys (the statement's subject's passkeys),
-// from an allowed origin for this RP ID, with user presence and
-// verification, and a counter that advanced. It returns the evidence.
+// challenge), come from one of keys (the passkeys that may decide it), on
+// its person's account (the user handle), from an allowed origin for this
+// RP ID, with user presence and verification, and a counter that advanced.
+// It returns the evidence and whose passkey signed.
 func (c *Ceremony) Verify(st approval.Statement, keys []approval.Passkey, response []byte) (Verified, error) {
 	parsed, err := protocol.ParseCredentialRequestResponseBytes(response)
 	if err != nil {
 		return Verified{}, fmt.Errorf("%w: %s", ErrRefused, describe(err))
 	}
-	_, sd, u, err := c.beginLogin(st, keys)
+	person, theirs, err := signer(parsed, keys)
+	if err != nil {
+		return Verified{}, err
+	}
+	_, sd, u, err := c.beginLogin(st, person, theirs)
 	if err != nil {
 		return Verified{}, err
 	}
@@ -284,7 +320,7 @@ func (c *Ceremony) Verify(st approval.Statement, keys []approval.Passkey, respon
 	}
 	sum := sha256.Sum256(evidence)
 	return Verified{
-		CredentialID: ev.CredentialID, SignCount: cred.Authenticator.SignCount,
+		CredentialID: ev.CredentialID, Person: person, SignCount: cred.Authenticator.SignCount,
 		Evidence: evidence, EvidenceSHA256: hex.EncodeToString(sum[:]),
 	}, nil
 }

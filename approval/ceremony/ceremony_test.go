@@ -70,6 +70,7 @@ func TestApproveAndRefuse(t *testing.T) {
 	v, err := c.Verify(st, []approval.Passkey{alice}, resp)
 	require.NoError(t, err)
 	assert.Equal(t, alice.ID, v.CredentialID)
+	assert.Equal(t, "alice", v.Person)
 	assert.Equal(t, uint32(1), v.SignCount)
 	assert.Len(t, v.EvidenceSHA256, 64)
 	var ev ceremony.Evidence
@@ -86,13 +87,24 @@ func TestApproveAndRefuse(t *testing.T) {
 	_, err = c.Verify(decline, []approval.Passkey{alice}, resp)
 	assert.ErrorIs(t, err, ceremony.ErrRefused, "an approval is not a decline")
 
-	// Bob's passkey over alice's statement: not one of alice's passkeys.
+	// Bob's passkey over alice's statement: not one of the keys that may
+	// decide (alice's).
 	forged, err := auth.Sign(bobCred, base64.RawURLEncoding.EncodeToString(st.Challenge()))
 	require.NoError(t, err)
 	_, err = c.Verify(st, []approval.Passkey{alice}, forged)
 	assert.ErrorIs(t, err, ceremony.ErrRefused, "bob's passkey approves nothing of alice's")
-	_, err = c.Verify(st, []approval.Passkey{bob}, forged)
+	// A stored row that names bob's credential as alice's: the user handle
+	// the authenticator returns is bob's account, not alice's.
+	bobAsAlice := bob
+	bobAsAlice.Subject = "alice"
+	_, err = c.Verify(st, []approval.Passkey{alice, bobAsAlice}, forged)
 	assert.ErrorIs(t, err, ceremony.ErrRefused, "bob's passkey is not on alice's account (user handle)")
+	// Bob named an approver (his key among those that may decide): his
+	// assertion verifies on his own account, and says it was his.
+	byBob, err := c.Verify(st, []approval.Passkey{alice, bob}, forged)
+	require.NoError(t, err)
+	assert.Equal(t, "bob", byBob.Person)
+	assert.Equal(t, bob.ID, byBob.CredentialID)
 
 	// The counter must advance: the stored counter is the one just seen.
 	alice.SignCount = v.SignCount

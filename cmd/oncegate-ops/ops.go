@@ -28,7 +28,9 @@ commands:
   limits show --subject SUBJECT [--role ROLE] [--json]
   limits reset --subject SUBJECT [--json]
   approvals [--state pending|approved|declined] [--json]
-  passkey invite --subject NAME [--json]     prints a one-time enrolment link
+  passkey invite --subject|--person NAME [--role ROLE]... [--json]
+          prints a one-time enrolment link (--role: an approver's role,
+          such as finance, named by an action's approval.approvers)
   passkey list [--subject NAME] [--revoked] [--json]
   passkey revoke <passkey_id>
   receipt verify <receipt> [--jwks URL|FILE] [--json]

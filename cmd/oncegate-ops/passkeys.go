@@ -25,23 +25,45 @@ func (c *cli) passkey(ctx context.Context, args []string) error {
 	return fmt.Errorf("%w: unknown passkey command %q (invite, list or revoke)", errUsage, args[0])
 }
 
-// passkeyInvite prints a one-time enrolment link for --subject.
+// roleFlags collects a repeated --role.
+type roleFlags []string
+
+// String implements flag.Value.
+func (r *roleFlags) String() string { return strings.Join(*r, ",") }
+
+// Set implements flag.Value.
+func (r *roleFlags) Set(v string) error {
+	*r = append(*r, v)
+	return nil
+}
+
+// passkeyInvite prints a one-time enrolment link for --subject (or
+// --person: the same), whose passkey will have each --role.
 func (c *cli) passkeyInvite(ctx context.Context, args []string) error {
 	fs := newFlagSet("passkey invite")
-	subject := fs.String("subject", "", "who enrols a passkey (required)")
+	subject := fs.String("subject", "", "who enrols a passkey (required; or --person)")
+	person := fs.String("person", "", "the same as --subject: the person who enrols")
+	var roles roleFlags
+	fs.Var(&roles, "role", "a role the passkey will have, such as finance (repeatable)")
 	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
+	if *subject != "" && *person != "" && *subject != *person {
+		return fmt.Errorf("%w: passkey invite takes --subject or --person, not two names", errUsage)
+	}
+	if *subject == "" {
+		subject = person
+	}
 	if len(pos) > 0 || *subject == "" {
-		return fmt.Errorf("%w: passkey invite --subject NAME", errUsage)
+		return fmt.Errorf("%w: passkey invite --subject|--person NAME [--role ROLE]...", errUsage)
 	}
 	ops, err := c.gateway()
 	if err != nil {
 		return err
 	}
-	a, err := ops.InvitePasskey(ctx, *subject)
+	a, err := ops.InvitePasskey(ctx, *subject, roles...)
 	if err != nil {
 		return err
 	}
@@ -52,7 +74,11 @@ func (c *cli) passkeyInvite(ctx context.Context, args []string) error {
 		return fmt.Errorf("passkey invite: unexpected answer: %s", serverMessage(a.Raw))
 	}
 	fmt.Fprintln(c.stdout, a.URL)
-	fmt.Fprintf(c.stderr, "one-time enrolment link for %s, valid until %s: give it to %s only\n", *subject, stamp(a.ExpiresAt), *subject)
+	withRoles := ""
+	if len(a.Roles) > 0 {
+		withRoles = " (roles: " + strings.Join(a.Roles, ", ") + ")"
+	}
+	fmt.Fprintf(c.stderr, "one-time enrolment link for %s%s, valid until %s: give it to %s only\n", *subject, withRoles, stamp(a.ExpiresAt), *subject)
 	return nil
 }
 

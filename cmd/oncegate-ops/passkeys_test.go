@@ -20,10 +20,25 @@ func TestPasskeyInvite(t *testing.T) {
 
 	code, _, _ = runCLI(env, "passkey", "invite")
 	assert.Equal(t, exitUsage, code, "--subject is required")
+	code, _, _ = runCLI(env, "passkey", "invite", "--subject", "alice", "--person", "carol")
+	assert.Equal(t, exitUsage, code, "two names")
+	require.Len(t, *reqs, 1, "a usage error sends nothing")
 	code, _, _ = runCLI(env, "passkey")
 	assert.Equal(t, exitUsage, code)
 	code, _, _ = runCLI(env, "passkey", "enrol")
 	assert.Equal(t, exitUsage, code)
+}
+
+// TestPasskeyInviteWithRoles: --person names the person, each --role is
+// sent, and the roles the gateway answers are said.
+func TestPasskeyInviteWithRoles(t *testing.T) {
+	env, reqs := gateway(t, http.StatusOK, `{"status":"passkey_invited","url":"http://localhost:8080/enrol/tok","subject":"carol","roles":["finance","treasury"],"expires_at":"2030-01-01T00:00:00Z"}`)
+	code, out, errOut := runCLI(env, "passkey", "invite", "--person", "carol", "--role", "finance", "--role", "treasury")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "http://localhost:8080/enrol/tok\n", out)
+	assert.Contains(t, errOut, "for carol (roles: finance, treasury)")
+	require.Len(t, *reqs, 1)
+	assert.JSONEq(t, `{"subject":"carol","roles":["finance","treasury"]}`, string((*reqs)[0].body))
 }
 
 func TestPasskeyListAndRevoke(t *testing.T) {

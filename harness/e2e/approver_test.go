@@ -36,11 +36,15 @@ func (a *approver) local(t testing.TB, link string) string {
 	return a.base + u.RequestURI()
 }
 
-// enrol registers a passkey for subject through an invite made with the
-// operator's token.
-func (a *approver) enrol(t testing.TB, subject string) *softauthn.Credential {
+// enrol registers a passkey for subject, with roles, through an invite
+// made with the operator's token.
+func (a *approver) enrol(t testing.TB, subject string, roles ...string) *softauthn.Credential {
 	t.Helper()
-	inv := call(t, http.MethodPost, a.base+"/v1/ops/passkeys/invites", "dev-ops", map[string]any{"subject": subject})
+	body := map[string]any{"subject": subject}
+	if len(roles) > 0 {
+		body["roles"] = roles
+	}
+	inv := call(t, http.MethodPost, a.base+"/v1/ops/passkeys/invites", "dev-ops", body)
 	require.Equal(t, "passkey_invited", inv.str("status"), inv.String())
 	link := a.local(t, inv.str("url"))
 	opts := call(t, http.MethodPost, link+"/options", "", map[string]any{})

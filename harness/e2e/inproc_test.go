@@ -70,6 +70,14 @@ type inprocStack struct {
 
 func startInproc(t *testing.T) *inprocStack {
 	t.Helper()
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	return startInprocWith(t, filepath.Join(root, "deployments", "catalog.dev.yaml"))
+}
+
+// startInprocWith is startInproc with the catalog at catalogPath.
+func startInprocWith(t *testing.T, catalogPath string) *inprocStack {
+	t.Helper()
 	ctx := context.Background()
 	logger := slog.New(testenv.FailOnTextFaults(t, slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	root, err := testenv.RepoRoot()
@@ -106,7 +114,7 @@ func startInproc(t *testing.T) *inprocStack {
 	t.Cleanup(w.Stop)
 
 	// The gateway.
-	cat, err := catalog.Load(filepath.Join(root, "deployments", "catalog.dev.yaml"), gateway.Defaults().ConfirmWait)
+	cat, err := catalog.Load(catalogPath, gateway.Defaults().ConfirmWait)
 	require.NoError(t, err)
 	keys, err := fingerprint.ParseKeyring("inproc:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
 	require.NoError(t, err)

@@ -32,16 +32,20 @@ func cloneApproval(r approval.Record) approval.Record {
 	r.Reasons = slices.Clone(r.Reasons)
 	r.Statement = bytes.Clone(r.Statement)
 	r.Evidence = bytes.Clone(r.Evidence)
+	r.Decisions = slices.Clone(r.Decisions)
+	if r.Approvers != nil {
+		a := *r.Approvers
+		r.Approvers = &a
+	}
 	return r
 }
 
 // pending is the PENDING record r asks for.
 func pending(r approval.Request) approval.Record {
-	reasons := make([]approval.Reason, len(r.Reasons)) // never nil, as read back from the truth
-	copy(reasons, r.Reasons)
-	return approval.Record{OperationID: r.OperationID, Subject: r.Subject, Scope: r.Scope, ParamHash: r.ParamHash,
-		BoundParams: bytes.Clone(r.BoundParams), Reasons: reasons, ExpiresAt: r.ExpiresAt, State: approval.StatePending,
-		RequestedAt: r.At, TraceID: r.TraceID}
+	rec := r.Pending()
+	rec.Reasons = make([]approval.Reason, len(r.Reasons)) // never nil, as read back from the truth
+	copy(rec.Reasons, r.Reasons)
+	return cloneApproval(rec)
 }
 
 // RequestApproval records r PENDING unless the operation's approval is
@@ -89,7 +93,7 @@ func (s *Store) Decide(_ context.Context, d approval.Decided) (approval.Record, 
 	}
 	pk, ok := s.passkeys[d.CredentialID]
 	switch {
-	case !ok || pk.Subject != r.Subject:
+	case !ok || pk.Subject != d.ApproverName():
 		return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, approval.ErrNotFound)
 	case !pk.RevokedAt.IsZero():
 		return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, approval.ErrRevoked)
@@ -97,17 +101,15 @@ func (s *Store) Decide(_ context.Context, d approval.Decided) (approval.Record, 
 		return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, approval.ErrSignCount)
 	}
 	rec, asked := s.approvals[r.OperationID]
-	if asked && rec.State != approval.StatePending {
-		return cloneApproval(rec), fmt.Errorf("decide %s: %w", r.OperationID, approval.ErrAlreadyDecided)
-	}
 	if !asked {
 		rec = pending(r)
 	}
-	if rec.BoundParams == nil {
-		rec.BoundParams = bytes.Clone(r.BoundParams)
+	rec, err := approval.Apply(cloneApproval(rec), d)
+	if err != nil {
+		return rec, fmt.Errorf("decide %s: %w", r.OperationID, err)
 	}
-	rec.State, rec.DecidedAt, rec.CredentialID, rec.TraceID = d.State, r.At, d.CredentialID, r.TraceID
-	rec.Statement, rec.Evidence, rec.EvidenceSHA256 = bytes.Clone(d.Statement), bytes.Clone(d.Evidence), d.EvidenceSHA256
+	rec = cloneApproval(rec)
+	rec.Statement, rec.Evidence = bytes.Clone(rec.Statement), bytes.Clone(rec.Evidence)
 	s.approvals[r.OperationID] = rec
 	pk.SignCount, pk.LastUsedAt = d.SignCount, r.At
 	s.passkeys[pk.ID] = pk
@@ -182,7 +184,7 @@ func (s *Store) CreateInvite(_ context.Context, inv approval.Invite) error {
 	if _, ok := s.invites[inv.TokenSHA256]; ok {
 		return errors.New("create invite: the token exists")
 	}
-	inv.Session = nil
+	inv.Session, inv.Roles = nil, slices.Clone(inv.Roles)
 	s.invites[inv.TokenSHA256] = &invite{Invite: inv}
 	return nil
 }
@@ -238,9 +240,25 @@ func (s *Store) Enrol(_ context.Context, tokenSHA256 string, pk approval.Passkey
 		return fmt.Errorf("enrol %s: passkey %s exists", pk.Subject, pk.ID)
 	}
 	inv.usedAt = now
-	s.passkeys[pk.ID] = approval.Passkey{ID: pk.ID, Subject: pk.Subject, Credential: bytes.Clone(pk.Credential),
-		SignCount: pk.SignCount, CreatedAt: now, EnrolTraceID: pk.EnrolTraceID}
+	s.passkeys[pk.ID] = approval.Passkey{ID: pk.ID, Subject: pk.Subject, Roles: slices.Clone(inv.Roles),
+		Credential: bytes.Clone(pk.Credential), SignCount: pk.SignCount, CreatedAt: now, EnrolTraceID: pk.EnrolTraceID}
 	return nil
+}
+
+// PasskeysWithRole lists the active passkeys enrolled with role, by
+// subject, oldest first.
+func (s *Store) PasskeysWithRole(ctx context.Context, role string) ([]approval.Passkey, error) {
+	all, err := s.Passkeys(ctx, "", false)
+	if err != nil {
+		return nil, err
+	}
+	var out []approval.Passkey
+	for _, pk := range all {
+		if slices.Contains(pk.Roles, role) {
+			out = append(out, pk)
+		}
+	}
+	return out, nil
 }
 
 // Passkeys lists subject's passkeys (every subject's when empty) by
@@ -254,7 +272,7 @@ func (s *Store) Passkeys(_ context.Context, subject string, withRevoked bool) ([
 	var out []approval.Passkey
 	for _, pk := range s.passkeys {
 		if (subject == "" || pk.Subject == subject) && (withRevoked || pk.RevokedAt.IsZero()) {
-			pk.Credential = bytes.Clone(pk.Credential)
+			pk.Credential, pk.Roles = bytes.Clone(pk.Credential), slices.Clone(pk.Roles)
 			out = append(out, pk)
 		}
 	}

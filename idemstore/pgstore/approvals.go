@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -27,18 +28,26 @@ func approvalError(err error) error {
 	return idemstore.Unavailable(err, pgDown)
 }
 
-// approvalColumns are the columns scanApproval reads, in order.
-const approvalColumns = `operation_id, subject, scope, param_hash, bound_params, reasons, expires_at, state,
-	requested_at, decided_at, credential_id, statement, evidence, evidence_sha256, trace_id`
+// approvalBase are the approval row's own columns, in scanApproval's order.
+const approvalBase = `operation_id, subject, scope, param_hash, bound_params, reasons, expires_at, state,
+	requested_at, decided_at, credential_id, statement, evidence, evidence_sha256, trace_id, approvers, given`
+
+// approvalColumns are the columns scanApproval reads from `approval a`:
+// the row's own and its decisions, as one JSON array in the order they came.
+const approvalColumns = approvalBase + `, (SELECT coalesce(jsonb_agg(jsonb_build_object('approver', d.approver,
+	'state', d.state, 'decided_at', d.decided_at, 'credential_id', d.credential_id, 'evidence_sha256', d.evidence_sha256,
+	'trace_id', d.trace_id) ORDER BY d.decided_at, d.approver), '[]'::jsonb)
+	FROM approval_decision d WHERE d.operation_id = a.operation_id)`
 
 // scanApproval reads one row of approvalColumns.
 func scanApproval(row pgx.Row) (approval.Record, error) {
 	var r approval.Record
-	var bound, statement, evidence []byte
+	var bound, statement, evidence, approvers, decisions []byte
 	var reasons []string
 	var decidedAt *time.Time
 	if err := row.Scan(&r.OperationID, &r.Subject, &r.Scope, &r.ParamHash, &bound, &reasons, &r.ExpiresAt, &r.State,
-		&r.RequestedAt, &decidedAt, &r.CredentialID, &statement, &evidence, &r.EvidenceSHA256, &r.TraceID); err != nil {
+		&r.RequestedAt, &decidedAt, &r.CredentialID, &statement, &evidence, &r.EvidenceSHA256, &r.TraceID,
+		&approvers, &r.Given, &decisions); err != nil {
 		return approval.Record{}, err
 	}
 	if len(bound) > 0 {
@@ -50,6 +59,18 @@ func scanApproval(row pgx.Row) (approval.Record, error) {
 	if len(evidence) > 0 {
 		r.Evidence = evidence
 	}
+	if len(approvers) > 0 {
+		if err := json.Unmarshal(approvers, &r.Approvers); err != nil {
+			return approval.Record{}, fmt.Errorf("approvers of %s: %w", r.OperationID, err)
+		}
+	}
+	r.Needed = r.Approvers.Needed()
+	if err := json.Unmarshal(decisions, &r.Decisions); err != nil {
+		return approval.Record{}, fmt.Errorf("decisions of %s: %w", r.OperationID, err)
+	}
+	if len(r.Decisions) == 0 {
+		r.Decisions = nil
+	}
 	r.Reasons = make([]approval.Reason, len(reasons))
 	for i, code := range reasons {
 		r.Reasons[i] = approval.Reason(code)
@@ -58,6 +79,15 @@ func scanApproval(row pgx.Row) (approval.Record, error) {
 		r.DecidedAt = *decidedAt
 	}
 	return r, nil
+}
+
+// approversJSON is a's column value (nil: the subject alone).
+func approversJSON(a *approval.Approvers) any {
+	if a == nil {
+		return nil
+	}
+	raw, _ := json.Marshal(a) // plain fields: never fails
+	return string(raw)
 }
 
 func reasonCodes(rs []approval.Reason) []string {
@@ -73,14 +103,16 @@ func reasonCodes(rs []approval.Reason) []string {
 func (s *Store) RequestApproval(ctx context.Context, r approval.Request) (approval.Record, error) {
 	row := s.pool.QueryRow(ctx, `
 		WITH ins AS (
-			INSERT INTO approval (operation_id, subject, scope, param_hash, bound_params, reasons, expires_at, state, requested_at, trace_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 'PENDING', $8, $9)
+			INSERT INTO approval (operation_id, subject, scope, param_hash, bound_params, reasons, expires_at, state, requested_at,
+				trace_id, approvers)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 'PENDING', $8, $9, $10)
 			ON CONFLICT (operation_id) DO NOTHING
-			RETURNING `+approvalColumns+`)
-		SELECT `+approvalColumns+` FROM ins
+			RETURNING `+approvalBase+`)
+		SELECT `+approvalBase+`, '[]'::jsonb FROM ins
 		UNION ALL
-		SELECT `+approvalColumns+` FROM approval WHERE operation_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
-		r.OperationID, r.Subject, r.Scope, r.ParamHash, jsonOrNil(r.BoundParams), reasonCodes(r.Reasons), r.ExpiresAt, r.At, r.TraceID)
+		SELECT `+approvalColumns+` FROM approval a WHERE operation_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+		r.OperationID, r.Subject, r.Scope, r.ParamHash, jsonOrNil(r.BoundParams), reasonCodes(r.Reasons), r.ExpiresAt, r.At,
+		r.TraceID, approversJSON(r.Approvers))
 	rec, err := scanApproval(row)
 	if err != nil {
 		return approval.Record{}, fmt.Errorf("request approval %s: %w", r.OperationID, approvalError(err))
@@ -90,17 +122,21 @@ func (s *Store) RequestApproval(ctx context.Context, r approval.Request) (approv
 
 // Approval reads one operation's approval, or approval.ErrNotFound.
 func (s *Store) Approval(ctx context.Context, opID string) (approval.Record, error) {
-	rec, err := scanApproval(s.pool.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approval WHERE operation_id = $1`, opID))
+	rec, err := scanApproval(s.pool.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approval a WHERE operation_id = $1`, opID))
 	if err != nil {
 		return approval.Record{}, fmt.Errorf("approval %s: %w", opID, approvalError(err))
 	}
 	return rec, nil
 }
 
-// Decide records d when the operation is undecided and advances the
-// passkey's counter, in one transaction: ErrAlreadyDecided (with the
-// standing record), ErrSignCount when the counter does not advance (a
-// replay that raced the first use), ErrRevoked for a revoked passkey.
+// Decide records d, one person's decision, when the operation is
+// undecided and that person has not decided it, and advances the
+// passkey's counter, in one transaction (approval.Apply tallies): the
+// approval row locked, the decision's row, the row's state and count.
+// ErrAlreadyDecided (with the standing record), ErrSignCount when the
+// counter does not advance (a replay that raced the first use),
+// ErrRevoked for a revoked passkey, ErrNotFound for a passkey that is not
+// the approver's.
 func (s *Store) Decide(ctx context.Context, d approval.Decided) (approval.Record, error) {
 	r := d.Request
 	var out approval.Record
@@ -108,7 +144,7 @@ func (s *Store) Decide(ctx context.Context, d approval.Decided) (approval.Record
 		var revoked *time.Time
 		var count int64
 		err := tx.QueryRow(ctx, `SELECT revoked_at, sign_count FROM passkey WHERE id = $1 AND subject = $2 FOR UPDATE`,
-			d.CredentialID, r.Subject).Scan(&revoked, &count)
+			d.CredentialID, d.ApproverName()).Scan(&revoked, &count)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return approval.ErrNotFound
@@ -119,36 +155,49 @@ func (s *Store) Decide(ctx context.Context, d approval.Decided) (approval.Record
 		case !approval.SignCountAdvances(uint32(count), d.SignCount):
 			return approval.ErrSignCount
 		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO approval (operation_id, subject, scope, param_hash, bound_params, reasons, expires_at, state, requested_at,
+				trace_id, approvers)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 'PENDING', $8, $9, $10)
+			ON CONFLICT (operation_id) DO NOTHING`,
+			r.OperationID, r.Subject, r.Scope, r.ParamHash, jsonOrNil(r.BoundParams), reasonCodes(r.Reasons), r.ExpiresAt, r.At,
+			r.TraceID, approversJSON(r.Approvers)); err != nil {
+			return err
+		}
+		standing, err := scanApproval(tx.QueryRow(ctx, `SELECT `+approvalColumns+` FROM approval a
+			WHERE operation_id = $1 FOR UPDATE`, r.OperationID))
+		if err != nil {
+			return err
+		}
+		rec, err := approval.Apply(standing, d)
+		if err != nil {
+			out = standing
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO approval_decision (operation_id, approver, state, decided_at, credential_id,
+			evidence, evidence_sha256, trace_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			r.OperationID, d.ApproverName(), string(d.State), r.At, d.CredentialID, jsonOrNil(d.Evidence), d.EvidenceSHA256,
+			r.TraceID); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `UPDATE passkey SET sign_count = $2, last_used_at = $3 WHERE id = $1`,
 			d.CredentialID, int64(d.SignCount), r.At); err != nil {
 			return err
 		}
-		row := tx.QueryRow(ctx, `
-			INSERT INTO approval (operation_id, subject, scope, param_hash, bound_params, reasons, expires_at, state, requested_at,
-				decided_at, credential_id, statement, evidence, evidence_sha256, trace_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14)
-			ON CONFLICT (operation_id) DO UPDATE SET state = EXCLUDED.state, decided_at = EXCLUDED.decided_at,
-				credential_id = EXCLUDED.credential_id, statement = EXCLUDED.statement, evidence = EXCLUDED.evidence,
-				evidence_sha256 = EXCLUDED.evidence_sha256, trace_id = EXCLUDED.trace_id,
-				bound_params = COALESCE(approval.bound_params, EXCLUDED.bound_params)
-			WHERE approval.state = 'PENDING'
-			RETURNING `+approvalColumns,
-			r.OperationID, r.Subject, r.Scope, r.ParamHash, jsonOrNil(r.BoundParams), reasonCodes(r.Reasons), r.ExpiresAt,
-			string(d.State), r.At, d.CredentialID, jsonOrNil(d.Statement), jsonOrNil(d.Evidence), d.EvidenceSHA256, r.TraceID)
-		rec, err := scanApproval(row)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return approval.ErrAlreadyDecided
+		var decidedAt *time.Time
+		if !rec.DecidedAt.IsZero() {
+			decidedAt = &rec.DecidedAt
 		}
+		_, err = tx.Exec(ctx, `UPDATE approval SET state = $2, given = $3, decided_at = $4, credential_id = $5,
+			statement = $6, evidence = $7, evidence_sha256 = $8, trace_id = $9, bound_params = $10 WHERE operation_id = $1`,
+			r.OperationID, string(rec.State), rec.Given, decidedAt, rec.CredentialID, jsonOrNil(rec.Statement),
+			jsonOrNil(rec.Evidence), rec.EvidenceSHA256, rec.TraceID, jsonOrNil(rec.BoundParams))
 		out = rec
 		return err
 	})
 	switch {
 	case errors.Is(err, approval.ErrAlreadyDecided):
-		standing, gerr := s.Approval(ctx, r.OperationID)
-		if gerr != nil {
-			return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, gerr)
-		}
-		return standing, fmt.Errorf("decide %s: %w", r.OperationID, approval.ErrAlreadyDecided)
+		return out, fmt.Errorf("decide %s: %w", r.OperationID, approval.ErrAlreadyDecided)
 	case errors.Is(err, approval.ErrSignCount), errors.Is(err, approval.ErrRevoked), errors.Is(err, approval.ErrNotFound):
 		return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, err)
 	case err != nil:
@@ -162,7 +211,7 @@ func (s *Store) Approvals(ctx context.Context, state approval.State, limit int) 
 	if limit <= 0 {
 		limit = approval.DefaultListLimit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+approvalColumns+` FROM approval
+	rows, err := s.pool.Query(ctx, `SELECT `+approvalColumns+` FROM approval a
 		WHERE $1 = '' OR state = $1 ORDER BY requested_at DESC, operation_id LIMIT $2`, string(state), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", approvalError(err))

@@ -13,7 +13,7 @@ import (
 )
 
 // passkeyColumns are the columns scanPasskey reads, in order.
-const passkeyColumns = `id, subject, credential, sign_count, created_at, enrol_trace_id, last_used_at, revoked_at, revoked_by, revoke_trace_id`
+const passkeyColumns = `id, subject, roles, credential, sign_count, created_at, enrol_trace_id, last_used_at, revoked_at, revoked_by, revoke_trace_id`
 
 // scanPasskey reads one row of passkeyColumns.
 func scanPasskey(row pgx.Row) (approval.Passkey, error) {
@@ -21,9 +21,12 @@ func scanPasskey(row pgx.Row) (approval.Passkey, error) {
 	var cred []byte
 	var count int64
 	var lastUsed, revoked *time.Time
-	if err := row.Scan(&pk.ID, &pk.Subject, &cred, &count, &pk.CreatedAt, &pk.EnrolTraceID, &lastUsed, &revoked,
+	if err := row.Scan(&pk.ID, &pk.Subject, &pk.Roles, &cred, &count, &pk.CreatedAt, &pk.EnrolTraceID, &lastUsed, &revoked,
 		&pk.RevokedBy, &pk.RevokeTraceID); err != nil {
 		return approval.Passkey{}, err
+	}
+	if len(pk.Roles) == 0 {
+		pk.Roles = nil
 	}
 	pk.Credential = json.RawMessage(cred)
 	pk.SignCount = uint32(count)
@@ -38,8 +41,8 @@ func scanPasskey(row pgx.Row) (approval.Passkey, error) {
 
 // CreateInvite stores a new enrolment invite.
 func (s *Store) CreateInvite(ctx context.Context, inv approval.Invite) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO passkey_invite (token_sha256, subject, created_by, created_at, expires_at, trace_id)
-		VALUES ($1, $2, $3, now(), $4, $5)`, inv.TokenSHA256, inv.Subject, inv.CreatedBy, inv.ExpiresAt, inv.TraceID)
+	_, err := s.pool.Exec(ctx, `INSERT INTO passkey_invite (token_sha256, subject, created_by, created_at, expires_at, trace_id, roles)
+		VALUES ($1, $2, $3, now(), $4, $5, $6)`, inv.TokenSHA256, inv.Subject, inv.CreatedBy, inv.ExpiresAt, inv.TraceID, rolesOf(inv.Roles))
 	if err != nil {
 		return fmt.Errorf("create invite: %w", approvalError(err))
 	}
@@ -50,9 +53,9 @@ func (s *Store) CreateInvite(ctx context.Context, inv approval.Invite) error {
 func (s *Store) Invite(ctx context.Context, tokenSHA256 string, now time.Time) (approval.Invite, error) {
 	var inv approval.Invite
 	var session []byte
-	err := s.pool.QueryRow(ctx, `SELECT token_sha256, subject, created_by, expires_at, session, trace_id FROM passkey_invite
+	err := s.pool.QueryRow(ctx, `SELECT token_sha256, subject, created_by, expires_at, session, trace_id, roles FROM passkey_invite
 		WHERE token_sha256 = $1 AND used_at IS NULL AND expires_at > $2`, tokenSHA256, now).
-		Scan(&inv.TokenSHA256, &inv.Subject, &inv.CreatedBy, &inv.ExpiresAt, &session, &inv.TraceID)
+		Scan(&inv.TokenSHA256, &inv.Subject, &inv.CreatedBy, &inv.ExpiresAt, &session, &inv.TraceID, &inv.Roles)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return approval.Invite{}, approval.ErrInviteInvalid
@@ -61,6 +64,9 @@ func (s *Store) Invite(ctx context.Context, tokenSHA256 string, now time.Time) (
 	}
 	if len(session) > 0 {
 		inv.Session = session
+	}
+	if len(inv.Roles) == 0 {
+		inv.Roles = nil
 	}
 	return inv, nil
 }
@@ -89,8 +95,10 @@ func (s *Store) Enrol(ctx context.Context, tokenSHA256 string, pk approval.Passk
 		if tag.RowsAffected() == 0 {
 			return approval.ErrInviteInvalid
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO passkey (id, subject, credential, sign_count, created_at, enrol_trace_id)
-			VALUES ($1, $2, $3, $4, $5, $6)`, pk.ID, pk.Subject, string(pk.Credential), int64(pk.SignCount), now, pk.EnrolTraceID)
+		// The passkey has the roles its invite named.
+		_, err = tx.Exec(ctx, `INSERT INTO passkey (id, subject, credential, sign_count, created_at, enrol_trace_id, roles)
+			SELECT $1, $2, $3, $4, $5, $6, roles FROM passkey_invite WHERE token_sha256 = $7`,
+			pk.ID, pk.Subject, string(pk.Credential), int64(pk.SignCount), now, pk.EnrolTraceID, tokenSHA256)
 		return err
 	})
 	switch {
@@ -115,6 +123,29 @@ func (s *Store) Passkeys(ctx context.Context, subject string, withRevoked bool) 
 		return nil, fmt.Errorf("passkeys: %w", approvalError(err))
 	}
 	return out, nil
+}
+
+// PasskeysWithRole lists the active passkeys enrolled with role, by
+// subject, oldest first.
+func (s *Store) PasskeysWithRole(ctx context.Context, role string) ([]approval.Passkey, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+passkeyColumns+` FROM passkey
+		WHERE roles @> ARRAY[$1::text] AND revoked_at IS NULL ORDER BY subject, created_at, id`, role)
+	if err != nil {
+		return nil, fmt.Errorf("passkeys with role %s: %w", role, approvalError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (approval.Passkey, error) { return scanPasskey(row) })
+	if err != nil {
+		return nil, fmt.Errorf("passkeys with role %s: %w", role, approvalError(err))
+	}
+	return out, nil
+}
+
+// rolesOf is roles as a text[] value (never NULL).
+func rolesOf(roles []string) []string {
+	if roles == nil {
+		return []string{}
+	}
+	return roles
 }
 
 // Revoke revokes a passkey: approval.ErrNotFound, or approval.ErrRevoked

@@ -181,6 +181,97 @@ func ExerciseApprovals(t *testing.T, newStore func(t *testing.T) ApprovalStore) 
 		assert.Zero(t, passkey(t, s, bob, bobs).SignCount, "bob's counter untouched")
 	})
 
+	t.Run("ApproversCountDistinctPeople", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		role := "finance-" + NewKey(t)[:8]
+		alice, carol, dave := newSubject(t), newSubject(t), newSubject(t)
+		enrol(t, s, alice)
+		carol1 := enrolWithRoles(t, s, carol, role)
+		carol2 := enrolWithRoles(t, s, carol, "other", role)
+		dave1 := enrolWithRoles(t, s, dave, role)
+		withRole, err := s.PasskeysWithRole(ctx, role)
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{carol1, carol2, dave1}, passkeyIDs(withRole), "the passkeys enrolled with the role, no other")
+		for _, pk := range withRole {
+			assert.Contains(t, pk.Roles, role, "a passkey has the roles its invite named")
+		}
+
+		req := approvalRequest(t, alice)
+		req.Approvers = &approval.Approvers{Role: role, Count: 2}
+		asked, err := s.RequestApproval(ctx, req)
+		require.NoError(t, err)
+		assert.Equal(t, req.Approvers, asked.Approvers)
+		assert.Equal(t, 2, asked.Needed)
+		assert.Equal(t, 0, asked.Given)
+
+		byCarol := decided(req, approval.StateApproved, carol1, 1)
+		byCarol.Approver, byCarol.EvidenceSHA256 = carol, "e-carol"
+		rec, err := s.Decide(ctx, byCarol)
+		require.NoError(t, err)
+		assert.Equal(t, approval.StatePending, rec.State, "one of two approvals")
+		assert.Equal(t, 1, rec.Given)
+		assert.True(t, rec.DecidedAt.IsZero())
+		require.Len(t, rec.Decisions, 1)
+		assert.Equal(t, carol, rec.Decisions[0].Approver)
+
+		// Carol again, with her other passkey: she counts once.
+		again := decided(req, approval.StateApproved, carol2, 1)
+		again.Approver = carol
+		standing, err := s.Decide(ctx, again)
+		require.ErrorIs(t, err, approval.ErrAlreadyDecided)
+		assert.Equal(t, 1, standing.Given)
+		assert.Zero(t, passkey(t, s, carol, carol2).SignCount, "a refused decision leaves the counter alone")
+
+		byDave := decided(req, approval.StateApproved, dave1, 1)
+		byDave.Approver, byDave.EvidenceSHA256 = dave, "e-dave"
+		byDave.Request.At = req.At.Add(time.Minute)
+		rec, err = s.Decide(ctx, byDave)
+		require.NoError(t, err)
+		assert.Equal(t, approval.StateApproved, rec.State)
+		assert.Equal(t, 2, rec.Given)
+		sameTime(t, byDave.Request.At, rec.DecidedAt, "decided when the last approval came")
+		require.Len(t, rec.Decisions, 2)
+		_, joint := approval.JointEvidence(req.OperationID, rec.Decisions)
+		assert.Equal(t, joint, rec.EvidenceSHA256, "the joint evidence of both")
+		assert.Empty(t, rec.CredentialID)
+		stored, err := s.Approval(ctx, req.OperationID)
+		require.NoError(t, err)
+		assert.Equal(t, rec.EvidenceSHA256, stored.EvidenceSHA256)
+		assert.Equal(t, []string{carol, dave}, []string{stored.Decisions[0].Approver, stored.Decisions[1].Approver})
+		assert.Equal(t, []string{"e-carol", "e-dave"}, []string{stored.Decisions[0].EvidenceSHA256, stored.Decisions[1].EvidenceSHA256})
+		_, err = s.Decide(ctx, decided(req, approval.StateDeclined, enrol(t, s, alice), 1))
+		require.ErrorIs(t, err, approval.ErrAlreadyDecided, "decided: the subject's decline comes too late")
+
+		// A passkey of another person never decides as carol.
+		other := decided(approvalRequest(t, alice), approval.StateApproved, dave1, 5)
+		other.Approver = carol
+		_, err = s.Decide(ctx, other)
+		require.ErrorIs(t, err, approval.ErrNotFound)
+	})
+
+	t.Run("ADeclineByAnyApproverEndsIt", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		role := "finance-" + NewKey(t)[:8]
+		carol, dave := newSubject(t), newSubject(t)
+		carol1, dave1 := enrolWithRoles(t, s, carol, role), enrolWithRoles(t, s, dave, role)
+		req := approvalRequest(t, newSubject(t))
+		req.Approvers = &approval.Approvers{Role: role, Count: 2}
+		byCarol := decided(req, approval.StateApproved, carol1, 1)
+		byCarol.Approver = carol
+		_, err := s.Decide(ctx, byCarol)
+		require.NoError(t, err)
+		byDave := decided(req, approval.StateDeclined, dave1, 1)
+		byDave.Approver = dave
+		rec, err := s.Decide(ctx, byDave)
+		require.NoError(t, err)
+		assert.Equal(t, approval.StateDeclined, rec.State)
+		assert.Equal(t, 1, rec.Given)
+		assert.Equal(t, dave1, rec.CredentialID, "the decline's own evidence")
+		assert.Equal(t, byDave.EvidenceSHA256, rec.EvidenceSHA256)
+	})
+
 	t.Run("ConcurrentDecisionsOneWins", func(t *testing.T) {
 		t.Parallel()
 		s, subject, cred := setup(t)
@@ -434,17 +525,24 @@ func newPasskey(t *testing.T, subject string) approval.Passkey {
 }
 
 // enrol stores a fresh passkey of subject through a fresh invite, now, and returns its id.
+// enrolWithRoles enrols a passkey for subject through an invite naming roles.
+func enrolWithRoles(t *testing.T, s approval.Store, subject string, roles ...string) string {
+	t.Helper()
+	return enrolAt(t, s, subject, time.Now().Truncate(time.Microsecond), roles...)
+}
+
 func enrol(t *testing.T, s approval.Store, subject string) string {
 	t.Helper()
 	return enrolAt(t, s, subject, time.Now().Truncate(time.Microsecond))
 }
 
 // enrolAt is enrol at the time at.
-func enrolAt(t *testing.T, s approval.Store, subject string, at time.Time) string {
+func enrolAt(t *testing.T, s approval.Store, subject string, at time.Time, roles ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	tok := NewKey(t)
-	require.NoError(t, s.CreateInvite(ctx, approval.Invite{TokenSHA256: tok, Subject: subject, CreatedBy: "ops", ExpiresAt: at.Add(time.Hour)}))
+	require.NoError(t, s.CreateInvite(ctx, approval.Invite{TokenSHA256: tok, Subject: subject, CreatedBy: "ops",
+		ExpiresAt: at.Add(time.Hour), Roles: roles}))
 	pk := newPasskey(t, subject)
 	require.NoError(t, s.Enrol(ctx, tok, pk, at))
 	return pk.ID

@@ -25,11 +25,22 @@ const (
 
 // rawApproval is an action's approval policy as the YAML writes it.
 type rawApproval struct {
-	Required string              `yaml:"required"`
-	Above    map[string]*Decimal `yaml:"above"`
-	NewPayee bool                `yaml:"new_payee"`
-	TTL      string              `yaml:"ttl"`
+	Required  string              `yaml:"required"`
+	Above     map[string]*Decimal `yaml:"above"`
+	NewPayee  bool                `yaml:"new_payee"`
+	TTL       string              `yaml:"ttl"`
+	Approvers *rawApprovers       `yaml:"approvers"`
 }
+
+// rawApprovers names the approvers as the YAML writes them.
+type rawApprovers struct {
+	Role              string `yaml:"role"`
+	Count             int    `yaml:"count"`
+	SubjectMayApprove bool   `yaml:"subject_may_approve"`
+}
+
+// MaxApprovers bounds approval.approvers.count.
+const MaxApprovers = 10
 
 // buildApproval validates r (nil: no policy) against the action's bound
 // fields and fingerprint_ttl (fpTTL, 0 when it did not parse), naming the
@@ -74,6 +85,7 @@ func buildApproval(p problems, r *rawApproval, bind map[string]Field, fpTTL time
 			p.addf("approval.new_payee needs the bound string field %s", ApprovalPayeeField)
 		}
 	}
+	out.Approvers = buildApprovers(p, r.Approvers, out.Asks())
 	ttl, ok := p.duration("approval.ttl", r.TTL, 0, false)
 	switch {
 	case !ok:
@@ -86,6 +98,31 @@ func buildApproval(p problems, r *rawApproval, bind map[string]Field, fpTTL time
 		out.TTL = ttl
 	}
 	return out
+}
+
+// buildApprovers validates approval.approvers (nil: the subject alone)
+// of a policy that asks for approval (asks).
+func buildApprovers(p problems, r *rawApprovers, asks bool) *approval.Approvers {
+	if r == nil {
+		return nil
+	}
+	ok := true
+	if !asks {
+		p.addf("approval.approvers applies only to a policy that asks for approval (required: always or above, or new_payee)")
+		ok = false
+	}
+	if !approval.ValidRole(r.Role) {
+		p.addf("approval.approvers.role %q must be a role name (letters, digits, ., _, -; 1 to 64)", r.Role)
+		ok = false
+	}
+	if r.Count < 1 || r.Count > MaxApprovers {
+		p.addf("approval.approvers.count %d must be between 1 and %d", r.Count, MaxApprovers)
+		ok = false
+	}
+	if !ok {
+		return nil
+	}
+	return &approval.Approvers{Role: r.Role, Count: r.Count, SubjectMayApprove: r.SubjectMayApprove}
 }
 
 // threshold checks one approval.above entry: an active currency, a
