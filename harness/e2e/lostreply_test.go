@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -413,41 +414,90 @@ func TestLostReplyDownstreamStatusLags(t *testing.T) {
 	require.True(t, workerLogged(s, "reconcile: not found"), "a status query came before the commit showed")
 }
 
+// pgPingReply is the size in bytes of PostgreSQL's reply to the liveness
+// ping pgxpool sends on a connection idle for more than a second before it
+// hands it out (the empty query "-- ping": EmptyQueryResponse, 5 bytes,
+// and ReadyForQuery, 6 bytes).
+const pgPingReply = 11
+
+// finalizeAttempts bounds the operations TestLostReplyFinalize runs until
+// the cut falls on the finalize's own reply.
+const finalizeAttempts = 4
+
 // TestLostReplyFinalize: the reply to the truth's finalize (the UPDATE
 // that records DONE, made by the Execute activity the moment the
 // downstream answered) is cut after PostgreSQL committed it. The activity
 // leaves the outcome to the workflow's finalize, which finds the same
 // outcome in the truth (idempotent), writes it to Redis and completes.
+//
+// The cut takes the first reply past pgPingReply bytes on the worker's
+// connection to PostgreSQL, and the finalize is not always the first
+// round trip there: a connection on which the statement was never run
+// prepares it first, and that reply is the one lost (the UPDATE is then
+// never sent, and the workflow's finalize records the outcome). Such an
+// operation must still complete exactly once; the test then runs another,
+// until the truth shows the committed finalize whose reply was lost.
 func TestLostReplyFinalize(t *testing.T) {
 	t.Parallel()
 	s := testenv.StartStack(t, testenv.StackOptions{NetFaults: true})
 	warmUp(t, s, "payments.transfer")
+	h, err := s.Net.Hop(netfault.WorkerPostgres)
+	require.NoError(t, err)
+	for i := range finalizeAttempts {
+		if loseFinalizeReply(t, s, h, i) {
+			return
+		}
+		t.Logf("attempt %d: the cut took a reply before the finalize's (the statement's prepare): the finalize never reached PostgreSQL", i+1)
+	}
+	t.Fatalf("in %d operations the cut never fell on a committed finalize's reply", finalizeAttempts)
+}
+
+// loseFinalizeReply runs one operation whose Execute activity's finalize
+// loses its reply on h, checks that it completes exactly once, and says
+// whether the finalize had been committed (only its reply lost).
+func loseFinalizeReply(t *testing.T, s *testenv.Stack, h *netfault.Hop, attempt int) bool {
+	t.Helper()
 	r := newRecorder(t, s)
-	params := lostReplyParams("finalize")
+	params := lostReplyParams("finalize-" + strconv.Itoa(attempt))
 	fp, op := previewOK(t, s, "dev-alice", "payments.transfer", params)
 	// The downstream holds its answer a moment: the cut is set while the
 	// worker waits for it, so the next reply the worker's PostgreSQL hop
-	// carries is the finalize's.
+	// carries (past the pool's ping of a connection idle that long) is the
+	// finalize's.
 	setFaults(t, s, map[string]any{"hang_after_commit_ms": 1500})
-	h, err := s.Net.Hop(netfault.WorkerPostgres)
-	require.NoError(t, err)
 	confirmed := make(chan struct{})
 	go func() {
 		defer close(confirmed)
-		r.confirm(0, "payments.transfer", fp, op, params)
+		r.confirm(attempt, "payments.transfer", fp, op, params)
 	}()
 	waitExecutions(t, s, op, 1)
-	name, err := h.CutReplies(0)
+	name, err := h.CutReplies(pgPingReply)
 	require.NoError(t, err)
-	require.True(t, workerLogged(s, "execute: the outcome is left to the workflow's finalize"), "the finalize's reply was lost")
+	require.True(t, workerLoggedFor(s, op, "execute: the outcome is left to the workflow's finalize"), "the finalize's reply was lost")
 	require.NoError(t, h.Remove(name))
 	<-confirmed
 	clearFaults(t, s)
 	state, _ := truthRecord(t, s, op)
-	require.Equal(t, "DONE", state, "the finalize was committed: only its reply was lost")
 	mirrored(t, s, op, 30*time.Second)
-	final := r.follow(0, "payments.transfer", fp, op, params, 2*time.Second, 60*time.Second)
+	final := r.follow(attempt, "payments.transfer", fp, op, params, 2*time.Second, 60*time.Second)
 	requireCompleted(t, s, r, op, final)
+	return state == "DONE"
+}
+
+// workerLoggedFor waits a moment for a line of the worker's log about the
+// operation op to say want.
+func workerLoggedFor(s *testenv.Stack, op, want string) bool {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(s.Worker.LogPath)
+		if err == nil && slices.ContainsFunc(strings.Split(string(b), "\n"), func(line string) bool {
+			return strings.Contains(line, want) && strings.Contains(line, `"operation_id":"`+op+`"`)
+		}) {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
 }
 
 // TestPartitionDuringTakeover: a gateway dies right after its claim (an
