@@ -86,7 +86,7 @@ func Tally(needed int, decisions []ApproverDecision) (state State, given int) {
 	for _, d := range decisions {
 		switch d.State {
 		case StateDeclined:
-			return StateDeclined, countApproved(decisions)
+			return StateDeclined, len(ApprovedBy(decisions))
 		case StateApproved:
 			given++
 		case StatePending:
@@ -98,15 +98,16 @@ func Tally(needed int, decisions []ApproverDecision) (state State, given int) {
 	return StatePending, given
 }
 
-// countApproved counts the approvals among decisions.
-func countApproved(decisions []ApproverDecision) int {
-	n := 0
+// ApprovedBy names the approvers among decisions, in the order they came:
+// the people an answer and the page say have approved.
+func ApprovedBy(decisions []ApproverDecision) []string {
+	var out []string
 	for _, d := range decisions {
 		if d.State == StateApproved {
-			n++
+			out = append(out, d.Approver)
 		}
 	}
-	return n
+	return out
 }
 
 // JointEvidenceVersion names the joint evidence's format.

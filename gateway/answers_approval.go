@@ -48,11 +48,7 @@ func (v ApprovalView) withApprovers(a *approval.Approvers, given int, decisions 
 	if a != nil {
 		v.Role, v.SubjectMayApprove = a.Role, &a.SubjectMayApprove
 	}
-	for _, d := range decisions {
-		if d.State == approval.StateApproved {
-			v.ApprovedBy = append(v.ApprovedBy, d.Approver)
-		}
-	}
+	v.ApprovedBy = approval.ApprovedBy(decisions)
 	return v
 }
 

@@ -150,12 +150,7 @@ func (s *Service) ApprovalPage(ctx context.Context, l ApprovalLink) (ApprovalPag
 	page.Approvers = link.action.Approval.Approvers
 	rec, err := s.approvals.Approval(ctx, link.payload.Nonce)
 	if err == nil {
-		page.Approvers, page.Given = rec.Approvers, rec.Given
-		for _, d := range rec.Decisions {
-			if d.State == approval.StateApproved {
-				page.ApprovedBy = append(page.ApprovedBy, d.Approver)
-			}
-		}
+		page.Approvers, page.Given, page.ApprovedBy = rec.Approvers, rec.Given, approval.ApprovedBy(rec.Decisions)
 	}
 	page.Needed = page.Approvers.Needed()
 	switch {
