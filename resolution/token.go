@@ -30,6 +30,10 @@ const Purpose = "oncegate resolution token v1"
 // TTL is how long a token is valid after it was issued.
 const TTL = 10 * time.Minute
 
+// ClockSkew is how far in the future a token's issued_at may be when the
+// workflow reads it (the gateway's clock ahead of the workflow task's).
+const ClockSkew = time.Minute
+
 // signingPrefix separates what a resolution key signs from any other
 // statement.
 const signingPrefix = "oncegate-resolution-v1."
@@ -39,8 +43,6 @@ const signingPrefix = "oncegate-resolution-v1."
 type Statement struct {
 	// ID is the token's unique id (random, hex).
 	ID string `json:"jti"`
-	// KeyID names the key that signed it.
-	KeyID string `json:"kid"`
 	// OperationID is the operation decided.
 	OperationID string `json:"operation_id"`
 	// Outcome is the decision: completed or failed.
@@ -85,26 +87,23 @@ var (
 
 // Signer issues tokens with the first of its keys. Safe for concurrent use.
 type Signer struct {
-	keyID  string
-	key    ed25519.PrivateKey
+	keys   []ed25519.PrivateKey
 	public []operation.ResolutionKey
 }
 
-// NewSigner returns a Signer whose first key signs and whose keys all
-// verify; it refuses no keys or a seed that is not ed25519.SeedSize bytes.
+// NewSigner returns a Signer that signs with every key (a workflow started
+// before a rotation knows only the keys listed then); it refuses no keys or a seed that is not ed25519.SeedSize bytes.
 func NewSigner(keys ...receipt.Key) (*Signer, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("resolution signer: no keys")
 	}
-	s := &Signer{keyID: keys[0].ID}
+	s := &Signer{}
 	for _, k := range keys {
 		if len(k.Seed) != ed25519.SeedSize {
 			return nil, fmt.Errorf("resolution signer: key %q: seed is %d bytes, an Ed25519 seed is %d", k.ID, len(k.Seed), ed25519.SeedSize)
 		}
 		priv := ed25519.NewKeyFromSeed(k.Seed)
-		if s.key == nil {
-			s.key = priv
-		}
+		s.keys = append(s.keys, priv)
 		s.public = append(s.public, operation.ResolutionKey{ID: k.ID, PublicKey: priv.Public().(ed25519.PublicKey)})
 	}
 	return s, nil
@@ -141,7 +140,7 @@ func (s *Signer) Issue(opID, operator string, res operation.Resolution, now time
 		return "", Statement{}, err
 	}
 	now = now.UTC().Truncate(time.Second)
-	st := Statement{ID: hex.EncodeToString(id[:]), KeyID: s.keyID, OperationID: opID, Outcome: res.Outcome,
+	st := Statement{ID: hex.EncodeToString(id[:]), OperationID: opID, Outcome: res.Outcome,
 		ResultSHA256: resultHash, Reason: res.Reason, Note: res.Note, EvidenceURL: res.EvidenceURL,
 		Operator: operator, IssuedAt: now, ExpiresAt: now.Add(TTL)}
 	payload, err := json.Marshal(st)
@@ -149,8 +148,11 @@ func (s *Signer) Issue(opID, operator string, res operation.Resolution, now time
 		return "", Statement{}, fmt.Errorf("encode resolution statement: %w", err)
 	}
 	p := base64.RawURLEncoding.EncodeToString(payload)
-	sig := ed25519.Sign(s.key, []byte(signingPrefix+p))
-	return p + "." + base64.RawURLEncoding.EncodeToString(sig), st, nil
+	sigs := make([]string, len(s.keys))
+	for i, key := range s.keys {
+		sigs[i] = s.public[i].ID + ":" + base64.RawURLEncoding.EncodeToString(ed25519.Sign(key, []byte(signingPrefix+p)))
+	}
+	return p + "." + strings.Join(sigs, ","), st, nil
 }
 
 // Verify returns the statement of res's token if one of keys signed it,
@@ -163,30 +165,22 @@ func Verify(keys []operation.ResolutionKey, opID string, res operation.Resolutio
 	if res.Token == "" {
 		return Statement{}, ErrMissing
 	}
-	p, sigText, ok := strings.Cut(res.Token, ".")
+	p, sigs, ok := strings.Cut(res.Token, ".")
 	if !ok {
-		return Statement{}, fmt.Errorf("%w: not payload.signature", ErrMalformed)
+		return Statement{}, fmt.Errorf("%w: not payload.signatures", ErrMalformed)
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(p)
 	if err != nil {
 		return Statement{}, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
 	}
-	sig, err := base64.RawURLEncoding.DecodeString(sigText)
-	if err != nil {
-		return Statement{}, fmt.Errorf("%w: signature: %v", ErrMalformed, err)
-	}
 	var st Statement
 	if err := json.Unmarshal(payload, &st); err != nil {
 		return Statement{}, fmt.Errorf("%w: statement: %v", ErrMalformed, err)
 	}
-	key, ok := keyOf(keys, st.KeyID)
-	if !ok {
-		return Statement{}, fmt.Errorf("%w: %q", ErrUnknownKey, st.KeyID)
+	if err := verifySignatures(keys, p, sigs); err != nil {
+		return Statement{}, err
 	}
-	if len(key) != ed25519.PublicKeySize || !ed25519.Verify(key, []byte(signingPrefix+p), sig) {
-		return Statement{}, ErrForged
-	}
-	if now.Before(st.IssuedAt) || !now.Before(st.ExpiresAt) {
+	if now.Add(ClockSkew).Before(st.IssuedAt) || !now.Before(st.ExpiresAt) {
 		return Statement{}, fmt.Errorf("%w: valid from %s to %s, now %s", ErrExpired, st.IssuedAt.Format(time.RFC3339),
 			st.ExpiresAt.Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
@@ -207,6 +201,31 @@ func Verify(keys []operation.ResolutionKey, opID string, res operation.Resolutio
 		return Statement{}, fmt.Errorf("%w: no operator", ErrMalformed)
 	}
 	return st, nil
+}
+
+// verifySignatures says whether one of sigs (kid:base64url, comma
+// separated) by a listed key verifies payload.
+func verifySignatures(keys []operation.ResolutionKey, payload, sigs string) error {
+	known := false
+	for sigText := range strings.SplitSeq(sigs, ",") {
+		kid, b64, ok := strings.Cut(sigText, ":")
+		if !ok {
+			return fmt.Errorf("%w: signature %q is not kid:signature", ErrMalformed, sigText)
+		}
+		key, ok := keyOf(keys, kid)
+		if !ok {
+			continue
+		}
+		known = true
+		sig, err := base64.RawURLEncoding.DecodeString(b64)
+		if err == nil && len(key) == ed25519.PublicKeySize && ed25519.Verify(key, []byte(signingPrefix+payload), sig) {
+			return nil
+		}
+	}
+	if !known {
+		return ErrUnknownKey
+	}
+	return ErrForged
 }
 
 // keyOf finds the key named id.

@@ -38,6 +38,8 @@ func TestToken_SignVerifyAndEveryRefusal(t *testing.T) {
 	got, err := resolution.Verify(gw.PublicKeys(), "op-1", signed, now.Add(time.Minute))
 	require.NoError(t, err)
 	assert.Equal(t, "alice", got.Operator, "the proven operator, not the typed one")
+	_, err = resolution.Verify(gw.PublicKeys(), "op-1", signed, now.Add(-resolution.ClockSkew))
+	require.NoError(t, err, "the gateway's clock may be ahead by ClockSkew")
 	compacted := signed
 	compacted.Result = json.RawMessage(`{"id":"tr_1"}`)
 	_, err = resolution.Verify(gw.PublicKeys(), "op-1", compacted, now)
@@ -71,7 +73,7 @@ func TestToken_SignVerifyAndEveryRefusal(t *testing.T) {
 		"other result":     {res: func() operation.Resolution { r := signed; r.Result = json.RawMessage(`{"id":"tr_2"}`); return r }(), want: resolution.ErrOtherDecision},
 		"other evidence":   {res: func() operation.Resolution { r := signed; r.EvidenceURL = "https://x.example/"; return r }(), want: resolution.ErrOtherDecision},
 		"expired":          {res: signed, now: now.Add(resolution.TTL), want: resolution.ErrExpired},
-		"not yet issued":   {res: signed, now: now.Add(-time.Second), want: resolution.ErrExpired},
+		"not yet issued":   {res: signed, now: now.Add(-resolution.ClockSkew - time.Second), want: resolution.ErrExpired},
 	} {
 		t.Run(name, func(t *testing.T) {
 			keys, opID, at := c.keys, c.opID, c.now
@@ -111,4 +113,24 @@ func TestSignerOf_DerivesKeysOtherThanTheReceipts(t *testing.T) {
 func with(res operation.Resolution, token string) operation.Resolution {
 	res.Token = token
 	return res
+}
+
+func TestToken_VerifiesAfterARotation(t *testing.T) {
+	oldKey, newKey := receipt.Key{ID: "old", Seed: bytes.Repeat([]byte{1}, 32)}, receipt.Key{ID: "new", Seed: bytes.Repeat([]byte{2}, 32)}
+	before, err := resolution.NewSigner(oldKey)
+	require.NoError(t, err)
+	after, err := resolution.NewSigner(newKey, oldKey)
+	require.NoError(t, err)
+	now := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	res := operation.Resolution{Outcome: operation.ResolutionFailed, Reason: "never arrived"}
+	token, _, err := after.Issue("op-1", "alice", res, now)
+	require.NoError(t, err)
+	res.Token = token
+	st, err := resolution.Verify(before.PublicKeys(), "op-1", res, now)
+	require.NoError(t, err, "a workflow started before the rotation knows the old key only")
+	assert.Equal(t, "alice", st.Operator)
+	newOnly, err := resolution.NewSigner(newKey)
+	require.NoError(t, err)
+	_, err = resolution.Verify(newOnly.PublicKeys(), "op-1", res, now)
+	require.NoError(t, err)
 }
