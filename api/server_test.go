@@ -608,6 +608,7 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 	// The operator is the authenticated caller: a typed name is refused.
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed","operator":"mallory"}`)
 	assert.Equal(t, 400, r.code)
+	assert.Equal(t, status.MalformedRequest, r.status())
 	assert.Contains(t, r.raw, "operator")
 	require.Empty(t, b.decisions, "a refused request sends nothing")
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed","note":"checked bank statement"}`)

@@ -63,17 +63,18 @@ func TestToken_SignVerifyAndEveryRefusal(t *testing.T) {
 		now  time.Time
 		want error
 	}{
-		"missing":          {res: done, want: resolution.ErrMissing},
-		"malformed":        {res: with(done, "not-a-token"), want: resolution.ErrMalformed},
-		"forged signature": {res: with(done, forged), want: resolution.ErrForged},
-		"tampered":         {res: with(done, string(tampered)), want: resolution.ErrForged},
-		"unknown key":      {res: signed, keys: []operation.ResolutionKey{{ID: "r2", PublicKey: gw.PublicKeys()[0].PublicKey}}, want: resolution.ErrUnknownKey},
-		"other operation":  {res: signed, opID: "op-2", want: resolution.ErrOtherOperation},
-		"other outcome":    {res: operation.Resolution{Outcome: operation.ResolutionCompleted, Result: done.Result, Token: failedToken}, want: resolution.ErrOtherDecision},
-		"other result":     {res: func() operation.Resolution { r := signed; r.Result = json.RawMessage(`{"id":"tr_2"}`); return r }(), want: resolution.ErrOtherDecision},
-		"other evidence":   {res: func() operation.Resolution { r := signed; r.EvidenceURL = "https://x.example/"; return r }(), want: resolution.ErrOtherDecision},
-		"expired":          {res: signed, now: now.Add(resolution.TTL), want: resolution.ErrExpired},
-		"not yet issued":   {res: signed, now: now.Add(-resolution.ClockSkew - time.Second), want: resolution.ErrExpired},
+		"missing":                    {res: done, want: resolution.ErrMissing},
+		"malformed":                  {res: with(done, "not-a-token"), want: resolution.ErrMalformed},
+		"forged signature":           {res: with(done, forged), want: resolution.ErrForged},
+		"tampered":                   {res: with(done, string(tampered)), want: resolution.ErrForged},
+		"unknown key":                {res: signed, keys: []operation.ResolutionKey{{ID: "r2", PublicKey: gw.PublicKeys()[0].PublicKey}}, want: resolution.ErrUnknownKey},
+		"other operation":            {res: signed, opID: "op-2", want: resolution.ErrOtherOperation},
+		"other outcome":              {res: operation.Resolution{Outcome: operation.ResolutionCompleted, Result: done.Result, Token: failedToken}, want: resolution.ErrOtherDecision},
+		"other outcome, same fields": {res: func() operation.Resolution { r := signed; r.Outcome = operation.ResolutionFailed; return r }(), want: resolution.ErrOtherDecision},
+		"other result":               {res: func() operation.Resolution { r := signed; r.Result = json.RawMessage(`{"id":"tr_2"}`); return r }(), want: resolution.ErrOtherDecision},
+		"other evidence":             {res: func() operation.Resolution { r := signed; r.EvidenceURL = "https://x.example/"; return r }(), want: resolution.ErrOtherDecision},
+		"expired":                    {res: signed, now: now.Add(resolution.TTL), want: resolution.ErrExpired},
+		"not yet issued":             {res: signed, now: now.Add(-resolution.ClockSkew - time.Second), want: resolution.ErrExpired},
 	} {
 		t.Run(name, func(t *testing.T) {
 			keys, opID, at := c.keys, c.opID, c.now

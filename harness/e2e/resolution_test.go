@@ -69,6 +69,7 @@ func TestUnsignedResolveChangesNothing(t *testing.T) {
 	typed := call(t, http.MethodPost, s.GatewayURL+"/v1/ops/operations/"+id+"/resolve", "dev-ops",
 		map[string]any{"outcome": "completed", "result": map[string]any{"id": "tr_63"}, "operator": "mallory"})
 	require.Equal(t, http.StatusBadRequest, typed.Code, typed.String())
+	assert.Equal(t, "malformed_request", typed.str("status"), typed.String())
 	won := call(t, http.MethodPost, s.GatewayURL+"/v1/ops/operations/"+id+"/resolve", "dev-ops",
 		map[string]any{"outcome": "completed", "result": map[string]any{"id": "tr_63"}, "evidence_url": "https://tickets.example/63"})
 	require.Equal(t, http.StatusOK, won.Code, won.String())
