@@ -33,6 +33,7 @@ import (
 	"github.com/oncegate/oncegate/internal/plan"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/receipt"
+	"github.com/oncegate/oncegate/resolution"
 
 	"github.com/oncegate/oncegate/status"
 )
@@ -604,6 +605,12 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed","evidence_url":"ftp://x"}`)
 	assert.Equal(t, 400, r.code)
 	assert.Contains(t, r.raw, "evidence_url")
+	// The operator is the authenticated caller: a typed name is refused.
+	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed","operator":"mallory"}`)
+	assert.Equal(t, 400, r.code)
+	assert.Equal(t, status.MalformedRequest, r.status())
+	assert.Contains(t, r.raw, "operator")
+	require.Empty(t, b.decisions, "a refused request sends nothing")
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed","note":"checked bank statement"}`)
 	assert.Equal(t, 200, r.code)
 	require.Equal(t, status.Resolved, r.status(), r.raw)
@@ -620,6 +627,11 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 	sent := <-b.decisions
 	assert.Equal(t, "ops", sent.Operator)
 	assert.Equal(t, "checked bank statement", sent.Note)
+	signer, err := resolution.SignerOf(b.receipts)
+	require.NoError(t, err)
+	st, err := resolution.Verify(signer.PublicKeys(), opID, sent, b.clock.Now())
+	require.NoError(t, err, "the decision carries the gateway's token")
+	assert.Equal(t, "ops", st.Operator, "the token names the authenticated operator")
 
 	// A second decision is refused, naming the first.
 	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"completed","result":{"id":"x"}}`)

@@ -344,7 +344,7 @@ func (s *Service) start(ctx context.Context, call *confirmCall, own operation.Ow
 		Ownership: own, Params: params, BoundParams: call.bound.canonical, FingerprintExp: call.payload.ExpiresAt(),
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
 		Downstream: call.action.Downstream.Plan(), Summary: operation.Summary(call.action.Scope, params, call.action.SummaryField),
-		Charge: call.charge, ApprovalSHA256: call.approvalSHA256,
+		Charge: call.charge, ApprovalSHA256: call.approvalSHA256, ResolutionKeys: s.resolutions.PublicKeys(),
 	}
 	if s.outcomes != nil && !s.store.Degraded() {
 		if w, ok := s.outcomes.Watch(call.opID()); ok {

@@ -63,8 +63,10 @@ func (s *Service) Resolve(ctx context.Context, req ResolveRequest) Answer {
 		return notAwaitingAnswer(opID, rec.State)
 	}
 	operator := req.Caller.Subject
-	res := operation.Resolution{Outcome: req.Outcome, Result: req.Result, Reason: req.Reason, Operator: operator,
-		Note: req.Note, EvidenceURL: req.EvidenceURL}
+	res, err := s.signedResolution(opID, operator, req)
+	if err != nil {
+		return s.storeErrorAnswer("", opID, err)
+	}
 	log := s.log.With("operation_id", opID, "operator", operator, "outcome", req.Outcome, "trace_id", telemetry.TraceID(ctx))
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout+resolveWait)
 	defer cancel()
@@ -80,6 +82,19 @@ func (s *Service) Resolve(ctx context.Context, req ResolveRequest) Answer {
 	log.InfoContext(ctx, "operation resolved", "state", ans.Result.State)
 	rec.OperationID = opID
 	return s.resolvedAnswer(refOf(rec), ans.Result, decisionOfWorkflow(ans.Decision))
+}
+
+// signedResolution is req's decision by operator (the ops API's
+// authenticated caller) about opID, with its resolution token.
+func (s *Service) signedResolution(opID, operator string, req ResolveRequest) (operation.Resolution, error) {
+	res := operation.Resolution{Outcome: req.Outcome, Result: req.Result, Reason: req.Reason, Operator: operator,
+		Note: req.Note, EvidenceURL: req.EvidenceURL}
+	token, _, err := s.resolutions.Issue(opID, operator, res, s.now())
+	if err != nil {
+		return operation.Resolution{}, fmt.Errorf("resolve %s: %w", opID, err)
+	}
+	res.Token = token
+	return res, nil
 }
 
 // resolveErrorAnswer maps the workflow's refusal of a decision (or a

@@ -25,6 +25,7 @@ import (
 	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/watch"
 	"github.com/oncegate/oncegate/receipt"
+	"github.com/oncegate/oncegate/resolution"
 )
 
 // Deps is everything the service needs.
@@ -72,6 +73,9 @@ type Service struct {
 	cat      *catalog.Catalog
 	keys     *fingerprint.Keyring
 	receipts *receipt.Keyring
+	// resolutions signs operators' decisions (keys derived from the
+	// receipt keys); its public keys go in every workflow's input.
+	resolutions *resolution.Signer
 	// signed keeps the receipts signed lately (receipt.Cache): a replay or
 	// status poll of an outcome does not sign it again.
 	signed *receipt.Cache
@@ -129,6 +133,9 @@ func New(deps Deps) (*Service, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	if s.results, err = newResultForms(resultFormsSize); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if s.resolutions, err = resolution.SignerOf(deps.Receipts); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	if s.approvals != nil {

@@ -64,6 +64,12 @@ type Input struct {
 	// asked for one: the history shows which approval it executed under.
 	// Empty for operations that needed none (and in histories before it).
 	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
+	// ResolutionKeys are the public keys an operator's resolution token
+	// must be signed with (package resolution), the gateway's at start:
+	// with them, the workflow accepts a manual decision only with a valid
+	// token. Empty in histories before them (any decision is accepted, as
+	// it was then).
+	ResolutionKeys []ResolutionKey `json:"resolution_keys,omitempty"`
 	// ExecuteFinalizes, in the input of an Execute activity, asks it to
 	// finalize a DONE outcome itself (truth, then fast path, under
 	// Ownership) the moment the downstream answered one (its 2xx is the
@@ -108,4 +114,12 @@ func (in Input) Resolved(catalogPlan CatalogPlan) (Input, error) {
 	}
 	in.RecordedOwner, in.RecordedTruthClaimed, in.RecordedClaimedAt = "", false, time.Time{}
 	return in, nil
+}
+
+// ResolutionKey is a public key that verifies resolution tokens.
+type ResolutionKey struct {
+	// ID names the key in a token (the receipt key's id it is derived from).
+	ID string `json:"kid"`
+	// PublicKey is the Ed25519 public key, ed25519.PublicKeySize bytes.
+	PublicKey []byte `json:"public_key"`
 }

@@ -37,6 +37,11 @@ type Resolution struct {
 	Note string `json:"note,omitempty"`
 	// EvidenceURL links the operator's evidence (a bank statement, a ticket).
 	EvidenceURL string `json:"evidence_url,omitempty"`
+	// Token is the gateway's signed statement of this decision (package
+	// resolution): the proof the workflow asks of a decision when its
+	// input carries ResolutionKeys. Its operator, not Operator, is the one
+	// recorded.
+	Token string `json:"token,omitempty"`
 }
 
 // DownstreamEvent is the payload of the downstream_state signal: the

@@ -2,6 +2,8 @@ package receipt
 
 import (
 	"crypto/ed25519"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -35,6 +37,7 @@ type Key struct {
 type Keyring struct {
 	signer jose.Signer
 	ids    []string
+	seeds  [][]byte
 	public jose.JSONWebKeySet
 }
 
@@ -65,6 +68,7 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 			k.signer = signer
 		}
 		k.ids = append(k.ids, key.ID)
+		k.seeds = append(k.seeds, append([]byte(nil), key.Seed...))
 		k.public.Keys = append(k.public.Keys, jose.JSONWebKey{
 			Key: priv.Public(), KeyID: key.ID, Algorithm: string(Algorithm), Use: "sig",
 		})
@@ -89,6 +93,22 @@ func ParseKeyring(spec string) (*Keyring, error) {
 		return nil, fmt.Errorf("parse receipt keyring: %w", err)
 	}
 	return k, nil
+}
+
+// Derive returns, for each key in order (the signing key first), a key of
+// the same id whose seed is derived from its seed for purpose (HKDF-SHA256,
+// purpose as the info): another statement's keys, which never sign a
+// receipt, rotated with the receipt keys.
+func (k *Keyring) Derive(purpose string) ([]Key, error) {
+	out := make([]Key, len(k.ids))
+	for i, id := range k.ids {
+		seed, err := hkdf.Key(sha256.New, k.seeds[i], nil, purpose, ed25519.SeedSize)
+		if err != nil {
+			return nil, fmt.Errorf("derive %s key %q: %w", purpose, id, err)
+		}
+		out[i] = Key{ID: id, Seed: seed}
+	}
+	return out, nil
 }
 
 // SigningKeyID returns the id of the key that signs.

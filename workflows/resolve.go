@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/oncegate/oncegate/operation"
+	"github.com/oncegate/oncegate/resolution"
 )
 
 // ChangeResolveOnce is the workflow.GetVersion change ID of first-wins
@@ -91,8 +92,9 @@ func (r *resolver) register(ctx workflow.Context) error {
 
 // validateUpdate refuses, before anything is written to the history, an
 // Update that cannot be the decision. It only reads.
-func (r *resolver) validateUpdate(_ workflow.Context, res operation.Resolution) error {
-	return r.check(res)
+func (r *resolver) validateUpdate(ctx workflow.Context, res operation.Resolution) error {
+	_, err := r.check(ctx, res)
+	return err
 }
 
 // handleUpdate accepts the decision (checked again: two Updates admitted in
@@ -109,38 +111,50 @@ func (r *resolver) handleUpdate(ctx workflow.Context, res operation.Resolution) 
 	return operation.ResolveAnswer{Result: *r.final, Decision: *r.decision}, nil
 }
 
-// check says why res cannot be the decision now, or nil.
-func (r *resolver) check(res operation.Resolution) error {
+// check says why res cannot be the decision now, or returns the operator
+// it is recorded under: its token's (proven) operator when the input
+// carries resolution keys, else the one it names (histories before them).
+func (r *resolver) check(ctx workflow.Context, res operation.Resolution) (string, error) {
 	if d := r.decision; d != nil {
-		return temporal.NewApplicationError(fmt.Sprintf("already resolved: %s decided %s at %s via %s",
+		return "", temporal.NewApplicationError(fmt.Sprintf("already resolved: %s decided %s at %s via %s",
 			d.Operator, d.Outcome, d.DecidedAt.UTC().Format(time.RFC3339), d.Via), ErrTypeAlreadyResolved, *d)
 	}
 	if r.view.State != operation.StateNeedsReview {
-		return temporal.NewApplicationError(fmt.Sprintf("not awaiting review: the operation is %s", r.view.State),
+		return "", temporal.NewApplicationError(fmt.Sprintf("not awaiting review: the operation is %s", r.view.State),
 			ErrTypeNotAwaitingReview, NotAwaitingReview{State: r.view.State})
 	}
-	if res.Operator == "" {
-		return temporal.NewApplicationError("invalid resolution: operator is required", ErrTypeInvalidResolution)
+	operator := res.Operator
+	if len(r.in.ResolutionKeys) > 0 {
+		st, err := resolution.Verify(r.in.ResolutionKeys, r.in.OperationID, res, workflow.Now(ctx))
+		if err != nil {
+			return "", temporal.NewApplicationError("invalid resolution: no valid token from the gateway: "+err.Error(),
+				ErrTypeInvalidResolution)
+		}
+		operator = st.Operator
+	}
+	if operator == "" {
+		return "", temporal.NewApplicationError("invalid resolution: operator is required", ErrTypeInvalidResolution)
 	}
 	if _, err := resolutionOutcome(res, r.in.Downstream.ResultRef); err != nil {
-		return temporal.NewApplicationError("invalid resolution: "+err.Error(), ErrTypeInvalidResolution)
+		return "", temporal.NewApplicationError("invalid resolution: "+err.Error(), ErrTypeInvalidResolution)
 	}
-	return nil
+	return operator, nil
 }
 
 // accept makes res the decision, or says why it cannot be; signal is the
 // ordinal of the resolve signal that carried it (0 for an Update).
 func (r *resolver) accept(ctx workflow.Context, res operation.Resolution, via string, signal int) error {
-	if err := r.check(res); err != nil {
+	operator, err := r.check(ctx, res)
+	if err != nil {
 		return err
 	}
 	out, _ := resolutionOutcome(res, r.in.Downstream.ResultRef) // checked above
-	out.ResolvedAt = workflow.Now(ctx)
+	out.ResolvedAt, out.ResolvedBy = workflow.Now(ctx), operator
 	r.outcome = out
-	r.decision = &operation.OperatorDecision{Outcome: res.Outcome, Operator: res.Operator, DecidedAt: out.ResolvedAt, Via: via,
+	r.decision = &operation.OperatorDecision{Outcome: res.Outcome, Operator: operator, DecidedAt: out.ResolvedAt, Via: via,
 		Note: res.Note, EvidenceURL: res.EvidenceURL, Signal: signal}
 	r.view.Decision = r.decision
-	workflow.GetLogger(ctx).Info("Operation resolved by an operator", "Outcome", res.Outcome, "Operator", res.Operator, "Via", via)
+	workflow.GetLogger(ctx).Info("Operation resolved by an operator", "Outcome", res.Outcome, "Operator", operator, "Via", via)
 	setDetails(ctx, r.in, *r.view)
 	return nil
 }

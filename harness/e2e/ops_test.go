@@ -115,12 +115,8 @@ func TestOperatorsDecideOnce(t *testing.T) {
 	require.NoError(t, err, out)
 	tc := s.Temporal.Client(t)
 	require.NoError(t, testenv.WaitFor(context.Background(), 20*time.Second, func(ctx context.Context) error {
-		q, err := tc.QueryWorkflow(ctx, id, "", workflows.QueryState)
+		view, err := queryState(ctx, tc, id)
 		if err != nil {
-			return err
-		}
-		var view workflows.StateView
-		if err := q.Get(&view); err != nil {
 			return err
 		}
 		for _, r := range view.Refused {
