@@ -83,12 +83,17 @@ func Build(c client.Client, cfg Config, p Parts) (w sdkworker.Worker, stopReaper
 	case FailpointBrokenLostReply:
 		armBrokenLostReply(w, acts)
 	}
+	reaperMetrics, err := NewReaperMetrics(p.Registerer)
+	if err != nil {
+		return nil, nil, err
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	if cfg.ReapInterval > 0 {
-		p.Logger.Info("reaper starting", "interval", cfg.ReapInterval, "safety_margin", reapSafetyMargin)
-		go RunReaper(ctx, p.Truth, cfg.ReapInterval, func() time.Time {
+		p.Logger.Info("reaper starting", "interval", cfg.ReapInterval, "safety_margin", reapSafetyMargin,
+			"batch_rows", cfg.ReapBatchRows, "max_rows", cfg.ReapMaxRows)
+		go RunReaper(ctx, p.Truth, cfg.ReapInterval, cfg.ReapLimits(), func() time.Time {
 			return time.Now().Add(-reapSafetyMargin)
-		}, p.Logger)
+		}, p.Logger, reaperMetrics)
 	} else {
 		p.Logger.Info("reaper disabled", "env", "ONCEGATE_REAP_INTERVAL")
 	}

@@ -9,6 +9,7 @@ import (
 
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/internal/envconfig"
 	"github.com/oncegate/oncegate/internal/failpoint"
 	"github.com/oncegate/oncegate/internal/pprofserver"
@@ -20,6 +21,12 @@ import (
 // EnvPollers is the variable of Config.Pollers, for the programs that start
 // a worker with a number of pollers (a test asserts it is the tag's name).
 const EnvPollers = "ONCEGATE_WORKER_POLLERS"
+
+// ReapLimits are the reaper's bounds of one pass (ReapBatchRows,
+// ReapMaxRows); a zero field takes pgstore.DefaultReapLimits.
+func (c Config) ReapLimits() pgstore.ReapLimits {
+	return pgstore.ReapLimits{BatchRows: c.ReapBatchRows, MaxRows: c.ReapMaxRows}
+}
 
 // Config is the worker's configuration (ARCHITECTURE.md, Configuration),
 // parsed from the environment by ConfigFromEnv.
@@ -39,6 +46,14 @@ type Config struct {
 	// ReapInterval is how often expired terminal truth records are
 	// deleted; 0 disables the reaper.
 	ReapInterval time.Duration `env:"ONCEGATE_REAP_INTERVAL" envDefault:"10m"`
+	// ReapBatchRows is how many rows one reaper DELETE removes at most,
+	// each batch its own short transaction; unset or 0:
+	// pgstore.DefaultReapLimits.
+	ReapBatchRows int `env:"ONCEGATE_REAP_BATCH_ROWS"`
+	// ReapMaxRows is how many rows of each table one reaper pass removes at
+	// most; the rest waits for the next pass. Unset or 0:
+	// pgstore.DefaultReapLimits.
+	ReapMaxRows int `env:"ONCEGATE_REAP_MAX_ROWS"`
 	// StopTimeout is how long running activities may finish at SIGTERM:
 	// longer than a downstream call's timeout in the dev catalog.
 	StopTimeout time.Duration `env:"ONCEGATE_WORKER_STOP_TIMEOUT" envDefault:"30s"`
@@ -85,6 +100,14 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	if c.ReapInterval < 0 {
 		errs = append(errs, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable",
 			environ["ONCEGATE_REAP_INTERVAL"]))
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"ONCEGATE_REAP_BATCH_ROWS", c.ReapBatchRows}, {"ONCEGATE_REAP_MAX_ROWS", c.ReapMaxRows}} {
+		if v.n < 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a non-negative number of rows, or 0 for the default", v.name, environ[v.name]))
+		}
 	}
 	if c.Failpoint != "" && !failpoint.Compiled {
 		errs = append(errs, errors.New("ONCEGATE_FAILPOINT needs a worker built with -tags failpoint (the crash tests build it so): unset it"))

@@ -10,37 +10,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/worker"
 )
 
-// fakeReaper answers each Reap from a script (the last entry repeats) and
-// reports every call's now on calls; the embedded nil idemstore.Store makes
-// any other method panic: the reaper must not call it.
+// fakeReaper answers each ReapBounded from a script (the last entry
+// repeats) and reports every call's now on calls and its limits on limits.
 type fakeReaper struct {
-	idemstore.Store
 	script []reapAnswer
 	n      atomic.Int64
 	calls  chan time.Time
+	limits atomic.Pointer[pgstore.ReapLimits]
 }
 
 type reapAnswer struct {
-	removed int64
-	err     error
+	removed, backlog int64
+	err              error
 }
 
-func (f *fakeReaper) Reap(ctx context.Context, now time.Time) (int64, error) {
+func (f *fakeReaper) ReapBounded(ctx context.Context, now time.Time, limits pgstore.ReapLimits) (pgstore.ReapResult, error) {
 	i := int(f.n.Add(1)) - 1
 	a := f.script[min(i, len(f.script)-1)]
+	f.limits.Store(&limits)
 	select {
 	case f.calls <- now:
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return pgstore.ReapResult{}, ctx.Err()
 	}
-	return a.removed, a.err
+	return pgstore.ReapResult{Removed: a.removed, Backlog: a.backlog}, a.err
 }
 
 // syncBuffer is a bytes.Buffer safe for the reaper's goroutine and the test.
@@ -75,7 +77,7 @@ func nextCall(t *testing.T, calls <-chan time.Time) time.Time {
 
 func TestRunReaperCallsEveryTickAndSurvivesErrors(t *testing.T) {
 	f := &fakeReaper{
-		script: []reapAnswer{{removed: 3}, {err: errors.New("database away")}, {removed: 0}, {removed: 7}},
+		script: []reapAnswer{{removed: 3, backlog: 9}, {removed: 2, err: errors.New("database away")}, {removed: 0}, {removed: 7, backlog: 4}},
 		calls:  make(chan time.Time),
 	}
 	var logs syncBuffer
@@ -85,10 +87,13 @@ func TestRunReaperCallsEveryTickAndSurvivesErrors(t *testing.T) {
 	now := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Minute) }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	metrics, err := worker.NewReaperMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	limits := pgstore.ReapLimits{BatchRows: 5, MaxRows: 50}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		worker.RunReaper(ctx, f, time.Millisecond, now, logger)
+		worker.RunReaper(ctx, f, time.Millisecond, limits, now, logger, metrics)
 	}()
 
 	// Each pass gets the clock's time of that pass; the error of the second
@@ -109,6 +114,11 @@ func TestRunReaperCallsEveryTickAndSurvivesErrors(t *testing.T) {
 	default:
 	}
 	assert.Equal(t, calls, f.n.Load())
+	assert.Equal(t, limits, *f.limits.Load(), "the configured limits reach the store")
+	// 3+2+0+7: a fifth call finds no receiver and returns the cancel with
+	// nothing removed; the backlog is the last good pass's.
+	assert.Equal(t, 12.0, metricValue(t, metrics.Removed()), "removed records counted, a failed pass's too")
+	assert.Equal(t, 4.0, metricValue(t, metrics.Backlog()), "the backlog of the last good pass")
 
 	out := logs.String()
 	assert.Contains(t, out, "removed=3")
@@ -124,7 +134,7 @@ func TestRunReaperStopsWhenCanceledBeforeFirstTick(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		worker.RunReaper(ctx, f, time.Hour, time.Now, slog.New(slog.DiscardHandler))
+		worker.RunReaper(ctx, f, time.Hour, pgstore.ReapLimits{}, time.Now, slog.New(slog.DiscardHandler), nil)
 	}()
 	select {
 	case <-done:
@@ -140,7 +150,7 @@ func TestRunReaperWaitsOneIntervalBeforeTheFirstPass(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		worker.RunReaper(ctx, f, time.Hour, time.Now, slog.New(slog.DiscardHandler))
+		worker.RunReaper(ctx, f, time.Hour, pgstore.ReapLimits{}, time.Now, slog.New(slog.DiscardHandler), nil)
 	}()
 	select {
 	case <-f.calls:
@@ -150,4 +160,15 @@ func TestRunReaperWaitsOneIntervalBeforeTheFirstPass(t *testing.T) {
 	cancel()
 	<-done
 	assert.Zero(t, f.n.Load())
+}
+
+// metricValue reads a counter's or a gauge's value.
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var out dto.Metric
+	require.NoError(t, m.Write(&out))
+	if c := out.GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	return out.GetGauge().GetValue()
 }

@@ -473,19 +473,117 @@ func (s *Store) FindRecent(ctx context.Context, p idemstore.FindRecentParams) (i
 // idemstore.ReservationRetention (no window reaches back that far), and the webhook receipts received idemstore.WebhookReceiptRetention
 // before now: an event that old is refused as stale by its timestamp
 // anyway, so its receipt no longer keeps a replay out.
+//
+// It deletes in bounded batches within DefaultReapLimits (ReapBounded): a
+// due row beyond the cap waits for the next call.
 func (s *Store) Reap(ctx context.Context, now time.Time) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM write_record
-		WHERE state IN ('DONE', 'FAILED') AND reap_after IS NOT NULL AND reap_after <= $1`, now)
+	r, err := s.ReapBounded(ctx, now, DefaultReapLimits)
+	return r.Removed, err
+}
+
+// DefaultReapLimits bounds a reap when its settings leave a limit at zero
+// (Reap, and the worker's ONCEGATE_REAP_BATCH_ROWS and
+// ONCEGATE_REAP_MAX_ROWS unset): batches short enough to hold their locks
+// for milliseconds, and a tick that stops after a few hundred batches so
+// the rest waits for the next tick rather than loading the table for long.
+var DefaultReapLimits = ReapLimits{BatchRows: 1000, MaxRows: 200_000}
+
+// ReapLimits bound the work of one ReapBounded call.
+type ReapLimits struct {
+	// BatchRows is how many rows one DELETE removes at most, each batch its
+	// own short transaction; 0 means DefaultReapLimits.BatchRows.
+	BatchRows int
+	// MaxRows is how many rows of each table one call removes at most; the
+	// rest is left for the next call. 0 means DefaultReapLimits.MaxRows.
+	MaxRows int
+}
+
+// withDefaults fills the zero limits from DefaultReapLimits.
+func (l ReapLimits) withDefaults() ReapLimits {
+	if l.BatchRows <= 0 {
+		l.BatchRows = DefaultReapLimits.BatchRows
+	}
+	if l.MaxRows <= 0 {
+		l.MaxRows = DefaultReapLimits.MaxRows
+	}
+	return l
+}
+
+// ReapResult is what one ReapBounded call did.
+type ReapResult struct {
+	// Removed is how many write_record rows it deleted.
+	Removed int64
+	// Backlog is how many write_record rows were due at now but still
+	// there when it returned: left by the per-call cap, or locked by a
+	// transaction the batch skipped.
+	Backlog int64
+}
+
+// reapBatch is one bounded batch of a reap: the rows due at $1, at most $2,
+// oldest first, that no other transaction holds (SKIP LOCKED: a reap never
+// waits on the hot path). The select walks the table's partial index on
+// its time column (write_record_reap_after_idx, webhook_receipt_received_at_idx,
+// budget_reservation_reserved_at_idx).
+type reapBatch struct {
+	table string
+	query string
+}
+
+var (
+	reapRecords = reapBatch{"write_record", `DELETE FROM write_record WHERE id = ANY(ARRAY(
+		SELECT id FROM write_record
+		WHERE state IN ('DONE', 'FAILED') AND reap_after IS NOT NULL AND reap_after <= $1
+		ORDER BY reap_after LIMIT $2 FOR UPDATE SKIP LOCKED))`}
+	reapWebhookReceipts = reapBatch{"webhook_receipt", `DELETE FROM webhook_receipt WHERE signature = ANY(ARRAY(
+		SELECT signature FROM webhook_receipt WHERE received_at <= $1
+		ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED))`}
+	reapReservations = reapBatch{"budget_reservation", `DELETE FROM budget_reservation WHERE operation_id = ANY(ARRAY(
+		SELECT operation_id FROM budget_reservation WHERE reserved_at <= $1
+		ORDER BY reserved_at LIMIT $2 FOR UPDATE SKIP LOCKED))`}
+)
+
+// ReapBounded deletes what Reap deletes, in batches of at most
+// limits.BatchRows rows, each its own statement and transaction, and stops
+// after limits.MaxRows rows of each table or when ctx is done; the rest is
+// left for the next call. It reports how many records it deleted and how
+// many due records are left (the backlog).
+func (s *Store) ReapBounded(ctx context.Context, now time.Time, limits ReapLimits) (ReapResult, error) {
+	limits = limits.withDefaults()
+	removed, err := s.reapInBatches(ctx, reapRecords, now, limits)
 	if err != nil {
-		return 0, fmt.Errorf("reap: %w", interpretError(err))
+		return ReapResult{Removed: removed}, err
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM webhook_receipt WHERE received_at <= $1`,
-		now.Add(-idemstore.WebhookReceiptRetention)); err != nil {
-		return 0, fmt.Errorf("reap webhook receipts: %w", interpretError(err))
+	if _, err := s.reapInBatches(ctx, reapWebhookReceipts, now.Add(-idemstore.WebhookReceiptRetention), limits); err != nil {
+		return ReapResult{Removed: removed}, err
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM budget_reservation WHERE reserved_at <= $1`,
-		now.Add(-idemstore.ReservationRetention)); err != nil {
-		return 0, fmt.Errorf("reap budget reservations: %w", interpretError(err))
+	if _, err := s.reapInBatches(ctx, reapReservations, now.Add(-idemstore.ReservationRetention), limits); err != nil {
+		return ReapResult{Removed: removed}, err
 	}
-	return tag.RowsAffected(), nil
+	var backlog int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM write_record
+		WHERE state IN ('DONE', 'FAILED') AND reap_after IS NOT NULL AND reap_after <= $1`, now).Scan(&backlog); err != nil {
+		return ReapResult{Removed: removed}, fmt.Errorf("reap: count the backlog: %w", interpretError(err))
+	}
+	return ReapResult{Removed: removed, Backlog: backlog}, nil
+}
+
+// reapInBatches runs b until a batch comes back short, limits.MaxRows rows
+// are gone, or ctx is done, and returns how many rows it deleted.
+func (s *Store) reapInBatches(ctx context.Context, b reapBatch, cutoff time.Time, limits ReapLimits) (int64, error) {
+	var removed int64
+	for removed < int64(limits.MaxRows) {
+		if err := ctx.Err(); err != nil {
+			return removed, fmt.Errorf("reap %s: %w", b.table, err)
+		}
+		batch := min(int64(limits.BatchRows), int64(limits.MaxRows)-removed)
+		tag, err := s.pool.Exec(ctx, b.query, cutoff, batch)
+		if err != nil {
+			return removed, fmt.Errorf("reap %s: %w", b.table, interpretError(err))
+		}
+		removed += tag.RowsAffected()
+		if tag.RowsAffected() < batch {
+			break
+		}
+	}
+	return removed, nil
 }

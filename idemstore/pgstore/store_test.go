@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -200,20 +201,9 @@ func TestPostgresSpecifics(t *testing.T) {
 		now := time.Now()
 
 		claim := func(exp time.Time, terminalTTL time.Duration) idemstore.Claim {
-			c := storetest.NewClaim(t, "owner-a")
-			c.FingerprintExp, c.TerminalTTL = exp, terminalTTL
-			_, err := s.Acquire(ctx, c)
-			require.NoError(t, err)
-			return c
+			return reapClaim(t, s, exp, terminalTTL)
 		}
-		finalize := func(c idemstore.Claim, state operation.State) {
-			f := storetest.Done(c, "owner-a")
-			if state == operation.StateFailed {
-				f = storetest.Failed(c, "owner-a")
-			}
-			f.TerminalTTL = c.TerminalTTL
-			require.NoError(t, s.Finalize(ctx, f))
-		}
+		finalize := func(c idemstore.Claim, state operation.State) { reapFinalize(t, s, c, state) }
 
 		// terminal_ttl 2h, exp in 1h: reapable after 2h.
 		ttlLonger := claim(now.Add(time.Hour), 2*time.Hour)
@@ -226,14 +216,7 @@ func TestPostgresSpecifics(t *testing.T) {
 		review := claim(now.Add(-time.Hour), time.Minute)
 		require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: review.OperationID, Reason: "unknown"}))
 
-		exists := func(c idemstore.Claim) bool {
-			_, err := s.Get(ctx, c.OperationID)
-			if err != nil {
-				require.ErrorIs(t, err, idemstore.ErrNotFound)
-				return false
-			}
-			return true
-		}
+		exists := func(c idemstore.Claim) bool { return storetest.Exists(t, s, c) }
 
 		n, err := s.Reap(ctx, now.Add(90*time.Minute)) // past exp of the first, not its terminal_ttl
 		require.NoError(t, err)
@@ -288,4 +271,110 @@ func recordKeys(recs []idemstore.Record) []string {
 		keys[i] = r.OperationID
 	}
 	return keys
+}
+
+// reapClaim acquires a new claim of owner-a whose fingerprint expires at
+// exp and whose outcome is kept terminalTTL.
+func reapClaim(t *testing.T, s *pgstore.Store, exp time.Time, terminalTTL time.Duration) idemstore.Claim {
+	t.Helper()
+	c := storetest.NewClaim(t, "owner-a")
+	c.FingerprintExp, c.TerminalTTL = exp, terminalTTL
+	_, err := s.Acquire(context.Background(), c)
+	require.NoError(t, err)
+	return c
+}
+
+// reapFinalize ends c in state (DONE or FAILED), kept its terminal TTL.
+func reapFinalize(t *testing.T, s *pgstore.Store, c idemstore.Claim, state operation.State) {
+	t.Helper()
+	f := storetest.Done(c, "owner-a")
+	if state == operation.StateFailed {
+		f = storetest.Failed(c, "owner-a")
+	}
+	f.TerminalTTL = c.TerminalTTL
+	require.NoError(t, s.Finalize(context.Background(), f))
+}
+
+// TestReapBounded: a pass deletes exactly min(cap, due) records, leaves the
+// rest (reported as the backlog) for the next pass, and repeated passes
+// drain it to 0; IN_FLIGHT, NEEDS_REVIEW and not-yet-due records survive
+// every pass.
+func TestReapBounded(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	now := time.Now()
+
+	claim := func(exp time.Time, terminalTTL time.Duration) idemstore.Claim {
+		return reapClaim(t, s, exp, terminalTTL)
+	}
+	finalize := func(c idemstore.Claim, state operation.State) { reapFinalize(t, s, c, state) }
+	exists := func(c idemstore.Claim) bool { return storetest.Exists(t, s, c) }
+
+	const due = 25
+	for i := range due {
+		c := claim(now.Add(-time.Hour), time.Minute)
+		finalize(c, []operation.State{operation.StateDone, operation.StateFailed}[i%2])
+	}
+	// Old, but never reaped: their outcome is not known.
+	inFlight := claim(now.Add(-48*time.Hour), time.Minute)
+	review := claim(now.Add(-48*time.Hour), time.Minute)
+	require.NoError(t, s.MarkNeedsReview(ctx, idemstore.MarkNeedsReviewParams{OperationID: review.OperationID, Reason: "unknown"}))
+	// Terminal, but its replay is owed until terminal_ttl (10h) has passed.
+	notDue := claim(now.Add(-time.Hour), 10*time.Hour)
+	finalize(notDue, operation.StateDone)
+
+	cutoff := now.Add(time.Hour)
+	limits := pgstore.ReapLimits{BatchRows: 4, MaxRows: 10}
+	for i, want := range []pgstore.ReapResult{
+		{Removed: 10, Backlog: 15},
+		{Removed: 10, Backlog: 5},
+		{Removed: 5, Backlog: 0},
+		{Removed: 0, Backlog: 0},
+	} {
+		got, err := s.ReapBounded(ctx, cutoff, limits)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "pass %d", i+1)
+		assert.True(t, exists(inFlight), "IN_FLIGHT survives pass %d", i+1)
+		assert.True(t, exists(review), "NEEDS_REVIEW survives pass %d", i+1)
+		assert.True(t, exists(notDue), "a record before its reap_after survives pass %d", i+1)
+	}
+
+	// A cap that is not a multiple of the batch: exactly the cap.
+	for range 3 {
+		finalize(claim(now.Add(-time.Hour), time.Minute), operation.StateDone)
+	}
+	got, err := s.ReapBounded(ctx, cutoff, pgstore.ReapLimits{BatchRows: 2, MaxRows: 1})
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.ReapResult{Removed: 1, Backlog: 2}, got)
+
+	// A canceled context stops the pass before its next batch.
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.ReapBounded(canceled, cutoff, limits)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// TestReapBoundedWebhookReceipts: the webhook receipts are reaped within the
+// same cap: of 7 expired receipts a pass capped at 3 forgets exactly 3.
+func TestReapBoundedWebhookReceipts(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	params := make([]idemstore.WebhookParams, 7)
+	for i := range params {
+		params[i] = idemstore.WebhookParams{Scope: "payments.refund", Signature: fmt.Sprintf("sig-%d-%d", time.Now().UnixNano(), i)}
+		first, err := s.RecordWebhook(ctx, params[i])
+		require.NoError(t, err)
+		require.True(t, first)
+	}
+	_, err := s.ReapBounded(ctx, time.Now().Add(idemstore.WebhookReceiptRetention+time.Minute), pgstore.ReapLimits{BatchRows: 2, MaxRows: 3})
+	require.NoError(t, err)
+	forgotten := 0
+	for _, p := range params {
+		first, err := s.RecordWebhook(ctx, p)
+		require.NoError(t, err)
+		if first {
+			forgotten++
+		}
+	}
+	assert.Equal(t, 3, forgotten)
 }

@@ -35,14 +35,7 @@ func exerciseStore(t *testing.T, newStore func(t *testing.T) idemstore.Store) {
 			acquire(t, s, c)
 			return c
 		}
-		exists := func(c idemstore.Claim) bool {
-			_, err := s.Get(ctx, c.OperationID)
-			if err != nil {
-				require.ErrorIs(t, err, idemstore.ErrNotFound)
-				return false
-			}
-			return true
-		}
+		exists := func(c idemstore.Claim) bool { return Exists(t, s, c) }
 		// terminal_ttl 2h, exp in 1h: reapable after 2h.
 		done := claim(now.Add(time.Hour), 2*time.Hour)
 		f := Done(done, "owner-a")

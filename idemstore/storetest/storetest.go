@@ -465,3 +465,15 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		}
 	})
 }
+
+// Exists reports whether s still holds c's record; false when it answers
+// ErrNotFound (reaped), and t fails on any other error.
+func Exists(t testing.TB, s idemstore.Store, c idemstore.Claim) bool {
+	t.Helper()
+	_, err := s.Get(context.Background(), c.OperationID)
+	if err != nil {
+		require.ErrorIs(t, err, idemstore.ErrNotFound)
+		return false
+	}
+	return true
+}
