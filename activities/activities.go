@@ -74,6 +74,7 @@ func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operat
 		FingerprintExp: in.FingerprintExp,
 		BoundParams:    in.BoundParams,
 		ApprovalSHA256: in.ApprovalSHA256,
+		ActingClient:   in.ActingClient,
 		Charge:         in.Charge,
 	})
 	if err != nil {

@@ -27,6 +27,10 @@ type OIDCConfig struct {
 	Audience string `env:"ONCEGATE_OIDC_AUDIENCE"`
 	// SubjectClaim is the claim (path) of the subject.
 	SubjectClaim string `env:"ONCEGATE_OIDC_SUBJECT_CLAIM" envDefault:"sub"`
+	// ClientClaim is the claim (path) of the acting client, the agent that
+	// acts for the subject; empty reads auth.DefaultClientClaims
+	// (client_id, else azp, cid, appid).
+	ClientClaim string `env:"ONCEGATE_OIDC_CLIENT_CLAIM"`
 	// RolesClaim is the claim path of the roles or groups (dotted for
 	// nested claims, such as realm_access.roles; scp or scope read the
 	// granted scopes as roles).
@@ -142,7 +146,7 @@ func (c OIDCConfig) mcpResource(publicURL string) string {
 func (c OIDCConfig) authConfig(logger *slog.Logger) (auth.OIDCConfig, error) {
 	algs := items(c.Algorithms)
 	cfg := auth.OIDCConfig{
-		Issuers: c.Issuers, Audience: c.Audience, SubjectClaim: c.SubjectClaim, RolesClaim: c.RolesClaim,
+		Issuers: c.Issuers, Audience: c.Audience, SubjectClaim: c.SubjectClaim, ClientClaim: c.ClientClaim, RolesClaim: c.RolesClaim,
 		OperatorRole: c.OperatorRole, Leeway: c.Leeway, Algorithms: algs, JWKSRefresh: c.JWKSRefresh,
 		JWKSMaxAge: c.JWKSMaxAge, UnknownKIDInterval: c.UnknownKIDInterval, Logger: logger,
 	}

@@ -95,17 +95,51 @@ func TestReceiptsOfTerminalAnswers(t *testing.T) {
 func TestReceiptNamesTheApproval(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	pv := b.preview(t, "dev-alice", "payments.transfer", transferParams)
+	_, pv := b.transferred(t, "dev-alice", transferParams)
 	opID := pv.str("operation_id")
-	r := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), transferParams)
-	require.Equal(t, status.Completed, r.status(), r.raw)
 	approval := strings.Repeat("5e", 32)
 	rec, err := b.store.Get(context.Background(), opID)
 	require.NoError(t, err)
 	rec.ApprovalSHA256 = approval
 	b.store.Put(rec)
-	r = b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	r := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	assert.Equal(t, approval, b.verified(t, r).ApprovalSHA256)
+}
+
+// transferred previews and confirms a payments.transfer of params with
+// token, which completes; it returns the confirm's answer and the
+// preview's (its fingerprint and operation_id).
+func (b *bundle) transferred(t *testing.T, token, params string) (confirmed, previewed resp) {
+	t.Helper()
+	pv := b.preview(t, token, "payments.transfer", params)
+	r := b.confirm(t, token, "payments.transfer", pv.str("fingerprint"), params)
+	require.Equal(t, status.Completed, r.status(), r.raw)
+	return r, pv
+}
+
+// The client that acted for the subject is kept with the claim and named
+// by the receipt; a retry by another client of the same subject replays
+// the first outcome, and the first confirm's client stays the one that
+// acted.
+func TestReceiptNamesTheActingClient(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first, pv := b.transferred(t, "dev-alice-app", transferParams)
+	opID := pv.str("operation_id")
+	assert.Equal(t, "alice-app", b.verified(t, first).ActingClient)
+	rec, err := b.store.Get(context.Background(), opID)
+	require.NoError(t, err)
+	assert.Equal(t, "alice-app", rec.ActingClient, "the store keeps the acting client")
+
+	replay := b.confirm(t, "dev-alice", "payments.transfer", pv.str("fingerprint"), transferParams)
+	require.Equal(t, status.AlreadyCompleted, replay.status(), replay.raw)
+	assert.Equal(t, first.str(fieldReceipt), replay.str(fieldReceipt), "another client's retry replays the first receipt")
+	st := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	assert.Equal(t, first.str(fieldReceipt), st.str(fieldReceipt))
+
+	// A token that names no client records none.
+	r, _ := b.transferred(t, "dev-alice", `{"amount":"3","currency":"USD","payee_id":"p-2"}`)
+	assert.Empty(t, b.verified(t, r).ActingClient)
 }
 
 // The JWK set is public (no token), names every listed key, and is what

@@ -69,6 +69,17 @@ func New(c Client, taskQueue string, log *slog.Logger) *Temporal {
 // startRetries bounds the starts retried after a transient refusal.
 const startRetries = 3
 
+// startMemo is the memo a workflow starts with: the confirm's trace id and,
+// when its token named one, the acting client (who acted for the subject;
+// shown by Temporal's describe, not part of the history's decisions).
+func startMemo(in operation.Input, opts gateway.StartOptions) map[string]any {
+	memo := map[string]any{"trace_id": opts.TraceID}
+	if in.ActingClient != "" {
+		memo["acting_client"] = in.ActingClient
+	}
+	return memo
+}
+
 // Start implements gateway.Engine. It retries a few times (within ctx)
 // when the frontend refuses transiently (a namespace its cache does not
 // know yet): a start is safe to repeat, since the workflow ID makes a
@@ -81,7 +92,7 @@ func (t *Temporal) Start(ctx context.Context, in operation.Input, opts gateway.S
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		TypedSearchAttributes:    workflows.StartSearchAttributes(in),
 		StaticSummary:            in.Summary,
-		Memo:                     map[string]any{"trace_id": opts.TraceID},
+		Memo:                     startMemo(in, opts),
 		// The gateway's own worker takes the first workflow task from the
 		// start's answer; without one on this client the SDK starts it
 		// normally.

@@ -132,7 +132,7 @@ func (f *fakeClient) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOp
 func TestStartRetriesOnlyWhatTheSDKDoesNot(t *testing.T) {
 	t.Parallel()
 	in := operation.Input{OperationID: fingerprint.NewNonce(), Subject: "alice", Scope: "payments.transfer",
-		Summary: "payments.transfer 12.5 USD to p-1"}
+		Summary: "payments.transfer 12.5 USD to p-1", ActingClient: "agent-app"}
 	fc := &fakeClient{refusals: []error{serviceerror.NewNamespaceNotFound("default"), serviceerror.NewNamespaceNotFound("default")}}
 	_, err := engine.New(fc, "oncegate", nil).Start(context.Background(), in, gateway.StartOptions{TraceID: "t-1", Eager: true})
 	require.ErrorIs(t, err, gateway.ErrAlreadyStarted, "retried past two transient refusals, to the server's answer")
@@ -142,6 +142,7 @@ func TestStartRetriesOnlyWhatTheSDKDoesNot(t *testing.T) {
 	assert.Equal(t, "oncegate", o.TaskQueue)
 	assert.Equal(t, in.Summary, o.StaticSummary)
 	assert.Equal(t, "t-1", o.Memo["trace_id"])
+	assert.Equal(t, "agent-app", o.Memo["acting_client"], "who acted for the subject is in the memo")
 	assert.True(t, o.EnableEagerStart)
 	assert.Equal(t, 3, o.TypedSearchAttributes.Size(), "IdemState, IdemScope, IdemSubject")
 

@@ -69,7 +69,7 @@ func (call *confirmCall) trace(ctx context.Context) string {
 // the receipt of its outcome states besides the outcome.
 func (call *confirmCall) ref() operationRef {
 	return operationRef{ID: call.opID(), Subject: call.req.Caller.Subject, Scope: call.action.Scope,
-		ParamHash: call.bound.paramHash, ApprovalSHA256: call.approvalSHA256}
+		ParamHash: call.bound.paramHash, ApprovalSHA256: call.approvalSHA256, ActingClient: call.req.Caller.Client}
 }
 
 // Confirm verifies and consumes a fingerprint and executes its operation
@@ -264,7 +264,7 @@ func (s *Service) acquire(ctx context.Context, call *confirmCall) claimAnswer {
 	defer cancel()
 	d, err := s.store.Acquire(actx, idemstore.Claim{
 		OperationID: call.opID(), ParamHash: call.bound.paramHash, Owner: call.owner, Subject: call.req.Caller.Subject,
-		Scope: call.action.Scope, InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
+		ActingClient: call.req.Caller.Client, Scope: call.action.Scope, InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
 		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical, Charge: call.charge,
 		ApprovalSHA256: call.approvalSHA256, IntentWindow: call.action.IntentWindow(),
 	})
@@ -345,6 +345,7 @@ func (s *Service) start(ctx context.Context, call *confirmCall, own operation.Ow
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
 		Downstream: call.action.Downstream.Plan(), Summary: operation.Summary(call.action.Scope, params, call.action.SummaryField),
 		Charge: call.charge, ApprovalSHA256: call.approvalSHA256, ResolutionKeys: s.resolutions.PublicKeys(),
+		ActingClient: call.req.Caller.Client,
 	}
 	if s.outcomes != nil && !s.store.Degraded() {
 		if w, ok := s.outcomes.Watch(call.opID()); ok {

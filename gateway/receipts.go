@@ -22,12 +22,14 @@ type operationRef struct {
 	ParamHash string
 	// ApprovalSHA256 is the approval evidence's hash ("" without approval).
 	ApprovalSHA256 string
+	// ActingClient is the client whose confirm claimed the operation ("" when none was named).
+	ActingClient string
 }
 
 // refOf is the operation rec names.
 func refOf(rec idemstore.Record) operationRef {
 	return operationRef{ID: rec.OperationID, Subject: rec.Subject, Scope: rec.Scope, ParamHash: rec.ParamHash,
-		ApprovalSHA256: rec.ApprovalSHA256}
+		ApprovalSHA256: rec.ApprovalSHA256, ActingClient: rec.ActingClient}
 }
 
 // receiptClaims is what the receipt of op's terminal outcome f states.
@@ -39,7 +41,7 @@ func receiptClaims(op operationRef, f operation.Final) receipt.Claims {
 	return receipt.Claims{
 		OperationID: op.ID, Subject: op.Subject, Scope: op.Scope, ParamHash: op.ParamHash,
 		Outcome: outcome, ResultRef: f.ResultRef, FailureKind: string(f.FailureKind),
-		ApprovalSHA256: op.ApprovalSHA256, FinalizedAt: f.CompletedAt,
+		ApprovalSHA256: op.ApprovalSHA256, ActingClient: op.ActingClient, FinalizedAt: f.CompletedAt,
 	}
 }
 

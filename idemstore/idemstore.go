@@ -87,6 +87,11 @@ type Claim struct {
 	Owner string
 	// Subject is the authenticated subject the fingerprint was issued to.
 	Subject string
+	// ActingClient is the OAuth client that confirmed for Subject (the
+	// token's client claim; empty when the token names none). Identity
+	// metadata: the claim keeps the first confirm's client, a replay by
+	// another client changes nothing.
+	ActingClient string
 	// Scope is the action, such as payments.transfer.
 	Scope string
 	// InFlightTTL bounds how long an IN_FLIGHT claim lives in Redis.
@@ -153,6 +158,9 @@ type Record struct {
 	OperationID string `json:"operation_id"`
 	// Subject is who the operation belongs to.
 	Subject string `json:"subject,omitempty"`
+	// ActingClient is the OAuth client whose confirm claimed the operation
+	// for Subject (empty when its token named none).
+	ActingClient string `json:"acting_client,omitempty"`
 	// Scope is the action.
 	Scope string `json:"scope,omitempty"`
 	// ParamHash binds the canonical params.

@@ -70,6 +70,10 @@ type Input struct {
 	// token. Empty in histories before them (any decision is accepted, as
 	// it was then).
 	ResolutionKeys []ResolutionKey `json:"resolution_keys,omitempty"`
+	// ActingClient is the OAuth client whose confirm started the operation
+	// for Subject (who acted for whom); the truth's claim keeps it. Empty
+	// when the token named none (and in histories before it).
+	ActingClient string `json:"acting_client,omitempty"`
 	// ExecuteFinalizes, in the input of an Execute activity, asks it to
 	// finalize a DONE outcome itself (truth, then fast path, under
 	// Ownership) the moment the downstream answered one (its 2xx is the

@@ -32,7 +32,10 @@ const (
 
 // Claims is what a receipt states about one operation: who asked for what,
 // with which bound params, what came of it and when, and which approval it
-// ran under. Every member is always present; "" means none.
+// ran under, and which client acted. Every member but acting_client is
+// always present; "" means none. acting_client is omitted when no client
+// is named, so that a receipt without one signs to the bytes it did before
+// the member existed, and old receipts still verify.
 type Claims struct {
 	// OperationID is the operation id: the fingerprint's nonce.
 	OperationID string `json:"operation_id"`
@@ -54,6 +57,9 @@ type Claims struct {
 	// ApprovalSHA256 is the SHA-256 (64 lowercase hex) of the approval
 	// evidence the operation ran under; "" when it needed no approval.
 	ApprovalSHA256 string `json:"approval_sha256"`
+	// ActingClient is the OAuth client whose confirm claimed the operation
+	// for Subject (who acted for whom); omitted when the token named none.
+	ActingClient string `json:"acting_client,omitempty"`
 	// FinalizedAt is when the outcome was recorded, to the millisecond, UTC.
 	FinalizedAt time.Time `json:"finalized_at"`
 }

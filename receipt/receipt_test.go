@@ -60,6 +60,11 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 			c.ApprovalSHA256 = strings.Repeat("0f", 32)
 			return c
 		}(),
+		"completed for a client": func() receipt.Claims {
+			c := claims()
+			c.ActingClient = "agent-app"
+			return c
+		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -78,11 +83,31 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			var members map[string]any
 			require.NoError(t, json.Unmarshal(payload, &members))
-			assert.ElementsMatch(t, []string{"operation_id", "subject", "scope", "param_hash", "outcome", "result_ref",
-				"failure_kind", "approval_sha256", "finalized_at"}, keys(members))
+			want := []string{"operation_id", "subject", "scope", "param_hash", "outcome", "result_ref",
+				"failure_kind", "approval_sha256", "finalized_at"}
+			if c.ActingClient != "" {
+				want = append(want, "acting_client")
+				assert.Equal(t, c.ActingClient, members["acting_client"], "the acting client is signed")
+			}
+			assert.ElementsMatch(t, want, keys(members))
 			assert.Equal(t, "2026-05-01T10:00:00.123Z", members["finalized_at"])
 		})
 	}
+}
+
+// A receipt that names no acting client is the very receipt signed before
+// acting_client existed: its bytes did not change, so old receipts verify
+// and a replay of an old outcome carries the same receipt.
+func TestReceiptWithoutClientIsUnchanged(t *testing.T) {
+	t.Parallel()
+	k := keyring(t, spec("r1", 1))
+	const before = "eyJhbGciOiJFZERTQSIsImtpZCI6InIxIn0." +
+		"eyJvcGVyYXRpb25faWQiOiIwMTIzNDU2Nzg5YWJjZGVmMDEyMzQ1Njc4OWFiY2RlZiIsInN1YmplY3QiOiJhbGljZSIsInNjb3BlIjoicGF5bWVudHMudHJhbnNmZXIiLCJwYXJhbV9oYXNoIjoiYWJhYmFiYWJhYmFiYWJhYmFiYWJhYmFiYWJhYmFiYWJhYmFiYWJhYmFiYWJhYmFiYWJhYmFiYWJhYmFiYWJhYiIsIm91dGNvbWUiOiJjb21wbGV0ZWQiLCJyZXN1bHRfcmVmIjoidHJfMSIsImZhaWx1cmVfa2luZCI6IiIsImFwcHJvdmFsX3NoYTI1NiI6IiIsImZpbmFsaXplZF9hdCI6IjIwMjYtMDUtMDFUMTA6MDA6MDAuMTIzWiJ9." +
+		"4rX7ru5-KL1vPkH_NYpuEoNPbq8k653biNT7DXp3VfRIJcom1exFFp_Oi1J2uDljZczb4dtLsc0agFaUIxWbAg"
+	assert.Equal(t, before, sign(t, k, claims()))
+	got, err := receipt.Verify(before, k.JWKS())
+	require.NoError(t, err)
+	assert.Empty(t, got.ActingClient)
 }
 
 func keys(m map[string]any) []string {

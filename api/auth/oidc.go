@@ -64,6 +64,9 @@ type OIDCConfig struct {
 	// SubjectClaim is the claim path of the subject; empty means
 	// DefaultSubjectClaim.
 	SubjectClaim string
+	// ClientClaim is the claim path of the acting client (Identity.Client);
+	// empty means the first of DefaultClientClaims a token names.
+	ClientClaim string
 	// RolesClaim is the claim path of the roles, dotted for nested
 	// objects (realm_access.roles), a list or a space-separated string;
 	// empty means DefaultRolesClaim.
@@ -277,8 +280,12 @@ func (o *OIDC) identity(iss string, claims jwt.MapClaims) (Identity, error) {
 	if slices.Contains(id.Roles, o.cfg.OperatorRole) {
 		id.Role = RoleOperator
 	}
-	for _, c := range clientClaims {
-		if v, ok := claims[c].(string); ok && v != "" {
+	names := DefaultClientClaims
+	if o.cfg.ClientClaim != "" {
+		names = []string{o.cfg.ClientClaim}
+	}
+	for _, c := range names {
+		if v, ok := claimAt(claims, c).(string); ok && v != "" {
 			id.Client = v
 			break
 		}
@@ -286,9 +293,10 @@ func (o *OIDC) identity(iss string, claims jwt.MapClaims) (Identity, error) {
 	return id, nil
 }
 
-// clientClaims name the acting client, in the order they are read: RFC
-// 9068's client_id, OIDC's azp, Okta's cid, Entra ID v1's appid.
-var clientClaims = []string{"client_id", "azp", "cid", "appid"}
+// DefaultClientClaims name the acting client when no client claim is
+// configured, in the order they are read: RFC 9068's client_id, OIDC's
+// azp, Okta's cid, Entra ID v1's appid.
+var DefaultClientClaims = []string{"client_id", "azp", "cid", "appid"}
 
 // claimAt returns the claim at a dotted path (realm_access.roles), or nil.
 // A claim whose own name has dots (https://example.com/roles) is found

@@ -205,6 +205,40 @@ func TestOIDCAcceptsAnIssuersAccessTokens(t *testing.T) {
 	}
 }
 
+// The acting client is read from the configured claim alone, or else from
+// the first of DefaultClientClaims a token names (client_id before azp).
+func TestOIDCClientClaim(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	is := newTestIssuer(t)
+	claims := func(extra jwt.MapClaims) jwt.MapClaims {
+		c := jwt.MapClaims{"iss": is.url(), "aud": testAudience, "sub": "alice", "exp": clk.unix(5 * time.Minute), "iat": clk.unix(0)}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return c
+	}
+	both := claims(jwt.MapClaims{"client_id": "agent-app", "azp": "desktop", "ext": map[string]any{"agent": "ops-bot"}})
+	for name, tc := range map[string]struct {
+		cfg    OIDCConfig
+		claims jwt.MapClaims
+		want   string
+	}{
+		"default: client_id before azp":  {OIDCConfig{}, both, "agent-app"},
+		"default: azp without client_id": {OIDCConfig{}, claims(jwt.MapClaims{"azp": "desktop"}), "desktop"},
+		"configured, nested":             {OIDCConfig{ClientClaim: "ext.agent"}, both, "ops-bot"},
+		"configured and absent: none":    {OIDCConfig{ClientClaim: "ext.agent"}, claims(jwt.MapClaims{"client_id": "agent-app"}), ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := newTestOIDC(t, clk, tc.cfg, is)
+			waitReady(t, o)
+			id, err := o.Authenticate(context.Background(), is.sign(t, "k1", jwt.SigningMethodRS256, tc.claims))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, id.Client)
+		})
+	}
+}
+
 func TestOIDCRefusesEveryBadToken(t *testing.T) {
 	t.Parallel()
 	clk := newClock()

@@ -126,7 +126,7 @@ func finalizeFromFastClaim(f idemstore.Finalization, in finalizeFacts) finalizeP
 	switch in.ClaimTruth.Reply {
 	case replyNotAsked:
 		return finalizePlan{Ask: finalizeAskClaimTruth, Claim: idemstore.Claim{
-			OperationID: claim.OperationID, ParamHash: claim.ParamHash, Owner: claim.Owner, Subject: claim.Subject, Scope: claim.Scope,
+			OperationID: claim.OperationID, ParamHash: claim.ParamHash, Owner: claim.Owner, Subject: claim.Subject, ActingClient: claim.ActingClient, Scope: claim.Scope,
 			TerminalTTL: f.TerminalTTL, FingerprintExp: claim.FingerprintExp, ApprovalSHA256: claim.ApprovalSHA256,
 		}}
 	case replyOK:

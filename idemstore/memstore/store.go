@@ -213,7 +213,7 @@ func (s *Store) Acquire(_ context.Context, c idemstore.Claim) (idemstore.ClaimDe
 		exp = now
 	}
 	rec := &record{seq: s.nextSeq(), terminalTTL: max(c.TerminalTTL, 0), Record: idemstore.Record{
-		OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash, State: operation.StateInFlight,
+		OperationID: c.OperationID, Subject: c.Subject, ActingClient: c.ActingClient, Scope: c.Scope, ParamHash: c.ParamHash, State: operation.StateInFlight,
 		Owner: c.Owner, BoundParams: bytes.Clone(c.BoundParams), ApprovalSHA256: c.ApprovalSHA256, FingerprintExp: exp,
 		ClaimedAt: now, CreatedAt: now, UpdatedAt: now,
 	}}

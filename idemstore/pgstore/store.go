@@ -60,7 +60,7 @@ func (s *Store) Ready(ctx context.Context) error {
 }
 
 // recordColumns are the columns scanRecord reads, in order.
-const recordColumns = `idem_key, subject, scope, param_hash, state, owner, result, result_ref, reason,
+const recordColumns = `idem_key, subject, coalesce(acting_client, ''), scope, param_hash, state, owner, result, result_ref, reason,
 	failure_kind, resolved_by, resolution_note, downstream_state, resolution_evidence_url, resolved_at, bound_params,
 	approval_sha256, fingerprint_exp, claimed_at, created_at, updated_at, completed_at`
 
@@ -69,7 +69,7 @@ func scanRecord(row pgx.Row) (idemstore.Record, error) {
 	var rec idemstore.Record
 	var result, bound []byte
 	var resolvedAt, completedAt *time.Time
-	err := row.Scan(&rec.OperationID, &rec.Subject, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
+	err := row.Scan(&rec.OperationID, &rec.Subject, &rec.ActingClient, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
 		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.DownstreamState, &rec.EvidenceURL,
 		&resolvedAt, &bound, &rec.ApprovalSHA256, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
 	if err != nil {
@@ -107,6 +107,14 @@ func timeOrNil(t time.Time) any {
 	return t
 }
 
+// textOrNil is s, or nil (SQL NULL) when s is empty.
+func textOrNil(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 // jsonOrNil is the JSON text of b, or nil (SQL NULL) when b is empty.
 func jsonOrNil(b []byte) any {
 	if len(b) == 0 {
@@ -140,9 +148,9 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Claim
 		var outcome string
 		var usage []byte
 		var claimedAt *time.Time
-		err := s.pool.QueryRow(ctx, `SELECT outcome, usage, claimed_at FROM claim_operation($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10::numeric, $11, $12::jsonb)`,
+		err := s.pool.QueryRow(ctx, `SELECT outcome, usage, claimed_at FROM claim_operation($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10::numeric, $11, $12::jsonb, $13::text)`,
 			c.OperationID, c.Subject, c.Scope, c.ParamHash, c.Owner, timeOrNil(c.FingerprintExp), micros(c.TerminalTTL),
-			jsonOrNil(c.BoundParams), c.ApprovalSHA256, amount, currency, windows).Scan(&outcome, &usage, &claimedAt)
+			jsonOrNil(c.BoundParams), c.ApprovalSHA256, amount, currency, windows, textOrNil(c.ActingClient)).Scan(&outcome, &usage, &claimedAt)
 		if err != nil {
 			return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, interpretError(err))
 		}
@@ -190,7 +198,7 @@ func claimedRecord(c idemstore.Claim, claimedAt time.Time) idemstore.Record {
 	if exp.IsZero() {
 		exp = claimedAt
 	}
-	return idemstore.Record{OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash,
+	return idemstore.Record{OperationID: c.OperationID, Subject: c.Subject, ActingClient: c.ActingClient, Scope: c.Scope, ParamHash: c.ParamHash,
 		State: operation.StateInFlight, Owner: c.Owner, BoundParams: c.BoundParams, FingerprintExp: exp, ApprovalSHA256: c.ApprovalSHA256,
 		ClaimedAt: claimedAt, CreatedAt: claimedAt, UpdatedAt: claimedAt}
 }

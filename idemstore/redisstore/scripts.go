@@ -4,9 +4,9 @@ import "github.com/redis/go-redis/v9"
 
 // acquireScript is the acquire script of docs/contract.md §5: one atomic read-decide-write
 // on the operation's hash, extended only to also record subject, scope,
-// claimed_at, exp and approval_sha256 at claim time, to answer IN_FLIGHT
-// with claimed_at, and to answer a terminal record with what its receipt
-// names (subject, scope, approval_sha256).
+// claimed_at, exp, approval_sha256 and acting_client at claim time, to
+// answer IN_FLIGHT with claimed_at, and to answer a terminal record with
+// what its receipt names (subject, scope, approval_sha256, acting_client).
 // The TTL is in milliseconds (PEXPIRE) so that a time.Duration round-trips.
 //
 // KEYS[1] = idem:{<operation_id>}
@@ -18,9 +18,10 @@ import "github.com/redis/go-redis/v9"
 // ARGV[6] = claimed_at, unix milliseconds (passed in: scripts stay deterministic)
 // ARGV[7] = the fingerprint's exp, unix seconds
 // ARGV[8] = approval_sha256 (empty without approval)
+// ARGV[9] = acting_client (empty when the token named none)
 //
 // Reply: {'ACQUIRED', ""} | {'PARAM_MISMATCH', ""}
-// | {'DONE'|'FAILED', result, subject, scope, approval_sha256}
+// | {'DONE'|'FAILED', result, subject, scope, approval_sha256, acting_client}
 // | {'IN_FLIGHT', owner, claimed_at}.
 var acquireScript = redis.NewScript(`
 local head = redis.call('HMGET', KEYS[1], 'state', 'param_hash')
@@ -36,7 +37,8 @@ if st == false then
              'scope', ARGV[5],
              'claimed_at', ARGV[6],
              'exp', ARGV[7],
-             'approval_sha256', ARGV[8])
+             'approval_sha256', ARGV[8],
+             'acting_client', ARGV[9])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return {'ACQUIRED', ''}
 end
@@ -48,8 +50,8 @@ end
 
 -- terminal: replay the first result (one HMGET, not four HGETs)
 if st == 'DONE' or st == 'FAILED' then
-  local f = redis.call('HMGET', KEYS[1], 'result', 'subject', 'scope', 'approval_sha256')
-  return {st, f[1], f[2], f[3], f[4]}
+  local f = redis.call('HMGET', KEYS[1], 'result', 'subject', 'scope', 'approval_sha256', 'acting_client')
+  return {st, f[1], f[2], f[3], f[4], f[5]}
 end
 
 -- in flight: the caller waits and polls, it does not resend
@@ -139,6 +141,7 @@ return 'OK'
 // ARGV[9] = TTL, milliseconds
 // ARGV[10] = approval_sha256 (empty without approval)
 // ARGV[11] = the outcomes channel (OutcomesChannel)
+// ARGV[12] = acting_client (empty when the token named none)
 //
 // Reply: 'OK'.
 var refillScript = redis.NewScript(`
@@ -152,7 +155,8 @@ redis.call('HSET', KEYS[1],
            'claimed_at', ARGV[6],
            'exp', ARGV[7],
            'result', ARGV[8],
-           'approval_sha256', ARGV[10])
+           'approval_sha256', ARGV[10],
+           'acting_client', ARGV[12])
 redis.call('PEXPIRE', KEYS[1], ARGV[9])
 redis.call('PUBLISH', ARGV[11], KEYS[1] .. '\n' .. ARGV[1] .. '\n' .. ARGV[8])
 return 'OK'

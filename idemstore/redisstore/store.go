@@ -72,7 +72,7 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.FastC
 		exp = c.FingerprintExp.Unix()
 	}
 	acquire := scriptCall{script: acquireScript, keys: []string{Key(c.OperationID)}, args: []any{
-		c.ParamHash, c.Owner, c.InFlightTTL.Milliseconds(), c.Subject, c.Scope, now.UnixMilli(), exp, c.ApprovalSHA256,
+		c.ParamHash, c.Owner, c.InFlightTTL.Milliseconds(), c.Subject, c.Scope, now.UnixMilli(), exp, c.ApprovalSHA256, c.ActingClient,
 	}}
 	record := recordIntent(c, now)
 	runPipelined(ctx, s.rdb, &acquire, &record)
@@ -107,13 +107,13 @@ func (s *Store) decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (id
 		return idemstore.ClaimDecision{Outcome: outcome, Owner: c.Owner, ClaimedAt: claimedAt, Record: idemstore.Record{
 			OperationID: c.OperationID, Subject: c.Subject, Scope: c.Scope, ParamHash: c.ParamHash,
 			State: operation.StateInFlight, Owner: c.Owner, ClaimedAt: claimedAt, FingerprintExp: c.FingerprintExp,
-			ApprovalSHA256: c.ApprovalSHA256,
+			ApprovalSHA256: c.ApprovalSHA256, ActingClient: c.ActingClient,
 		}}, nil
 	case idemstore.OutcomeParamMismatch:
 		return idemstore.ClaimDecision{Outcome: outcome}, nil
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
 		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: terminalState(outcome),
-			Subject: str(2), Scope: str(3), ApprovalSHA256: str(4)}
+			Subject: str(2), Scope: str(3), ApprovalSHA256: str(4), ActingClient: str(5)}
 		if err := s.results.decode(str(1), &rec); err != nil {
 			return idemstore.ClaimDecision{}, err
 		}
@@ -216,7 +216,7 @@ func (s *Store) Refill(ctx context.Context, p idemstore.RefillParams) error {
 	}
 	err = refillScript.Run(ctx, s.rdb, []string{Key(rec.OperationID)},
 		string(rec.State), rec.ParamHash, rec.Owner, rec.Subject, rec.Scope, claimedAt, exp, blob, ttl.Milliseconds(),
-		rec.ApprovalSHA256, OutcomesChannel).Err()
+		rec.ApprovalSHA256, OutcomesChannel, rec.ActingClient).Err()
 	if err != nil {
 		return fmt.Errorf("refill %s: %w", rec.OperationID, interpretError(err))
 	}
@@ -235,7 +235,7 @@ func (s *Store) Get(ctx context.Context, opID string) (idemstore.Record, error) 
 	rec := idemstore.Record{
 		OperationID: opID, Subject: h["subject"], Scope: h["scope"], ParamHash: h["param_hash"],
 		State: operation.State(h["state"]), Owner: h["owner"], ClaimedAt: parseMillis(h["claimed_at"]),
-		ApprovalSHA256: h["approval_sha256"],
+		ApprovalSHA256: h["approval_sha256"], ActingClient: h["acting_client"],
 	}
 	if exp, err := strconv.ParseInt(h["exp"], 10, 64); err == nil && exp > 0 {
 		rec.FingerprintExp = time.Unix(exp, 0)

@@ -293,7 +293,7 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 		require.NoError(t, err)
 		rec := idemstore.Record{OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateDone, Owner: "owner-b",
 			Subject: c.Subject, Scope: c.Scope, Result: []byte(`{"transfer_id":"tr_9"}`), ResultRef: "tr_9",
-			ApprovalSHA256: "approval-9", CompletedAt: time.Now().Add(-time.Hour).Truncate(time.Millisecond)}
+			ApprovalSHA256: "approval-9", ActingClient: "agent-app-9", CompletedAt: time.Now().Add(-time.Hour).Truncate(time.Millisecond)}
 		// It replaces whatever the key holds, an in-flight claim included.
 		require.NoError(t, s.Refill(ctx, idemstore.RefillParams{Record: rec, TTL: time.Hour}))
 		d, err := s.Acquire(ctx, c)
@@ -306,6 +306,7 @@ func exerciseFastPath(t *testing.T, newFast func(t *testing.T) idemstore.FastPat
 		assert.JSONEq(t, `{"transfer_id":"tr_9"}`, string(got.Result))
 		for name, r := range map[string]idemstore.Record{"acquire": d.Record, "get": got} {
 			assert.Equal(t, "approval-9", r.ApprovalSHA256, name)
+			assert.Equal(t, "agent-app-9", r.ActingClient, name)
 			assert.Equal(t, rec.CompletedAt.UnixMilli(), r.CompletedAt.UnixMilli(), name)
 		}
 

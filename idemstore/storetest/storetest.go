@@ -192,8 +192,11 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		f := Done(c, "owner-a")
 		require.NoError(t, s.Finalize(ctx, f))
 
+		// A retry by another client of the same subject replays; the first
+		// confirm's client stays the one that acted.
 		retry := c
 		retry.Owner = "owner-b"
+		retry.ActingClient = "agent-app-2"
 		d, err := s.Acquire(ctx, retry)
 		require.NoError(t, err)
 		assert.Equal(t, idemstore.OutcomeDone, d.Outcome)
@@ -233,11 +236,13 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		s := newStore(t)
 		c := NewClaim(t, "owner-a")
 		c.ApprovalSHA256 = "5d41402abc4b2a76b9719d911017c592b5d41402abc4b2a76b9719d911017c59"
+		c.ActingClient = "agent-app-1"
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
 		rec, err := s.Get(ctx, c.OperationID)
 		require.NoError(t, err)
 		assert.Equal(t, c.ApprovalSHA256, rec.ApprovalSHA256, "kept with the claim")
+		assert.Equal(t, c.ActingClient, rec.ActingClient, "kept with the claim")
 		assert.True(t, rec.CompletedAt.IsZero(), "not terminal yet")
 
 		f := Done(c, "owner-a")
@@ -261,6 +266,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 			assert.Equal(t, c.Scope, rec.Scope, name)
 			assert.Equal(t, c.ParamHash, rec.ParamHash, name)
 			assert.Equal(t, c.ApprovalSHA256, rec.ApprovalSHA256, name)
+			assert.Equal(t, c.ActingClient, rec.ActingClient, name+": the first confirm's client")
 			assert.Equal(t, f.CompletedAt.UnixMilli(), rec.CompletedAt.UnixMilli(), name+": the decided time, to the millisecond")
 		}
 
@@ -273,6 +279,7 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		require.NoError(t, err)
 		assert.WithinDuration(t, time.Now(), rec.CompletedAt, time.Minute)
 		assert.Empty(t, rec.ApprovalSHA256)
+		assert.Empty(t, rec.ActingClient, "no client named, none stored")
 	})
 
 	t.Run("FinalizeIsIdempotentAndNeverOverwrites", func(t *testing.T) {

@@ -154,7 +154,7 @@ func act(ctx context.Context, truth TruthStore, action Action, id string, w Work
 		d, err := truth.Acquire(ctx, idemstore.Claim{
 			OperationID: id, ParamHash: in.ParamHash, Owner: owner, Subject: in.Subject, Scope: in.Scope,
 			InFlightTTL: in.InFlightTTL, TerminalTTL: in.TerminalTTL, FingerprintExp: in.FingerprintExp, BoundParams: in.BoundParams,
-			ApprovalSHA256: in.ApprovalSHA256, Charge: reserveOnly(in.Charge),
+			ApprovalSHA256: in.ApprovalSHA256, ActingClient: in.ActingClient, Charge: reserveOnly(in.Charge),
 		})
 		if err != nil {
 			return err
