@@ -38,9 +38,11 @@ type getPlan struct {
 
 // decideGet reads the truth first (terminal and NEEDS_REVIEW records live
 // there); when the truth has no record or cannot answer, Redis (an
-// IN_FLIGHT claim before the gateway's truth claim, or an orphan). When
-// neither has the record the truth's error is answered, unless Redis failed
-// otherwise. It does no I/O.
+// IN_FLIGHT claim before the gateway's truth claim, or an orphan). Not
+// found is answered when both answered it, or while degraded (the truth
+// is then the whole view); when Redis is asked and cannot answer, its
+// error is the answer, never a "not found" that may be false. It does no
+// I/O.
 func decideGet(in getFacts) getPlan {
 	switch in.Truth.Reply {
 	case replyNotAsked:
@@ -63,15 +65,14 @@ func getFromFast(in getFacts) getPlan {
 	case replyNotAsked:
 		return getPlan{Ask: getAskFast}
 	case replySkipped:
-		// While degraded the truth is the whole view.
+		// While degraded the truth is the whole view (the gateways claim
+		// on the truth then).
 		return truthErr
 	case replyOK:
 		return getPlan{Record: in.Fast.Record}
 	case replyUnavailable:
-		if in.Truth.Reply == replyNotFound {
-			// The truth answered; a claim only Redis knows cannot be seen now.
-			return truthErr
-		}
+		// A claim only Redis knows cannot be seen now: its error, never
+		// the truth's "not found", is the answer.
 	case replyNotFound:
 		if in.Truth.Reply == replyUnavailable {
 			return truthErr

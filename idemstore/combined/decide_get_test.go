@@ -58,7 +58,7 @@ func TestDecideGet(t *testing.T) {
 		"truth.Get=not found → fast.Get=not found":        fastErr(textNotFound),
 		"truth.Get=not found → fast.Get=not owner":        fastErr(textNotOwner),
 		"truth.Get=not found → fast.Get=already terminal": fastErr(textTerminal),
-		"truth.Get=not found → fast.Get=unavailable":      truthErr(textNotFound),
+		"truth.Get=not found → fast.Get=unavailable":      fastErr(textUnavailable),
 		"truth.Get=not found → fast.Get=failed":           fastErr(textDiskFull),
 
 		// The truth cannot answer: Redis's record, or an error wrapping
@@ -86,6 +86,9 @@ func TestDecideGet(t *testing.T) {
 			}
 			require.EqualError(t, p.Err, w.err)
 			assert.True(t, wraps(p.Err, in.Truth, in.Fast), "the backend's error stays in the chain")
+			if in.Truth.Reply == replyNotFound && in.Fast.Reply == replyUnavailable {
+				assert.NotErrorIs(t, p.Err, idemstore.ErrNotFound, "a claim only Redis knows may exist")
+			}
 		})
 	}
 }
