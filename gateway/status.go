@@ -10,10 +10,16 @@ import (
 	"github.com/oncegate/oncegate/status"
 )
 
+// errTruthOnlyNotFound is a status query's "not found" while the fast path
+// is bypassed: unavailable, not unknown_operation.
+var errTruthOnlyNotFound = fmt.Errorf("not in the truth, and the fast path (where a claim may be alone) is bypassed: %w", idemstore.ErrUnavailable)
+
 // Status answers the get_operation_status tool: the caller's own
 // operations only; another subject's operation is unknown_operation, so
 // its existence does not leak. A finished operation this gateway keeps
-// (finals) is answered without the store.
+// (finals) is answered without the store. unknown_operation is answered
+// only when the stores could rule the operation out: not while the fast
+// path is bypassed (temporarily_unavailable).
 func (s *Service) Status(ctx context.Context, req StatusRequest) Answer {
 	opID := req.OperationID
 	if !fingerprint.IsNonce(opID) {
@@ -25,6 +31,11 @@ func (s *Service) Status(ctx context.Context, req StatusRequest) Answer {
 		rec, err = s.store.Outcome(ctx, opID)
 	}
 	switch {
+	case errors.Is(err, idemstore.ErrNotFound) && s.store.Degraded():
+		// On the truth alone, a claim only Redis holds (another gateway's,
+		// before its workflow claims the truth) cannot be seen: "unknown"
+		// would be a guess.
+		return s.storeErrorAnswer("", opID, fmt.Errorf("status %s: %w", opID, errTruthOnlyNotFound))
 	case errors.Is(err, idemstore.ErrNotFound) || (err == nil && rec.Subject != req.Caller.Subject):
 		return opAnswer(status.UnknownOperation, opID)
 	case err != nil:
