@@ -85,7 +85,9 @@ var (
 	ErrOtherDecision = errors.New("resolution token states another decision")
 )
 
-// Signer issues tokens with the first of its keys. Safe for concurrent use.
+// Signer issues tokens signed by every one of its keys (each signature
+// named by its key id), so that an operation started under an older key
+// still verifies its decision. Safe for concurrent use.
 type Signer struct {
 	keys   []ed25519.PrivateKey
 	public []operation.ResolutionKey
