@@ -5,7 +5,7 @@ import "github.com/redis/go-redis/v9"
 // acquireScript is the acquire script of docs/contract.md §5: one atomic read-decide-write
 // on the operation's hash, extended only to also record subject, scope,
 // claimed_at, exp, approval_sha256 and acting_client at claim time, to
-// answer IN_FLIGHT with claimed_at, and to answer a terminal record with
+// answer IN_FLIGHT with claimed_at and the holder's acting_client, and to answer a terminal record with
 // what its receipt names (subject, scope, approval_sha256, acting_client).
 // The TTL is in milliseconds (PEXPIRE) so that a time.Duration round-trips.
 //
@@ -22,7 +22,7 @@ import "github.com/redis/go-redis/v9"
 //
 // Reply: {'ACQUIRED', ""} | {'PARAM_MISMATCH', ""}
 // | {'DONE'|'FAILED', result, subject, scope, approval_sha256, acting_client}
-// | {'IN_FLIGHT', owner, claimed_at}.
+// | {'IN_FLIGHT', owner, claimed_at, acting_client}.
 var acquireScript = redis.NewScript(`
 local head = redis.call('HMGET', KEYS[1], 'state', 'param_hash')
 local st = head[1]
@@ -55,8 +55,8 @@ if st == 'DONE' or st == 'FAILED' then
 end
 
 -- in flight: the caller waits and polls, it does not resend
-local f = redis.call('HMGET', KEYS[1], 'owner', 'claimed_at')
-return {'IN_FLIGHT', f[1], f[2]}
+local f = redis.call('HMGET', KEYS[1], 'owner', 'claimed_at', 'acting_client')
+return {'IN_FLIGHT', f[1], f[2], f[3]}
 `)
 
 // finalizeScript is the finalize script of docs/contract.md §5: owner-checked, so that an

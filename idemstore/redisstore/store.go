@@ -122,6 +122,7 @@ func (s *Store) decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (id
 		claimedAt := parseMillis(str(2))
 		return idemstore.ClaimDecision{Outcome: outcome, Owner: str(1), ClaimedAt: claimedAt, Record: idemstore.Record{
 			OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateInFlight, Owner: str(1), ClaimedAt: claimedAt,
+			ActingClient: str(3),
 		}}, nil
 	case idemstore.OutcomeLimitExceeded: // budgets are the truth's alone; the script never answers it
 		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)

@@ -137,17 +137,20 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 		ctx := context.Background()
 		s := newStore(t)
 		c := NewClaim(t, "owner-a")
+		c.ActingClient = "agent-app-1"
 		_, err := s.Acquire(ctx, c)
 		require.NoError(t, err)
 
 		for _, owner := range []string{"owner-a", "owner-b"} {
 			retry := c
 			retry.Owner = owner
+			retry.ActingClient = "agent-app-2"
 			d, err := s.Acquire(ctx, retry)
 			require.NoError(t, err)
 			assert.Equal(t, idemstore.OutcomeInFlight, d.Outcome)
 			assert.Equal(t, "owner-a", d.Owner, "the first claim's owner")
 			assert.False(t, d.ClaimedAt.IsZero(), "ClaimedAt")
+			assert.Equal(t, "agent-app-1", d.Record.ActingClient, "the holder's client: what an attached confirm's receipt names")
 		}
 
 		rec, err := s.Get(ctx, c.OperationID)
