@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncegate/oncegate/api/openapi"
+	"github.com/oncegate/oncegate/gateway"
 	"github.com/oncegate/oncegate/receipt"
 	"github.com/oncegate/oncegate/status"
 )
@@ -140,6 +141,46 @@ func TestReceiptNamesTheActingClient(t *testing.T) {
 	// A token that names no client records none.
 	r, _ := b.transferred(t, "dev-alice", `{"amount":"3","currency":"USD","payee_id":"p-2"}`)
 	assert.Empty(t, b.verified(t, r).ActingClient)
+}
+
+// A confirm of another client that attaches to an operation in flight
+// (the same subject's fingerprint, sent again by another app) is answered
+// the outcome of the claim it found: its answer and its receipt name the
+// client that claimed the operation, never the attaching caller's. The
+// answers while it runs name that client too.
+func TestAnAttachedConfirmNamesTheClientThatClaimed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(d *gateway.Deps) { d.Config.ConfirmWait = 20 * time.Second })
+	params := `{"amount":"4","currency":"USD","payee_id":"slow"}`
+	pv := b.preview(t, "dev-alice-app", "payments.transfer", params)
+	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
+
+	answers := make(chan resp, 2)
+	go func() { answers <- b.confirm(t, "dev-alice-app", "payments.transfer", fp, params) }()
+	require.Eventually(t, func() bool { return b.started() == 1 }, 10*time.Second, 5*time.Millisecond, "alice-app's confirm claimed and started it")
+	st := b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	require.Equal(t, status.InProgress, st.status(), st.raw)
+	assert.Equal(t, "alice-app", st.str("acting_client"), "the status names the client that claimed it")
+
+	go func() { answers <- b.confirm(t, "dev-alice", "payments.transfer", fp, params) }()
+	require.Eventually(t, func() bool { return b.metric(t, "oncegate_claims_total", "IN_FLIGHT") == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the second confirm found alice-app's claim in flight and waits on it")
+	close(b.release)
+	got := map[status.Status]resp{}
+	for range 2 {
+		a := <-answers
+		got[a.status()] = a
+	}
+	first, attached := got[status.Completed], got[status.AlreadyCompleted]
+	require.NotNil(t, first.body, "the claiming confirm completes: %v", got)
+	require.NotNil(t, attached.body, "the attached confirm replays: %v", got)
+	assert.Equal(t, "alice-app", b.verified(t, attached).ActingClient, "the attached confirm's receipt names the client that claimed")
+	assert.Equal(t, "alice-app", attached.str("acting_client"))
+	assert.Equal(t, first.str(fieldReceipt), attached.str(fieldReceipt), "both answers carry the operation's one receipt")
+	assert.Equal(t, 1, b.started(), "one workflow")
+	st = b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
+	assert.Equal(t, "alice-app", st.str("acting_client"))
+	assert.Equal(t, first.str(fieldReceipt), st.str(fieldReceipt))
 }
 
 // The JWK set is public (no token), names every listed key, and is what

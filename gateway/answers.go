@@ -40,7 +40,7 @@ func (s *Service) answerFor(rec idemstore.Record, replay bool) Answer {
 	case operation.StateDone, operation.StateFailed:
 		return s.finalAnswer(refOf(rec), rec.Final(), replay)
 	case operation.StateNeedsReview:
-		return opAnswer(status.NeedsManualReview, rec.OperationID)
+		return withActingClient(opAnswer(status.NeedsManualReview, rec.OperationID), rec.ActingClient)
 	case operation.StateInFlight:
 	}
 	// In flight, or a state this version does not know, which is answered
@@ -79,10 +79,25 @@ func (s *Service) finalAnswer(op operationRef, f operation.Final, replay bool) A
 	if f.ResolvedBy != "" {
 		r = r.With("resolved_by", f.ResolvedBy)
 	}
+	r = withActingClient(r, op.ActingClient)
 	if replay {
 		r = r.asReplayed()
 	}
 	return s.withReceipt(r, op, f)
+}
+
+// fieldActingClient is the body field of an operation's answer that names
+// the OAuth client whose confirm claimed it.
+const fieldActingClient = "acting_client"
+
+// withActingClient adds to r, an answer about an operation, the acting
+// client of its claim, when one is known (a token that named none, or a
+// record kept before the client was, adds nothing).
+func withActingClient(r Answer, client string) Answer {
+	if client == "" {
+		return r
+	}
+	return r.With(fieldActingClient, client)
 }
 
 // MaxPendingPollAfter caps the poll_after_ms told for a pending operation.
@@ -93,7 +108,7 @@ const MaxPendingPollAfter = time.Minute
 // and a poll interval that grows with the wait (a quarter of the time waited
 // so far, from the configured poll_after up to MaxPendingPollAfter).
 func (s *Service) inFlightAnswer(rec idemstore.Record) Answer {
-	r := opAnswer(status.InProgress, rec.OperationID)
+	r := withActingClient(opAnswer(status.InProgress, rec.OperationID), rec.ActingClient)
 	if rec.DownstreamState == "" {
 		return r
 	}

@@ -65,11 +65,12 @@ func (call *confirmCall) trace(ctx context.Context) string {
 }
 
 // ref names this call's operation as its claim binds it (the fingerprint's
-// nonce, subject and scope, the bound params' hash, the approval): what
-// the receipt of its outcome states besides the outcome.
-func (call *confirmCall) ref() operationRef {
+// nonce, subject and scope, the bound params' hash, the approval, and the
+// acting client of the claim it runs under, which the decision names):
+// what the receipt of its outcome states besides the outcome.
+func (call *confirmCall) ref(client string) operationRef {
 	return operationRef{ID: call.opID(), Subject: call.req.Caller.Subject, Scope: call.action.Scope,
-		ParamHash: call.bound.paramHash, ApprovalSHA256: call.approvalSHA256, ActingClient: call.req.Caller.Client}
+		ParamHash: call.bound.paramHash, ApprovalSHA256: call.approvalSHA256, ActingClient: client}
 }
 
 // Confirm verifies and consumes a fingerprint and executes its operation
@@ -86,7 +87,7 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) Answer {
 			call.feed.Stop()
 		}
 	}()
-	facts := confirmFacts{Owner: call.owner}
+	facts := confirmFacts{Owner: call.owner, Client: req.Caller.Client}
 	for {
 		plan := decideConfirm(facts)
 		if plan.Ask == confirmDecided {
@@ -138,7 +139,7 @@ func (s *Service) ask(ctx context.Context, call *confirmCall, plan confirmPlan, 
 				"to", call.owner, "claimed_at", f.Claim.ClaimedAt, "trace_id", call.trace(ctx))
 		}
 	case confirmAskStart:
-		f.Start = s.start(ctx, call, plan.Ownership)
+		f.Start = s.start(ctx, call, plan.Ownership, plan.Client)
 	case confirmAskStartCheck:
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startCheckTimeout)
 		f.StartCheck = workflowAnswerOf(s.engine.Describe(dctx, call.opID()))
@@ -204,13 +205,13 @@ func (s *Service) act(ctx context.Context, call *confirmCall, p confirmPlan) Ans
 		return s.answerFor(rec, true)
 	case actAnswerOutcome:
 		s.refill(ctx, call, p.Final, p.Wait.Refill)
-		return s.finalAnswer(call.ref(), p.Final, p.Wait.Replay)
+		return s.finalAnswer(call.ref(p.Wait.Client), p.Final, p.Wait.Replay)
 	case actAnswerRecord:
 		rec := p.Record
 		rec.OperationID = opID
 		return s.answerFor(rec, p.Wait.Replay)
 	case actInProgress:
-		return opAnswer(status.InProgress, opID)
+		return withActingClient(opAnswer(status.InProgress, opID), p.Wait.Client)
 	case actInternal:
 		return InternalErrorAnswer(opID, fmt.Errorf("confirm %s: %w", opID, p.Err))
 	case actAsk:
@@ -325,13 +326,14 @@ func (s *Service) repeatUnacknowledged(ctx context.Context, call *confirmCall) A
 	return s.repeatUnacknowledgedAnswer(call.opID(), recentID, recent)
 }
 
-// start starts the operation's workflow under own and watches its outcome
+// start starts the operation's workflow under own, acting client client,
+// and watches its outcome
 // on the feed before it can be recorded: from the start on, nothing the
 // feed is told can be missed. Not while the store bypasses Redis
 // (degraded): the outcome is then likely written to the truth alone, and
 // announced by no one. The start must not be abandoned when the agent
 // hangs up.
-func (s *Service) start(ctx context.Context, call *confirmCall, own operation.Ownership) startAnswer {
+func (s *Service) start(ctx context.Context, call *confirmCall, own operation.Ownership, client string) startAnswer {
 	if s.cfg.Failpoint == FailpointAfterClaim {
 		failpoint.Crash()
 	}
@@ -345,7 +347,7 @@ func (s *Service) start(ctx context.Context, call *confirmCall, own operation.Ow
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
 		Downstream: call.action.Downstream.Plan(), Summary: operation.Summary(call.action.Scope, params, call.action.SummaryField),
 		Charge: call.charge, ApprovalSHA256: call.approvalSHA256, ResolutionKeys: s.resolutions.PublicKeys(),
-		ActingClient: call.req.Caller.Client,
+		ActingClient: client,
 	}
 	if s.outcomes != nil && !s.store.Degraded() {
 		if w, ok := s.outcomes.Watch(call.opID()); ok {

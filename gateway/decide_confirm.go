@@ -209,6 +209,9 @@ type claimAnswer struct {
 	Holder string
 	// ClaimedAt is when the holder claimed it (claimHeld, claimHeldPastGrace).
 	ClaimedAt time.Time
+	// Client is the acting client of the holder's claim (claimHeld,
+	// claimHeldPastGrace; empty when its token named none).
+	Client string
 	// Record is the stored record (claimReview, claimFinished).
 	Record idemstore.Record
 	// Err is the store's error (claimFailed).
@@ -327,6 +330,9 @@ type awaitAnswer struct {
 type confirmFacts struct {
 	// Owner is this confirm's owner (gateway instance and request).
 	Owner string
+	// Client is the caller's acting client: what a claim this confirm
+	// takes names (empty when its token named none).
+	Client string
 	// Scope is whether the caller's token was granted the action's scope.
 	Scope scopeAnswer
 	// Rate is the limiter's answer.
@@ -404,7 +410,8 @@ const (
 	// actAnswerRecord: answer the store's record after the wait
 	// (confirmPlan.Record).
 	actAnswerRecord
-	// actInProgress: in_progress: started, outcome not known yet.
+	// actInProgress: in_progress: started, outcome not known yet
+	// (confirmPlan.Wait names the claim's client).
 	actInProgress
 	// actInternal: a bug (confirmPlan.Err): internal_error.
 	actInternal
@@ -420,6 +427,10 @@ type waitPlan struct {
 	Refill fastPathRefill
 	// Replay: the outcome is an earlier call's (already_completed ...).
 	Replay bool
+	// Client is the acting client of the claim the operation runs under
+	// (this confirm's, or the holder's it attached to): what the answer
+	// and its receipt name.
+	Client string
 }
 
 // fastPathRefill is who writes an outcome the gateway waited for to the
@@ -439,11 +450,14 @@ type confirmPlan struct {
 	Action confirmAction
 	// Ownership is what the workflow runs under (confirmAskStart).
 	Ownership operation.Ownership
+	// Client is the acting client the started workflow's input names
+	// (confirmAskStart): the claim's.
+	Client string
 	// Holder is the claim's owner (confirmAskTakeover, and the wait on
 	// another's workflow).
 	Holder string
 	// Wait is what the wait listens to (confirmAskAwait), and how its
-	// outcome is answered (actAnswerOutcome, actAnswerRecord).
+	// outcome is answered (actAnswerOutcome, actAnswerRecord, actInProgress).
 	Wait waitPlan
 	// Record is the stored record to answer (actReplay, actReview,
 	// actAnswerRecord).
@@ -482,9 +496,9 @@ func decideConfirm(f confirmFacts) confirmPlan {
 		}
 		return confirmPlan{Ask: confirmAskClaim}
 	case claimAcquired:
-		return decideStart(f, c.Ownership)
+		return decideStart(f, c.Ownership, f.Client)
 	case claimHeld:
-		return decideWait(f, attachTo(c.Holder), nil)
+		return decideWait(f, attachTo(c), nil)
 	case claimHeldPastGrace:
 		return decideOrphan(f)
 	case claimReview:
@@ -577,31 +591,34 @@ func decideAdmission(f confirmFacts) (confirmPlan, bool) {
 // claims the truth itself (operation.Takeover), never counting it as
 // claimed.
 func decideOrphan(f confirmFacts) confirmPlan {
-	holder := f.Claim.Holder
+	c := f.Claim
 	switch f.Workflow.Kind {
 	case workflowNotAsked:
 		return confirmPlan{Ask: confirmAskWorkflow}
 	case workflowExists:
-		return decideWait(f, attachTo(holder), nil)
+		return decideWait(f, attachTo(c), nil)
 	case workflowUnknown:
-		return decideWait(f, attachTo(holder), f.Workflow.Err)
+		return decideWait(f, attachTo(c), f.Workflow.Err)
 	case workflowAbsent:
 	}
 	switch f.Takeover.Kind {
 	case takeoverNotAsked:
-		return confirmPlan{Ask: confirmAskTakeover, Holder: holder}
+		return confirmPlan{Ask: confirmAskTakeover, Holder: c.Holder}
 	case takeoverDone:
-		return decideStart(f, operation.Takeover(f.Owner))
+		// The orphan's claim stays the one that acted: its client is kept
+		// with it (the takeover moves only the owner).
+		return decideStart(f, operation.Takeover(f.Owner), c.Client)
 	case takeoverLost:
 		// Someone else took it over first: wait on theirs.
-		return decideWait(f, attachTo(holder), nil)
+		return decideWait(f, attachTo(c), nil)
 	case takeoverFailed:
 	}
 	return decided(confirmPlan{Action: actUnavailable, Err: f.Takeover.Err})
 }
 
 // decideStart decides the start of the workflow under own (this confirm's
-// claim, or the orphan it took over) and what follows it. A start that
+// claim, or the orphan it took over), whose acting client is client, and
+// what follows it. A start that
 // found the workflow started is an earlier call's: its outcome is a replay,
 // and the gateway refills the fast path under this confirm's claim, since
 // that workflow finalizes it under its own. A start that failed gives the
@@ -609,17 +626,17 @@ func decideOrphan(f confirmFacts) confirmPlan {
 // behind a timeout may have succeeded): then nothing was consumed and the
 // same fingerprint can be sent again at once; otherwise the claim stays
 // and a retry attaches to the workflow or takes the orphan over.
-func decideStart(f confirmFacts, own operation.Ownership) confirmPlan {
+func decideStart(f confirmFacts, own operation.Ownership, client string) confirmPlan {
 	s := f.Start
 	switch s.Kind {
 	case startNotAsked:
-		return confirmPlan{Ask: confirmAskStart, Ownership: own}
+		return confirmPlan{Ask: confirmAskStart, Ownership: own, Client: client}
 	case startStarted:
 		return decideWait(f, waitPlan{Run: s.Run, Feed: true,
-			Refill: fastPathRefill{By: own.Refiller(), Owner: own.Owner()}}, nil)
+			Refill: fastPathRefill{By: own.Refiller(), Owner: own.Owner()}, Client: client}, nil)
 	case startAttached:
 		return decideWait(f, waitPlan{Refill: fastPathRefill{By: operation.RefillByGateway, Owner: own.Owner()},
-			Replay: true}, nil)
+			Replay: true, Client: client}, nil)
 	case startFailed:
 	}
 	switch f.StartCheck.Kind {
@@ -634,10 +651,12 @@ func decideStart(f confirmFacts, own operation.Ownership) confirmPlan {
 	return decided(confirmPlan{Action: actEngineUnavailable, Err: s.Err})
 }
 
-// attachTo is the wait on the workflow of another owner's claim: its
-// outcome is a replay, refilled by the gateway under the holder's claim.
-func attachTo(holder string) waitPlan {
-	return waitPlan{Refill: fastPathRefill{By: operation.RefillByGateway, Owner: holder}, Replay: true}
+// attachTo is the wait on the workflow of another owner's claim c: its
+// outcome is a replay, refilled by the gateway under the holder's claim,
+// and names the holder's acting client (the client that claimed it, not
+// this caller's).
+func attachTo(c claimAnswer) waitPlan {
+	return waitPlan{Refill: fastPathRefill{By: operation.RefillByGateway, Owner: c.Holder}, Replay: true, Client: c.Client}
 }
 
 // decideWait waits as w says, then answers what the wait learnt; ignored
@@ -653,7 +672,7 @@ func decideWait(f confirmFacts, w waitPlan, ignored error) confirmPlan {
 		return decided(confirmPlan{Action: actAnswerRecord, Wait: w, Record: a.Record})
 	case awaitNothing:
 	}
-	return decided(confirmPlan{Action: actInProgress})
+	return decided(confirmPlan{Action: actInProgress, Wait: w})
 }
 
 // decided marks p as the decision.
@@ -662,14 +681,15 @@ func decided(p confirmPlan) confirmPlan {
 	return p
 }
 
-// held classifies another owner's claim of the operation: past the grace
-// period only when its claim time is known.
-func held(holder string, claimedAt, now time.Time, grace time.Duration) claimAnswer {
+// held classifies another owner's claim of the operation, rec (its
+// owner, claim time and acting client): past the grace period only when
+// its claim time is known.
+func held(rec idemstore.Record, now time.Time, grace time.Duration) claimAnswer {
 	kind := claimHeld
-	if !claimedAt.IsZero() && now.Sub(claimedAt) >= grace {
+	if !rec.ClaimedAt.IsZero() && now.Sub(rec.ClaimedAt) >= grace {
 		kind = claimHeldPastGrace
 	}
-	return claimAnswer{Kind: kind, Holder: holder, ClaimedAt: claimedAt}
+	return claimAnswer{Kind: kind, Holder: rec.Owner, ClaimedAt: rec.ClaimedAt, Client: rec.ActingClient}
 }
 
 // verifyAnswerOf classifies the keyring's verification of a fingerprint p
@@ -725,7 +745,9 @@ func claimAnswerOf(owner string, d idemstore.ClaimDecision, err error, now time.
 		if d.Record.State == operation.StateNeedsReview {
 			return claimAnswer{Kind: claimReview, Record: d.Record}
 		}
-		return held(d.Owner, d.ClaimedAt, now, grace)
+		rec := d.Record
+		rec.Owner, rec.ClaimedAt = d.Owner, d.ClaimedAt
+		return held(rec, now, grace)
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed:
 		return claimAnswer{Kind: claimFinished, Record: d.Record}
 	case idemstore.OutcomeParamMismatch:
@@ -755,7 +777,7 @@ func recordAnswerOf(rec idemstore.Record, err error, now time.Time, grace time.D
 	// Claimed before exp and still in flight (or a state this version does
 	// not know): the same handling as any in-flight claim, orphan takeover
 	// included.
-	return held(rec.Owner, rec.ClaimedAt, now, grace)
+	return held(rec, now, grace)
 }
 
 // workflowAnswerOf classifies the engine's Describe.

@@ -23,6 +23,10 @@ import (
 const (
 	confirmMe     = "gw-1:me"
 	confirmHolder = "gw-2:holder"
+	// confirmMyClient is this confirm's caller's acting client,
+	// confirmHolderClient the holder's claim's.
+	confirmMyClient     = "my-app"
+	confirmHolderClient = "holder-app"
 )
 
 var (
@@ -70,8 +74,8 @@ func confirmOptions(c confirmAsk) (string, []decidetest.Option[confirmAnswer]) {
 	claim := func(name string, a claimAnswer) decidetest.Option[confirmAnswer] {
 		return opt(name, confirmAnswer{claim: a})
 	}
-	held := claimAnswer{Kind: claimHeld, Holder: confirmHolder, ClaimedAt: confirmNow.Add(-time.Second)}
-	orphan := claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: confirmNow.Add(-time.Minute)}
+	held := claimAnswer{Kind: claimHeld, Holder: confirmHolder, ClaimedAt: confirmNow.Add(-time.Second), Client: confirmHolderClient}
+	orphan := claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: confirmNow.Add(-time.Minute), Client: confirmHolderClient}
 	review := claimAnswer{Kind: claimReview, Record: confirmReviewRec}
 	finished := claimAnswer{Kind: claimFinished, Record: confirmDoneRec}
 	failed := claimAnswer{Kind: claimFailed, Err: errStoreDown}
@@ -209,7 +213,7 @@ func askOf(f confirmFacts) (confirmAsk, bool) {
 // admitted are the facts of a confirm whose rate, params and fingerprint
 // passed and that needs no approval: what the claim's table starts from.
 func admitted(expired bool) confirmFacts {
-	return confirmFacts{Owner: confirmMe, Scope: scopeAnswer{Checked: true}, Rate: rateAnswer{Kind: rateAllowed}, Bind: bindAnswer{Kind: bindOK},
+	return confirmFacts{Owner: confirmMe, Client: confirmMyClient, Scope: scopeAnswer{Checked: true}, Rate: rateAnswer{Kind: rateAllowed}, Bind: bindAnswer{Kind: bindOK},
 		Verify: verifyAnswer{Kind: verifyValid, Expired: expired}}
 }
 
@@ -316,30 +320,37 @@ func TestDecideConfirm(t *testing.T) {
 		replay      = want{action: actReplay, record: confirmDoneRec}
 		unavailable = want{action: actUnavailable, err: errStoreDown}
 		// A workflow another call started: replayed, the fast path refilled
-		// under the holder's claim.
-		attachWait = attachTo(confirmHolder)
+		// under the holder's claim, the holder's client named.
+		attachWait = waitPlan{Refill: fastPathRefill{By: operation.RefillByGateway, Owner: confirmHolder}, Replay: true,
+			Client: confirmHolderClient}
 		// The workflow this confirm started: its Finalize writes the fast
-		// path under this very claim (the truth is claimed).
-		mineWait = waitPlan{Run: "run-1", Feed: true, Refill: fastPathRefill{By: operation.RefillByWorkflow, Owner: confirmMe}}
-		// A takeover's workflow claims the truth itself; the gateway refills.
-		takenWait   = waitPlan{Run: "run-1", Feed: true, Refill: fastPathRefill{By: operation.RefillByGateway, Owner: confirmMe}}
-		startedByUs = waitPlan{Refill: fastPathRefill{By: operation.RefillByGateway, Owner: confirmMe}, Replay: true}
+		// path under this very claim (the truth is claimed); the caller's
+		// client named.
+		mineWait = waitPlan{Run: "run-1", Feed: true, Refill: fastPathRefill{By: operation.RefillByWorkflow, Owner: confirmMe},
+			Client: confirmMyClient}
+		// A takeover's workflow claims the truth itself; the gateway
+		// refills; the orphan's client stays the one named.
+		takenWait = waitPlan{Run: "run-1", Feed: true, Refill: fastPathRefill{By: operation.RefillByGateway, Owner: confirmMe},
+			Client: confirmHolderClient}
 	)
 	// waited is the three ends of a wait w after prefix.
 	waited := func(prefix string, w waitPlan) map[string]want {
 		return map[string]want{
 			prefix + " → Await=outcome": {action: actAnswerOutcome, wait: w, final: confirmFinal},
 			prefix + " → Await=record":  {action: actAnswerRecord, wait: w, record: confirmReviewRec},
-			prefix + " → Await=nothing": {action: actInProgress},
+			prefix + " → Await=nothing": {action: actInProgress, wait: w},
 		}
 	}
-	// started is the paths of a start under own after prefix.
+	// started is the paths of a start under own after prefix, run the
+	// wait of a workflow it started; a workflow found started is an
+	// earlier call's, replayed under the same claim, with its client.
 	started := func(prefix string, run waitPlan) map[string]want {
 		out := map[string]want{}
 		for k, v := range waited(prefix+" → Start=started", run) {
 			out[k] = v
 		}
-		for k, v := range waited(prefix+" → Start=attached", startedByUs) {
+		byUs := waitPlan{Refill: fastPathRefill{By: operation.RefillByGateway, Owner: confirmMe}, Replay: true, Client: run.Client}
+		for k, v := range waited(prefix+" → Start=attached", byUs) {
 			out[k] = v
 		}
 		engineDown := want{action: actEngineUnavailable, err: errEngineDown}
@@ -401,20 +412,21 @@ func TestDecideConfirm(t *testing.T) {
 func TestDecideConfirmAsksWhatItActsOn(t *testing.T) {
 	t.Parallel()
 	f := admitted(false)
-	f.Claim = claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: confirmNow.Add(-time.Minute)}
+	f.Claim = claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: confirmNow.Add(-time.Minute), Client: confirmHolderClient}
 	f.Workflow = workflowAnswer{Kind: workflowAbsent}
 	assert.Equal(t, confirmPlan{Ask: confirmAskTakeover, Holder: confirmHolder}, decideConfirm(f))
 	f.Takeover = takeoverAnswer{Kind: takeoverDone}
 	p := decideConfirm(f)
-	assert.Equal(t, confirmPlan{Ask: confirmAskStart, Ownership: operation.Takeover(confirmMe)}, p)
+	assert.Equal(t, confirmPlan{Ask: confirmAskStart, Ownership: operation.Takeover(confirmMe), Client: confirmHolderClient}, p,
+		"the orphan's workflow names the orphan's client: the claim that acted")
 	assert.False(t, p.Ownership.TruthClaimed(), "a takeover never counts the truth as claimed")
 	assert.Equal(t, operation.RefillByGateway, p.Ownership.Refiller())
 	mine := admitted(false)
 	mine.Claim = claimAnswer{Kind: claimAcquired, Ownership: confirmMine}
-	assert.Equal(t, confirmPlan{Ask: confirmAskStart, Ownership: confirmMine}, decideConfirm(mine))
+	assert.Equal(t, confirmPlan{Ask: confirmAskStart, Ownership: confirmMine, Client: confirmMyClient}, decideConfirm(mine))
 	unknown := f
 	unknown.Takeover, unknown.Workflow = takeoverAnswer{}, workflowAnswer{Kind: workflowUnknown, Err: errEngineDown}
-	assert.Equal(t, confirmPlan{Ask: confirmAskAwait, Wait: attachTo(confirmHolder), Ignored: errEngineDown}, decideConfirm(unknown),
+	assert.Equal(t, confirmPlan{Ask: confirmAskAwait, Wait: attachTo(f.Claim), Ignored: errEngineDown}, decideConfirm(unknown),
 		"an engine that cannot say is only logged: the confirm waits on the holder's workflow, never takes it over")
 }
 
@@ -514,7 +526,7 @@ func TestApprovalAnswerOf(t *testing.T) {
 func TestClaimAnswerOf(t *testing.T) {
 	t.Parallel()
 	inFlight := func(owner string, claimedAt time.Time) idemstore.Record {
-		return idemstore.Record{State: operation.StateInFlight, Owner: owner, ClaimedAt: claimedAt}
+		return idemstore.Record{State: operation.StateInFlight, Owner: owner, ClaimedAt: claimedAt, ActingClient: owner + "-app"}
 	}
 	recent, old := confirmNow.Add(-time.Second), confirmNow.Add(-confirmGrace)
 	acquired := idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: confirmMe, ClaimedAt: recent}
@@ -540,13 +552,15 @@ func TestClaimAnswerOf(t *testing.T) {
 		{"acquired without the truth: the workflow claims it", acquired, nil,
 			claimAnswer{Kind: claimAcquired, Ownership: confirmOwnership(confirmMe, acquired)}},
 		{"acquired, the truth another owner's", earlier, nil,
-			claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: old}},
+			claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: old, Client: confirmHolder + "-app"}},
 		{"acquired, the truth another owner's in review", earlierReview, nil,
 			claimAnswer{Kind: claimReview, Record: confirmReviewRec}},
-		{"in flight, recent", heldBy(recent, true), nil, claimAnswer{Kind: claimHeld, Holder: confirmHolder, ClaimedAt: recent}},
+		{"in flight, recent", heldBy(recent, true), nil, claimAnswer{Kind: claimHeld, Holder: confirmHolder, ClaimedAt: recent,
+			Client: confirmHolder + "-app"}},
 		{"in flight, at the grace period", heldBy(old, false), nil,
-			claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: old}},
-		{"in flight, claimed at an unknown time", heldBy(time.Time{}, false), nil, claimAnswer{Kind: claimHeld, Holder: confirmHolder}},
+			claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: old, Client: confirmHolder + "-app"}},
+		{"in flight, claimed at an unknown time", heldBy(time.Time{}, false), nil, claimAnswer{Kind: claimHeld, Holder: confirmHolder,
+			Client: confirmHolder + "-app"}},
 		{"in flight, in review", idemstore.ClaimDecision{Outcome: idemstore.OutcomeInFlight, Owner: confirmHolder,
 			Record: confirmReviewRec, TruthFound: true}, nil, claimAnswer{Kind: claimReview, Record: confirmReviewRec}},
 		{"done", idemstore.ClaimDecision{Outcome: idemstore.OutcomeDone, Record: confirmDoneRec}, nil,
@@ -588,8 +602,9 @@ func TestRecordAnswerOf(t *testing.T) {
 		{"review", confirmReviewRec, nil, claimAnswer{Kind: claimReview, Record: confirmReviewRec}},
 		{"in flight past grace", idemstore.Record{State: operation.StateInFlight, Owner: confirmHolder, ClaimedAt: old}, nil,
 			claimAnswer{Kind: claimHeldPastGrace, Holder: confirmHolder, ClaimedAt: old}},
-		{"in flight, just claimed", idemstore.Record{State: operation.StateInFlight, Owner: confirmHolder, ClaimedAt: confirmNow}, nil,
-			claimAnswer{Kind: claimHeld, Holder: confirmHolder, ClaimedAt: confirmNow}},
+		{"in flight, just claimed", idemstore.Record{State: operation.StateInFlight, Owner: confirmHolder, ClaimedAt: confirmNow,
+			ActingClient: confirmHolderClient}, nil,
+			claimAnswer{Kind: claimHeld, Holder: confirmHolder, ClaimedAt: confirmNow, Client: confirmHolderClient}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
