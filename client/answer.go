@@ -58,6 +58,9 @@ type Answer struct {
 	FailureKind string `json:"failure_kind,omitempty"`
 	// ResolvedBy names the operator who decided the outcome, if one did.
 	ResolvedBy string `json:"resolved_by,omitempty"`
+	// ActingClient names the OAuth client whose confirm claimed the
+	// operation (who acted for the subject), when its token named one.
+	ActingClient string `json:"acting_client,omitempty"`
 	// State is an operation's state as the truth names it (IN_FLIGHT,
 	// DONE, FAILED, NEEDS_REVIEW) in an operator's answer about it (ops:
 	// resolved, not_awaiting_review).

@@ -29,6 +29,9 @@ type OperationRecord struct {
 	OperationID string `json:"operation_id"`
 	// Subject is who asked for it.
 	Subject string `json:"subject,omitempty"`
+	// ActingClient is the OAuth client whose confirm claimed it for Subject
+	// (empty when its token named none).
+	ActingClient string `json:"acting_client,omitempty"`
 	// Scope is its action.
 	Scope string `json:"scope,omitempty"`
 	// ParamHash is the SHA-256 of its canonical bound params.

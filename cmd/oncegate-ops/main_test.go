@@ -77,7 +77,7 @@ func TestListBareArrayWithoutState(t *testing.T) {
 }
 
 func TestShow(t *testing.T) {
-	answer := `{"status":"operation_found","operation":{"operation_id":"op1","scope":"payments.transfer","state":"DONE",` +
+	answer := `{"status":"operation_found","operation":{"operation_id":"op1","scope":"payments.transfer","state":"DONE","acting_client":"alice-app",` +
 		`"resolved_by":"ops","resolution_note":"seen in the ledger"},` +
 		`"params":{"amount":"12.5","currency":"USD","payee_id":"p-1"},` +
 		`"timeline":[{"at":"2026-01-01T00:00:00Z","source":"truth","event":"claimed","detail":"claimed IN_FLIGHT"}]}`
@@ -91,6 +91,7 @@ func TestShow(t *testing.T) {
 	for _, want := range []string{"payments.transfer", "amount", "12.5", "USD", "p-1", "decided_by", "ops", "claimed IN_FLIGHT"} {
 		assert.Contains(t, out, want)
 	}
+	assert.Regexp(t, `(?m)^acting_client\s+alice-app$`, out, "who acted for the subject")
 
 	code, out, _ = runCLI(getenv, "show", "op1", "--json")
 	require.Equal(t, 0, code)

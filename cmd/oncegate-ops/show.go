@@ -21,6 +21,7 @@ func printShow(w io.Writer, a *client.OperationDetail) error {
 	line("operation_id", o.OperationID)
 	line("action", o.Scope)
 	line("subject", o.Subject)
+	line("acting_client", o.ActingClient)
 	line("state", o.State)
 	if len(a.Params) == 0 {
 		line("params", "(not kept: claimed before bound params were recorded; see param_hash)")
