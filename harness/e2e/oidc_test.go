@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -24,7 +25,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
 
+	"github.com/oncegate/oncegate/client"
 	"github.com/oncegate/oncegate/harness/hydra"
 	"github.com/oncegate/oncegate/harness/testenv"
 )
@@ -225,12 +228,45 @@ func TestOIDCWithHydra(t *testing.T) {
 	assert.Equal(t, "completed", done.str("status"))
 	assert.Equal(t, 1, executions(t, o.Stack, opID))
 
-	t.Run("the operator sees the agent's subject", func(t *testing.T) {
-		cmd := exec.Command(filepath.Join(testenv.Binaries(t), "oncegate-ops"), "show", opID)
-		cmd.Env = append(os.Environ(), "GATEWAY_URL="+o.GatewayURL, "TEMPORAL_ADDRESS="+o.Temporal.Address, "ONCEGATE_OPS_TOKEN="+opsTok)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, string(out))
-		assert.Contains(t, string(out), "agent-carol", "the subject is the agent's client")
+	t.Run("who acted for whom: show, the memo, the receipt", func(t *testing.T) {
+		// Hydra's client-credentials token names the client in client_id;
+		// its subject is the same client.
+		claims, _, err := jwt.NewParser().ParseUnverified(agentTok, jwt.MapClaims{})
+		require.NoError(t, err)
+		require.Equal(t, "agent-carol", claims.Claims.(jwt.MapClaims)["client_id"], "the token Hydra issued names the client")
+
+		show := func(args ...string) string {
+			cmd := exec.Command(filepath.Join(testenv.Binaries(t), "oncegate-ops"), append([]string{"show", opID}, args...)...)
+			cmd.Env = append(os.Environ(), "GATEWAY_URL="+o.GatewayURL, "TEMPORAL_ADDRESS="+o.Temporal.Address, "ONCEGATE_OPS_TOKEN="+opsTok)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, string(out))
+			return string(out)
+		}
+		out := show()
+		assert.Regexp(t, `(?m)^subject\s+agent-carol$`, out, "the subject is the agent's client")
+		assert.Regexp(t, `(?m)^acting_client\s+agent-carol$`, out, "show names the acting client")
+		var view struct {
+			Operation struct {
+				ActingClient string `json:"acting_client"`
+			} `json:"operation"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(show("--json")), &view))
+		assert.Equal(t, "agent-carol", view.Operation.ActingClient, "the ops API's record (the truth's write_record.acting_client)")
+
+		desc, err := o.Temporal.Client(t).DescribeWorkflowExecution(ctx, opID, "")
+		require.NoError(t, err)
+		field, ok := desc.GetWorkflowExecutionInfo().GetMemo().GetFields()["acting_client"]
+		require.True(t, ok, "the workflow's memo names the acting client: %v", desc.GetWorkflowExecutionInfo().GetMemo())
+		var memo string
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(field, &memo))
+		assert.Equal(t, "agent-carol", memo, "the memo Temporal shows")
+
+		rc, err := client.VerifyReceipt(done.str("receipt"), gatewayJWKS(t, o.Stack))
+		require.NoError(t, err, "the receipt verifies against the gateway's JWKS")
+		assert.Equal(t, "agent-carol", rc.ActingClient, "the signed receipt names the acting client")
+		assert.Equal(t, "agent-carol", rc.Subject)
+		assert.Equal(t, "agent-carol", done.str("acting_client"), "the status answer names it")
+		assert.Equal(t, "agent-carol", c.str("acting_client"), "the confirm's answer names it")
 	})
 
 	t.Run("a key rotated at Hydra", func(t *testing.T) {
