@@ -151,7 +151,7 @@ func ConfigFromEnv(environ map[string]string) (Config, error) {
 	if c.TokensPath == "" && c.Gateway.Env == gateway.EnvDev {
 		c.TokensPath = "deployments/" + DevTokensFile
 	}
-	errs = append(errs, c.Temporal.LoadTLS(), c.Config.Validate(),
+	errs = append(errs, c.Temporal.Load(), c.Config.Validate(),
 		envconfig.Positive(environ, "ONCEGATE_CONFIRM_WAIT", c.Gateway.ConfirmWait),
 		envconfig.Positive(environ, "ONCEGATE_CLAIM_GRACE", c.Gateway.ClaimGrace),
 		envconfig.Positive(environ, "ONCEGATE_POLL_AFTER", c.Gateway.PollAfter),

@@ -95,7 +95,7 @@ const FailpointBrokenLostReply = "broken_lost_reply_refused"
 // main) and loads the Temporal TLS files; every problem is reported at once.
 func ConfigFromEnv(environ map[string]string) (Config, error) {
 	c, err := envconfig.Parse[Config](environ)
-	errs := []error{err, c.Config.Validate(), c.Temporal.LoadTLS(), c.Versioning.Validate(),
+	errs := []error{err, c.Config.Validate(), c.Temporal.Load(), c.Versioning.Validate(),
 		envconfig.Positive(environ, "ONCEGATE_WORKER_STOP_TIMEOUT", c.StopTimeout)}
 	if c.ReapInterval < 0 {
 		errs = append(errs, fmt.Errorf("ONCEGATE_REAP_INTERVAL=%q: want a non-negative Go duration such as 10m, or 0 to disable",

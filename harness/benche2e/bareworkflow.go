@@ -100,7 +100,7 @@ const BareWorkerFlag = "-bare-worker"
 func RunBareWorker(taskQueue string, pollers int) error {
 	cfg, err := envconfig.Parse[temporalconn.Config](envconfig.OS())
 	if err == nil {
-		err = cfg.LoadTLS()
+		err = cfg.Load()
 	}
 	if err != nil {
 		return err

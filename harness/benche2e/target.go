@@ -163,7 +163,7 @@ func openProd(opts Options) (*target, error) {
 	}
 	t.temporal = temporalconn.Config{Address: env["TEMPORAL_ADDRESS"], Namespace: env["TEMPORAL_NAMESPACE"],
 		CAFile: env["TEMPORAL_TLS_CA_FILE"], CertFile: env["TEMPORAL_TLS_CERT_FILE"], KeyFile: env["TEMPORAL_TLS_KEY_FILE"]}
-	if err := t.temporal.LoadTLS(); err != nil {
+	if err := t.temporal.Load(); err != nil {
 		return nil, err
 	}
 	pem, err := os.ReadFile(env["ONCEGATE_CA_FILE"])

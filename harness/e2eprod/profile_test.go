@@ -3,7 +3,10 @@
 // `make prod-up` — two gateways, two workers, a Temporal server on
 // PostgreSQL, a Redis Cluster — whose .run-prod/stack.env
 // ONCEGATE_PROD_STACK names. `make test-prod` sets it; without it every test
-// is skipped (so `make test` compiles and vets them but does not run them).
+// of the profile is skipped (so `make test` compiles and vets them but does
+// not run them). TestTemporalAuthorizationOnHydra starts its own Temporal
+// server (bin/temporal-server, which the profile's build makes) and Hydra,
+// and runs whenever that binary is built.
 // The tests kill the profile's processes by their pid files and bring them
 // back with `scripts/prod.sh start`, so they run one at a time.
 package e2eprod

@@ -22,7 +22,7 @@ type Config struct {
 // main) and loads the Temporal TLS files; every problem is reported at once.
 func ConfigFromEnv(environ map[string]string) (Config, error) {
 	c, err := envconfig.Parse[Config](environ)
-	if err := errors.Join(err, c.Temporal.LoadTLS()); err != nil {
+	if err := errors.Join(err, c.Temporal.Load()); err != nil {
 		return Config{}, fmt.Errorf("rebuild config: %w", err)
 	}
 	return c, nil

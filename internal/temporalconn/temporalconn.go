@@ -1,6 +1,8 @@
 // Package temporalconn is the Temporal client's connection, configured the
 // same way for the gateway and the worker: the frontend's address and
-// namespace, and TLS or mTLS when configured. Config is parsed from the
+// namespace, TLS or mTLS when configured, and the access tokens of a
+// client-credentials grant when the frontend's authorization asks for
+// them. Config is parsed from the
 // environment as part of each binary's configuration (internal/envconfig).
 package temporalconn
 
@@ -15,7 +17,7 @@ import (
 )
 
 // Config is where and how the client connects. The TLS fields name files;
-// LoadTLS reads them into TLS.
+// Load reads them into TLS and readies the token grant.
 type Config struct {
 	// Address is the frontend's host:port.
 	Address string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
@@ -41,17 +43,38 @@ type Config struct {
 	// workflow's small messages costs the client and the server CPU and
 	// saves next to no bytes next to its server.
 	GRPCGzip bool `env:"TEMPORAL_GRPC_GZIP"`
+	// OAuth is the grant of the access tokens sent to the frontend (unset:
+	// none).
+	OAuth OAuth
 	// TLS is the client's TLS configuration, nil for plaintext: what
-	// LoadTLS made of the fields above.
+	// Load made of the fields above.
 	TLS *tls.Config `env:"-"`
+	// headers sends OAuth's tokens (nil: none); made by Load.
+	headers *tokenHeaders
 }
 
-// LoadTLS reads the files the TLS fields name into c.TLS (nil when TLS is
-// off); every problem is reported at once.
-func (c *Config) LoadTLS() error {
-	c.TLS = nil
+// Load reads the files the TLS fields name into c.TLS (nil when TLS is
+// off) and readies the token grant of c.OAuth (no token is fetched before
+// the first call); every problem is reported at once.
+func (c *Config) Load() error {
+	c.headers = nil
+	errs := []error{c.OAuth.validate()}
+	if errs[0] == nil && c.OAuth.enabled() {
+		c.headers = newTokenHeaders(c.OAuth)
+	}
+	tc, tlsErrs := c.loadTLS()
+	c.TLS = tc
+	if err := errors.Join(append(errs, tlsErrs...)...); err != nil {
+		c.TLS = nil
+		return fmt.Errorf("temporal connection: %w", err)
+	}
+	return nil
+}
+
+// loadTLS reads the files the TLS fields name (nil when TLS is off).
+func (c *Config) loadTLS() (*tls.Config, []error) {
 	if !c.TLSEnabled && c.CAFile == "" && c.CertFile == "" && c.KeyFile == "" && c.ServerName == "" {
-		return nil
+		return nil, nil
 	}
 	var errs []error
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName}
@@ -76,17 +99,17 @@ func (c *Config) LoadTLS() error {
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("temporal connection: %w", err)
-	}
-	c.TLS = tc
-	return nil
+	return tc, errs
 }
 
-// Apply sets the address, namespace, TLS and gRPC compression of o.
+// Apply sets the address, namespace, TLS, gRPC compression and, with a
+// token grant, the headers provider of o.
 func (c Config) Apply(o client.Options) client.Options {
 	o.HostPort, o.Namespace = c.Address, c.Namespace
 	o.ConnectionOptions.TLS = c.TLS
+	if c.headers != nil {
+		o.HeadersProvider = c.headers
+	}
 	if c.GRPCGzip {
 		o.ConnectionOptions.GrpcCompression = &client.GrpcCompressionGzip{}
 	} else {

@@ -20,7 +20,7 @@ func fromEnv(environ map[string]string) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	return c, c.LoadTLS()
+	return c, c.Load()
 }
 
 // writeCert writes a self-signed certificate for temporal.internal and its
@@ -70,6 +70,10 @@ func TestRefusals(t *testing.T) {
 		"missing CA":       {map[string]string{"TEMPORAL_TLS_CA_FILE": "/nonexistent/ca.pem"}, "TEMPORAL_TLS_CA_FILE"},
 		"not a PEM":        {map[string]string{"TEMPORAL_TLS_CA_FILE": writeFile(t, "hello")}, "no PEM certificate"},
 		"bad switch":       {map[string]string{"TEMPORAL_TLS": "yes"}, `TEMPORAL_TLS="yes": strconv.ParseBool`},
+		"client without token URL": {map[string]string{"TEMPORAL_OAUTH_CLIENT_ID": "w", "TEMPORAL_OAUTH_CLIENT_SECRET": "s"},
+			"TEMPORAL_OAUTH_TOKEN_URL, TEMPORAL_OAUTH_CLIENT_ID and TEMPORAL_OAUTH_CLIENT_SECRET go together"},
+		"token URL without secret": {map[string]string{"TEMPORAL_OAUTH_TOKEN_URL": "http://idp/token", "TEMPORAL_OAUTH_CLIENT_ID": "w"},
+			"go together"},
 	} {
 		_, err := fromEnv(tc.env)
 		assert.ErrorContains(t, err, tc.want, name)
