@@ -14,6 +14,7 @@ import (
 
 	"github.com/oncegate/oncegate/api/openapi"
 	"github.com/oncegate/oncegate/gateway"
+	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/receipt"
 	"github.com/oncegate/oncegate/status"
 )
@@ -181,6 +182,32 @@ func TestAnAttachedConfirmNamesTheClientThatClaimed(t *testing.T) {
 	st = b.do(t, "GET", "/v1/operations/"+opID, "dev-alice", "")
 	assert.Equal(t, "alice-app", st.str("acting_client"))
 	assert.Equal(t, first.str(fieldReceipt), st.str(fieldReceipt))
+}
+
+// A confirm that takes over an orphaned claim (its owner died before the
+// start: no workflow exists) starts the workflow under the orphan's
+// client, the claim that acted, and its receipt names that client, not
+// the caller's.
+func TestATakeoverKeepsTheOrphansClient(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pv := b.preview(t, "dev-alice-app", "payments.transfer", transferParams)
+	fp := pv.str("fingerprint")
+	p, err := b.keys.Parse(fp)
+	require.NoError(t, err)
+	d, err := b.store.Acquire(context.Background(), idemstore.Claim{OperationID: p.Nonce, ParamHash: p.ParamHash, Owner: "gw-dead:1",
+		Subject: "alice", ActingClient: "alice-app", Scope: "payments.transfer", InFlightTTL: 10 * time.Minute,
+		TerminalTTL: time.Hour, FingerprintExp: p.ExpiresAt()})
+	require.NoError(t, err)
+	require.Equal(t, idemstore.OutcomeAcquired, d.Outcome, "alice-app's claim, whose gateway died before the start")
+	b.clock.Add(time.Minute) // past the claim grace period (30s)
+
+	r := b.confirm(t, "dev-alice", "payments.transfer", fp, transferParams)
+	require.Equal(t, status.Completed, r.status(), r.raw)
+	require.Equal(t, 1, b.started(), "the orphan was taken over and started")
+	assert.Equal(t, "alice-app", b.engine.Starts()[0].Input.ActingClient, "the workflow's input names the orphan's client")
+	assert.Equal(t, "alice-app", b.verified(t, r).ActingClient)
+	assert.Equal(t, "alice-app", r.str("acting_client"))
 }
 
 // The JWK set is public (no token), names every listed key, and is what
