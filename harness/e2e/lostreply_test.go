@@ -51,7 +51,9 @@ type recorder struct {
 	events []hist.Event
 }
 
-func newRecorder(t *testing.T, s *testenv.Stack) *recorder { return &recorder{t: t, s: s, base: s.GatewayURL} }
+func newRecorder(t *testing.T, s *testenv.Stack) *recorder {
+	return &recorder{t: t, s: s, base: s.GatewayURL}
+}
 
 // send sends one request as dev-alice and records its answer (none when
 // the connection broke or timed out: ok false).
