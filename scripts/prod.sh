@@ -31,7 +31,8 @@
 # processes at its proxies so: DATABASE_URL, REDIS_ADDRS, TEMPORAL_ADDRESS,
 # DOWNSTREAM_URL for a gateway or a worker; PAYOUT_WEBHOOK_GATEWAY_URL for the
 # simulator; REDIS_ANNOUNCE_PORT for a Redis node, the port it announces to
-# the cluster's clients in MOVED and CLUSTER SLOTS). Without it, nothing changes.
+# the cluster's clients in MOVED and CLUSTER SLOTS; PGPORT for the Temporal
+# server, where it reaches its persistence). Without it, nothing changes.
 #
 # State lives in .run-prod/ (PROD_RUN_DIR moves it: `make bench-e2e PROFILE=prod`
 # runs its own profile in .run-bench-prod/, on ports of its own): stack.env, <name>.pid, <name>.log, the data of
@@ -362,8 +363,13 @@ setup_temporal_schema() {
 
 start_temporal() {
   setup_temporal_schema
-  spawn temporal "$BIN/temporal-server" --root "$ROOT" --config deployments/prod-local/temporal \
-    --env prod-local --allow-no-auth start
+  # The server reaches its persistence at PGPORT, which its override may
+  # move (the soak's temporal->postgres hop); the schema tool above does not.
+  (
+    override temporal
+    spawn temporal "$BIN/temporal-server" --root "$ROOT" --config deployments/prod-local/temporal \
+      --env prod-local --allow-no-auth start
+  )
   wait_until 120 temporal temporal_cli operator cluster health
 }
 

@@ -42,13 +42,18 @@ var lossClient = &http.Client{Timeout: 30 * time.Second}
 // recorder sends an agent's requests and keeps every answer with the
 // times it was sent and received, as history events.
 type recorder struct {
-	t      *testing.T
-	s      *testenv.Stack
+	t *testing.T
+	s *testenv.Stack
+	// base is the gateway's URL as the agent reaches it (s.GatewayURL,
+	// or s.AgentGatewayURL through the agents' own hop).
+	base   string
 	mu     sync.Mutex
 	events []hist.Event
 }
 
-func newRecorder(t *testing.T, s *testenv.Stack) *recorder { return &recorder{t: t, s: s} }
+func newRecorder(t *testing.T, s *testenv.Stack) *recorder {
+	return &recorder{t: t, s: s, base: s.GatewayURL}
+}
 
 // send sends one request as dev-alice and records its answer (none when
 // the connection broke or timed out: ok false).
@@ -87,12 +92,12 @@ func (r *recorder) send(client int, kind, op, method, url string, body any) (ans
 }
 
 func (r *recorder) confirm(client int, scope, fp, op string, params map[string]any) (answer, bool) {
-	return r.send(client, hist.KindConfirm, op, http.MethodPost, r.s.GatewayURL+"/v1/actions/"+scope+"/confirm",
+	return r.send(client, hist.KindConfirm, op, http.MethodPost, r.base+"/v1/actions/"+scope+"/confirm",
 		map[string]any{"fingerprint": fp, "params": params})
 }
 
 func (r *recorder) status(client int, op string) (answer, bool) {
-	return r.send(client, hist.KindStatus, op, http.MethodGet, r.s.GatewayURL+"/v1/operations/"+op, nil)
+	return r.send(client, hist.KindStatus, op, http.MethodGet, r.base+"/v1/operations/"+op, nil)
 }
 
 // finalStatuses end an agent's following of an operation.
@@ -297,6 +302,44 @@ func TestLostReplyClaim(t *testing.T) {
 	mirrored(t, s, op, 30*time.Second)
 	final := r.follow(0, "payments.legacy_transfer", fp, op, params, 2*time.Second, 60*time.Second)
 	requireCompleted(t, s, r, op, final)
+}
+
+// TestLostReplyConfirmAnswer: the gateway's answer to a confirm is cut on
+// the agent's own hop (agents->gateway) after the gateway took the
+// confirm: the agent cannot tell whether its confirm was taken, and sends
+// it again once the operation ran. The resend is answered as a replay
+// (already_completed, Idempotent-Replayed: true) with the one result; the
+// downstream executed it once.
+func TestLostReplyConfirmAnswer(t *testing.T) {
+	t.Parallel()
+	const scope = "payments.legacy_transfer"
+	s := testenv.StartStack(t, testenv.StackOptions{NetFaults: true})
+	warmUp(t, s, scope)
+	r := newRecorder(t, s)
+	r.base = s.AgentGatewayURL
+	params := lostReplyParams("answer")
+	fp, op := previewOK(t, s, "dev-alice", scope, params)
+	answered := true
+	cutWhile(t, s, netfault.AgentsGateway, func() {
+		_, answered = r.confirm(0, scope, fp, op, params)
+	})
+	require.False(t, answered, "the gateway's answer to the confirm was cut on the agents' hop")
+	state, _ := truthRecord(t, s, op)
+	require.NotEmpty(t, state, "the confirm reached the gateway: the truth holds its claim")
+	waitExecutions(t, s, op, 1)
+	require.NoError(t, testenv.WaitFor(context.Background(), 30*time.Second, func(context.Context) error {
+		if st, _ := truthRecord(t, s, op); st != "DONE" {
+			return errors.New("truth record " + st)
+		}
+		return nil
+	}))
+	again, ok := r.confirm(0, scope, fp, op, params)
+	require.True(t, ok, "the hop healed: the resend is answered")
+	require.Equal(t, "already_completed", again.str("status"), again.String())
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"), "the resend is a replay: %s", again)
+	require.Equal(t, transferRef(t, s, op), again.str("result_ref"), "the one transfer that ran")
+	require.Equal(t, 1, executions(t, s, op), "executed exactly once downstream")
+	r.check(op)
 }
 
 // TestLostReplyCommit: the reply to the truth's claim (the insert of

@@ -5,7 +5,8 @@
 // a partition. A process reaches its upstream through its hop's address,
 // given in the environment it already reads (REDIS_URL, DATABASE_URL,
 // TEMPORAL_ADDRESS, the catalog's DOWNSTREAM_URL, the simulator's webhook
-// URL); nothing here is hand-written TCP.
+// URL), and an agent reaches the gateway through its own; nothing here is
+// hand-written TCP.
 package netfault
 
 import (
@@ -41,6 +42,9 @@ const (
 	// WebhookGateway is the simulator (the downstream) posting its payout
 	// webhooks to the gateway.
 	WebhookGateway = "downstream->gateway"
+	// AgentsGateway is the agents' calls to the gateway: a reply lost or
+	// a connection reset here is one the agent itself must resend.
+	AgentsGateway = "agents->gateway"
 )
 
 // Streams of a toxic: Toxiproxy's names. Upstream is what the client sends

@@ -185,7 +185,10 @@ func TestProdScheduleCoversEveryKindAndTarget(t *testing.T) {
 		assert.NotEmpty(t, hops, c)
 	}
 	assert.ElementsMatch(t, []string{"clients->redis-3"}, parts["redis-3"])
-	assert.ElementsMatch(t, []string{"gateway-1->postgres", "gateway-1->temporal", "downstream->gateway-1"}, parts["gateway-1"])
+	assert.ElementsMatch(t, []string{"gateway-1->postgres", "gateway-1->temporal", "downstream->gateway-1", "agents->gateway-1"}, parts["gateway-1"])
+	assert.Contains(t, parts[compTemporal], "temporal->postgres", "a partition of Temporal cuts it from its persistence too")
+	assert.Contains(t, parts[compPostgres], "temporal->postgres", "a partition of PostgreSQL cuts Temporal's persistence too")
+	assert.NotContains(t, parts, agents, "the agents are never partitioned by themselves")
 	for _, c := range []string{"gateway-1", "gateway-2", "worker-1", "worker-2"} {
 		assert.Positive(t, targets[c], c)
 	}

@@ -47,8 +47,12 @@ const (
 var devHops = []string{
 	netfault.GatewayRedis, netfault.GatewayPostgres, netfault.GatewayTemporal,
 	netfault.WorkerRedis, netfault.WorkerPostgres, netfault.WorkerTemporal, netfault.WorkerDownstream,
-	netfault.WebhookGateway,
+	netfault.WebhookGateway, netfault.AgentsGateway,
 }
+
+// agents is the agents' end of their hops to the gateways (no component:
+// never partitioned by itself, never killed).
+const agents = "agents"
 
 // devParts are the hops a partition of each dev component cuts.
 var devParts = hopsOf(devHops, compRedis, compPostgres, compTemporal, compDownstream, compGateway, compWorker)
@@ -84,6 +88,8 @@ func hopTimeout(hop string) time.Duration {
 		return 10 * time.Second // the gateway's start and describe calls
 	case to == "downstream":
 		return 5 * time.Second // the dev catalog's downstream timeout
+	case strings.HasPrefix(hop, agents+"->"):
+		return requestTimeout // the agents' own client timeout
 	}
 	return 10 * time.Second // a webhook's delivery
 }

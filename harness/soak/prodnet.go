@@ -22,8 +22,16 @@ import (
 var prodClients = []string{"gateway-1", "gateway-2", "worker-1", "worker-2"}
 
 // prodRestarted are the processes started again with their overrides
-// (their hops) at the start of a run, and without them at its end.
-var prodRestarted = []string{compDownstream, "worker-1", "worker-2", "gateway-1", "gateway-2"}
+// (their hops) at the start of a run, and without them at its end: the
+// Temporal server first (its persistence's hop), then its clients.
+var prodRestarted = []string{compTemporal, compDownstream, "worker-1", "worker-2", "gateway-1", "gateway-2"}
+
+// temporalPersistenceHop is the Temporal server's hop to its persistence
+// and visibility stores (PostgreSQL).
+var temporalPersistenceHop = compTemporal + "->" + compPostgres
+
+// agentsHop names the agents' hop to one gateway.
+func agentsHop(gateway string) string { return agents + "->" + gateway }
 
 // redisHop names the hop to one node of the Redis Cluster: one for every
 // client (gateways, workers, the audit, the node's replicas), since the
@@ -36,7 +44,8 @@ func prodHops(nodes int) []string {
 	for _, c := range prodClients {
 		out = append(out, c+"->"+compPostgres, c+"->"+compTemporal)
 	}
-	out = append(out, netfault.WorkerDownstream, compDownstream+"->gateway-1")
+	out = append(out, netfault.WorkerDownstream, compDownstream+"->gateway-1", agentsHop("gateway-1"), agentsHop("gateway-2"),
+		temporalPersistenceHop)
 	for i := range nodes {
 		out = append(out, redisHop(fmt.Sprintf("redis-%d", i+1)))
 	}
@@ -70,6 +79,8 @@ type prodNet struct {
 	procs  map[string]prodProcess
 	net    *netfault.Net
 	direct map[string]string // a proxy's address → the node's own
+	// agentURLs are the gateways' URLs behind the agents' hops.
+	agentURLs []string
 }
 
 // hostOf is the host:port of a URL.
@@ -135,6 +146,24 @@ func (p *prodNet) proxy(ctx context.Context) error {
 		return err
 	}
 	files[compDownstream] = []string{"PAYOUT_WEBHOOK_GATEWAY_URL=" + withHost(gateways[0], hookVia)}
+	p.agentURLs = nil
+	for i, g := range gateways {
+		host, err := hostOf(g)
+		if err != nil {
+			return err
+		}
+		via, err := add(agentsHop(fmt.Sprintf("gateway-%d", i+1)), host)
+		if err != nil {
+			return err
+		}
+		p.agentURLs = append(p.agentURLs, withHost(g, via))
+	}
+	persistenceVia, err := add(temporalPersistenceHop, pg)
+	if err != nil {
+		return err
+	}
+	_, persistencePort, _ := strings.Cut(persistenceVia, ":")
+	files[compTemporal] = []string{"PGPORT=" + persistencePort}
 	for _, c := range prodClients {
 		pgVia, err := add(c+"->"+compPostgres, pg)
 		if err != nil {

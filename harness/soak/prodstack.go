@@ -123,6 +123,7 @@ func startProdStack(log *slog.Logger) (*stack, error) {
 		return nil, fmt.Errorf("soak: proxy the profile's hops: %w", err)
 	}
 	s.netFaults = &netFaults{net: pn.net, parts: parts}
+	s.agentURLs = pn.agentURLs
 	for _, h := range pn.net.Names() {
 		hop, _ := pn.net.Hop(h) // listed
 		s.opened = append(s.opened, hop.Addr())

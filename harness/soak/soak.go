@@ -177,7 +177,10 @@ func Run(cfg Config) (*Report, error) {
 			log.Info("the run's folder is kept", "dir", dir)
 		}
 	}()
+	// c is the harness's own client (readiness, the audit), direct; ac the
+	// agents', through their hops to the gateways.
 	c := newClient(st.gatewayURLs, st.downstreamURL, st.httpTLS)
+	ac := newClient(st.agentURLs, st.downstreamURL, st.httpTLS)
 	cat := st.cat
 	if r.Actions, err = actions(c, cat, st.tokens.alice); err != nil {
 		return r, err
@@ -201,13 +204,13 @@ func Run(cfg Config) (*Report, error) {
 		in.run(load, start, r.Schedule)
 		close(faultsDone)
 	}()
-	budget := func() bool { return c.requests.Load() < cfg.MaxRequests }
+	budget := func() bool { return ac.requests.Load() < cfg.MaxRequests }
 	agentsDone := make(chan struct{})
 	go func() {
 		defer close(agentsDone)
 		done := make(chan struct{}, cfg.Agents)
 		for i := range cfg.Agents {
-			a := newAgent(i, cfg.Seed, st, c, led, r.Actions)
+			a := newAgent(i, cfg.Seed, st, ac, led, r.Actions)
 			go func() {
 				a.run(load, follow, budget)
 				done <- struct{}{}
@@ -233,7 +236,7 @@ func Run(cfg Config) (*Report, error) {
 	}
 	log.Info("waiting for the agents to finish their episodes")
 	<-agentsDone
-	r.Requests, r.Episodes, r.Answers = c.requests.Load(), led.episodes, led.statuses
+	r.Requests, r.Episodes, r.Answers = ac.requests.Load()+c.requests.Load(), led.episodes, led.statuses
 	r.LostAnswers, r.TransportErrors = led.lost, led.transport
 	r.Faults, r.FaultsSkipped, r.Restarts, r.NetFaults = in.applied, in.skipped, st.restarts(), in.byTarget
 	r.ConvergeSeconds, r.ConvergeFault = st.netFaults.longest.Seconds(), st.netFaults.longestFault

@@ -45,8 +45,14 @@ type stack struct {
 	profile string
 	dir     string
 	cat     *catalog.Catalog
-	// gatewayURLs are the gateways the agents' load balancer spreads over.
-	gatewayURLs   []string
+	// gatewayURLs are the gateways, as the harness itself (readiness, the
+	// audit, the operator's decisions) reaches them: directly.
+	gatewayURLs []string
+	// agentURLs are the gateways as the agents reach them, which their
+	// load balancer spreads over: each behind its agents' hop
+	// (netfault.AgentsGateway, agents->gateway-N), so that an agent's own
+	// calls lose replies and get reset.
+	agentURLs     []string
 	downstreamURL string
 	databaseURL   string
 	// simDatabaseURL is the simulator's database, read by the audit.
@@ -175,14 +181,15 @@ func startStack(dir, workerFailpoint string, log *slog.Logger) (*stack, error) {
 	// Every hop through a proxy of its own (docs/reliability.md, network
 	// faults): the gateway and the worker reach Redis, PostgreSQL,
 	// Temporal and the simulator through them, the simulator's webhook
-	// the gateway.
+	// and the agents the gateway.
 	net := netfault.New()
 	s.netFaults = &netFaults{net: net, parts: devParts}
-	hopEnv, webhookGatewayURL, err := testenv.ProxyHops(net, testenv.Upstreams{RedisURL: s.redis.URL, DatabaseURL: databaseURL,
+	hops, err := testenv.ProxyHops(net, testenv.Upstreams{RedisURL: s.redis.URL, DatabaseURL: databaseURL,
 		TemporalAddress: s.tp.Address, DownstreamURL: s.downstreamURL, GatewayURL: gatewayURL})
 	if err != nil {
 		return nil, err
 	}
+	s.agentURLs = []string{hops.AgentGatewayURL}
 	if got := net.Names(); !slices.Equal(got, slices.Sorted(slices.Values(devHops))) {
 		return nil, fmt.Errorf("soak: the stack's hops %v are not the fault menu's %v", got, devHops)
 	}
@@ -220,7 +227,7 @@ func startStack(dir, workerFailpoint string, log *slog.Logger) (*stack, error) {
 	s.add(compRedis, s.redis.Restart, s.redis.Kill, s.redis.Running)
 	s.add(compTemporal, s.tp.Start, s.tp.Kill, s.tp.Running)
 	for _, name := range []string{compDownstream, compWorker, compGateway} {
-		p, err := testenv.StartProcess(name, filepath.Join(dir, "logs", name+".log"), []string{filepath.Join(bin, name)}, processEnv(env, hopEnv[name], name, workerFailpoint), nil)
+		p, err := testenv.StartProcess(name, filepath.Join(dir, "logs", name+".log"), []string{filepath.Join(bin, name)}, processEnv(env, hops.Env[name], name, workerFailpoint), nil)
 		if err != nil {
 			return nil, err
 		}
@@ -232,7 +239,7 @@ func startStack(dir, workerFailpoint string, log *slog.Logger) (*stack, error) {
 			if hookScope != "" {
 				// The simulator keeps its webhook in its database.
 				c := newClient(s.gatewayURLs, s.downstreamURL, nil)
-				hook := map[string]string{"url": webhookGatewayURL + "/v1/webhooks/" + hookScope, "secret": hookSecret}
+				hook := map[string]string{"url": hops.WebhookGatewayURL + "/v1/webhooks/" + hookScope, "secret": hookSecret}
 				if code, err := c.downstreamJSON(context.Background(), http.MethodPut, "/_sim/webhook", hook, nil); err != nil || code != http.StatusOK {
 					return nil, fmt.Errorf("set the simulator's webhook: HTTP %d %v", code, err)
 				}

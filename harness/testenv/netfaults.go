@@ -31,27 +31,41 @@ type Upstreams struct {
 	GatewayURL string
 }
 
+// Hops is what ProxyHops returns: where each process and client connects.
+type Hops struct {
+	// Env is each process's ("gateway", "worker") environment that points
+	// it at its hops.
+	Env map[string][]string
+	// WebhookGatewayURL is the gateway's base URL behind the simulator's
+	// webhook hop (netfault.WebhookGateway).
+	WebhookGatewayURL string
+	// AgentGatewayURL is the gateway's base URL behind the agents' hop
+	// (netfault.AgentsGateway).
+	AgentGatewayURL string
+}
+
 // ProxyHops adds to n a hop for each connection a gateway and a worker open
 // (netfault.GatewayRedis ... netfault.WorkerTemporal), one for the
-// catalog's downstream URLs (netfault.WorkerDownstream) and one for the
-// simulator's webhook (netfault.WebhookGateway), and returns the
+// catalog's downstream URLs (netfault.WorkerDownstream), one for the
+// simulator's webhook (netfault.WebhookGateway) and one for the agents'
+// calls to the gateway (netfault.AgentsGateway), and returns the
 // environment each process gets so that it connects through them: for
 // "gateway" and "worker", REDIS_URL, DATABASE_URL and TEMPORAL_ADDRESS on
 // their own hops' addresses and DOWNSTREAM_URL on the downstream hop's;
-// and the gateway's base URL behind the webhook hop.
+// and the gateway's base URL behind the webhook hop and behind the agents'.
 //
 // The downstream hop is one for both: the worker calls the URLs of the
 // plan the gateway resolved from its catalog (operation.Input.Downstream),
 // so the worker's execute and status calls, and the gateway's quotes,
 // all reach the downstream at the gateway's DOWNSTREAM_URL.
-func ProxyHops(n *netfault.Net, up Upstreams) (env map[string][]string, webhookGatewayURL string, err error) {
-	env = map[string][]string{}
+func ProxyHops(n *netfault.Net, up Upstreams) (Hops, error) {
+	out := Hops{Env: map[string][]string{}}
 	downstream, err := proxyVia(n, netfault.WorkerDownstream, up.DownstreamURL)
 	if err != nil {
-		return nil, "", err
+		return Hops{}, err
 	}
 	for _, proc := range []string{procGateway, procWorker} {
-		env[proc] = append(env[proc], "DOWNSTREAM_URL="+downstream)
+		out.Env[proc] = append(out.Env[proc], "DOWNSTREAM_URL="+downstream)
 		hops := []struct {
 			name, key, addr string
 		}{
@@ -62,13 +76,18 @@ func ProxyHops(n *netfault.Net, up Upstreams) (env map[string][]string, webhookG
 		for _, h := range hops {
 			via, err := proxyVia(n, h.name, h.addr)
 			if err != nil {
-				return nil, "", err
+				return Hops{}, err
 			}
-			env[proc] = append(env[proc], h.key+"="+via)
+			out.Env[proc] = append(out.Env[proc], h.key+"="+via)
 		}
 	}
-	webhookGatewayURL, err = proxyVia(n, netfault.WebhookGateway, up.GatewayURL)
-	return env, webhookGatewayURL, err
+	if out.WebhookGatewayURL, err = proxyVia(n, netfault.WebhookGateway, up.GatewayURL); err != nil {
+		return Hops{}, err
+	}
+	if out.AgentGatewayURL, err = proxyVia(n, netfault.AgentsGateway, up.GatewayURL); err != nil {
+		return Hops{}, err
+	}
+	return out, nil
 }
 
 // proxyVia adds hop name to n, whose upstream is the host:port of target

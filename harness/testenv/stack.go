@@ -105,13 +105,18 @@ type Stack struct {
 	Env []string
 	// Net proxies every hop of the stack (StackOptions.NetFaults; nil
 	// without): the gateway's and the worker's connections to Redis,
-	// PostgreSQL, Temporal and the simulator, and the simulator's webhook
-	// to the gateway (WebhookGatewayURL).
+	// PostgreSQL, Temporal and the simulator, the simulator's webhook to
+	// the gateway (WebhookGatewayURL) and an agent's calls to it
+	// (AgentGatewayURL).
 	Net *netfault.Net
 	// WebhookGatewayURL is the gateway's base URL as the simulator's
 	// webhook should reach it: through the webhook hop with NetFaults,
 	// else GatewayURL.
 	WebhookGatewayURL string
+	// AgentGatewayURL is the gateway's base URL as an agent whose replies
+	// may be lost should reach it: through the agents' hop
+	// (netfault.AgentsGateway) with NetFaults, else GatewayURL.
+	AgentGatewayURL string
 	// hopEnv is each process's environment that points it at its hops.
 	hopEnv map[string][]string
 	root   string
@@ -213,7 +218,7 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 		"ONCEGATE_CATALOG=" + catalogPath,
 		"ONCEGATE_TOKENS=" + filepath.Join(root, "deployments", "tokens.dev.yaml"),
 	}
-	s.WebhookGatewayURL = s.GatewayURL
+	s.WebhookGatewayURL, s.AgentGatewayURL = s.GatewayURL, s.GatewayURL
 	if opts.NetFaults {
 		s.Net = netfault.New()
 		t.Cleanup(func() {
@@ -221,11 +226,13 @@ func StartStack(t testing.TB, opts StackOptions) *Stack {
 				t.Error(err)
 			}
 		})
-		if s.hopEnv, s.WebhookGatewayURL, err = ProxyHops(s.Net, Upstreams{RedisURL: withQuery(s.Redis.URL, opts.RedisURLParams),
+		hops, err := ProxyHops(s.Net, Upstreams{RedisURL: withQuery(s.Redis.URL, opts.RedisURLParams),
 			DatabaseURL: withQuery(s.DatabaseURL, opts.DatabaseURLParams), TemporalAddress: tp.Address,
-			DownstreamURL: s.DownstreamURL, GatewayURL: s.GatewayURL}); err != nil {
+			DownstreamURL: s.DownstreamURL, GatewayURL: s.GatewayURL})
+		if err != nil {
 			t.Fatal(err)
 		}
+		s.hopEnv, s.WebhookGatewayURL, s.AgentGatewayURL = hops.Env, hops.WebhookGatewayURL, hops.AgentGatewayURL
 	}
 	start := func(name string, extra []string) *Process {
 		p, err := StartProcess(name, filepath.Join(s.dir, name+".log"), []string{filepath.Join(bin, name)}, s.envOf(name, extra), nil)
