@@ -65,6 +65,8 @@ func (s *Service) Resolve(ctx context.Context, req ResolveRequest) Answer {
 			log.InfoContext(ctx, "resolution accepted, outcome not recorded yet")
 			return resolutionSentAnswer(opID, req.Outcome)
 		}
+		// The workflow counts the refusal (workflows.MetricResolutionsRefused).
+		log.WarnContext(ctx, "resolution refused or not delivered", "err", err)
 		return s.resolveErrorAnswer(opID, err)
 	}
 	log.InfoContext(ctx, "operation resolved", "state", ans.Result.State)
