@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +189,39 @@ func TestPrintedPayloadDecidesOnce(t *testing.T) {
 	waitShownRefused(t, s, id, 3, "already resolved")
 	require.Equal(t, "needs_manual_review", status(t, s, "dev-alice", other).str("status"), "the other operation is untouched")
 	assert.Equal(t, 1, executions(t, s, id), "executed once, by the downstream, before the review")
+
+	// The worker counted each refusal: three without a valid token, one
+	// after the decision.
+	want := map[string]float64{"signal/" + workflows.ErrTypeInvalidResolution: 3, "signal/" + workflows.ErrTypeAlreadyResolved: 1}
+	var got map[string]float64
+	require.NoError(t, testenv.WaitFor(context.Background(), 20*time.Second, func(context.Context) error {
+		got = refusedSeries(scrape(t, s.WorkerMetricsURL))
+		if !assert.ObjectsAreEqual(want, got) {
+			return fmt.Errorf("%s: %v, want %v", workflows.MetricResolutionsRefused, got, want)
+		}
+		return nil
+	}))
+}
+
+// refusedSeries sums the worker's workflows.MetricResolutionsRefused
+// samples in Prometheus text by "via/why".
+func refusedSeries(text string) map[string]float64 {
+	out := map[string]float64{}
+	label := func(series, name string) string {
+		_, v, _ := strings.Cut(series, name+`="`)
+		v, _, _ = strings.Cut(v, `"`)
+		return v
+	}
+	for _, l := range strings.Split(text, "\n") {
+		series, value, ok := strings.Cut(l, " ")
+		if !ok || !strings.HasPrefix(series, workflows.MetricResolutionsRefused+"{") {
+			continue
+		}
+		if n, err := strconv.ParseFloat(value, 64); err == nil {
+			out[label(series, "via")+"/"+label(series, "why")] += n
+		}
+	}
+	return out
 }
 
 // waitShownRefused waits until `oncegate-ops show id` lists n resolve
