@@ -648,7 +648,10 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 // review, and only for a well-formed decision.
 func TestResolutionPayload(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	logs := &lockedLog{}
+	b := setupWith(t, nil, func(d *gateway.Deps) {
+		d.Logger = slog.New(testenv.FailOnTextFaults(t, slog.NewJSONHandler(logs, nil)))
+	})
 	params := `{"amount":"5","currency":"USD","payee_id":"review"}`
 	pv := b.preview(t, "dev-alice", "payments.legacy_transfer", params)
 	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
@@ -694,6 +697,34 @@ func TestResolutionPayload(t *testing.T) {
 	r = b.do(t, "POST", path, "dev-ops", body)
 	assert.Equal(t, 409, r.code, r.raw)
 	assert.Equal(t, status.AlreadyResolved, r.status(), r.raw)
+
+	// Each refusal and the payload are logged with their trace.
+	logged := logs.String()
+	assert.Contains(t, logged, `"msg":"resolution payload issued","operation_id":"`+opID+`","operator":"ops"`)
+	assert.Contains(t, logged, `"jti":"`+st.ID+`"`)
+	for _, refused := range []status.Status{status.InvalidResolution, status.UnknownOperation, status.AlreadyResolved} {
+		assert.Regexp(t, `"msg":"resolution refused".*"status":"`+string(refused)+`","trace_id":"[0-9a-f]{32}"`, logged)
+	}
+}
+
+// lockedLog is a log destination safe for concurrent writes.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+// Write appends p.
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String is everything written.
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 func TestSecurityEvents(t *testing.T) {

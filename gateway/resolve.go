@@ -96,27 +96,43 @@ func (s *Service) ResolutionPayload(ctx context.Context, req ResolveRequest) Ans
 }
 
 // awaitingReview checks req's decision and that its operation waits for
-// review, from the truth; otherwise it answers the refusal (false).
+// review, from the truth; otherwise it logs the refusal with its trace and
+// answers it (false).
 func (s *Service) awaitingReview(ctx context.Context, req ResolveRequest) (idemstore.Record, Answer, bool) {
 	opID := req.OperationID
+	rec, refusal := s.reviewRefusal(ctx, req)
+	if refusal.Status == "" {
+		return rec, Answer{}, true
+	}
+	if refusal.Err == nil { // an error is logged where the answer is rendered
+		s.log.WarnContext(ctx, "resolution refused", "operation_id", opID, "operator", req.Caller.Subject,
+			"outcome", req.Outcome, "status", refusal.Status, "trace_id", telemetry.TraceID(ctx))
+	}
+	return rec, refusal, false
+}
+
+// reviewRefusal is why req's decision cannot be sent now, from the truth
+// (the zero Answer when it can), and the operation's record.
+func (s *Service) reviewRefusal(ctx context.Context, req ResolveRequest) (idemstore.Record, Answer) {
+	opID := req.OperationID
 	if problems := req.validate(); len(problems) > 0 {
-		return idemstore.Record{}, invalidResolutionAnswer(opID, problems, ""), false
+		return idemstore.Record{}, invalidResolutionAnswer(opID, problems, "")
 	}
 	rec, err := s.store.Get(ctx, opID)
 	switch {
 	case errors.Is(err, idemstore.ErrNotFound):
-		return rec, opAnswer(status.UnknownOperation, opID), false
+		return rec, opAnswer(status.UnknownOperation, opID)
 	case err != nil:
-		return rec, s.storeErrorAnswer("", opID, fmt.Errorf("resolve %s: %w", opID, err)), false
+		return rec, s.storeErrorAnswer("", opID, fmt.Errorf("resolve %s: %w", opID, err))
 	}
 	if rec.State != operation.StateNeedsReview {
 		// The truth already tells: no need to ask the workflow.
 		if d, ok := decisionOfRecord(rec); ok && rec.State.Terminal() {
-			return rec, alreadyResolvedAnswer(opID, d), false
+			return rec, alreadyResolvedAnswer(opID, d)
 		}
-		return rec, notAwaitingAnswer(opID, rec.State), false
+		return rec, notAwaitingAnswer(opID, rec.State)
 	}
-	return rec, Answer{}, true
+	return rec, Answer{}
 }
 
 // signedResolution is req's decision by operator (the ops API's
