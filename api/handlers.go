@@ -129,6 +129,19 @@ func (s *Server) handleOpsGet(c echo.Context) error {
 
 // handleOpsResolve serves POST /v1/ops/operations/:id/resolve.
 func (s *Server) handleOpsResolve(c echo.Context) error {
+	return s.serveResolve(c, s.svc.Resolve)
+}
+
+// handleOpsResolutionPayload serves POST
+// /v1/ops/operations/:id/resolution-payload: the resolve signal's signed
+// input, for the Temporal Web UI or CLI.
+func (s *Server) handleOpsResolutionPayload(c echo.Context) error {
+	return s.serveResolve(c, s.svc.ResolutionPayload)
+}
+
+// serveResolve decodes a decision about the path's operation by the
+// authenticated operator and answers what use makes of it.
+func (s *Server) serveResolve(c echo.Context, use func(context.Context, gateway.ResolveRequest) gateway.Answer) error {
 	opID := c.Param("id")
 	var req gateway.ResolveRequest
 	if r, ok := decodeBody(c, &req); !ok {
@@ -136,7 +149,7 @@ func (s *Server) handleOpsResolve(c echo.Context) error {
 		return s.render(c, r)
 	}
 	req.Caller, req.OperationID = callerOf(c), opID
-	return s.render(c, s.svc.Resolve(c.Request().Context(), req))
+	return s.render(c, use(c.Request().Context(), req))
 }
 
 // handleOpsLimits serves GET /v1/ops/limits/:subject?role=.

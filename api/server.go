@@ -175,6 +175,7 @@ func (s *Server) routes(gath prometheus.Gatherer) *echo.Echo {
 	v1.GET("/ops/operations", behind(s.handleOpsList, authed, operator))
 	v1.GET("/ops/operations/:id", behind(s.handleOpsGet, authed, operator))
 	v1.POST("/ops/operations/:id/resolve", behind(s.handleOpsResolve, authed, operator))
+	v1.POST("/ops/operations/:id/resolution-payload", behind(s.handleOpsResolutionPayload, authed, operator))
 	v1.GET("/ops/limits/:subject", behind(s.handleOpsLimits, authed, operator))
 	v1.POST("/ops/limits/:subject/reset", behind(s.handleOpsLimitsReset, authed, operator))
 	// Downstreams report business states here, authenticated by their

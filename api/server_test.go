@@ -36,6 +36,7 @@ import (
 	"github.com/oncegate/oncegate/resolution"
 
 	"github.com/oncegate/oncegate/status"
+	"github.com/oncegate/oncegate/workflows"
 )
 
 // clock is an injectable clock.
@@ -639,6 +640,91 @@ func TestNeedsManualReviewAndResolve(t *testing.T) {
 	assert.Equal(t, status.AlreadyResolved, r.status())
 	assert.Equal(t, "ops", r.body["decision"].(map[string]any)["operator"])
 	assert.Contains(t, r.str("meaning"), "by ops as failed")
+}
+
+// TestResolutionPayload: the ops API answers the resolve signal's input
+// for the Web UI or CLI, signed for the authenticated operator, and sends
+// nothing; only an operator gets it, only for an operation waiting for
+// review, and only for a well-formed decision.
+func TestResolutionPayload(t *testing.T) {
+	t.Parallel()
+	logs := &lockedLog{}
+	b := setupWith(t, nil, func(d *gateway.Deps) {
+		d.Logger = slog.New(testenv.FailOnTextFaults(t, slog.NewJSONHandler(logs, nil)))
+	})
+	params := `{"amount":"5","currency":"USD","payee_id":"review"}`
+	pv := b.preview(t, "dev-alice", "payments.legacy_transfer", params)
+	fp, opID := pv.str("fingerprint"), pv.str("operation_id")
+	require.Equal(t, status.NeedsManualReview, b.confirm(t, "dev-alice", "payments.legacy_transfer", fp, params).status())
+	path := "/v1/ops/operations/" + opID + "/resolution-payload"
+	body := `{"outcome":"completed","result":{"id":"lt_9"},"note":"in the ledger","evidence_url":"https://tickets.example/9"}`
+
+	r := b.do(t, "POST", path, "dev-alice", body)
+	assert.Equal(t, 403, r.code, "an agent gets no payload")
+	r = b.do(t, "POST", path, "dev-ops", `{"outcome":"completed"}`)
+	assert.Equal(t, status.InvalidResolution, r.status(), r.raw)
+	r = b.do(t, "POST", path, "dev-ops", `{"outcome":"failed","reason":"x","operator":"mallory"}`)
+	assert.Equal(t, status.MalformedRequest, r.status(), "the operator is the caller: %s", r.raw)
+	r = b.do(t, "POST", "/v1/ops/operations/0123456789abcdef0123456789abcdef/resolution-payload", "dev-ops", body)
+	assert.Equal(t, status.UnknownOperation, r.status(), r.raw)
+
+	r = b.do(t, "POST", path, "dev-ops", body)
+	require.Equal(t, 200, r.code, r.raw)
+	require.Equal(t, status.ResolutionPayload, r.status(), r.raw)
+	assert.Equal(t, opID, r.str("workflow_id"))
+	assert.Equal(t, workflows.SignalResolve, r.str("signal"))
+	assert.Equal(t, false, r.body["retryable"])
+	raw, err := json.Marshal(r.body["input"])
+	require.NoError(t, err)
+	var input operation.Resolution
+	require.NoError(t, json.Unmarshal(raw, &input))
+	assert.Equal(t, "ops", input.Operator)
+	signer, err := resolution.SignerOf(b.receipts)
+	require.NoError(t, err)
+	st, err := resolution.Verify(signer.PublicKeys(), opID, input, b.clock.Now())
+	require.NoError(t, err, "the input carries the gateway's token of exactly its decision: %s", raw)
+	assert.Equal(t, "ops", st.Operator)
+	assert.Equal(t, st.ExpiresAt.Format(time.RFC3339), r.str("expires_at"))
+	assert.Equal(t, resolution.TTL, st.ExpiresAt.Sub(st.IssuedAt))
+	assert.Contains(t, r.str("instruction"), st.ExpiresAt.Format(time.RFC3339))
+	assert.Empty(t, b.decisions, "a payload sends nothing")
+	r = b.do(t, "POST", path, "dev-ops", body, "Accept-Language", "zh")
+	assert.Contains(t, r.str("instruction"), "原样")
+
+	// Once decided, no payload is issued.
+	r = b.do(t, "POST", "/v1/ops/operations/"+opID+"/resolve", "dev-ops", `{"outcome":"failed","reason":"not executed"}`)
+	require.Equal(t, status.Resolved, r.status(), r.raw)
+	r = b.do(t, "POST", path, "dev-ops", body)
+	assert.Equal(t, 409, r.code, r.raw)
+	assert.Equal(t, status.AlreadyResolved, r.status(), r.raw)
+
+	// Each refusal and the payload are logged with their trace.
+	logged := logs.String()
+	assert.Contains(t, logged, `"msg":"resolution payload issued","operation_id":"`+opID+`","operator":"ops"`)
+	assert.Contains(t, logged, `"jti":"`+st.ID+`"`)
+	for _, refused := range []status.Status{status.InvalidResolution, status.UnknownOperation, status.AlreadyResolved} {
+		assert.Regexp(t, `"msg":"resolution refused".*"status":"`+string(refused)+`","trace_id":"[0-9a-f]{32}"`, logged)
+	}
+}
+
+// lockedLog is a log destination safe for concurrent writes.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+// Write appends p.
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String is everything written.
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 func TestSecurityEvents(t *testing.T) {

@@ -104,6 +104,15 @@ func (o *Ops) Resolve(ctx context.Context, operationID string, r Resolution) (*R
 	return call[Resolved](ctx, o, http.MethodPost, "/v1/ops/operations/"+url.PathEscape(operationID)+"/resolve", r)
 }
 
+// ResolutionPayload asks for the resolve signal an operator sends from the
+// Temporal Web UI's signal dialog or `temporal workflow signal` instead of
+// Resolve: the workflow, the signal's name and its JSON input, r with the
+// gateway's resolution token naming the authenticated operator, valid until
+// its ExpiresAt. It sends nothing; it is refused as Resolve is.
+func (o *Ops) ResolutionPayload(ctx context.Context, operationID string, r Resolution) (*ResolutionPayload, error) {
+	return call[ResolutionPayload](ctx, o, http.MethodPost, "/v1/ops/operations/"+url.PathEscape(operationID)+"/resolution-payload", r)
+}
+
 // Limits shows subject's spend budgets (what each window holds and what
 // is left), its rates and its last reset (status limits_shown); role
 // names the subject's role for the budgets of a role ("": agent).

@@ -156,6 +156,21 @@ type Resolved struct {
 	Outcome string `json:"outcome,omitempty"`
 }
 
+// ResolutionPayload is the answer of Ops.ResolutionPayload
+// (resolution_payload): what to send to the operation's workflow.
+type ResolutionPayload struct {
+	Answer
+	// WorkflowID is the operation's workflow (its operation_id).
+	WorkflowID string `json:"workflow_id"`
+	// Signal is the resolve signal's name.
+	Signal string `json:"signal"`
+	// Input is the signal's JSON input, to send unchanged: the decision,
+	// its operator and its resolution token.
+	Input json.RawMessage `json:"input"`
+	// ExpiresAt is when the token stops being valid.
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
 // Budget is one spend window of a subject, in one currency.
 type Budget struct {
 	// Name is the budget's name in the gateway's limits file.

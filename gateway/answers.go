@@ -288,6 +288,14 @@ func resolutionSentAnswer(opID string, outcome operation.ResolutionOutcome) Answ
 	return opAnswer(status.ResolutionSent, opID).With("outcome", outcome)
 }
 
+// resolutionPayloadAnswer answers the resolve signal (name signal) an
+// operator sends to opID's workflow from the Temporal Web UI or CLI, with
+// its input res (the token included), valid until expiresAt.
+func resolutionPayloadAnswer(opID, signal string, res operation.Resolution, expiresAt time.Time) Answer {
+	return opAnswer(status.ResolutionPayload, opID).With("workflow_id", opID).With("signal", signal).
+		With("input", res).With("expires_at", expiresAt.UTC().Format(time.RFC3339))
+}
+
 // resolvedAnswer answers the first decision about the operation op: the
 // final state, the decision, and the outcome's own fields (result and
 // result_ref, or reason and failure_kind, and its receipt).

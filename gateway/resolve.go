@@ -9,8 +9,9 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/operation"
-
+	"github.com/oncegate/oncegate/resolution"
 	"github.com/oncegate/oncegate/status"
+	"github.com/oncegate/oncegate/workflows"
 )
 
 // resolveWait bounds how long a resolve waits for the workflow to record
@@ -45,25 +46,12 @@ func decisionOfWorkflow(d operation.OperatorDecision) DecisionView {
 // answers the operation's final state.
 func (s *Service) Resolve(ctx context.Context, req ResolveRequest) Answer {
 	opID := req.OperationID
-	if problems := req.validate(); len(problems) > 0 {
-		return invalidResolutionAnswer(opID, problems, "")
-	}
-	rec, err := s.store.Get(ctx, opID)
-	switch {
-	case errors.Is(err, idemstore.ErrNotFound):
-		return opAnswer(status.UnknownOperation, opID)
-	case err != nil:
-		return s.storeErrorAnswer("", opID, fmt.Errorf("resolve %s: %w", opID, err))
-	}
-	if rec.State != operation.StateNeedsReview {
-		// The truth already tells: no need to ask the workflow.
-		if d, ok := decisionOfRecord(rec); ok && rec.State.Terminal() {
-			return alreadyResolvedAnswer(opID, d)
-		}
-		return notAwaitingAnswer(opID, rec.State)
+	rec, refusal, ok := s.awaitingReview(ctx, req)
+	if !ok {
+		return refusal
 	}
 	operator := req.Caller.Subject
-	res, err := s.signedResolution(opID, operator, req)
+	res, _, err := s.signedResolution(opID, operator, req)
 	if err != nil {
 		return s.storeErrorAnswer("", opID, err)
 	}
@@ -77,6 +65,8 @@ func (s *Service) Resolve(ctx context.Context, req ResolveRequest) Answer {
 			log.InfoContext(ctx, "resolution accepted, outcome not recorded yet")
 			return resolutionSentAnswer(opID, req.Outcome)
 		}
+		// The workflow counts the refusal (workflows.MetricResolutionsRefused).
+		log.WarnContext(ctx, "resolution refused or not delivered", "err", err)
 		return s.resolveErrorAnswer(opID, err)
 	}
 	log.InfoContext(ctx, "operation resolved", "state", ans.Result.State)
@@ -84,17 +74,79 @@ func (s *Service) Resolve(ctx context.Context, req ResolveRequest) Answer {
 	return s.resolvedAnswer(refOf(rec), ans.Result, decisionOfWorkflow(ans.Decision))
 }
 
+// ResolutionPayload answers what an operator deciding from the Temporal
+// Web UI's signal dialog or `temporal workflow signal` sends: the
+// operation's workflow, the resolve signal's name and its JSON input,
+// req's decision by the authenticated operator with its resolution token
+// (valid for resolution.TTL). It sends nothing: the workflow decides when
+// a signal carries the input unchanged, to this operation, in time.
+func (s *Service) ResolutionPayload(ctx context.Context, req ResolveRequest) Answer {
+	opID := req.OperationID
+	if _, refusal, ok := s.awaitingReview(ctx, req); !ok {
+		return refusal
+	}
+	operator := req.Caller.Subject
+	res, st, err := s.signedResolution(opID, operator, req)
+	if err != nil {
+		return s.storeErrorAnswer("", opID, err)
+	}
+	s.log.InfoContext(ctx, "resolution payload issued", "operation_id", opID, "operator", operator,
+		"outcome", req.Outcome, "jti", st.ID, "expires_at", st.ExpiresAt, "trace_id", telemetry.TraceID(ctx))
+	return resolutionPayloadAnswer(opID, workflows.SignalResolve, res, st.ExpiresAt)
+}
+
+// awaitingReview checks req's decision and that its operation waits for
+// review, from the truth; otherwise it logs the refusal with its trace and
+// answers it (false).
+func (s *Service) awaitingReview(ctx context.Context, req ResolveRequest) (idemstore.Record, Answer, bool) {
+	opID := req.OperationID
+	rec, refusal := s.reviewRefusal(ctx, req)
+	if refusal.Status == "" {
+		return rec, Answer{}, true
+	}
+	if refusal.Err == nil { // an error is logged where the answer is rendered
+		s.log.WarnContext(ctx, "resolution refused", "operation_id", opID, "operator", req.Caller.Subject,
+			"outcome", req.Outcome, "status", refusal.Status, "trace_id", telemetry.TraceID(ctx))
+	}
+	return rec, refusal, false
+}
+
+// reviewRefusal is why req's decision cannot be sent now, from the truth
+// (the zero Answer when it can), and the operation's record.
+func (s *Service) reviewRefusal(ctx context.Context, req ResolveRequest) (idemstore.Record, Answer) {
+	opID := req.OperationID
+	if problems := req.validate(); len(problems) > 0 {
+		return idemstore.Record{}, invalidResolutionAnswer(opID, problems, "")
+	}
+	rec, err := s.store.Get(ctx, opID)
+	switch {
+	case errors.Is(err, idemstore.ErrNotFound):
+		return rec, opAnswer(status.UnknownOperation, opID)
+	case err != nil:
+		return rec, s.storeErrorAnswer("", opID, fmt.Errorf("resolve %s: %w", opID, err))
+	}
+	if rec.State != operation.StateNeedsReview {
+		// The truth already tells: no need to ask the workflow.
+		if d, ok := decisionOfRecord(rec); ok && rec.State.Terminal() {
+			return rec, alreadyResolvedAnswer(opID, d)
+		}
+		return rec, notAwaitingAnswer(opID, rec.State)
+	}
+	return rec, Answer{}
+}
+
 // signedResolution is req's decision by operator (the ops API's
-// authenticated caller) about opID, with its resolution token.
-func (s *Service) signedResolution(opID, operator string, req ResolveRequest) (operation.Resolution, error) {
+// authenticated caller) about opID, with its resolution token, and the
+// token's statement.
+func (s *Service) signedResolution(opID, operator string, req ResolveRequest) (operation.Resolution, resolution.Statement, error) {
 	res := operation.Resolution{Outcome: req.Outcome, Result: req.Result, Reason: req.Reason, Operator: operator,
 		Note: req.Note, EvidenceURL: req.EvidenceURL}
-	token, _, err := s.resolutions.Issue(opID, operator, res, s.now())
+	token, st, err := s.resolutions.Issue(opID, operator, res, s.now())
 	if err != nil {
-		return operation.Resolution{}, fmt.Errorf("resolve %s: %w", opID, err)
+		return operation.Resolution{}, resolution.Statement{}, fmt.Errorf("resolve %s: %w", opID, err)
 	}
 	res.Token = token
-	return res, nil
+	return res, st, nil
 }
 
 // resolveErrorAnswer maps the workflow's refusal of a decision (or a

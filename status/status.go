@@ -56,6 +56,7 @@ const (
 	NotAwaitingReview      Status = "not_awaiting_review"
 	InvalidResolution      Status = "invalid_resolution"
 	ResolutionSent         Status = "resolution_sent"
+	ResolutionPayload      Status = "resolution_payload"
 	Resolved               Status = "resolved"
 	AlreadyResolved        Status = "already_resolved"
 	OperationsListed       Status = "operations_listed"
@@ -244,6 +245,7 @@ var registry = map[Status]Info{
 	NotAwaitingReview:      {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Class: ClassNotAwaitingReview, Carries: "`state`", When: "ops: a resolve for an operation that is not waiting for review"},
 	InvalidResolution:      {Code: http.StatusBadRequest, Audience: Operator, Kind: Refusal, Class: ClassInvalidResolution, Carries: "`errors`", When: "ops: a resolve body, or a list filter, that is incomplete or inconsistent"},
 	ResolutionSent:         {Code: http.StatusAccepted, Audience: Operator, Kind: Outcome, Carries: "`outcome`", When: "ops: the decision was accepted by the operation's workflow but its outcome was not recorded within the wait"},
+	ResolutionPayload:      {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`workflow_id`, `signal`, `input` (the decision with its `token`), `expires_at`", When: "ops: the resolve signal's input, signed for the authenticated operator, to send from the Temporal Web UI or `temporal workflow signal`; nothing was sent or decided yet"},
 	Resolved:               {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`state`, `decision`, `result`/`reason`, `receipt`", When: "ops: this decision was the first; the operation is now in its final state"},
 	AlreadyResolved:        {Code: http.StatusConflict, Audience: Operator, Kind: Refusal, Class: ClassAlreadyResolved, Carries: "`decision` (who decided what and when)", When: "ops: another decision was made first; this one is refused"},
 	OperationsListed:       {Code: http.StatusOK, Audience: Operator, Kind: Outcome, Carries: "`operations`, `count`", When: "ops: the list of operations"},

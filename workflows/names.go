@@ -24,6 +24,11 @@ const (
 	UpdateResolve = "resolve-once"
 	// QueryState is the query that answers the workflow's current state.
 	QueryState = "state"
+	// MetricResolutionsRefused counts the decisions the workflow refused
+	// (the resolve Update's validator, the resolve signal's handler), by
+	// via (update, signal) and why (the refusal's error type), exported by
+	// the worker's metrics (WORKER_METRICS_URL) under this name.
+	MetricResolutionsRefused = "oncegate_resolutions_refused_total"
 )
 
 // Activity type names as histories record them. The workflow calls its

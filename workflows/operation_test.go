@@ -95,7 +95,12 @@ func input(honours bool) operation.Input {
 // registered, and a pointer to the IdemState values upserted so far.
 func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
+	return newEnvOf(t, &testsuite.WorkflowTestSuite{})
+}
+
+// newEnvOf is newEnv in suite s (with its logger, metrics handler).
+func newEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite) (*testsuite.TestWorkflowEnvironment, *[]string) {
+	t.Helper()
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(workflows.Operation, workflow.RegisterOptions{Name: workflows.OperationWorkflowName})
 	env.RegisterActivity(&activities.Activities{})

@@ -2,14 +2,18 @@ package workflows_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 
+	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/receipt"
 	"github.com/oncegate/oncegate/resolution"
@@ -110,4 +114,73 @@ func TestResolve_OnlyTheGatewaysTokenDecides(t *testing.T) {
 	require.NoError(t, valid.err)
 	assert.Equal(t, "alice", valid.result.Decision.Operator)
 	env.AssertExpectations(t)
+}
+
+// TestResolve_RefusalsAreCounted: every decision the workflow refuses —
+// an Update its validator refuses, a signal its handler refuses, before
+// and after the decision — is counted in oncegate_resolutions_refused_total
+// by via and why, under the name the worker exports; the decision is not.
+func TestResolve_RefusalsAreCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	handler, mp, err := telemetry.SDKMetrics(reg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	var suite testsuite.WorkflowTestSuite
+	suite.SetMetricsHandler(handler)
+	gateway := tokenSigner(t, "r1", 1)
+	in := input(false)
+	in.ResolutionKeys = gateway.PublicKeys()
+	env := reviewEnvOf(t, &suite)
+	env.OnActivity(a.Finalize, mock.Anything, mock.Anything).After(time.Minute).Return(nil).Once()
+
+	completed := operation.Resolution{Outcome: operation.ResolutionCompleted, Result: json.RawMessage(`{"id":"tr_7"}`)}
+	unsigned, expired, valid := &updateCallback{}, &updateCallback{}, &updateCallback{}
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalResolve, completed)
+		env.UpdateWorkflow(workflows.UpdateResolve, "unsigned", unsigned, completed)
+		env.UpdateWorkflow(workflows.UpdateResolve, "expired", expired,
+			issue(t, gateway, in.OperationID, "alice", completed, env.Now().Add(-resolution.TTL-time.Second)))
+	}, 2*time.Hour)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.UpdateResolve, "valid", valid, issue(t, gateway, in.OperationID, "alice", completed, env.Now()))
+	}, 2*time.Hour+time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalResolve, issue(t, gateway, in.OperationID, "alice", completed, env.Now()))
+	}, 2*time.Hour+time.Minute+5*time.Second)
+
+	env.ExecuteWorkflow(workflows.Operation, in)
+
+	assert.Equal(t, operation.StateDone, result(t, env).State)
+	require.True(t, valid.accepted)
+	assert.False(t, unsigned.accepted)
+	assert.False(t, expired.accepted)
+	assert.Equal(t, map[string]float64{
+		"signal/" + workflows.ErrTypeInvalidResolution: 1,
+		"update/" + workflows.ErrTypeInvalidResolution: 2,
+		"signal/" + workflows.ErrTypeAlreadyResolved:   1,
+	}, refusedCounts(t, reg))
+}
+
+// refusedCounts reads workflows.MetricResolutionsRefused from reg, keyed
+// "via/why".
+func refusedCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != workflows.MetricResolutionsRefused {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			// The SDK's OpenTelemetry handler makes its counters
+			// up-down counters: Prometheus reads them as gauges.
+			out[labels["via"]+"/"+labels["why"]] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return out
 }

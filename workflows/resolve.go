@@ -94,7 +94,29 @@ func (r *resolver) register(ctx workflow.Context) error {
 // Update that cannot be the decision. It only reads.
 func (r *resolver) validateUpdate(ctx workflow.Context, res operation.Resolution) error {
 	_, err := r.check(ctx, res)
+	if err != nil {
+		why, message := refusalOf(err)
+		workflow.GetLogger(ctx).Warn("Refused a resolution", "Via", operation.ViaUpdate, "Outcome", res.Outcome,
+			"Operator", res.Operator, "Why", why, "Error", message)
+		countRefused(ctx, operation.ViaUpdate, why)
+	}
 	return err
+}
+
+// refusalOf is a refusal's error type and its reason in words.
+func refusalOf(err error) (why, message string) {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type(), appErr.Message()
+	}
+	return ErrTypeInvalidResolution, err.Error()
+}
+
+// countRefused counts a refused decision in MetricResolutionsRefused (the
+// SDK's handler records nothing while a history replays).
+func countRefused(ctx workflow.Context, via, why string) {
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"via": via, "why": why}).
+		Counter(MetricResolutionsRefused).Inc(1)
 }
 
 // handleUpdate accepts the decision (checked again: two Updates admitted in
@@ -164,13 +186,10 @@ func (r *resolver) accept(ctx workflow.Context, res operation.Resolution, via st
 // SDK's "(type: …, retryable: true)", which a person must not read as
 // "send it again".
 func (r *resolver) refuse(ctx workflow.Context, res operation.Resolution, via string, signal int, err error) {
-	why, message := ErrTypeInvalidResolution, err.Error()
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		why, message = appErr.Type(), appErr.Message()
-	}
+	why, message := refusalOf(err)
 	workflow.GetLogger(ctx).Warn("Refused a resolution", "Via", via, "Outcome", res.Outcome, "Operator", res.Operator,
-		"Why", why, "Error", err)
+		"Why", why, "Error", message, "Signal", signal)
+	countRefused(ctx, via, why)
 	refused := RefusedResolution{Outcome: res.Outcome, Operator: res.Operator, Via: via, At: workflow.Now(ctx),
 		Why: why, Message: message, Signal: signal}
 	r.view.Refused = append(r.view.Refused, refused)

@@ -45,7 +45,12 @@ func (u *updateCallback) refusal() error {
 // reviewEnv is a legacy operation whose status endpoint is down, so it
 // waits for review after the first hour; Finalize takes a minute.
 func reviewEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
-	env, _ := newEnv(t)
+	return reviewEnvOf(t, &testsuite.WorkflowTestSuite{})
+}
+
+// reviewEnvOf is reviewEnv in suite s.
+func reviewEnvOf(t *testing.T, s *testsuite.WorkflowTestSuite) *testsuite.TestWorkflowEnvironment {
+	env, _ := newEnvOf(t, s)
 	env.OnActivity(a.ClaimTruth, mock.Anything, mock.Anything).Return(inFlight, nil)
 	env.OnActivity(a.Execute, mock.Anything, mock.Anything).Return(operation.ExecuteResult{}, startToCloseTimeout())
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(operation.ReconcileResult{},

@@ -43,7 +43,7 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 		"fingerprint_expired", "fingerprint_invalid", "invalid_params", "unauthenticated", "unknown_action",
 		"repeat_unacknowledged", "temporarily_unavailable", "unknown_operation", "not_found",
 		"method_not_allowed", "malformed_request", "request_too_large", "internal_error", "forbidden",
-		"not_awaiting_review", "resolution_sent", "downstream_refused", "resolved", "already_resolved"} {
+		"not_awaiting_review", "resolution_sent", "resolution_payload", "downstream_refused", "resolved", "already_resolved"} {
 		assert.Contains(t, statuses, s)
 	}
 	assert.Contains(t, doc.Components.SecuritySchemes, "bearer")
@@ -171,6 +171,11 @@ func TestValidateResponse(t *testing.T) {
 			`{"status":"resolved",` + base + `,"retryable":false,` + op + `,"state":"DONE","decision":{"operator":"ops","outcome":"completed"}}`, true},
 		{"already resolved", "POST", "/v1/ops/operations/0123456789abcdef0123456789abcdef/resolve", 409, nil,
 			`{"status":"already_resolved",` + base + `,"retryable":false,"decision":{"operator":"ops","outcome":"completed"}}`, true},
+		{"resolution payload", "POST", "/v1/ops/operations/0123456789abcdef0123456789abcdef/resolution-payload", 200, nil,
+			`{"status":"resolution_payload",` + base + `,"retryable":false,` + op + `,"workflow_id":"0123456789abcdef0123456789abcdef",` +
+				`"signal":"resolve","input":{"outcome":"failed","reason":"x","operator":"ops","token":"a.b:c"},"expires_at":"2026-01-02T03:04:05Z"}`, true},
+		{"resolution payload without its input", "POST", "/v1/ops/operations/0123456789abcdef0123456789abcdef/resolution-payload", 200, nil,
+			`{"status":"resolution_payload",` + base + `,"retryable":false,` + op + `,"signal":"resolve"}`, false},
 		{"unknown path", "GET", "/v2/nothing", 200, nil, `{}`, false},
 	}
 	for _, tc := range tests {

@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -311,4 +314,47 @@ func TestBadFlagPrintsOneErrorAndOneUsage(t *testing.T) {
 			assert.NotContains(t, errOut, "Usage of", "only the CLI's usage: %s", errOut)
 		})
 	}
+}
+
+// TestResolvePrintPayload: --print-payload asks the gateway for the
+// resolve signal's input and decides nothing; the command line it prints,
+// run by a shell, hands the temporal CLI that input byte for byte (a
+// quote in the note included).
+func TestResolvePrintPayload(t *testing.T) {
+	input := `{"outcome":"failed","reason":"not in the ledger","operator":"ops","note":"the bank's 'no'","token":"cA.k1:c2ln"}`
+	getenv, reqs := gateway(t, http.StatusOK, `{"status":"resolution_payload","operation_id":"op1","workflow_id":"op1",`+
+		`"signal":"resolve","input":`+input+`,"expires_at":"2026-01-02T03:14:05Z","meaning":"Send it."}`)
+
+	code, out, errOut := runCLI(getenv, "resolve", "op1", "--outcome", "failed", "--reason", "not in the ledger",
+		"--note", "the bank's 'no'", "--print-payload")
+
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, *reqs, 1)
+	assert.Equal(t, "/v1/ops/operations/op1/resolution-payload", (*reqs)[0].path, "a payload, not a decision")
+	for _, want := range []string{"workflow_id", "op1", "signal", "resolve", "2026-01-02T03:14:05Z", input} {
+		assert.Contains(t, out, want)
+	}
+	var command string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "temporal workflow signal ") {
+			command = l
+		}
+	}
+	require.NotEmpty(t, command, out)
+
+	// A temporal that prints its arguments, one a line.
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "temporal"), []byte("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n"), 0o755))
+	sh := exec.Command("sh", "-c", command)
+	sh.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	got, err := sh.Output()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"workflow", "signal", "--workflow-id", "op1", "--name", "resolve", "--input", input},
+		strings.Split(strings.TrimSuffix(string(got), "\n"), "\n"))
+
+	code, out, errOut = runCLI(getenv, "resolve", "op1", "--outcome", "failed", "--reason", "x", "--note", "n", "--print-payload", "--json")
+	require.Equal(t, 0, code, errOut)
+	var printed map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &printed), "--json prints the answer: %s", out)
+	assert.Equal(t, "resolution_payload", printed["status"])
 }

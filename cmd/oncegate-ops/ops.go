@@ -24,7 +24,10 @@ commands:
   list [--state needs_manual_review|in_flight|completed|failed] [--older-than DURATION] [--json]
   show <operation_id> [--json]
   resolve <operation_id> --outcome completed|failed [--result JSON] [--reason TEXT] --note TEXT
-          [--evidence-url URL] [--json]
+          [--evidence-url URL] [--print-payload] [--json]
+          --print-payload decides nothing: it prints the resolve signal's
+          input, signed for you (valid 10 minutes), and the temporal
+          workflow signal command that sends it (or paste it in the Web UI)
   limits show --subject SUBJECT [--role ROLE] [--json]
   limits reset --subject SUBJECT [--json]
   approvals [--state pending|approved|declined] [--json]
@@ -220,6 +223,7 @@ func (c *cli) resolve(ctx context.Context, args []string) error {
 	reason := fs.String("reason", "", "why it failed (required when failed)")
 	note := fs.String("note", "", "what you checked and why you decided so (required)")
 	evidence := fs.String("evidence-url", "", "a link to the evidence (statement, ticket)")
+	payload := fs.Bool("print-payload", false, "decide nothing: print the signed resolve signal input for the Temporal Web UI or temporal workflow signal")
 	asJSON := c.jsonFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -250,6 +254,16 @@ func (c *cli) resolve(ctx context.Context, args []string) error {
 	ops, err := c.gateway()
 	if err != nil {
 		return err
+	}
+	if *payload {
+		signal, err := ops.ResolutionPayload(ctx, pos[0], req)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.printJSON(signal.Raw)
+		}
+		return printPayload(c.stdout, signal)
 	}
 	resolved, err := ops.Resolve(ctx, pos[0], req)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -86,6 +87,43 @@ func printResolved(w io.Writer, a *client.Resolved) error {
 	line("failure_kind", a.FailureKind)
 	line("meaning", a.Meaning)
 	return fields.flush()
+}
+
+// printPayload writes a resolution payload for a person: the signal to
+// send, its input, until when, and the Temporal CLI command that sends it
+// (which reads TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE).
+func printPayload(w io.Writer, a *client.ResolutionPayload) error {
+	var input bytes.Buffer
+	if err := json.Compact(&input, a.Input); err != nil {
+		return fmt.Errorf("resolution payload: input: %w", err)
+	}
+	fields := newFieldWriter(w)
+	fields.line("status", string(a.Status))
+	fields.line("workflow_id", a.WorkflowID)
+	fields.line("signal", a.Signal)
+	fields.line("expires_at", stamp(a.ExpiresAt))
+	fields.line("input", input.String())
+	fields.line("meaning", a.Meaning)
+	if err := fields.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nsend it (or paste input into the Web UI's Signal dialog of the workflow):\n%s\n",
+		signalCommand(a.WorkflowID, a.Signal, input.String()))
+	return err
+}
+
+// signalCommand is the temporal CLI command line that sends input as
+// signal to workflow id, each argument quoted for a POSIX shell.
+func signalCommand(id, signal, input string) string {
+	return strings.Join([]string{"temporal", "workflow", "signal", "--workflow-id", shellQuote(id), "--name",
+		shellQuote(signal), "--input", shellQuote(input)}, " ")
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, each single
+// quote in s ending the quoted text, escaped with a backslash, and
+// starting it again.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // fieldWriter prints aligned "key  value" lines for a person, each value
