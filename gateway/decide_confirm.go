@@ -732,6 +732,11 @@ func claimAnswerOf(owner string, d idemstore.ClaimDecision, err error, now time.
 		return claimAnswer{Kind: claimMismatch}
 	case idemstore.OutcomeLimitExceeded:
 		return claimAnswer{Kind: claimOverBudget, Usage: d.Usage}
+	case idemstore.OutcomeMandateRefused:
+		// The gateway claims under no mandate yet (Claim.Mandate is never
+		// set), so the truth cannot refuse it so.
+		return claimAnswer{Kind: claimFailed, Err: errors.New("claim refused under a mandate the gateway did not name: " +
+			string(d.MandateRefusal))}
 	}
 	return claimAnswer{Kind: claimFailed, Err: errors.New("unknown claim outcome " + string(d.Outcome))}
 }

@@ -123,7 +123,7 @@ func (s *Store) decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (id
 		return idemstore.ClaimDecision{Outcome: outcome, Owner: str(1), ClaimedAt: claimedAt, Record: idemstore.Record{
 			OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateInFlight, Owner: str(1), ClaimedAt: claimedAt,
 		}}, nil
-	case idemstore.OutcomeLimitExceeded: // budgets are the truth's alone; the script never answers it
+	case idemstore.OutcomeLimitExceeded, idemstore.OutcomeMandateRefused: // budgets and mandates are the truth's alone; the script never answers them
 		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)
 	default:
 		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)
