@@ -88,24 +88,8 @@ type Mandate struct {
 	ID string `json:"mandate_id"`
 	// Subject is whose agent it authorizes and whose passkey signs it.
 	Subject string `json:"subject"`
-	// Actions are the scopes it covers, sorted.
-	Actions []string `json:"actions"`
-	// Currency is the one ISO 4217 currency it covers.
-	Currency string `json:"currency"`
-	// MaxPerOperation is the largest amount one operation may have.
-	MaxPerOperation apd.Decimal `json:"max_per_operation"`
-	// MaxTotal is the most all its operations may reserve together.
-	MaxTotal apd.Decimal `json:"max_total"`
-	// MaxCount is the most operations it covers.
-	MaxCount int `json:"max_count"`
-	// Payees are the payee ids it covers, sorted; nil when PayeesKnown.
-	Payees []string `json:"payees,omitempty"`
-	// PayeesKnown reports a mandate for payees already paid.
-	PayeesKnown bool `json:"payees_known,omitempty"`
-	// NotBefore is when it starts covering.
-	NotBefore time.Time `json:"not_before"`
-	// ExpiresAt is when it stops covering (exclusive).
-	ExpiresAt time.Time `json:"expires_at"`
+	// Bounds are what it covers: what its person signs.
+	Bounds
 	// Description is the agent's free text. It is shown nowhere as
 	// authority and is not part of the signed statement.
 	Description string `json:"description,omitempty"`
@@ -127,9 +111,9 @@ type Mandate struct {
 	Evidence []byte `json:"-"`
 	// EvidenceSHA256 is the hex SHA-256 of Evidence.
 	EvidenceSHA256 string `json:"evidence_sha256,omitempty"`
-	// StatementSHA256 is the hex SHA-256 of the canonical statement signed
-	// (fixed at the proposal: what its person signs): what receipts, records and workflow inputs
-	// name.
+	// StatementSHA256 is the hex SHA-256 of its canonical statement, fixed
+	// at the proposal (what its person signs): what the claims under it
+	// record.
 	StatementSHA256 string `json:"statement_sha256,omitempty"`
 	// SignTraceID is the trace of the signature.
 	SignTraceID string `json:"sign_trace_id,omitempty"`
@@ -139,6 +123,32 @@ type Mandate struct {
 	RevokedBy string `json:"revoked_by,omitempty"`
 	// RevokeTraceID is the trace of the revocation.
 	RevokeTraceID string `json:"revoke_trace_id,omitempty"`
+}
+
+// Bounds are a mandate's limits: the actions, the currency, the three
+// maxima, the payees and the time window. A proposal carries them as the
+// agent sent them; a mandate as Validate normalized them (actions and
+// payees sorted, decimals reduced, times to the second).
+type Bounds struct {
+	// Actions are the scopes it covers, sorted.
+	Actions []string `json:"actions"`
+	// Currency is the one ISO 4217 currency it covers.
+	Currency string `json:"currency"`
+	// MaxPerOperation is the largest amount one operation may have.
+	MaxPerOperation apd.Decimal `json:"max_per_operation"`
+	// MaxTotal is the most all its operations may reserve together.
+	MaxTotal apd.Decimal `json:"max_total"`
+	// MaxCount is the most operations it covers.
+	MaxCount int `json:"max_count"`
+	// Payees are the payee ids it covers, sorted; nil when PayeesKnown.
+	Payees []string `json:"payees,omitempty"`
+	// PayeesKnown reports a mandate for payees already paid.
+	PayeesKnown bool `json:"payees_known,omitempty"`
+	// NotBefore is when it starts covering (zero in a proposal: at the
+	// proposal).
+	NotBefore time.Time `json:"not_before,omitzero"`
+	// ExpiresAt is when it stops covering (exclusive).
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // StateAt is the mandate's state at now: a PROPOSED or ACTIVE mandate at

@@ -24,9 +24,9 @@ var now = time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
 
 // proposal is a valid proposal: 10 × 100.00 USD, 500.00 in total, for a day.
 func proposal(t *testing.T) mandate.Proposal {
-	return mandate.Proposal{Actions: []string{"payments.transfer", "payments.transfer"}, Currency: " usd ",
-		MaxPerOperation: dec(t, "100.00"), MaxTotal: dec(t, "500.00"), MaxCount: 10, Payees: []string{"p-2", "p-1"},
-		ExpiresAt: now.Add(24 * time.Hour), Description: "pay the invoices"}
+	return mandate.Proposal{Description: "pay the invoices", Bounds: mandate.Bounds{
+		Actions: []string{"payments.transfer", "payments.transfer"}, Currency: " usd ", MaxPerOperation: dec(t, "100.00"),
+		MaxTotal: dec(t, "500.00"), MaxCount: 10, Payees: []string{"p-2", "p-1"}, ExpiresAt: now.Add(24 * time.Hour)}}
 }
 
 func TestValidate(t *testing.T) {

@@ -36,24 +36,8 @@ var identifier = precis.NewIdentifier()
 // Proposal is what an agent proposes (POST /v1/mandates): every bound of
 // a mandate; the subject comes from its token, never from the body.
 type Proposal struct {
-	// Actions are the scopes it is to cover.
-	Actions []string `json:"actions"`
-	// Currency is the one currency (trimmed, upper-cased).
-	Currency string `json:"currency"`
-	// MaxPerOperation is the largest amount of one operation.
-	MaxPerOperation apd.Decimal `json:"max_per_operation"`
-	// MaxTotal is the most all its operations together.
-	MaxTotal apd.Decimal `json:"max_total"`
-	// MaxCount is the most operations.
-	MaxCount int `json:"max_count"`
-	// Payees are the payee ids covered; empty when PayeesKnown.
-	Payees []string `json:"payees,omitempty"`
-	// PayeesKnown asks for "payees already paid" instead of a list.
-	PayeesKnown bool `json:"payees_known,omitempty"`
-	// NotBefore is when it starts (zero: at the proposal).
-	NotBefore time.Time `json:"not_before,omitzero"`
-	// ExpiresAt is when it ends.
-	ExpiresAt time.Time `json:"expires_at"`
+	// Bounds are the limits proposed.
+	Bounds
 	// Description is free text for the person; never authority.
 	Description string `json:"description,omitempty"`
 }
@@ -69,8 +53,8 @@ func Validate(p Proposal, id, subject string, now time.Time, maxLifetime time.Du
 	}
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	m := Mandate{ID: id, Subject: subject, Currency: strings.ToUpper(strings.TrimSpace(p.Currency)), MaxCount: p.MaxCount,
-		PayeesKnown: p.PayeesKnown, Description: p.Description, State: StateProposed, ProposedAt: now}
+	m := Mandate{ID: id, Subject: subject, Description: p.Description, State: StateProposed, ProposedAt: now,
+		Bounds: Bounds{Currency: strings.ToUpper(strings.TrimSpace(p.Currency)), MaxCount: p.MaxCount, PayeesKnown: p.PayeesKnown}}
 	if subject == "" {
 		bad("no subject")
 	}

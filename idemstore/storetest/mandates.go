@@ -276,10 +276,10 @@ type bounds struct {
 func proposed(t *testing.T, s MandateStore, subject string, b bounds) mandate.Mandate {
 	t.Helper()
 	now := time.Now()
-	m := mandate.Mandate{ID: NewKey(t), Subject: subject, Actions: []string{"payments.transfer"}, Currency: "USD",
-		MaxPerOperation: dec(t, "100.00"), MaxTotal: dec(t, "500.00"), MaxCount: 10, Payees: []string{"p-1", "p-2"},
-		NotBefore: now.Add(-time.Minute).Truncate(time.Second), ExpiresAt: now.Add(time.Hour).Truncate(time.Second),
-		Description: "invoices", ProposedAt: now.Truncate(time.Microsecond), ProposeTraceID: "t-propose"}
+	m := mandate.Mandate{ID: NewKey(t), Subject: subject, Description: "invoices", ProposedAt: now.Truncate(time.Microsecond),
+		ProposeTraceID: "t-propose", Bounds: mandate.Bounds{Actions: []string{"payments.transfer"}, Currency: "USD",
+			MaxPerOperation: dec(t, "100.00"), MaxTotal: dec(t, "500.00"), MaxCount: 10, Payees: []string{"p-1", "p-2"},
+			NotBefore: now.Add(-time.Minute).Truncate(time.Second), ExpiresAt: now.Add(time.Hour).Truncate(time.Second)}}
 	if b.count > 0 {
 		m.MaxCount = b.count
 		m.MaxTotal = dec(t, "1000")
