@@ -118,6 +118,25 @@ func Validate(p Proposal, id, subject string, now time.Time, maxLifetime time.Du
 	return m, nil
 }
 
+// Sane checks what every stored mandate holds whoever built it (the
+// truth's table checks the same): positive maxima, max_total at least
+// max_per_operation, a count of at least 1, expires_at after not_before,
+// and payees listed unless PayeesKnown. An error wraps ErrInvalid. Stores
+// refuse to propose a mandate that is not sane; Validate's proposals are.
+func Sane(m Mandate) error {
+	switch {
+	case m.MaxPerOperation.Sign() <= 0 || m.MaxTotal.Cmp(&m.MaxPerOperation) < 0:
+		return fmt.Errorf("%w: maxima %s per operation, %s in total", ErrInvalid, m.MaxPerOperation.Text('f'), m.MaxTotal.Text('f'))
+	case m.MaxCount < 1:
+		return fmt.Errorf("%w: max_count %d", ErrInvalid, m.MaxCount)
+	case !m.ExpiresAt.After(m.NotBefore):
+		return fmt.Errorf("%w: expires_at not after not_before", ErrInvalid)
+	case !m.PayeesKnown && len(m.Payees) == 0:
+		return fmt.Errorf("%w: no payees", ErrInvalid)
+	}
+	return nil
+}
+
 // checkAmount reports through bad unless d is positive with at most scale decimal places.
 func checkAmount(bad func(string, ...any), name string, d *apd.Decimal, scale int) {
 	var r apd.Decimal

@@ -62,7 +62,8 @@ const DefaultListLimit = 100
 // them). The reservation itself is made by the claim
 // (idemstore.Claim.Mandate), in the claim's own transaction.
 type Store interface {
-	// ProposeMandate records m (PROPOSED); m.ID must be new.
+	// ProposeMandate records m (PROPOSED); m.ID must be new, and m
+	// mandate.Sane (ErrInvalid otherwise).
 	ProposeMandate(ctx context.Context, m Mandate) (Mandate, error)
 	// Mandate reads one mandate with its usage, or ErrNotFound.
 	Mandate(ctx context.Context, id string) (Mandate, error)

@@ -69,11 +69,15 @@ func (s *Store) releaseMandate(opID, kind string, now time.Time) {
 }
 
 // ProposeMandate records m PROPOSED, with its statement's hash; an id
-// that exists already is refused.
+// that exists already is refused, and mandate.ErrInvalid when it is not
+// mandate.Sane.
 func (s *Store) ProposeMandate(_ context.Context, m mandate.Mandate) (mandate.Mandate, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.answer(uncounted); err != nil {
+		return mandate.Mandate{}, fmt.Errorf("propose mandate %s: %w", m.ID, err)
+	}
+	if err := mandate.Sane(m); err != nil {
 		return mandate.Mandate{}, fmt.Errorf("propose mandate %s: %w", m.ID, err)
 	}
 	if _, ok := s.mandates[m.ID]; ok {

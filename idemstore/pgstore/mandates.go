@@ -73,8 +73,12 @@ func scanMandate(row pgx.Row) (mandate.Mandate, error) {
 	return m, nil
 }
 
-// ProposeMandate records m PROPOSED, with its statement's hash.
+// ProposeMandate records m PROPOSED, with its statement's hash;
+// mandate.ErrInvalid when it is not mandate.Sane.
 func (s *Store) ProposeMandate(ctx context.Context, m mandate.Mandate) (mandate.Mandate, error) {
+	if err := mandate.Sane(m); err != nil {
+		return mandate.Mandate{}, fmt.Errorf("propose mandate %s: %w", m.ID, err)
+	}
 	m.State, m.StatementSHA256 = mandate.StateProposed, mandate.StatementSHA256(m)
 	var payees []string
 	if !m.PayeesKnown {

@@ -70,6 +70,27 @@ func ExerciseMandates(t *testing.T, newStore func(t *testing.T) MandateStore) {
 		refused(t, s, c, mandate.ReasonNotApplicable)
 	})
 
+	t.Run("InsaneBoundsAreNeverStored", func(t *testing.T) {
+		t.Parallel()
+		s, subject := setup(t)
+		good := proposed(t, s, subject, bounds{})
+		for name, change := range map[string]func(*mandate.Mandate){
+			"total below per operation": func(m *mandate.Mandate) { m.MaxTotal = dec(t, "99.99") },
+			"zero per operation":        func(m *mandate.Mandate) { m.MaxPerOperation = dec(t, "0") },
+			"no count":                  func(m *mandate.Mandate) { m.MaxCount = 0 },
+			"ends when it begins":       func(m *mandate.Mandate) { m.ExpiresAt = m.NotBefore },
+			"no payees":                 func(m *mandate.Mandate) { m.Payees = nil },
+		} {
+			m := good
+			m.ID = NewKey(t)
+			change(&m)
+			_, err := s.ProposeMandate(ctx, m)
+			require.ErrorIs(t, err, mandate.ErrInvalid, name)
+			_, err = s.Mandate(ctx, m.ID)
+			require.ErrorIs(t, err, mandate.ErrNotFound, "%s: nothing stored", name)
+		}
+	})
+
 	t.Run("SigningActivatesOnceWithTheSubjectsPasskey", func(t *testing.T) {
 		t.Parallel()
 		s, subject := setup(t)
