@@ -81,6 +81,7 @@ func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operat
 		ApprovalSHA256: in.ApprovalSHA256,
 		ActingClient:   in.ActingClient,
 		Charge:         in.Charge,
+		Mandate:        in.Mandate,
 	})
 	if err != nil {
 		return operation.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"github.com/oncegate/oncegate/approval"
+	"github.com/oncegate/oncegate/operation"
 )
 
 // State is where a mandate is in its life.
@@ -162,19 +163,8 @@ func (m Mandate) StateAt(now time.Time) State {
 
 // Use is what a confirm asks of a mandate: the claim reserves Amount and
 // one of the count, or is refused with a reason (idemstore.Claim.Mandate).
-type Use struct {
-	// MandateID is the mandate.
-	MandateID string `json:"mandate_id"`
-	// StatementSHA256 is the hex SHA-256 of the mandate's signed statement,
-	// as the gateway read it (recorded with the claim).
-	StatementSHA256 string `json:"statement_sha256,omitempty"`
-	// Amount is the operation's amount.
-	Amount apd.Decimal `json:"amount"`
-	// Currency is its currency.
-	Currency string `json:"currency"`
-	// Payee is its payee id.
-	Payee string `json:"payee"`
-}
+// It is operation.MandateUse, which the workflow's input carries.
+type Use = operation.MandateUse
 
 // Check decides whether m covers u, an operation of subject and scope, at
 // now: "" when it does, else the reason it does not, in the order of

@@ -330,6 +330,15 @@ func active(t *testing.T, s MandateStore, subject string, b bounds) mandate.Mand
 	return got
 }
 
+// ActiveMandate is a fresh ACTIVE mandate of subject for payments.transfer
+// (10 × 100.00 USD, 500.00 in total, payees p-1 and p-2, from a minute ago
+// for an hour), signed by a fresh passkey of theirs: for the tests of the
+// confirm under a mandate.
+func ActiveMandate(t *testing.T, s MandateStore, subject string) mandate.Mandate {
+	t.Helper()
+	return active(t, s, subject, bounds{})
+}
+
 // signed is m's signature by passkey cred carrying count, now.
 func signed(m mandate.Mandate, cred string, count uint32) mandate.Signed {
 	return mandate.Signed{ID: m.ID, Subject: m.Subject, StatementSHA256: m.StatementSHA256, CredentialID: cred, SignCount: count,
