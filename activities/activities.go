@@ -28,6 +28,11 @@ import (
 // refused over budget after its takeover.
 const ReasonLimitExceeded = "limit_exceeded: the amount no longer fits the subject's budget"
 
+// ReasonMandateRefused is the reason of an operation whose claim the truth
+// refused under its mandate after its takeover (revoked, expired or used
+// up meanwhile); the refusal's code follows it.
+const ReasonMandateRefused = "mandate_refused: the operation is no longer inside its mandate: "
+
 // HeaderIdempotencyKey is the header carrying the operation_id to an HTTP downstream.
 const HeaderIdempotencyKey = downstream.HeaderIdempotencyKey
 
@@ -76,6 +81,7 @@ func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operat
 		ApprovalSHA256: in.ApprovalSHA256,
 		ActingClient:   in.ActingClient,
 		Charge:         in.Charge,
+		Mandate:        in.Mandate,
 	})
 	if err != nil {
 		return operation.ClaimResult{}, fmt.Errorf("claim truth %s: %w", in.OperationID, err)
@@ -109,6 +115,12 @@ func (a *Activities) ClaimTruth(ctx context.Context, in operation.Input) (operat
 		a.logger().Warn("claim refused over budget", "operation_id", in.OperationID, "subject", in.Subject)
 		return operation.ClaimResult{Final: operation.Final{State: operation.StateFailed, Reason: ReasonLimitExceeded,
 			FailureKind: operation.FailureNotSent}}, nil
+	case idemstore.OutcomeMandateRefused:
+		// As over budget: the truth never held this claim, and its mandate
+		// no longer covers it; it ends here, never sent.
+		a.logger().Warn("claim refused under its mandate", "operation_id", in.OperationID, "reason", d.MandateRefusal)
+		return operation.ClaimResult{Final: operation.Final{State: operation.StateFailed,
+			Reason: ReasonMandateRefused + string(d.MandateRefusal), FailureKind: operation.FailureNotSent}}, nil
 	case idemstore.OutcomeParamMismatch:
 		a.logger().Error("truth holds the operation with another param_hash", "operation_id", in.OperationID)
 		return operation.ClaimResult{}, temporal.NewNonRetryableApplicationError(

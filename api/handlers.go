@@ -36,12 +36,14 @@ type confirmBody struct {
 	Params json.RawMessage `json:"params"`
 	// AcknowledgeRepeatOf acknowledges the amnesia guard's recent operation.
 	AcknowledgeRepeatOf string `json:"acknowledge_repeat_of,omitempty"`
+	// MandateID names the standing mandate to confirm under (docs/contract.md §7c).
+	MandateID string `json:"mandate_id,omitempty"`
 }
 
 // slots makes confirmBody a membersBody.
 func (r *confirmBody) slots() []memberSlot {
 	return []memberSlot{{name: "fingerprint", str: &r.Fingerprint}, {name: "params", raw: &r.Params},
-		{name: "acknowledge_repeat_of", str: &r.AcknowledgeRepeatOf}}
+		{name: "acknowledge_repeat_of", str: &r.AcknowledgeRepeatOf}, {name: "mandate_id", str: &r.MandateID}}
 }
 
 // handlePreview serves POST /v1/actions/:scope/preview.
@@ -108,7 +110,7 @@ func confirmOf(scope string, caller gateway.Caller, raw []byte) (gateway.Confirm
 		r, ok = requireMember("params", body.Params)
 	}
 	return gateway.ConfirmRequest{Caller: caller, Scope: scope, Fingerprint: body.Fingerprint, Params: body.Params,
-		AcknowledgeRepeatOf: body.AcknowledgeRepeatOf}, r, ok
+		AcknowledgeRepeatOf: body.AcknowledgeRepeatOf, MandateID: body.MandateID}, r, ok
 }
 
 // handleStatus serves GET /v1/operations/:id, the get_operation_status tool.

@@ -71,6 +71,10 @@ type Policy struct {
 	// Approvers names who approves instead of the subject alone (nil: the
 	// subject's own passkey, one decision).
 	Approvers *Approvers `json:"approvers,omitempty"`
+	// Mandates lets a standing mandate of the subject (package mandate)
+	// cover an operation instead of this approval (the catalog's
+	// approval.mandates: allowed; default never).
+	Mandates bool `json:"mandates,omitempty"`
 }
 
 // Asks reports whether the policy can ask for approval at all (the zero

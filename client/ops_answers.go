@@ -59,6 +59,11 @@ type OperationRecord struct {
 	// ApprovalSHA256 is the digest of the approval's evidence, when a
 	// person approved the operation.
 	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
+	// MandateID is the standing mandate it was confirmed under instead of
+	// a per-operation approval, when one was.
+	MandateID string `json:"mandate_id,omitempty"`
+	// MandateSHA256 is the SHA-256 of that mandate's signed statement.
+	MandateSHA256 string `json:"mandate_sha256,omitempty"`
 	// CompletedAt is when it reached its final state.
 	CompletedAt time.Time `json:"completed_at,omitzero"`
 	// CreatedAt is when it was claimed first.

@@ -69,8 +69,9 @@ func (s *Service) approvalLink(fp, opID string, canonical []byte) string {
 // missing (a): the request is recorded PENDING, so that operators see what
 // waits for a person (a decided record is left as it is), and the answer
 // links the approval page. It touches no claim, Redis, engine or
-// downstream.
-func (s *Service) approvalRequired(ctx context.Context, call *confirmCall, a approvalAnswer) Answer {
+// downstream. mandateRefusal, when set, is why the standing mandate tried
+// did not cover the operation: the answer carries it.
+func (s *Service) approvalRequired(ctx context.Context, call *confirmCall, a approvalAnswer, mandateRefusal approval.Reason) Answer {
 	p := call.payload
 	traceID := call.trace(ctx)
 	asked, err := s.approvals.RequestApproval(ctx, s.approvalRequest(p, call.bound.canonical, call.action.Approval.Approvers, traceID))
@@ -85,7 +86,11 @@ func (s *Service) approvalRequired(ctx context.Context, call *confirmCall, a app
 		// answer with the fingerprint's own request.
 		asked.Subject, asked.Scope, asked.ParamHash, asked.State = p.Subject, p.Scope, p.ParamHash, approval.StatePending
 	}
-	return approvalRequiredAnswer(p.Nonce, asked, s.approvalLink(call.req.Fingerprint, p.Nonce, call.bound.canonical))
+	r := approvalRequiredAnswer(p.Nonce, asked, s.approvalLink(call.req.Fingerprint, p.Nonce, call.bound.canonical))
+	if mandateRefusal != "" {
+		r = r.With("mandate", mandateRefusalView{MandateID: call.mandateTried(), Reason: mandateRefusal})
+	}
+	return r
 }
 
 // approvalRequest is the request to approve the operation of fingerprint

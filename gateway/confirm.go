@@ -14,6 +14,7 @@ import (
 	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/telemetry"
 	"github.com/oncegate/oncegate/internal/watch"
+	"github.com/oncegate/oncegate/mandate"
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/status"
 )
@@ -46,6 +47,10 @@ type confirmCall struct {
 	// under (empty when none was needed): stored with the claim, named by
 	// every receipt.
 	approvalSHA256 string
+	// mandate is the standing mandate the operation is claimed under
+	// instead of its approval (nil: none): the claim reserves it, and the
+	// workflow's input and every receipt name it.
+	mandate *mandate.Use
 	// feed is the outcome feed's watch, begun before this confirm's start
 	// (nil: none).
 	feed *idemstore.OutcomeWatch
@@ -122,6 +127,8 @@ func (s *Service) ask(ctx context.Context, call *confirmCall, plan confirmPlan, 
 		rec, err := s.approvals.Approval(ctx, call.opID())
 		f.Approval = approvalAnswerOf(call.payload, rec, err, s.now())
 		call.approvalSHA256 = f.Approval.Gate.EvidenceSHA256
+	case confirmAskMandate:
+		f.Mandate = s.mandateFor(ctx, call)
 	case confirmAskClaim:
 		f.Claim = s.acquire(ctx, call)
 	case confirmAskRecord:
@@ -183,7 +190,7 @@ func (s *Service) act(ctx context.Context, call *confirmCall, p confirmPlan) Ans
 	case actRepeatUnacknowledged:
 		return s.repeatUnacknowledged(ctx, call)
 	case actApprovalRequired:
-		return s.approvalRequired(ctx, call, p.Approval)
+		return s.approvalRequired(ctx, call, p.Approval, p.MandateRefusal)
 	case actApprovalDeclined:
 		return approvalDeclinedAnswer(opID, *p.Approval.Record)
 	case actRefuse:
@@ -267,7 +274,7 @@ func (s *Service) acquire(ctx context.Context, call *confirmCall) claimAnswer {
 		OperationID: call.opID(), ParamHash: call.bound.paramHash, Owner: call.owner, Subject: call.req.Caller.Subject,
 		ActingClient: call.req.Caller.Client, Scope: call.action.Scope, InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
 		FingerprintExp: call.payload.ExpiresAt(), BoundParams: call.bound.canonical, Charge: call.charge,
-		ApprovalSHA256: call.approvalSHA256, IntentWindow: call.action.IntentWindow(),
+		ApprovalSHA256: call.approvalSHA256, IntentWindow: call.action.IntentWindow(), Mandate: call.mandate,
 	})
 	if err == nil {
 		s.metrics.claims.WithLabelValues(string(d.Outcome)).Inc()
@@ -347,7 +354,7 @@ func (s *Service) start(ctx context.Context, call *confirmCall, own operation.Ow
 		InFlightTTL: call.action.InFlightTTL, TerminalTTL: call.action.TerminalTTL,
 		Downstream: call.action.Downstream.Plan(), Summary: operation.Summary(call.action.Scope, params, call.action.SummaryField),
 		Charge: call.charge, ApprovalSHA256: call.approvalSHA256, ResolutionKeys: s.resolutions.PublicKeys(),
-		ActingClient: client,
+		ActingClient: client, Mandate: call.mandate,
 	}
 	if s.outcomes != nil && !s.store.Degraded() {
 		if w, ok := s.outcomes.Watch(call.opID()); ok {

@@ -8,6 +8,7 @@ import (
 	"github.com/oncegate/oncegate/fingerprint"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/params"
+	"github.com/oncegate/oncegate/mandate"
 	"github.com/oncegate/oncegate/operation"
 )
 
@@ -19,7 +20,8 @@ import (
 // The facts, in the order they are asked: the caller's scope, the
 // subject's rate, the params,
 // the fingerprint's verdict (with the amnesia guard's acknowledgement),
-// the approval, the claim (with the budget, reserved in the truth's
+// the approval, the standing mandate that may stand in for a missing one,
+// the claim (with the budget, reserved in the truth's
 // statement), the workflow's existence and the takeover of an orphan, the
 // start, and the wait for the outcome. TestDecideConfirm covers every path,
 // checked against a walk of every answer of every call.
@@ -44,6 +46,10 @@ const (
 	// confirmAskApproval: the stored approval of the operation (its
 	// fingerprint asks for one and is before its exp).
 	confirmAskApproval
+	// confirmAskMandate: the subject's standing mandate that may cover the
+	// operation instead of the approval the gate found missing (the one the
+	// body names, or the one the gateway picks).
+	confirmAskMandate
 	// confirmAskClaim: the store's Acquire (a fingerprint before its exp).
 	confirmAskClaim
 	// confirmAskRecord: the store's Outcome (a fingerprint at or past its exp:
@@ -170,6 +176,40 @@ type approvalAnswer struct {
 	Err error
 }
 
+// mandateKind is what the gateway found of a standing mandate for an
+// operation whose approval is missing.
+type mandateKind int
+
+const (
+	// mandateNotAsked: no mandate was looked for.
+	mandateNotAsked mandateKind = iota
+	// mandateNone: the action allows no mandate, or the confirm names none
+	// and the subject has none for the action and currency: the ordinary
+	// approval is asked.
+	mandateNone
+	// mandateFound: the confirm claims under Use; the truth checks it and
+	// reserves it in the claim's statement, or refuses it.
+	mandateFound
+	// mandateRefused: the mandate the confirm names cannot cover the
+	// operation (Reason), known before any claim: the ordinary approval
+	// is asked, carrying it.
+	mandateRefused
+	// mandateFailed: the mandates could not be read (Err).
+	mandateFailed
+)
+
+// mandateAnswer is the standing mandate found for the operation.
+type mandateAnswer struct {
+	// Kind is what was found.
+	Kind mandateKind
+	// Use is what the claim asks of the mandate (mandateFound).
+	Use *mandate.Use
+	// Reason is why the named mandate does not cover it (mandateRefused).
+	Reason approval.Reason
+	// Err is the store's error (mandateFailed).
+	Err error
+}
+
 // claimKind is what the store said about the operation, classified.
 type claimKind int
 
@@ -197,6 +237,9 @@ const (
 	// claimOverBudget: the truth refused the claim over the subject's
 	// budget (Usage says what its windows hold); nothing was claimed.
 	claimOverBudget
+	// claimMandateRefused: the truth refused the claim because its mandate
+	// does not cover it (MandateRefusal says why); nothing was claimed.
+	claimMandateRefused
 )
 
 // claimAnswer is the store's answer about the operation.
@@ -218,6 +261,9 @@ type claimAnswer struct {
 	Err error
 	// Usage is what the charge's windows held (claimOverBudget).
 	Usage []operation.WindowUsage
+	// MandateRefusal is why the mandate does not cover the claim
+	// (claimMandateRefused).
+	MandateRefusal approval.Reason
 }
 
 // workflowKind is what the engine said about the operation's workflow.
@@ -343,6 +389,8 @@ type confirmFacts struct {
 	Verify verifyAnswer
 	// Approval is the approval gate's verdict.
 	Approval approvalAnswer
+	// Mandate is the standing mandate found instead of a missing approval.
+	Mandate mandateAnswer
 	// Claim is the store's answer about the operation (Acquire or Get).
 	Claim claimAnswer
 	// Workflow is the engine's answer about the operation's workflow.
@@ -384,7 +432,8 @@ const (
 	// actRepeatUnacknowledged: repeat_unacknowledged, nothing runs.
 	actRepeatUnacknowledged
 	// actApprovalRequired: approval_required, the request recorded PENDING
-	// for operators (confirmPlan.Approval).
+	// for operators (confirmPlan.Approval), carrying why the mandate did
+	// not cover it (confirmPlan.MandateRefusal, when one was tried).
 	actApprovalRequired
 	// actApprovalDeclined: approval_declined (confirmPlan.Approval).
 	actApprovalDeclined
@@ -481,6 +530,9 @@ type confirmPlan struct {
 	Ignored error
 	// Usage is what the charge's windows held (actOverBudget).
 	Usage []operation.WindowUsage
+	// MandateRefusal is why the standing mandate did not cover the
+	// operation (actApprovalRequired; empty: none was tried).
+	MandateRefusal approval.Reason
 }
 
 // decideConfirm says what a confirm asks next, or what it does. It does no I/O.
@@ -511,6 +563,14 @@ func decideConfirm(f confirmFacts) confirmPlan {
 		return decided(confirmPlan{Action: actExpired})
 	case claimOverBudget:
 		return decided(confirmPlan{Action: actOverBudget, Usage: c.Usage})
+	case claimMandateRefused:
+		// Outside its mandate: nothing was claimed or reserved; the
+		// ordinary approval is asked, carrying the reason.
+		if f.Mandate.Kind != mandateFound {
+			return decided(confirmPlan{Action: actInternal, Err: errors.New("claim refused under a mandate the confirm did not name: " +
+				string(c.MandateRefusal))})
+		}
+		return decided(confirmPlan{Action: actApprovalRequired, Approval: f.Approval, MandateRefusal: c.MandateRefusal})
 	case claimFailed:
 	}
 	return decided(confirmPlan{Action: actUnavailable, Err: c.Err})
@@ -579,6 +639,20 @@ func decideAdmission(f confirmFacts) (confirmPlan, bool) {
 	case approval.VerdictDeclined:
 		return decided(confirmPlan{Action: actApprovalDeclined, Approval: a}), true
 	case approval.VerdictRequired:
+	}
+	// Missing: a standing mandate of the subject may stand in for it; the
+	// claim's statement reserves it, or refuses and the approval is asked.
+	m := f.Mandate
+	switch m.Kind {
+	case mandateNotAsked:
+		return confirmPlan{Ask: confirmAskMandate}, true
+	case mandateFound:
+		return confirmPlan{}, false
+	case mandateFailed:
+		return decided(confirmPlan{Action: actUnavailable, Err: m.Err}), true
+	case mandateRefused:
+		return decided(confirmPlan{Action: actApprovalRequired, Approval: a, MandateRefusal: m.Reason}), true
+	case mandateNone:
 	}
 	return decided(confirmPlan{Action: actApprovalRequired, Approval: a}), true
 }
@@ -754,6 +828,8 @@ func claimAnswerOf(owner string, d idemstore.ClaimDecision, err error, now time.
 		return claimAnswer{Kind: claimMismatch}
 	case idemstore.OutcomeLimitExceeded:
 		return claimAnswer{Kind: claimOverBudget, Usage: d.Usage}
+	case idemstore.OutcomeMandateRefused:
+		return claimAnswer{Kind: claimMandateRefused, MandateRefusal: d.MandateRefusal}
 	}
 	return claimAnswer{Kind: claimFailed, Err: errors.New("unknown claim outcome " + string(d.Outcome))}
 }

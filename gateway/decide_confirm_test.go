@@ -16,6 +16,7 @@ import (
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/internal/decidetest"
 	"github.com/oncegate/oncegate/internal/params"
+	"github.com/oncegate/oncegate/mandate"
 	"github.com/oncegate/oncegate/operation"
 )
 
@@ -46,6 +47,8 @@ var (
 	approvedRec      = approval.Record{State: approval.StateApproved, EvidenceSHA256: "e"}
 	declinedRec      = approval.Record{State: approval.StateDeclined}
 	pendingRec       = approval.Record{State: approval.StatePending}
+	// confirmUse is the standing mandate a confirm claims under.
+	confirmUse = &mandate.Use{MandateID: "m-1", StatementSHA256: "s", Currency: "USD", Payee: "p-1"}
 )
 
 // confirmAnswer is one answer of a confirm's call, added to the facts.
@@ -55,6 +58,7 @@ type confirmAnswer struct {
 	bind       bindAnswer
 	verify     verifyAnswer
 	approval   approvalAnswer
+	mandate    mandateAnswer
 	claim      claimAnswer
 	workflow   workflowAnswer
 	takeover   takeoverAnswer
@@ -120,12 +124,20 @@ func confirmOptions(c confirmAsk) (string, []decidetest.Option[confirmAnswer]) {
 			opt("pending", confirmAnswer{approval: gate(approval.VerdictRequired, &pendingRec)}),
 			opt("failed", confirmAnswer{approval: approvalAnswer{Asked: true, Err: errStoreDown}}),
 		}
+	case confirmAskMandate:
+		return "Mandate", []decidetest.Option[confirmAnswer]{
+			opt("none", confirmAnswer{mandate: mandateAnswer{Kind: mandateNone}}),
+			opt("found", confirmAnswer{mandate: mandateAnswer{Kind: mandateFound, Use: confirmUse}}),
+			opt("refused", confirmAnswer{mandate: mandateAnswer{Kind: mandateRefused, Reason: mandate.ReasonNotApplicable}}),
+			opt("failed", confirmAnswer{mandate: mandateAnswer{Kind: mandateFailed, Err: errStoreDown}}),
+		}
 	case confirmAskClaim:
 		return "Acquire", []decidetest.Option[confirmAnswer]{
 			claim("acquired", claimAnswer{Kind: claimAcquired, Ownership: confirmMine}),
 			claim("held", held), claim("held past grace", orphan), claim("review", review),
 			claim("finished", finished), claim("mismatch", claimAnswer{Kind: claimMismatch}), claim("failed", failed),
 			claim("over budget", claimAnswer{Kind: claimOverBudget, Usage: confirmUsage}),
+			claim("mandate refused", claimAnswer{Kind: claimMandateRefused, MandateRefusal: mandate.ReasonExceeded}),
 		}
 	case confirmAskRecord:
 		return "Get", []decidetest.Option[confirmAnswer]{
@@ -185,6 +197,8 @@ func recordConfirmAnswer(f confirmFacts, c confirmAsk, a confirmAnswer) confirmF
 		f.Verify = a.verify
 	case confirmAskApproval:
 		f.Approval = a.approval
+	case confirmAskMandate:
+		f.Mandate = a.mandate
 	case confirmAskClaim, confirmAskRecord:
 		f.Claim = a.claim
 	case confirmAskWorkflow:
@@ -228,6 +242,7 @@ type want struct {
 	err       error
 	usage     []operation.WindowUsage
 	approval  approvalAnswer
+	refusal   approval.Reason
 	problems  []params.FieldProblem
 	retry     time.Duration
 	scope     string
@@ -247,6 +262,7 @@ func check(t *testing.T, f confirmFacts, w want) {
 	assert.Equal(t, w.err, p.Err, "error")
 	assert.Equal(t, w.usage, p.Usage, "usage")
 	assert.Equal(t, w.approval, p.Approval, "approval")
+	assert.Equal(t, w.refusal, p.MandateRefusal, "mandate refusal")
 	assert.Equal(t, w.problems, p.Problems, "problems")
 	assert.Equal(t, w.retry, p.RetryAfter, "retry after")
 	assert.Equal(t, w.scope, p.Scope, "scope")
@@ -288,11 +304,18 @@ func TestDecideConfirmAdmission(t *testing.T) {
 		ok + " → Verify=valid asking approval → Approval=approved → Acquire=finished": replay,
 		ok + " → Verify=valid asking approval → Approval=declined": {action: actApprovalDeclined,
 			approval: approvalAnswer{Asked: true, Gate: approval.GateDecision{Verdict: approval.VerdictDeclined}, Record: &declinedRec}},
-		ok + " → Verify=valid asking approval → Approval=required": {action: actApprovalRequired,
-			approval: approvalAnswer{Asked: true, Gate: approval.GateDecision{Verdict: approval.VerdictRequired}}},
-		ok + " → Verify=valid asking approval → Approval=pending": {action: actApprovalRequired,
-			approval: approvalAnswer{Asked: true, Gate: approval.GateDecision{Verdict: approval.VerdictRequired}, Record: &pendingRec}},
 		ok + " → Verify=valid asking approval → Approval=failed": unavailable,
+	}
+	// A missing approval (none recorded, or pending): the standing mandate
+	// found stands in for it (the claim reserves it), none found asks the
+	// approval, one refused asks it carrying the reason.
+	for name, rec := range map[string]*approval.Record{"required": nil, "pending": &pendingRec} {
+		missing := approvalAnswer{Asked: true, Gate: approval.GateDecision{Verdict: approval.VerdictRequired}, Record: rec}
+		prefix := ok + " → Verify=valid asking approval → Approval=" + name + " → Mandate="
+		tests[prefix+"none"] = want{action: actApprovalRequired, approval: missing}
+		tests[prefix+"found → Acquire=finished"] = replay
+		tests[prefix+"refused"] = want{action: actApprovalRequired, approval: missing, refusal: mandate.ReasonNotApplicable}
+		tests[prefix+"failed"] = unavailable
 	}
 	require.ElementsMatch(t, decidetest.Keys(tests), decidetest.Keys(paths), "the table covers every path, and only those")
 	for key, f := range paths {
@@ -383,10 +406,13 @@ func TestDecideConfirm(t *testing.T) {
 		"Acquire=mismatch":    {action: actRefuse},
 		"Acquire=failed":      unavailable,
 		"Acquire=over budget": {action: actOverBudget, usage: confirmUsage},
-		"Get=absent":          {action: actExpired},
-		"Get=review":          review,
-		"Get=finished":        replay,
-		"Get=failed":          unavailable,
+		// No mandate was named to this claim: the truth cannot refuse it so.
+		"Acquire=mandate refused": {action: actInternal,
+			err: errors.New("claim refused under a mandate the confirm did not name: mandate_exceeded")},
+		"Get=absent":   {action: actExpired},
+		"Get=review":   review,
+		"Get=finished": replay,
+		"Get=failed":   unavailable,
 	}
 	for _, m := range []map[string]want{
 		started("Acquire=acquired", mineWait),
@@ -404,6 +430,34 @@ func TestDecideConfirm(t *testing.T) {
 			check(t, f, tests[key])
 		})
 	}
+}
+
+// TestDecideConfirmUnderMandate: a confirm whose approval is missing and
+// for which a standing mandate was found claims under it and starts; the
+// truth's refusal asks the ordinary approval carrying the reason, claiming
+// and starting nothing; without a mandate the approval is asked as before.
+func TestDecideConfirmUnderMandate(t *testing.T) {
+	t.Parallel()
+	missing := approvalAnswer{Asked: true, Gate: approval.GateDecision{Verdict: approval.VerdictRequired, Why: approval.WhyNone}}
+	f := admitted(false)
+	f.Verify.AsksApproval, f.Approval = true, missing
+	assert.Equal(t, confirmPlan{Ask: confirmAskMandate}, decideConfirm(f), "a missing approval looks for a mandate")
+	f.Mandate = mandateAnswer{Kind: mandateFound, Use: confirmUse}
+	assert.Equal(t, confirmPlan{Ask: confirmAskClaim}, decideConfirm(f), "under a mandate found, the confirm claims")
+	for _, reason := range mandate.Reasons {
+		refused := f
+		refused.Claim = claimAnswer{Kind: claimMandateRefused, MandateRefusal: reason}
+		check(t, refused, want{action: actApprovalRequired, approval: missing, refusal: reason})
+	}
+	claimed := f
+	claimed.Claim = claimAnswer{Kind: claimAcquired, Ownership: confirmMine}
+	assert.Equal(t, confirmPlan{Ask: confirmAskStart, Ownership: confirmMine}, decideConfirm(claimed), "the claim reserved it: it starts")
+	none := f
+	none.Mandate = mandateAnswer{Kind: mandateNone}
+	check(t, none, want{action: actApprovalRequired, approval: missing})
+	named := f
+	named.Mandate = mandateAnswer{Kind: mandateRefused, Reason: mandate.ReasonNotApplicable}
+	check(t, named, want{action: actApprovalRequired, approval: missing, refusal: mandate.ReasonNotApplicable})
 }
 
 // TestDecideConfirmAsksWhatItActsOn: the takeover moves the claim from the
@@ -452,10 +506,14 @@ func TestDecideConfirmStartsOnlyWhatIsAdmittedAndClaimed(t *testing.T) {
 				"%s: started without admission", key)
 			switch {
 			case f.Claim.Kind == claimAcquired:
-				// A new claim: before the fingerprint's exp, approved when asked.
+				// A new claim: before the fingerprint's exp, approved when
+				// asked, or claimed under the standing mandate found instead
+				// (the claim's statement reserved it: Acquire=acquired).
 				assert.False(t, v.Expired, "%s: a fingerprint past its exp claimed anew", key)
-				assert.True(t, !v.AsksApproval || (f.Approval.Err == nil &&
-					f.Approval.Gate.Verdict == approval.VerdictApproved), "%s: started without its approval", key)
+				approved := f.Approval.Err == nil && f.Approval.Gate.Verdict == approval.VerdictApproved
+				underMandate := f.Approval.Err == nil && f.Approval.Gate.Verdict == approval.VerdictRequired &&
+					f.Mandate.Kind == mandateFound && f.Mandate.Use != nil
+				assert.True(t, !v.AsksApproval || approved || underMandate, "%s: started without its approval or mandate", key)
 			default:
 				// An orphan an earlier confirm claimed (and had approved):
 				// taken over only when no workflow of it exists.
@@ -469,6 +527,10 @@ func TestDecideConfirmStartsOnlyWhatIsAdmittedAndClaimed(t *testing.T) {
 		}
 		if p.Action == actAnswerOutcome || p.Action == actAnswerRecord {
 			assert.NotEqual(t, awaitNotAsked, f.Await.Kind, "%s: an outcome answered without a wait", key)
+		}
+		if p.MandateRefusal != "" {
+			assert.Equal(t, actApprovalRequired, p.Action, "%s: a mandate's refusal asks the approval", key)
+			assert.Equal(t, startNotAsked, f.Start.Kind, "%s: a refused mandate starts nothing", key)
 		}
 		if p.Action == actOverBudget {
 			assert.Equal(t, startNotAsked, f.Start.Kind, "%s: over budget claims nothing", key)
@@ -570,6 +632,8 @@ func TestClaimAnswerOf(t *testing.T) {
 		{"param mismatch", idemstore.ClaimDecision{Outcome: idemstore.OutcomeParamMismatch}, nil, claimAnswer{Kind: claimMismatch}},
 		{"over budget", idemstore.ClaimDecision{Outcome: idemstore.OutcomeLimitExceeded, TruthFound: true, Usage: confirmUsage}, nil,
 			claimAnswer{Kind: claimOverBudget, Usage: confirmUsage}},
+		{"outside its mandate", idemstore.ClaimDecision{Outcome: idemstore.OutcomeMandateRefused, TruthFound: true,
+			MandateRefusal: mandate.ReasonRevoked}, nil, claimAnswer{Kind: claimMandateRefused, MandateRefusal: mandate.ReasonRevoked}},
 		{"store down", idemstore.ClaimDecision{}, errStoreDown, claimAnswer{Kind: claimFailed, Err: errStoreDown}},
 	}
 	for _, tt := range tests {

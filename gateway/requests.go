@@ -65,6 +65,9 @@ type ConfirmRequest struct {
 	Params json.RawMessage
 	// AcknowledgeRepeatOf acknowledges the amnesia guard's recent operation.
 	AcknowledgeRepeatOf string
+	// MandateID names the standing mandate to confirm under when the
+	// operation's approval is missing (empty: the gateway picks one).
+	MandateID string
 }
 
 // StatusRequest asks for an operation's state.

@@ -24,6 +24,7 @@ import (
 	"github.com/oncegate/oncegate/internal/catalog"
 	"github.com/oncegate/oncegate/internal/limits"
 	"github.com/oncegate/oncegate/internal/watch"
+	"github.com/oncegate/oncegate/mandate"
 	"github.com/oncegate/oncegate/receipt"
 	"github.com/oncegate/oncegate/resolution"
 )
@@ -43,6 +44,9 @@ type Deps struct {
 	// Approvals keeps approvals, passkeys and enrolment invites. Required
 	// when an action's policy can ask for approval; nil turns approvals off.
 	Approvals Approvals
+	// Mandates keeps the subjects' standing mandates (the truth). Required
+	// when an action's policy allows mandates (approval.mandates: allowed).
+	Mandates mandate.Store
 	// Budgets reads the budgets' windows (the preview's warning, the ops
 	// view); nil means no warning and no ops view.
 	Budgets Budgets
@@ -99,6 +103,7 @@ type Service struct {
 	watchers  *watch.Group[watched]
 	outcomes  idemstore.OutcomeFeed
 	approvals Approvals
+	mandates  mandate.Store
 	ceremony  *ceremony.Ceremony
 }
 
@@ -117,13 +122,13 @@ func New(deps Deps) (*Service, error) {
 		return nil, errors.New("gateway: Engine is required")
 	}
 	cfg := deps.Config.WithDefaults()
-	if err := checkApprovals(deps.Catalog, deps.Approvals != nil, cfg); err != nil {
+	if err := checkApprovals(deps.Catalog, deps.Approvals != nil, deps.Mandates != nil, cfg); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	s := &Service{
 		cat: deps.Catalog, keys: deps.Keyring, receipts: deps.Receipts, store: deps.Claims, engine: deps.Engine,
 		log: deps.Logger, now: deps.Now, http: deps.HTTPClient, alert: deps.AlertHook, cfg: cfg, instance: randomHex(8),
-		limits: deps.Limits, rates: deps.Rates, budgets: deps.Budgets, approvals: deps.Approvals, outcomes: deps.Outcomes,
+		limits: deps.Limits, rates: deps.Rates, budgets: deps.Budgets, approvals: deps.Approvals, mandates: deps.Mandates, outcomes: deps.Outcomes,
 	}
 	if s.limits == nil {
 		s.limits = &limits.Limits{}
@@ -190,10 +195,11 @@ func registerOnce(reg prometheus.Registerer, c prometheus.Collector) error {
 }
 
 // checkApprovals refuses a catalog whose actions ask for approval without
-// an approval store, and, in a deployment, with the dev stack's relying
+// an approval store (or allowing mandates without a mandate store), and,
+// in a deployment, with the dev stack's relying
 // party (localhost): a deployment sets ONCEGATE_PUBLIC_URL (and the RP ID
 // and origins when they differ from it).
-func checkApprovals(cat *catalog.Catalog, haveStore bool, cfg Config) error {
+func checkApprovals(cat *catalog.Catalog, haveStore, haveMandates bool, cfg Config) error {
 	for _, scope := range cat.Scopes() {
 		if !cat.Actions[scope].Approval.Asks() {
 			continue
@@ -201,6 +207,8 @@ func checkApprovals(cat *catalog.Catalog, haveStore bool, cfg Config) error {
 		switch {
 		case !haveStore:
 			return fmt.Errorf("action %s asks for approval: Approvals is required", scope)
+		case cat.Actions[scope].Approval.Mandates && !haveMandates:
+			return fmt.Errorf("action %s allows standing mandates: Mandates is required", scope)
 		case cfg.Env != EnvDev && cfg.WebAuthnRPID == "localhost":
 			return fmt.Errorf("action %s asks for approval, and a deployment (ONCEGATE_ENV %q) must set ONCEGATE_PUBLIC_URL "+
 				"(where browsers reach the gateway; ONCEGATE_WEBAUTHN_RP_ID and ONCEGATE_WEBAUTHN_ORIGINS when they differ from it), "+

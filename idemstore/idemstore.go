@@ -19,6 +19,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/oncegate/oncegate/approval"
+	"github.com/oncegate/oncegate/mandate"
 	"github.com/oncegate/oncegate/operation"
 )
 
@@ -42,6 +44,11 @@ const (
 	// does not fit one of its windows (ClaimDecision.Usage says how much of
 	// each was used). Nothing was claimed or reserved.
 	OutcomeLimitExceeded ClaimOutcome = "LIMIT_EXCEEDED"
+	// OutcomeMandateRefused means the truth refused the claim because its
+	// Mandate does not cover it (ClaimDecision.MandateRefusal says why).
+	// Nothing was claimed or reserved: the caller asks the ordinary
+	// approval instead.
+	OutcomeMandateRefused ClaimOutcome = "MANDATE_REFUSED"
 )
 
 // OutcomeOf is what a claim that finds a record in state s (with the
@@ -117,6 +124,12 @@ type Claim struct {
 	// stored with the claim (the truth and the fast path) and read back, so
 	// that every receipt of the operation names it.
 	ApprovalSHA256 string
+	// Mandate is the standing mandate the operation is confirmed under
+	// instead of a per-operation approval (nil: none). The truth checks it
+	// covers the claim (mandate.Check) and reserves its amount and one of
+	// its count in the claim's own transaction, or refuses the claim
+	// (OutcomeMandateRefused) writing nothing.
+	Mandate *mandate.Use
 }
 
 // ClaimDecision is the answer of Acquire.
@@ -138,6 +151,9 @@ type ClaimDecision struct {
 	// (OutcomeAcquired, OutcomeLimitExceeded), what each of its windows
 	// held before it, in the Charge's order.
 	Usage []operation.WindowUsage
+	// MandateRefusal is why the claim's Mandate does not cover it
+	// (OutcomeMandateRefused only).
+	MandateRefusal approval.Reason
 }
 
 // Finalization moves an IN_FLIGHT (or NEEDS_REVIEW) operation to DONE or FAILED.
@@ -195,6 +211,11 @@ type Record struct {
 	// ApprovalSHA256 is the hex SHA-256 of the approval evidence the
 	// operation was confirmed under (empty when none was needed).
 	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
+	// MandateID is the standing mandate the operation was confirmed under
+	// (empty: none).
+	MandateID string `json:"mandate_id,omitempty"`
+	// MandateSHA256 is the hex SHA-256 of that mandate's signed statement.
+	MandateSHA256 string `json:"mandate_sha256,omitempty"`
 	// CompletedAt is when the record turned terminal (Final.CompletedAt: the
 	// same time in the truth and the fast path; zero while not terminal).
 	CompletedAt time.Time `json:"completed_at,omitzero"`
@@ -237,6 +258,8 @@ const ReservationRetention = 31 * 24 * time.Hour
 // (FailureKind.ProvesNothingExecuted), or an operator's decision that it
 // failed (after manual review the operator states that no money moved;
 // resolving completed keeps the reservation). Every other outcome keeps it.
+//
+// A mandate's reservation is released by exactly the same outcomes.
 func (f Finalization) ReleasesBudget() bool {
 	return f.State == operation.StateFailed && (f.FailureKind.ProvesNothingExecuted() || f.FailureKind == operation.FailureOperator)
 }

@@ -64,6 +64,11 @@ type Input struct {
 	// asked for one: the history shows which approval it executed under.
 	// Empty for operations that needed none (and in histories before it).
 	ApprovalSHA256 string `json:"approval_sha256,omitempty"`
+	// Mandate names the standing mandate the operation runs under instead
+	// of a per-operation approval (nil: none): the truth's claim reserves
+	// it (a takeover's workflow claims under it), and the history shows
+	// which mandate and which signed statement it executed under.
+	Mandate *MandateUse `json:"mandate,omitempty"`
 	// ResolutionKeys are the public keys an operator's resolution token
 	// must be signed with (package resolution), the gateway's at start:
 	// with them, the workflow accepts a manual decision only with a valid

@@ -108,6 +108,23 @@ type Charge struct {
 	Windows []Window `json:"windows,omitempty"`
 }
 
+// MandateUse names the standing mandate an operation is confirmed under
+// instead of a per-operation approval (mandate.Use, docs/contract.md §7c):
+// the claim reserves Amount and one of the mandate's count, or is refused.
+type MandateUse struct {
+	// MandateID is the mandate.
+	MandateID string `json:"mandate_id"`
+	// StatementSHA256 is the hex SHA-256 of the mandate's signed statement,
+	// as the gateway read it.
+	StatementSHA256 string `json:"statement_sha256,omitempty"`
+	// Amount is the operation's amount.
+	Amount apd.Decimal `json:"amount"`
+	// Currency is its currency.
+	Currency string `json:"currency"`
+	// Payee is its payee id.
+	Payee string `json:"payee"`
+}
+
 // Window is one maximum of a budget: the reservations of the subject in the
 // currency (of Scope only, when set) within Period, plus the new amount,
 // must not exceed Max. Period zero is a per-operation maximum.

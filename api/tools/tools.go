@@ -212,21 +212,28 @@ func previewSchema(a *catalog.Action) map[string]any {
 
 // confirmSchema is the input schema of a confirm tool.
 func confirmSchema(a *catalog.Action) map[string]any {
-	return map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"fingerprint": map[string]any{
-				"type":        "string",
-				"minLength":   1,
-				"description": "The fingerprint from the preview's answer. Copy it exactly, character for character, from the preview's answer; never invent one, never shorten, edit or reuse one from another preview.",
-			},
-			"params": paramsSchema(a),
-			"acknowledge_repeat_of": map[string]any{
-				"type":        "string",
-				"pattern":     OperationIDPattern,
-				"description": "Only when the preview's answer carried recent_operation AND the user explicitly said they want the same action done a second time: the recent_operation's operation_id, copied exactly. Leave it out otherwise.",
-			},
+	props := map[string]any{
+		"fingerprint": map[string]any{
+			"type":        "string",
+			"minLength":   1,
+			"description": "The fingerprint from the preview's answer. Copy it exactly, character for character, from the preview's answer; never invent one, never shorten, edit or reuse one from another preview.",
 		},
+		"params": paramsSchema(a),
+		"acknowledge_repeat_of": map[string]any{
+			"type":        "string",
+			"pattern":     OperationIDPattern,
+			"description": "Only when the preview's answer carried recent_operation AND the user explicitly said they want the same action done a second time: the recent_operation's operation_id, copied exactly. Leave it out otherwise.",
+		},
+	}
+	if a.Approval.Mandates {
+		props["mandate_id"] = map[string]any{
+			"type":        "string",
+			"description": "Optional: the user's standing mandate to run this under instead of a per-operation approval, when the user named one. Leave it out to let the gateway pick the user's active mandate for this action and currency.",
+		}
+	}
+	return map[string]any{
+		"type":                 "object",
+		"properties":           props,
 		"required":             []string{"fingerprint", "params"},
 		"additionalProperties": false,
 	}

@@ -330,3 +330,19 @@ func FuzzIsOperationID(f *testing.F) {
 		}
 	})
 }
+
+// TestConfirmNamesMandateOnlyWhereAllowed: a confirm tool takes mandate_id
+// only for an action whose approval policy allows standing mandates.
+func TestConfirmNamesMandateOnlyWhereAllowed(t *testing.T) {
+	cat := devCatalog(t)
+	wire := cat.Actions["payments.wire"]
+	require.False(t, wire.Approval.Mandates)
+	props := func() map[string]any {
+		return byName(tools.Tools(cat))["payments_wire_confirm"].InputSchema["properties"].(map[string]any)
+	}
+	assert.NotContains(t, props(), "mandate_id")
+	allowed := *wire
+	allowed.Approval.Mandates = true
+	cat.Actions["payments.wire"] = &allowed
+	assert.Contains(t, props(), "mandate_id")
+}

@@ -165,6 +165,7 @@ func run(logger *slog.Logger) error {
 		Logger: logger, Registerer: reg, AlertHook: alert, Config: cfg.Gateway,
 		Limits: lims, Rates: redis_rate.NewLimiter(rdb), Budgets: truth,
 		Approvals: truth, // approvals and passkeys live in the truth
+		Mandates:  truth, // and the standing mandates
 		Outcomes:  outcomes,
 	})
 	if err != nil {

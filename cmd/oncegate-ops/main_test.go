@@ -81,7 +81,7 @@ func TestListBareArrayWithoutState(t *testing.T) {
 
 func TestShow(t *testing.T) {
 	answer := `{"status":"operation_found","operation":{"operation_id":"op1","scope":"payments.transfer","state":"DONE","acting_client":"alice-app",` +
-		`"resolved_by":"ops","resolution_note":"seen in the ledger"},` +
+		`"resolved_by":"ops","resolution_note":"seen in the ledger","mandate_id":"m-41","mandate_sha256":"5a1b"},` +
 		`"params":{"amount":"12.5","currency":"USD","payee_id":"p-1"},` +
 		`"timeline":[{"at":"2026-01-01T00:00:00Z","source":"truth","event":"claimed","detail":"claimed IN_FLIGHT"}]}`
 	getenv, reqs := gateway(t, http.StatusOK, answer)
@@ -91,7 +91,8 @@ func TestShow(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Equal(t, "/v1/ops/operations/op1", (*reqs)[0].path)
 	assert.Equal(t, "Bearer tok-ops", (*reqs)[0].auth)
-	for _, want := range []string{"payments.transfer", "amount", "12.5", "USD", "p-1", "decided_by", "ops", "claimed IN_FLIGHT"} {
+	for _, want := range []string{"payments.transfer", "amount", "12.5", "USD", "p-1", "decided_by", "ops", "claimed IN_FLIGHT",
+		"mandate             m-41", "statement_sha256  5a1b"} {
 		assert.Contains(t, out, want)
 	}
 	assert.Regexp(t, `(?m)^acting_client\s+alice-app$`, out, "who acted for the subject")

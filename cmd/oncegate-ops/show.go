@@ -53,6 +53,10 @@ func printShow(w io.Writer, a *client.OperationDetail) error {
 		line("  evidence_sha256", ap.EvidenceSHA256)
 		line("  trace_id", ap.TraceID)
 	}
+	if o.MandateID != "" {
+		line("mandate", o.MandateID)
+		line("  statement_sha256", o.MandateSHA256)
+	}
 	if err := fields.flush(); err != nil {
 		return err
 	}

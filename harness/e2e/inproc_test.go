@@ -125,7 +125,7 @@ func startInprocWith(t *testing.T, catalogPath string) *inprocStack {
 	clk := &clock{now: time.Now()}
 	svc, err := gateway.New(gateway.Deps{
 		Catalog: cat, Keyring: keys, Receipts: receipts, Claims: store, Engine: engine.New(tc, queue, logger),
-		Logger: logger, Registerer: prometheus.NewRegistry(), Now: clk.Now, Approvals: truth,
+		Logger: logger, Registerer: prometheus.NewRegistry(), Now: clk.Now, Approvals: truth, Mandates: truth,
 		Config: gateway.Config{Env: gateway.EnvDev, PublicURL: inprocPublicURL},
 	})
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/operation"
 )
@@ -58,7 +59,7 @@ func queryFor(fast fastAnswer) truthQuery {
 		return queryLookup
 	case idemstore.OutcomeDone, idemstore.OutcomeFailed, idemstore.OutcomeParamMismatch:
 		return queryNone
-	case idemstore.OutcomeLimitExceeded: // only the truth refuses over budget
+	case idemstore.OutcomeLimitExceeded, idemstore.OutcomeMandateRefused: // only the truth refuses over budget or mandate
 		return queryNone
 	}
 	return queryNone
@@ -79,7 +80,8 @@ const (
 	// truthFailed: the truth could not answer; Err says why.
 	truthFailed
 	// truthRefused: the claim does not fit its budget's windows (Usage
-	// says how much they hold); the truth wrote nothing.
+	// says how much they hold), or its mandate does not cover it
+	// (MandateRefusal says why); the truth wrote nothing.
 	truthRefused
 )
 
@@ -94,6 +96,9 @@ type truthAnswer struct {
 	// Usage is what the claim's budget windows held (truthClaimed,
 	// truthRefused; none without a charge).
 	Usage []operation.WindowUsage
+	// MandateRefusal is why the claim's mandate does not cover it
+	// (truthRefused by the mandate; empty: refused over budget).
+	MandateRefusal approval.Reason
 }
 
 // plan is what Acquire answers and what it repairs on the fast path.
@@ -156,8 +161,9 @@ func decideClaimed(c idemstore.Claim, fast idemstore.ClaimDecision, truth truthA
 	case truthClaimed:
 		return acquired(truth, fast.ClaimedAt)
 	case truthRefused:
-		// Over budget: the claim Redis granted is given back, so that
-		// nothing is consumed (the only refusal that releases it).
+		// Over budget or outside its mandate: the claim Redis granted is
+		// given back, so that nothing is consumed (the only refusals that
+		// release it).
 		return plan{Answer: overBudget(truth), ReleaseFast: true}
 	case truthFound:
 		// An earlier claim holds the truth: Redis lost a finished operation,
@@ -208,8 +214,12 @@ func acquired(truth truthAnswer, claimedAt time.Time) plan {
 		ClaimedAt: claimedAt, Record: rec, TruthFound: true, Usage: truth.Usage}}
 }
 
-// overBudget answers the truth's refusal of a claim over budget.
+// overBudget answers the truth's refusal of a claim over budget or
+// outside its mandate.
 func overBudget(truth truthAnswer) idemstore.ClaimDecision {
+	if truth.MandateRefusal != "" {
+		return idemstore.ClaimDecision{Outcome: idemstore.OutcomeMandateRefused, TruthFound: true, MandateRefusal: truth.MandateRefusal}
+	}
 	return idemstore.ClaimDecision{Outcome: idemstore.OutcomeLimitExceeded, TruthFound: true, Usage: truth.Usage}
 }
 

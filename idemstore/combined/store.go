@@ -263,8 +263,8 @@ func (s *Store) claimTruth(ctx context.Context, c idemstore.Claim) truthAnswer {
 		return truthAnswer{Kind: truthFailed, Err: err}
 	case d.Outcome == idemstore.OutcomeAcquired:
 		return truthAnswer{Kind: truthClaimed, Record: d.Record, Usage: d.Usage}
-	case d.Outcome == idemstore.OutcomeLimitExceeded:
-		return truthAnswer{Kind: truthRefused, Usage: d.Usage}
+	case d.Outcome == idemstore.OutcomeLimitExceeded, d.Outcome == idemstore.OutcomeMandateRefused:
+		return truthAnswer{Kind: truthRefused, Usage: d.Usage, MandateRefusal: d.MandateRefusal}
 	default:
 		return truthAnswer{Kind: truthFound, Record: d.Record}
 	}

@@ -13,12 +13,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/harness/testenv"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/idemstore/combined"
 	"github.com/oncegate/oncegate/idemstore/pgstore"
 	"github.com/oncegate/oncegate/idemstore/redisstore"
 	"github.com/oncegate/oncegate/idemstore/storetest"
+	"github.com/oncegate/oncegate/mandate"
 	"github.com/oncegate/oncegate/operation"
 )
 
@@ -62,6 +64,30 @@ func TestStore(t *testing.T) {
 		// degrade the store on a loaded test machine.
 		once.Do(func() { bundle = setup(t, combined.Options{RedisBudget: 5 * time.Second}) })
 		return bundle.store
+	})
+}
+
+// mandateStore is the combined store's claims with the truth's mandates and
+// passkeys, as the gateway wires them: claims under a mandate pass the
+// fast path and are decided by the truth.
+type mandateStore struct {
+	idemstore.Store
+	approvals
+	mandates
+}
+
+type (
+	approvals = approval.Store
+	mandates  = mandate.Store
+)
+
+func TestMandates(t *testing.T) {
+	t.Parallel()
+	var once sync.Once
+	var bundle *testBundle
+	storetest.ExerciseMandates(t, func(*testing.T) storetest.MandateStore {
+		once.Do(func() { bundle = setup(t, combined.Options{RedisBudget: 5 * time.Second}) })
+		return mandateStore{Store: bundle.store, approvals: bundle.truth, mandates: bundle.truth}
 	})
 }
 

@@ -91,20 +91,15 @@ func (s *Store) Decide(_ context.Context, d approval.Decided) (approval.Record, 
 	if err := s.answer(uncounted); err != nil {
 		return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, err)
 	}
-	pk, ok := s.passkeys[d.CredentialID]
-	switch {
-	case !ok || pk.Subject != d.ApproverName():
-		return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, approval.ErrNotFound)
-	case !pk.RevokedAt.IsZero():
-		return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, approval.ErrRevoked)
-	case !approval.SignCountAdvances(pk.SignCount, d.SignCount):
-		return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, approval.ErrSignCount)
+	pk, err := s.usablePasskey(d.CredentialID, d.ApproverName(), d.SignCount)
+	if err != nil {
+		return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, err)
 	}
 	rec, asked := s.approvals[r.OperationID]
 	if !asked {
 		rec = pending(r)
 	}
-	rec, err := approval.Apply(cloneApproval(rec), d)
+	rec, err = approval.Apply(cloneApproval(rec), d)
 	if err != nil {
 		return rec, fmt.Errorf("decide %s: %w", r.OperationID, err)
 	}
@@ -114,6 +109,34 @@ func (s *Store) Decide(_ context.Context, d approval.Decided) (approval.Record, 
 	pk.SignCount, pk.LastUsedAt = d.SignCount, r.At
 	s.passkeys[pk.ID] = pk
 	return cloneApproval(rec), nil
+}
+
+// usablePasskey is passkey id when it is subject's, not revoked, and count
+// advances its counter (approval.SignCountAdvances): approval.ErrNotFound,
+// ErrRevoked or ErrSignCount otherwise (the caller holds the lock).
+func (s *Store) usablePasskey(id, subject string, count uint32) (approval.Passkey, error) {
+	pk, ok := s.passkeys[id]
+	switch {
+	case !ok || pk.Subject != subject:
+		return pk, approval.ErrNotFound
+	case !pk.RevokedAt.IsZero():
+		return pk, approval.ErrRevoked
+	case !approval.SignCountAdvances(pk.SignCount, count):
+		return pk, approval.ErrSignCount
+	}
+	return pk, nil
+}
+
+// advancePasskey moves passkey id's counter to count, used at at, when
+// usablePasskey allows it (the caller holds the lock).
+func (s *Store) advancePasskey(id, subject string, count uint32, at time.Time) error {
+	pk, err := s.usablePasskey(id, subject, count)
+	if err != nil {
+		return err
+	}
+	pk.SignCount, pk.LastUsedAt = count, at
+	s.passkeys[id] = pk
+	return nil
 }
 
 // Approvals lists up to limit approvals (approval.DefaultListLimit when
@@ -147,12 +170,17 @@ func (s *Store) PayeeKnown(_ context.Context, subject, scope, payee string) (boo
 	if err := s.answer(uncounted); err != nil {
 		return false, fmt.Errorf("payee known: %w", err)
 	}
+	return s.payeeKnown(subject, scope, payee), nil
+}
+
+// payeeKnown is PayeeKnown's answer (the caller holds the lock).
+func (s *Store) payeeKnown(subject, scope, payee string) bool {
 	for _, rec := range s.records {
 		if rec.Subject == subject && rec.Scope == scope && rec.State == operation.StateDone && payeeOf(rec.BoundParams) == payee {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // payeeOf is the text of bound's payee_id, as PostgreSQL's ->> reads it

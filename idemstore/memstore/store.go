@@ -1,9 +1,10 @@
 // Package memstore is an in-memory backend of idemstore, for tests: an
 // idemstore.Store with the truth's behaviour (no fast path: every answer
 // is the truth's, as pgstore's), the approvals, passkeys and invites of
-// approval.Store, and the budgets' reservations and windows. It passes the
-// suites the PostgreSQL truth passes (storetest.Exercise,
-// ExerciseApprovals, ExerciseBudgets), so a test that drives the gateway
+// approval.Store, the budgets' reservations and windows, and the standing
+// mandates of mandate.Store. It passes the suites the PostgreSQL truth
+// passes (storetest.Exercise, ExerciseApprovals, ExerciseBudgets,
+// ExerciseMandates), so a test that drives the gateway
 // or a workflow on it meets the rules the real store keeps. One mutex
 // guards everything: each method is atomic, as each of pgstore's
 // statements or transactions is. What it holds lives as long as the
@@ -26,6 +27,7 @@ import (
 
 	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/idemstore"
+	"github.com/oncegate/oncegate/mandate"
 	"github.com/oncegate/oncegate/operation"
 )
 
@@ -42,6 +44,8 @@ type Store struct {
 	approvals    map[string]approval.Record
 	passkeys     map[string]approval.Passkey
 	invites      map[string]*invite
+	mandates     map[string]mandate.Mandate     // without usage: mandateWithUsage adds it
+	mandateHolds map[string]*mandateReservation // an operation's id → what it holds of its mandate
 	unavailable  bool
 	degraded     bool
 	counts       Counts
@@ -51,6 +55,7 @@ type Store struct {
 var (
 	_ idemstore.Store = (*Store)(nil)
 	_ approval.Store  = (*Store)(nil)
+	_ mandate.Store   = (*Store)(nil)
 )
 
 // record is one operation as the store keeps it.
@@ -79,7 +84,8 @@ func WithClock(now func() time.Time) Option {
 func New(opts ...Option) *Store {
 	s := &Store{now: time.Now, records: map[string]*record{}, webhooks: map[string]time.Time{},
 		reservations: map[string]*reservation{}, resets: map[string]idemstore.BudgetReset{},
-		approvals: map[string]approval.Record{}, passkeys: map[string]approval.Passkey{}, invites: map[string]*invite{}}
+		approvals: map[string]approval.Record{}, passkeys: map[string]approval.Passkey{}, invites: map[string]*invite{},
+		mandates: map[string]mandate.Mandate{}, mandateHolds: map[string]*mandateReservation{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -201,6 +207,13 @@ func (s *Store) Acquire(_ context.Context, c idemstore.Claim) (idemstore.ClaimDe
 		return idemstore.DecideExisting(c, cloneRecord(rec.Record)), nil
 	}
 	now := s.now()
+	var held mandate.Mandate
+	if c.Mandate != nil {
+		var refusal approval.Reason
+		if held, refusal = s.checkMandate(c, now); refusal != "" {
+			return idemstore.ClaimDecision{Outcome: idemstore.OutcomeMandateRefused, TruthFound: true, MandateRefusal: refusal}, nil
+		}
+	}
 	var usage []operation.WindowUsage
 	if c.Charge != nil && len(c.Charge.Windows) > 0 {
 		usage = s.usage(c.Subject, *c.Charge, now)
@@ -220,6 +233,10 @@ func (s *Store) Acquire(_ context.Context, c idemstore.Claim) (idemstore.ClaimDe
 	s.records[c.OperationID] = rec
 	if c.Charge != nil {
 		s.reserve(c, now)
+	}
+	if c.Mandate != nil {
+		s.reserveMandate(c, now)
+		rec.MandateID, rec.MandateSHA256 = held.ID, held.StatementSHA256
 	}
 	return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: c.Owner, ClaimedAt: now,
 		Record: cloneRecord(rec.Record), TruthFound: true, Usage: usage}, nil
@@ -292,6 +309,7 @@ func (s *Store) Release(_ context.Context, p idemstore.ReleaseParams) error {
 	}
 	delete(s.records, p.OperationID)
 	delete(s.reservations, p.OperationID)
+	delete(s.mandateHolds, p.OperationID)
 	return nil
 }
 
@@ -332,6 +350,7 @@ func (s *Store) Finalize(_ context.Context, f idemstore.Finalization) error {
 	rec.reapAfter = latest(now.Add(rec.terminalTTL), rec.FingerprintExp)
 	if f.ReleasesBudget() {
 		s.release(f.OperationID, string(f.FailureKind), now)
+		s.releaseMandate(f.OperationID, string(f.FailureKind), now)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 var (
 	_ storetest.ApprovalStore = (*memstore.Store)(nil)
 	_ storetest.BudgetStore   = (*memstore.Store)(nil)
+	_ storetest.MandateStore  = (*memstore.Store)(nil)
 )
 
 // The in-memory store passes the suites the PostgreSQL truth passes: it
@@ -39,6 +40,11 @@ func TestBudgets(t *testing.T) {
 	storetest.ExerciseBudgets(t, func(*testing.T) storetest.BudgetStore { return memstore.New() })
 }
 
+func TestMandates(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseMandates(t, func(*testing.T) storetest.MandateStore { return memstore.New() })
+}
+
 // TestSharedStore runs the suites on one store each, as a backend whose
 // subtests share their database does.
 func TestSharedStore(t *testing.T) {
@@ -49,6 +55,8 @@ func TestSharedStore(t *testing.T) {
 	storetest.ExerciseApprovals(t, func(*testing.T) storetest.ApprovalStore { return a })
 	b := memstore.New()
 	storetest.ExerciseBudgets(t, func(*testing.T) storetest.BudgetStore { return b })
+	m := memstore.New()
+	storetest.ExerciseMandates(t, func(*testing.T) storetest.MandateStore { return m })
 }
 
 // claim is a claim of operation opID by owner.

@@ -141,19 +141,8 @@ func (s *Store) Decide(ctx context.Context, d approval.Decided) (approval.Record
 	r := d.Request
 	var out approval.Record
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var revoked *time.Time
-		var count int64
-		err := tx.QueryRow(ctx, `SELECT revoked_at, sign_count FROM passkey WHERE id = $1 AND subject = $2 FOR UPDATE`,
-			d.CredentialID, d.ApproverName()).Scan(&revoked, &count)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return approval.ErrNotFound
-		case err != nil:
+		if err := advancePasskey(ctx, tx, d.CredentialID, d.ApproverName(), d.SignCount, r.At); err != nil {
 			return err
-		case revoked != nil:
-			return approval.ErrRevoked
-		case !approval.SignCountAdvances(uint32(count), d.SignCount):
-			return approval.ErrSignCount
 		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO approval (operation_id, subject, scope, param_hash, bound_params, reasons, expires_at, state, requested_at,
@@ -180,10 +169,6 @@ func (s *Store) Decide(ctx context.Context, d approval.Decided) (approval.Record
 			r.TraceID); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE passkey SET sign_count = $2, last_used_at = $3 WHERE id = $1`,
-			d.CredentialID, int64(d.SignCount), r.At); err != nil {
-			return err
-		}
 		var decidedAt *time.Time
 		if !rec.DecidedAt.IsZero() {
 			decidedAt = &rec.DecidedAt
@@ -204,6 +189,31 @@ func (s *Store) Decide(ctx context.Context, d approval.Decided) (approval.Record
 		return approval.Record{}, fmt.Errorf("decide %s: %w", r.OperationID, approvalError(err))
 	}
 	return out, nil
+}
+
+// advancePasskey locks passkey id of subject and moves its signature
+// counter to count, used at at, in tx: approval.ErrNotFound when it is not
+// subject's, approval.ErrRevoked when revoked, approval.ErrSignCount when
+// count does not advance (approval.SignCountAdvances). Every passkey
+// decision (an approval, a mandate's signature) takes it in its own
+// transaction, so a replayed assertion cannot decide twice.
+func advancePasskey(ctx context.Context, tx pgx.Tx, id, subject string, count uint32, at time.Time) error {
+	var revoked *time.Time
+	var stored int64
+	err := tx.QueryRow(ctx, `SELECT revoked_at, sign_count FROM passkey WHERE id = $1 AND subject = $2 FOR UPDATE`,
+		id, subject).Scan(&revoked, &stored)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return approval.ErrNotFound
+	case err != nil:
+		return err
+	case revoked != nil:
+		return approval.ErrRevoked
+	case !approval.SignCountAdvances(uint32(stored), count):
+		return approval.ErrSignCount
+	}
+	_, err = tx.Exec(ctx, `UPDATE passkey SET sign_count = $2, last_used_at = $3 WHERE id = $1`, id, int64(count), at)
+	return err
 }
 
 // Approvals lists approvals in state (empty: every state), newest first.

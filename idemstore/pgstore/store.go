@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/idemstore"
 	"github.com/oncegate/oncegate/operation"
 )
@@ -62,7 +63,7 @@ func (s *Store) Ready(ctx context.Context) error {
 // recordColumns are the columns scanRecord reads, in order.
 const recordColumns = `idem_key, subject, coalesce(acting_client, ''), scope, param_hash, state, owner, result, result_ref, reason,
 	failure_kind, resolved_by, resolution_note, downstream_state, resolution_evidence_url, resolved_at, bound_params,
-	approval_sha256, fingerprint_exp, claimed_at, created_at, updated_at, completed_at`
+	approval_sha256, coalesce(mandate_id, ''), mandate_sha256, fingerprint_exp, claimed_at, created_at, updated_at, completed_at`
 
 // scanRecord reads one row of recordColumns.
 func scanRecord(row pgx.Row) (idemstore.Record, error) {
@@ -71,7 +72,7 @@ func scanRecord(row pgx.Row) (idemstore.Record, error) {
 	var resolvedAt, completedAt *time.Time
 	err := row.Scan(&rec.OperationID, &rec.Subject, &rec.ActingClient, &rec.Scope, &rec.ParamHash, &rec.State, &rec.Owner, &result,
 		&rec.ResultRef, &rec.Reason, &rec.FailureKind, &rec.ResolvedBy, &rec.ResolutionNote, &rec.DownstreamState, &rec.EvidenceURL,
-		&resolvedAt, &bound, &rec.ApprovalSHA256, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
+		&resolvedAt, &bound, &rec.ApprovalSHA256, &rec.MandateID, &rec.MandateSHA256, &rec.FingerprintExp, &rec.ClaimedAt, &rec.CreatedAt, &rec.UpdatedAt, &completedAt)
 	if err != nil {
 		return idemstore.Record{}, err
 	}
@@ -129,11 +130,14 @@ func (s *Store) Degraded() bool { return false }
 // FinalizeFast does nothing: the truth has no fast path to refill.
 func (s *Store) FinalizeFast(context.Context, idemstore.Finalization) error { return nil }
 
-// Acquire claims c.OperationID in one statement, claim_operation (migration
-// 00010): the insert, and with c.Charge the check of its windows and the
-// reservation of its amount, atomically, in the claim's own transaction.
-// Over budget it writes nothing and answers OutcomeLimitExceeded with the
-// windows' usage. On a unique collision the existing row is read back and
+// Acquire claims c.OperationID in one statement, claim_operation (migrations
+// 00010, 00013 and 00014): the insert, with c.Charge the check of its
+// windows and the reservation of its amount, and with c.Mandate the check
+// of the mandate under its row lock and the reservation of the amount and
+// one of its count, atomically, in the claim's own transaction. Over budget
+// it writes nothing and answers OutcomeLimitExceeded with the windows'
+// usage; outside its mandate it writes nothing and answers
+// OutcomeMandateRefused with the reason. On a unique collision the existing row is read back and
 // decided by idemstore.DecideExisting (its budget is not checked again: it
 // was when it was claimed). Every decision comes from the truth
 // (TruthFound). c.InFlightTTL is not used: PostgreSQL claims do not expire.
@@ -142,15 +146,21 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Claim
 	if err != nil {
 		return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, err)
 	}
+	mID, mAmount, mCurrency, mPayee := mandateArgs(c.Mandate)
 	// A row that collides can be reaped before it is read back; the claim
 	// is then tried again (once is enough in practice; three is generous).
 	for range 3 {
 		var outcome string
 		var usage []byte
 		var claimedAt *time.Time
-		err := s.pool.QueryRow(ctx, `SELECT outcome, usage, claimed_at FROM claim_operation($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10::numeric, $11, $12::jsonb, $13::text)`,
+		var refusal *string
+		var mandateSHA256 string
+		err := s.pool.QueryRow(ctx, `SELECT outcome, usage, claimed_at, mandate_reason, mandate_sha256
+			FROM claim_operation($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10::numeric, $11, $12::jsonb, $13::text,
+				$14::text, $15::numeric, $16::text, $17::text)`,
 			c.OperationID, c.Subject, c.Scope, c.ParamHash, c.Owner, timeOrNil(c.FingerprintExp), micros(c.TerminalTTL),
-			jsonOrNil(c.BoundParams), c.ApprovalSHA256, amount, currency, windows, textOrNil(c.ActingClient)).Scan(&outcome, &usage, &claimedAt)
+			jsonOrNil(c.BoundParams), c.ApprovalSHA256, amount, currency, windows, textOrNil(c.ActingClient),
+			mID, mAmount, mCurrency, mPayee).Scan(&outcome, &usage, &claimedAt, &refusal, &mandateSHA256)
 		if err != nil {
 			return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: %w", c.OperationID, interpretError(err))
 		}
@@ -164,10 +174,19 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Claim
 				return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: claimed without a time", c.OperationID)
 			}
 			rec := claimedRecord(c, *claimedAt)
+			if c.Mandate != nil {
+				rec.MandateID, rec.MandateSHA256 = c.Mandate.MandateID, mandateSHA256
+			}
 			return idemstore.ClaimDecision{Outcome: idemstore.OutcomeAcquired, Owner: rec.Owner, ClaimedAt: rec.ClaimedAt,
 				Record: rec, TruthFound: true, Usage: used}, nil
 		case claimLimitExceeded:
 			return idemstore.ClaimDecision{Outcome: idemstore.OutcomeLimitExceeded, TruthFound: true, Usage: used}, nil
+		case claimMandateRefused:
+			if refusal == nil {
+				return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: refused under its mandate without a reason", c.OperationID)
+			}
+			return idemstore.ClaimDecision{Outcome: idemstore.OutcomeMandateRefused, TruthFound: true,
+				MandateRefusal: approval.Reason(*refusal)}, nil
 		case claimExists:
 		default:
 			return idemstore.ClaimDecision{}, fmt.Errorf("acquire %s: unknown claim outcome %q", c.OperationID, outcome)
@@ -186,9 +205,10 @@ func (s *Store) Acquire(ctx context.Context, c idemstore.Claim) (idemstore.Claim
 
 // Outcomes of claim_operation.
 const (
-	claimAcquired      = "ACQUIRED"
-	claimExists        = "EXISTS"
-	claimLimitExceeded = "LIMIT_EXCEEDED"
+	claimAcquired       = "ACQUIRED"
+	claimExists         = "EXISTS"
+	claimLimitExceeded  = "LIMIT_EXCEEDED"
+	claimMandateRefused = "MANDATE_REFUSED"
 )
 
 // claimedRecord is the row claim_operation inserted for c at claimedAt (the
@@ -214,7 +234,7 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 	if !f.State.Terminal() {
 		return fmt.Errorf("finalize %s: state %q is not DONE or FAILED", f.OperationID, f.State)
 	}
-	// The reservation is released in the same statement when the outcome
+	// The reservations (budget and mandate) are released in the same statement when the outcome
 	// proves that nothing was executed (ReleasesBudget); kept otherwise.
 	var updated int64
 	err := s.pool.QueryRow(ctx, `
@@ -229,6 +249,9 @@ func (s *Store) Finalize(ctx context.Context, f idemstore.Finalization) error {
 			RETURNING idem_key
 		), released AS (
 			UPDATE budget_reservation SET released_at = now(), released_by = $10
+			WHERE operation_id IN (SELECT idem_key FROM f) AND released_at IS NULL AND $13
+		), released_mandate AS (
+			UPDATE mandate_reservation SET released_at = now(), released_by = $10
 			WHERE operation_id IN (SELECT idem_key FROM f) AND released_at IS NULL AND $13
 		)
 		SELECT count(*) FROM f`,
@@ -280,13 +303,15 @@ func (s *Store) Takeover(ctx context.Context, p idemstore.TakeoverParams) error 
 // never deleted).
 func (s *Store) Release(ctx context.Context, p idemstore.ReleaseParams) error {
 	opID := p.OperationID
-	// Its reservation goes with it: nothing was started, nothing spent.
+	// Its reservations go with it: nothing was started, nothing spent.
 	var deleted int64
 	err := s.pool.QueryRow(ctx, `
 		WITH d AS (
 			DELETE FROM write_record WHERE idem_key = $1 AND owner = $2 AND state = 'IN_FLIGHT' RETURNING idem_key
 		), released AS (
 			DELETE FROM budget_reservation WHERE operation_id IN (SELECT idem_key FROM d)
+		), released_mandate AS (
+			DELETE FROM mandate_reservation WHERE operation_id IN (SELECT idem_key FROM d)
 		)
 		SELECT count(*) FROM d`, opID, p.Owner).Scan(&deleted)
 	if err != nil {

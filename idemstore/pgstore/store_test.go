@@ -46,6 +46,7 @@ func sharedStore(t *testing.T) func(*testing.T) *pgstore.Store {
 var (
 	_ storetest.ApprovalStore = (*pgstore.Store)(nil)
 	_ storetest.BudgetStore   = (*pgstore.Store)(nil)
+	_ storetest.MandateStore  = (*pgstore.Store)(nil)
 )
 
 func TestStore(t *testing.T) {
@@ -64,6 +65,12 @@ func TestBudgets(t *testing.T) {
 	t.Parallel()
 	shared := sharedStore(t)
 	storetest.ExerciseBudgets(t, func(t *testing.T) storetest.BudgetStore { return shared(t) })
+}
+
+func TestMandates(t *testing.T) {
+	t.Parallel()
+	shared := sharedStore(t)
+	storetest.ExerciseMandates(t, func(t *testing.T) storetest.MandateStore { return shared(t) })
 }
 
 func TestPostgresSpecifics(t *testing.T) {

@@ -124,7 +124,7 @@ func (s *Store) decodeAcquire(c idemstore.Claim, now time.Time, reply []any) (id
 			OperationID: c.OperationID, ParamHash: c.ParamHash, State: operation.StateInFlight, Owner: str(1), ClaimedAt: claimedAt,
 			ActingClient: str(3),
 		}}, nil
-	case idemstore.OutcomeLimitExceeded: // budgets are the truth's alone; the script never answers it
+	case idemstore.OutcomeLimitExceeded, idemstore.OutcomeMandateRefused: // budgets and mandates are the truth's alone; the script never answers them
 		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)
 	default:
 		return idemstore.ClaimDecision{}, fmt.Errorf("unexpected acquire reply %v", reply)

@@ -460,7 +460,8 @@ func exerciseMachine[S machine](t *testing.T, newStore func(t *testing.T) S) {
 				winner = decisions[i].Owner
 			case idemstore.OutcomeInFlight:
 				inFlight++
-			case idemstore.OutcomeDone, idemstore.OutcomeFailed, idemstore.OutcomeParamMismatch, idemstore.OutcomeLimitExceeded:
+			case idemstore.OutcomeDone, idemstore.OutcomeFailed, idemstore.OutcomeParamMismatch, idemstore.OutcomeLimitExceeded,
+				idemstore.OutcomeMandateRefused:
 				t.Errorf("acquire %d: unexpected outcome %s", i, decisions[i].Outcome)
 			default:
 				t.Errorf("acquire %d: unexpected outcome %s", i, decisions[i].Outcome)

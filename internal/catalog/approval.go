@@ -30,7 +30,18 @@ type rawApproval struct {
 	NewPayee  bool                `yaml:"new_payee"`
 	TTL       string              `yaml:"ttl"`
 	Approvers *rawApprovers       `yaml:"approvers"`
+	Mandates  string              `yaml:"mandates"`
 }
+
+// The values of approval.mandates.
+const (
+	// MandatesNever: no standing mandate covers the action's operations
+	// (the default).
+	MandatesNever = "never"
+	// MandatesAllowed: a standing mandate of the subject may cover an
+	// operation instead of the per-operation approval.
+	MandatesAllowed = "allowed"
+)
 
 // rawApprovers names the approvers as the YAML writes them.
 type rawApprovers struct {
@@ -86,6 +97,7 @@ func buildApproval(p problems, r *rawApproval, bind map[string]Field, fpTTL time
 		}
 	}
 	out.Approvers = buildApprovers(p, r.Approvers, out.Asks())
+	out.Mandates = buildMandates(p, r.Mandates, out.Asks(), bind)
 	ttl, ok := p.duration("approval.ttl", r.TTL, 0, false)
 	switch {
 	case !ok:
@@ -123,6 +135,38 @@ func buildApprovers(p problems, r *rawApprovers, asks bool) *approval.Approvers 
 		return nil
 	}
 	return &approval.Approvers{Role: r.Role, Count: r.Count, SubjectMayApprove: r.SubjectMayApprove}
+}
+
+// buildMandates validates approval.mandates (v) of a policy that asks for
+// approval (asks): a mandate bounds the amount, its currency and the payee,
+// so the action must bind all three.
+func buildMandates(p problems, v string, asks bool, bind map[string]Field) bool {
+	switch v {
+	case "", MandatesNever:
+		return false
+	case MandatesAllowed:
+	default:
+		p.addf("approval.mandates %q is unknown (want never or allowed)", v)
+		return false
+	}
+	ok := true
+	if !asks {
+		p.addf("approval.mandates applies only to a policy that asks for approval (required: always or above, or new_payee)")
+		ok = false
+	}
+	if f, found := bind[ApprovalAmountField]; !found || f.Type != TypeDecimal {
+		p.addf("approval.mandates needs the bound decimal field %s", ApprovalAmountField)
+		ok = false
+	}
+	if f, found := bind[ApprovalCurrencyField]; !found || !f.IsCurrency() {
+		p.addf("approval.mandates needs the bound field %s of kind currency", ApprovalCurrencyField)
+		ok = false
+	}
+	if f, found := bind[ApprovalPayeeField]; !found || f.Type != TypeString {
+		p.addf("approval.mandates needs the bound string field %s", ApprovalPayeeField)
+		ok = false
+	}
+	return ok
 }
 
 // threshold checks one approval.above entry: an active currency, a

@@ -47,11 +47,13 @@ func TestApprovalPolicyLoads(t *testing.T) {
       above: {USD: "100.00", EUR: 100, JPY: "10000", BHD: "0.125"}
       new_payee: true
       ttl: 10m
+      mandates: allowed
 `), gatewayWait, devEnv)
 	require.NoError(t, err)
 	a := c.Actions["payments.wire"].Approval
 	assert.Equal(t, approval.RequireAbove, a.Required)
 	assert.True(t, a.NewPayee)
+	assert.True(t, a.Mandates)
 	assert.Equal(t, 10*time.Minute, a.TTL)
 	require.Len(t, a.Above, 4)
 	assert.Equal(t, "100", a.Above["USD"].Text('f'))
@@ -65,7 +67,12 @@ func TestApprovalPolicyLoads(t *testing.T) {
 	a = c.Actions["payments.wire"].Approval
 	assert.Equal(t, approval.RequireNever, a.Required)
 	assert.False(t, a.Asks())
+	assert.False(t, a.Mandates, "mandates default to never")
 	assert.Equal(t, 15*time.Minute, a.TTL)
+
+	c, err = parse(wireAction("", "      required: always\n      mandates: never\n"), gatewayWait, devEnv)
+	require.NoError(t, err)
+	assert.False(t, c.Actions["payments.wire"].Approval.Mandates)
 }
 
 // TestApprovalPolicyRefused: every bad policy is refused at load with the
@@ -100,6 +107,10 @@ func TestApprovalPolicyRefused(t *testing.T) {
 		"approvers count too many":             {"", "      required: always\n      approvers: {role: finance, count: 11}\n", "approval.approvers.count 11 must be between 1 and 10"},
 		"new payee without payee_id":           {noPayee, "      new_payee: true\n", "approval.new_payee needs the bound string field payee_id"},
 		"above without a currency field":       {noCurrency, "      required: above\n      above: {USD: 1}\n", "approval.above needs the bound field currency of kind currency"},
+		"unknown mandates value":               {"", "      required: always\n      mandates: sometimes\n", `approval.mandates "sometimes" is unknown (want never or allowed)`},
+		"mandates without a policy that asks":  {"", "      mandates: allowed\n", "approval.mandates applies only to a policy that asks"},
+		"mandates without payee_id":            {noPayee, "      required: always\n      mandates: allowed\n", "approval.mandates needs the bound string field payee_id"},
+		"mandates without a currency field":    {noCurrency, "      required: always\n      mandates: allowed\n", "approval.mandates needs the bound field currency of kind currency"},
 		"unknown key":                          {"", "      required: always\n      approver: bob\n", "field approver not found"},
 	} {
 		t.Run(name, func(t *testing.T) {
