@@ -28,6 +28,15 @@ import (
 const EnvSizes = "SCALE_SIZES"
 
 func main() {
+	// The bare workflow's worker and the HTTP floors, started by the
+	// benchmark itself from this binary.
+	if sub, err := benche2e.RunSubprocess(os.Args); sub {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench-scale", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
 		os.Exit(1)
@@ -55,34 +64,34 @@ func run() error {
 	o.Bench.Only = strings.Split(groups, ",")
 	o.Log = os.Stderr
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	start := time.Now()
-	points, err := benchscale.Run(ctx, o)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Dir(out)
-	charts, err := benchscale.WriteCharts(dir, strings.TrimSuffix(filepath.Base(out), ".md"), points)
-	if err != nil {
-		return err
-	}
 	var notes string
 	if old, err := os.ReadFile(out); err == nil {
 		notes = benche2e.SplitNotes(string(old))
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	var buf strings.Builder
-	in := benchscale.ReportInput{Command: strings.TrimSpace("go run ./cmd/bench-scale " + strings.Join(os.Args[1:], " ")),
-		Machine: benche2e.ThisMachine(), Charts: charts, Took: time.Since(start), Notes: notes}
+	command := strings.TrimSpace("go run ./cmd/bench-scale " + strings.Join(os.Args[1:], " "))
 	if v := os.Getenv(EnvSizes); v != "" {
-		in.Command = EnvSizes + "=" + v + " " + in.Command
+		command = EnvSizes + "=" + v + " " + command
 	}
-	if err := benchscale.WriteReport(&buf, points, in); err != nil {
-		return err
+	start := time.Now()
+	var charts []string
+	o.Measured = func(points []benchscale.Point) error {
+		var err error
+		if charts, err = benchscale.WriteCharts(filepath.Dir(out), strings.TrimSuffix(filepath.Base(out), ".md"), points); err != nil {
+			return err
+		}
+		var buf strings.Builder
+		in := benchscale.ReportInput{Command: command, Machine: benche2e.ThisMachine(), Charts: charts, Took: time.Since(start), Notes: notes}
+		if err := benchscale.WriteReport(&buf, points, in); err != nil {
+			return err
+		}
+		return os.WriteFile(out, []byte(buf.String()), 0o644)
 	}
-	if err := os.WriteFile(out, []byte(buf.String()), 0o644); err != nil {
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if _, err := benchscale.Run(ctx, o); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s and %s\n", out, strings.Join(charts, ", "))

@@ -57,6 +57,10 @@ type Options struct {
 	Fill truthfill.Options
 	// Log receives progress lines.
 	Log io.Writer
+	// Measured, when set, is called with the points so far after each
+	// size (the command writes the report each time, so that a run cut
+	// short keeps what it measured).
+	Measured func(points []Point) error
 }
 
 // Point is what one size measured.
@@ -105,6 +109,11 @@ func Run(ctx context.Context, o Options) ([]Point, error) {
 		}
 		pt.Results = res
 		points = append(points, pt)
+		if o.Measured != nil {
+			if err := o.Measured(points); err != nil {
+				return points, err
+			}
+		}
 	}
 	return points, nil
 }
