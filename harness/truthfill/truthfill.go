@@ -11,6 +11,7 @@
 package truthfill
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -71,31 +72,17 @@ var Defaults = Options{
 
 func (o Options) withDefaults() Options {
 	d := Defaults
-	if o.Prefix == "" {
-		o.Prefix = d.Prefix
-	}
-	if o.Scope == "" {
-		o.Scope = d.Scope
-	}
-	if o.CompletedBefore.IsZero() {
-		o.CompletedBefore = time.Now()
-	}
-	o.Subjects = positiveOr(o.Subjects, d.Subjects)
-	o.Spacing = positiveOr(o.Spacing, d.Spacing)
-	o.TerminalTTL = positiveOr(o.TerminalTTL, d.TerminalTTL)
-	o.FailedEvery = positiveOr(o.FailedEvery, d.FailedEvery)
-	o.ApprovalEvery = positiveOr(o.ApprovalEvery, d.ApprovalEvery)
-	o.WebhookEvery = positiveOr(o.WebhookEvery, d.WebhookEvery)
-	o.BatchRows = positiveOr(o.BatchRows, d.BatchRows)
+	o.Prefix = cmp.Or(o.Prefix, d.Prefix)
+	o.Scope = cmp.Or(o.Scope, d.Scope)
+	o.CompletedBefore = cmp.Or(o.CompletedBefore, time.Now())
+	o.Subjects = cmp.Or(o.Subjects, d.Subjects)
+	o.Spacing = cmp.Or(o.Spacing, d.Spacing)
+	o.TerminalTTL = cmp.Or(o.TerminalTTL, d.TerminalTTL)
+	o.FailedEvery = cmp.Or(o.FailedEvery, d.FailedEvery)
+	o.ApprovalEvery = cmp.Or(o.ApprovalEvery, d.ApprovalEvery)
+	o.WebhookEvery = cmp.Or(o.WebhookEvery, d.WebhookEvery)
+	o.BatchRows = cmp.Or(o.BatchRows, d.BatchRows)
 	return o
-}
-
-// positiveOr returns v when it is positive, else def.
-func positiveOr[T int | time.Duration](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // Counts are the rows Fill wrote, table by table.

@@ -2,8 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -29,13 +27,7 @@ const hotSubjectOps = 100_000
 // every action and one of its own action. docs/benchmarks-scale.md has the
 // command and the numbers.
 func BenchmarkHotSubjectBudget(b *testing.B) {
-	n := hotSubjectOps
-	if v := os.Getenv("ONCEGATE_HOT_SUBJECT_OPS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatalf("ONCEGATE_HOT_SUBJECT_OPS=%q: %v", v, err)
-		}
-	}
+	n := benchEnvInt(b, "ONCEGATE_HOT_SUBJECT_OPS", hotSubjectOps)
 	ctx := context.Background()
 	s, err := pgstore.Open(ctx, testenv.NewDatabase(b))
 	if err != nil {
