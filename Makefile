@@ -4,7 +4,7 @@ SHELL := /bin/bash
 # make soak PROFILE=prod soaks the production-like profile; make bench-e2e PROFILE=prod benchmarks it.
 PROFILE ?= dev
 
-.PHONY: help run up down status clean prod-clean test bench bench-e2e build lint fuzz soak deps prod-up prod-down prod-status test-prod
+.PHONY: help run up down status clean prod-clean test bench bench-e2e bench-scale build lint fuzz soak deps prod-up prod-down prod-status test-prod
 
 help: ## list the targets
 	@grep -E '^[a-z0-9/-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -59,6 +59,10 @@ else
 	@./scripts/deps.sh
 	go run ./cmd/bench-e2e -profile 10 $(BENCH_ARGS)
 endif
+
+bench-scale: ## cost as the truth grows: at each size (SCALE_SIZES, default 0,1000000 operations) fill the truth by COPY and measure against the floors; docs/benchmarks-scale.md
+	@./scripts/deps.sh
+	SCALE_SIZES=$(SCALE_SIZES) go run ./cmd/bench-scale
 
 build: ## build the binaries into ./bin
 	go build -o bin/ ./cmd/...

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -24,24 +23,11 @@ import (
 )
 
 func main() {
-	if len(os.Args) == 4 && os.Args[1] == benche2e.BareWorkerFlag {
-		// The bare workflow's worker, started by the benchmark itself: task
-		// queue, pollers; its Temporal connection is in the environment.
-		pollers, err := strconv.Atoi(os.Args[3])
-		if err == nil {
-			err = benche2e.RunBareWorker(os.Args[2], pollers)
-		}
+	// The bare workflow's worker and the HTTP floors, started by the
+	// benchmark itself from this binary.
+	if sub, err := benche2e.RunSubprocess(os.Args); sub {
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench-e2e bare worker:", err)
-			os.Exit(1)
-		}
-		return
-	}
-	if len(os.Args) == 3 && os.Args[1] == benche2e.FloorsFlag {
-		// The HTTP floors, started by the benchmark itself: the file of
-		// their configuration (benche2e.FloorsConfig).
-		if err := benche2e.RunFloors(os.Args[2]); err != nil {
-			fmt.Fprintln(os.Stderr, "bench-e2e floors:", err)
+			fmt.Fprintln(os.Stderr, "bench-e2e", err)
 			os.Exit(1)
 		}
 		return

@@ -83,6 +83,8 @@ type Options struct {
 	// profile (scripts/prod.sh) to measure instead of starting the dev
 	// stack; see openProd for what runs there and what does not.
 	ProdStack string
+	// Hooks act on the stack before the warm-up and after the rounds.
+	Hooks Hooks
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -359,6 +361,11 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 	}
 	defer bare.Stop()
 	b.cpu.pids[CPUBareWorker] = bare.Pid
+	if h := opts.Hooks.Prepare; h != nil {
+		if err := h(ctx, b.handle()); err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+	}
 	if err := b.setup(ctx, logDir); err != nil {
 		return nil, err
 	}
@@ -411,6 +418,11 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		}
 		logf("duplicates: %.1f answers/s, %.2f Temporal calls per answer, %v watchers, %v",
 			b.res.Duplicates.AnswersPerSecond(), b.res.Duplicates.TemporalCallsPerAnswer(), b.res.Duplicates.Watchers, b.res.Duplicates.Outcomes)
+	}
+	if h := opts.Hooks.Inspect; h != nil {
+		if err := h(ctx, b.handle()); err != nil {
+			return nil, fmt.Errorf("inspect: %w", err)
+		}
 	}
 	if opts.ProfileSeconds > 0 {
 		logf("profiling the gateway %ds under preview and under replay load, the gateway and the worker under concurrent first confirms...", opts.ProfileSeconds)

@@ -231,6 +231,19 @@ func stopShared() {
 		shared.stoppers[i]()
 	}
 	shared.stoppers = nil
+	forgetShared()
+}
+
+// forgetShared forgets the stopped shared servers and binaries, so that a
+// later use starts them anew: a benchmark command that starts one stack
+// after another (cmd/bench-scale, one per size of the truth) gets a
+// running PostgreSQL, Temporal dev server and binaries each time.
+func forgetShared() {
+	builtBinaries.once, builtBinaries.dir, builtBinaries.err = sync.Once{}, "", nil
+	sharedPostgres.once, sharedPostgres.pg, sharedPostgres.err = sync.Once{}, nil, nil
+	sharedTemporal.mu.Lock()
+	sharedTemporal.once, sharedTemporal.tp, sharedTemporal.err = sync.Once{}, nil, nil
+	sharedTemporal.mu.Unlock()
 }
 
 // sharedProcesses returns the processes of the shared servers started so far.

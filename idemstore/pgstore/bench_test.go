@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -36,6 +37,20 @@ func BenchmarkPostgresAcquire(b *testing.B) {
 			b.Fatalf("outcome %v, want acquired", d.Outcome)
 		}
 	}
+}
+
+// benchEnvInt is the integer the environment setting name holds, or def
+// when it is unset: the size knobs of the measurements beside the code.
+func benchEnvInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		b.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return n
 }
 
 // benchClaims returns n claims with distinct fresh keys, built before the timer starts.

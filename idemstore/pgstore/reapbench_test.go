@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -27,13 +26,7 @@ const reapBenchRows = 200_000
 // the N records, and reports both p99s and their ratio (reap/quiet) of the
 // same run. docs/benchmarks-scale.md has the command and the numbers.
 func BenchmarkConfirmDuringReap(b *testing.B) {
-	n := reapBenchRows
-	if v := os.Getenv("ONCEGATE_REAP_BENCH_ROWS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatalf("ONCEGATE_REAP_BENCH_ROWS=%q: %v", v, err)
-		}
-	}
+	n := benchEnvInt(b, "ONCEGATE_REAP_BENCH_ROWS", reapBenchRows)
 	ctx := context.Background()
 	url := testenv.NewDatabase(b)
 	s, err := pgstore.Open(ctx, url)

@@ -65,6 +65,29 @@ func ExerciseBudgets(t *testing.T, newStore func(t *testing.T) BudgetStore) {
 		assert.Equal(t, operation.StateInFlight, rec.State, "the operation itself is never reaped in flight")
 	})
 
+	t.Run("FreesAtIsWhenEnoughHasLeft", func(t *testing.T) {
+		t.Parallel()
+		s, subject := setup(t)
+		// 10, 10 and 30 reserved, in this order, of a max of 60: 21 more
+		// fits once 11 have left, so when the second reservation leaves,
+		// not the first (10 is not enough) nor the last.
+		acquired(t, s, charged(t, subject, "10", "60"))
+		second := acquired(t, s, charged(t, subject, "10", "60"))
+		acquired(t, s, charged(t, subject, "30", "60"))
+		over := charged(t, subject, "21", "60")
+		d, err := s.Acquire(ctx, over)
+		require.NoError(t, err)
+		require.Equal(t, idemstore.OutcomeLimitExceeded, d.Outcome)
+		require.Len(t, d.Usage, 1)
+		assertDec(t, "50", d.Usage[0].Used, "what the window holds")
+		assert.WithinDuration(t, second.ClaimedAt.Add(24*time.Hour), d.Usage[0].FreesAt, time.Millisecond,
+			"the second reservation leaving makes room for 21")
+		read, err := s.Usage(ctx, subject, *over.Charge)
+		require.NoError(t, err)
+		require.Len(t, read, 1)
+		assert.True(t, d.Usage[0].FreesAt.Equal(read[0].FreesAt), "Usage reads what the claim saw: %s, want %s", read[0].FreesAt, d.Usage[0].FreesAt)
+	})
+
 	t.Run("ConcurrentClaimsNeverOverspend", func(t *testing.T) {
 		t.Parallel()
 		s, subject := setup(t)
