@@ -451,7 +451,7 @@ func TestDecideConfirmUnderMandate(t *testing.T) {
 	}
 	claimed := f
 	claimed.Claim = claimAnswer{Kind: claimAcquired, Ownership: confirmMine}
-	assert.Equal(t, confirmPlan{Ask: confirmAskStart, Ownership: confirmMine}, decideConfirm(claimed), "the claim reserved it: it starts")
+	assert.Equal(t, confirmPlan{Ask: confirmAskStart, Ownership: confirmMine, Client: f.Client}, decideConfirm(claimed), "the claim reserved it: it starts")
 	none := f
 	none.Mandate = mandateAnswer{Kind: mandateNone}
 	check(t, none, want{action: actApprovalRequired, approval: missing})

@@ -11,7 +11,6 @@ import (
 	"github.com/oncegate/oncegate/operation"
 	"github.com/oncegate/oncegate/resolution"
 	"github.com/oncegate/oncegate/status"
-	"github.com/oncegate/oncegate/workflows"
 )
 
 // resolveWait bounds how long a resolve waits for the workflow to record
@@ -65,7 +64,7 @@ func (s *Service) Resolve(ctx context.Context, req ResolveRequest) Answer {
 			log.InfoContext(ctx, "resolution accepted, outcome not recorded yet")
 			return resolutionSentAnswer(opID, req.Outcome)
 		}
-		// The workflow counts the refusal (workflows.MetricResolutionsRefused).
+		// The workflow counts the refusal (the worker's oncegate_resolutions_refused_total).
 		log.WarnContext(ctx, "resolution refused or not delivered", "err", err)
 		return s.resolveErrorAnswer(opID, err)
 	}
@@ -92,7 +91,7 @@ func (s *Service) ResolutionPayload(ctx context.Context, req ResolveRequest) Ans
 	}
 	s.log.InfoContext(ctx, "resolution payload issued", "operation_id", opID, "operator", operator,
 		"outcome", req.Outcome, "jti", st.ID, "expires_at", st.ExpiresAt, "trace_id", telemetry.TraceID(ctx))
-	return resolutionPayloadAnswer(opID, workflows.SignalResolve, res, st.ExpiresAt)
+	return resolutionPayloadAnswer(opID, operation.SignalResolve, res, st.ExpiresAt)
 }
 
 // awaitingReview checks req's decision and that its operation waits for

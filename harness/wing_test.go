@@ -21,11 +21,12 @@ const module = "github.com/oncegate/oncegate"
 // harnessBinaries are the commands that are part of the harness: they run
 // the simulator, the soak, the benchmark and the agent simulator.
 var harnessBinaries = map[string]bool{
-	module + "/cmd/agentsim":   true,
-	module + "/cmd/bench-e2e":  true,
-	module + "/cmd/downstream": true,
-	module + "/cmd/oidc-dev":   true,
-	module + "/cmd/soak":       true,
+	module + "/cmd/agentsim":    true,
+	module + "/cmd/bench-e2e":   true,
+	module + "/cmd/bench-scale": true,
+	module + "/cmd/downstream":  true,
+	module + "/cmd/oidc-dev":    true,
+	module + "/cmd/soak":        true,
 }
 
 // isHarness reports whether a package is in the harness's wing.

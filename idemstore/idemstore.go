@@ -19,7 +19,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/oncegate/oncegate/approval"
 	"github.com/oncegate/oncegate/mandate"
 	"github.com/oncegate/oncegate/operation"
 )
@@ -153,7 +152,7 @@ type ClaimDecision struct {
 	Usage []operation.WindowUsage
 	// MandateRefusal is why the claim's Mandate does not cover it
 	// (OutcomeMandateRefused only).
-	MandateRefusal approval.Reason
+	MandateRefusal mandate.Reason
 }
 
 // Finalization moves an IN_FLIGHT (or NEEDS_REVIEW) operation to DONE or FAILED.

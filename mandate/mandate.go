@@ -63,6 +63,10 @@ const (
 	ReasonNotApplicable approval.Reason = "mandate_not_applicable"
 )
 
+// Reason is why a mandate does not cover a claim: one of Reasons, an
+// approval reason (the approval the confirm then asks carries it).
+type Reason = approval.Reason
+
 // Reasons lists every reason a mandate refuses with, in Check's order.
 var Reasons = []approval.Reason{ReasonNotApplicable, ReasonRevoked, ReasonExpired, ReasonPayeeNotInMandate, ReasonExceeded}
 

@@ -5,6 +5,12 @@ import (
 	"time"
 )
 
+// SignalResolve is the name of the signal an operator sends to a workflow
+// waiting for review to resolve it (the Temporal Web UI, `temporal
+// workflow signal`, the gateway's resolution payload); the workflow
+// package registers it under this name.
+const SignalResolve = "resolve"
+
 // This file holds what a person decides about an operation and what the
 // gateway sends its workflow: the operator's resolution of an operation
 // waiting for review and the decision that counts, a downstream's event,

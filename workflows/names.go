@@ -15,7 +15,7 @@ const (
 	// SignalResolve is the signal an operator sends to resolve NEEDS_REVIEW
 	// (Web UI, temporal workflow signal): the first decision wins, a later
 	// one is refused and shown in the state query and details.
-	SignalResolve = "resolve"
+	SignalResolve = operation.SignalResolve
 	// SignalDownstreamState is the signal the gateway sends when a verified
 	// webhook reports the downstream's state of a pending operation.
 	SignalDownstreamState = "downstream_state"
