@@ -159,6 +159,7 @@ func TestOnlyConfigStructsReadTheEnvironment(t *testing.T) {
 		"internal/downstream/mcp.go":      "the catalog's auth_env",
 		"internal/catalog/load.go":        "the catalog's ${NAME} expansions",
 		"cmd/soak/main.go":                "the soak harness: SOAK_* fall back for its flags (docs/faults.md, Chaos soak)",
+		"cmd/bench-scale/main.go":         "the scale benchmark (harness): SCALE_SIZES falls back for its -sizes flag (docs/reference.md, make bench-scale)",
 		"cmd/oidc-dev/main.go":            "the dev identity provider (harness): Hydra's own HYDRA_* settings",
 	}
 	var found []string
